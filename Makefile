@@ -1,0 +1,38 @@
+# Every target creates .venv when it is missing; versions come from constraints.txt (pip freeze of a good install).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+export VCPILOT_HOME ?= $(CURDIR)/.vcpilot
+
+.PHONY: venv demo test lint bench e2e clean constraints
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	# drain3 pins cachetools==4.2.1, which MLflow's google-auth cannot share; it runs fine on current cachetools.
+	$(BIN)/pip install -q --no-deps -c constraints.txt drain3
+	touch $(STAMP)
+
+demo: venv
+	$(BIN)/python examples/local_cluster_demo.py
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest -q -n 2 --dist loadfile
+
+bench: venv
+	$(BIN)/python benchmarks/scheduler.py
+
+# Regenerate the pins after changing dependencies in pyproject.toml.
+constraints: venv
+	$(BIN)/pip freeze --exclude-editable | grep -v '^-e' > constraints.txt
+
+clean:
+	rm -rf $(VENV) .vcpilot .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,146 @@
+"""Scheduler benchmark: one session over 1,000 pending gangs on 100 nodes, and submit-to-Running latency.
+
+Prints one JSON document. The latency is a ratio against starting the same command directly, measured side
+by side in this process, so a noisy machine moves both numbers together.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from components.volcano.cluster_local import LocalCluster
+from components.volcano.localconfig import LocalClusterConfig
+from components.volcano.resources import GPU
+from components.volcano.scheduler import Gang, NodeState, PodRequest, QueueState, schedule
+
+
+def session_inputs(gangs: int = 1000, nodes: int = 100, seed: int = 7):
+    """A cluster of `nodes` x 8 GPUs, 4 queues, and `gangs` Pending gangs of 1-4 pods x 1-2 GPUs."""
+    rng = random.Random(seed)
+    node_states = [
+        NodeState(
+            name=f"node-{i:03d}",
+            ready=True,
+            allocatable={GPU: 8, "cpu": 64, "memory": 512 * 2**30},
+            used={},
+            labels={"kubernetes.io/hostname": f"node-{i:03d}"},
+        )
+        for i in range(nodes)
+    ]
+    queues = [QueueState(name=f"q{i}", weight=i + 1) for i in range(4)]
+    out = []
+    for g in range(gangs):
+        pods, gpus = rng.randint(1, 4), rng.randint(1, 2)
+        res = {GPU: float(gpus), "cpu": 4.0, "memory": 16.0 * 2**30}
+        out.append(
+            Gang(
+                key=f"default/job-{g}",
+                queue=f"q{g % 4}",
+                phase="Pending",
+                min_member=pods,
+                min_resources={k: v * pods for k, v in res.items()},
+                pods=tuple(PodRequest(name=f"default/job-{g}-{p}", resources=res) for p in range(pods)),
+                priority=rng.choice([0, 0, 100]),
+                order=g,
+            )
+        )
+    return node_states, queues, out
+
+
+def time_session(repeats: int = 5) -> dict:
+    nodes, queues, gangs = session_inputs()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = schedule(nodes, queues, gangs)
+        times.append(time.perf_counter() - start)
+    return {
+        "gangs": len(gangs),
+        "nodes": len(nodes),
+        "session_s_median": statistics.median(times),
+        "session_s_best": min(times),
+        "admitted": len(result.enqueued),
+        "pods_bound": len(result.bindings),
+    }
+
+
+def wait_for(path: Path, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(path)
+        time.sleep(0.0005)
+
+
+def time_latency(repeats: int = 10) -> dict:
+    """Submit-to-Running of a one-pod job vs Popen of the same command, alternating, medians."""
+    work = Path(tempfile.mkdtemp(prefix="vcpilot-bench-"))
+    cluster = LocalCluster(work / "home", LocalClusterConfig(), hook=False)
+    direct, via_cluster = [], []
+    for i in range(repeats):
+        marker = work / f"direct-{i}"
+        command = [sys.executable, "-c", "import sys, pathlib; pathlib.Path(sys.argv[1]).touch()", str(marker)]
+        start = time.perf_counter()
+        proc = subprocess.Popen(command)
+        wait_for(marker)
+        direct.append(time.perf_counter() - start)
+        proc.wait()
+
+        marker = work / f"cluster-{i}"
+        job = {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": f"lat-{i}"},
+            "spec": {
+                "schedulerName": "volcano",
+                "queue": "default",
+                "minAvailable": 1,
+                "tasks": [
+                    {
+                        "name": "main",
+                        "replicas": 1,
+                        "template": {
+                            "spec": {
+                                "restartPolicy": "Never",
+                                "containers": [
+                                    {
+                                        "name": "main",
+                                        "image": "python",
+                                        "command": [
+                                            "python",
+                                            "-c",
+                                            "import sys, pathlib; pathlib.Path(sys.argv[1]).touch()",
+                                            str(marker),
+                                        ],
+                                        "resources": {"requests": {GPU: 1}},
+                                    }
+                                ],
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+        start = time.perf_counter()
+        cluster.submit(job)
+        wait_for(marker)
+        via_cluster.append(time.perf_counter() - start)
+        cluster.wait(f"lat-{i}", timeout=30)
+        cluster.delete(f"lat-{i}")
+    d, c = statistics.median(direct), statistics.median(via_cluster)
+    return {"direct_start_s_median": d, "submit_to_running_s_median": c, "ratio": c / d, "repeats": repeats}
+
+
+def main() -> None:
+    print(json.dumps({"session": time_session(), "latency": time_latency()}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

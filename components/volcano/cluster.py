@@ -1,0 +1,203 @@
+"""The one interface vcpilot uses to talk to Volcano, whether real (KubeCluster) or embedded (LocalCluster)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from components.volcano.models import Job, Queue
+
+__all__ = [
+    "Cluster",
+    "ClusterError",
+    "Conflict",
+    "Event",
+    "Invalid",
+    "JobInfo",
+    "JobNotFound",
+    "NodeInfo",
+    "NodeNotFound",
+    "PodInfo",
+    "QueueNotFound",
+    "QueueSnapshot",
+    "Timeout",
+    "Unschedulable",
+    "FINISHED_PHASES",
+]
+
+# Job phases after which Volcano does nothing more with a job.
+FINISHED_PHASES = frozenset({"Completed", "Failed", "Aborted", "Terminated"})
+
+
+class ClusterError(Exception):
+    """Base of every error a Cluster raises; the message is one sentence meant for a person."""
+
+
+class JobNotFound(ClusterError):
+    """The named Job does not exist."""
+
+
+class QueueNotFound(ClusterError):
+    """The named Queue does not exist."""
+
+
+class NodeNotFound(ClusterError):
+    """The named node does not exist."""
+
+
+class Conflict(ClusterError):
+    """An object with that name exists with a different spec."""
+
+
+class Invalid(ClusterError):
+    """The manifest breaks a rule the API server or Volcano's admission would enforce."""
+
+
+class Unschedulable(ClusterError):
+    """The request can never be placed on this cluster (asks more than any node or queue can give)."""
+
+
+class Timeout(ClusterError):
+    """A wait ran out before the job reached one of the wanted phases."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PodInfo(_Frozen):
+    """One pod of a job, as `kubectl get pod` would show it."""
+
+    name: str
+    task: str
+    index: int
+    node: str | None = None
+    phase: str  # Pending, Running, Succeeded, Failed
+    reason: str | None = None  # e.g. Evicted, NodeLost, Error, Killed
+    exit_code: int | None = None
+    gpus: int = 0
+
+
+class JobInfo(_Frozen):
+    """A Volcano Job's state: phase, retries and its current pods."""
+
+    name: str
+    namespace: str = "default"
+    uid: str
+    queue: str
+    phase: str
+    retry_count: int = 0
+    min_available: int
+    labels: dict[str, str] = Field(default_factory=dict)
+    pods: list[PodInfo] = Field(default_factory=list)
+    podgroup_phase: str | None = None
+    reason: str | None = None
+    message: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        """True once Volcano will do nothing more with this job."""
+        return self.phase in FINISHED_PHASES
+
+
+class QueueSnapshot(_Frozen):
+    """A queue and the demand on it, counted from PodGroups (Volcano >= 1.11 no longer writes status counts)."""
+
+    name: str
+    state: str
+    weight: int = 1
+    capability: dict[str, float] = Field(default_factory=dict)
+    allocated: dict[str, float] = Field(default_factory=dict)
+    pending: int = 0
+    inqueue: int = 0
+    running: int = 0
+    pending_gpus: int = 0
+    inqueue_gpus: int = 0
+    running_gpus: int = 0
+
+
+class NodeInfo(_Frozen):
+    """A node and its GPU accounting."""
+
+    name: str
+    ready: bool
+    gpu_capacity: int
+    gpu_allocatable: int
+    gpu_allocated: int
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[dict[str, str]] = Field(default_factory=list)
+    unschedulable: bool = False
+
+
+class Event(_Frozen):
+    """A Kubernetes-style event about a job or one of its pods."""
+
+    time: float
+    object: str  # e.g. "Job/train-1", "Pod/train-1-master-0"
+    type: str = "Normal"  # Normal or Warning
+    reason: str
+    message: str
+
+
+@runtime_checkable
+class Cluster(Protocol):
+    """What vcpilot needs from Volcano. Both implementations honour these semantics.
+
+    - `submit` is idempotent: submitting a Job whose spec equals the stored one returns it; a different
+      spec under the same name raises `Conflict`. A manifest Volcano would reject raises `Invalid`.
+    - Phases are Volcano's (`Pending`, `Running`, `Restarting`, `Completing`, `Completed`, `Failed`,
+      `Aborting`, `Aborted`, `Terminating`, `Terminated`); pods are created only once the Job's PodGroup is
+      admitted (Inqueue), and a gang starts all `minAvailable` pods at once or none.
+    - `retry_count` counts RestartJob actions; a job whose retry count reaches `maxRetry` (3 when unset)
+      fails on its next restart, as Volcano's restarting state does.
+    - Queue counts come from PodGroups by `spec.queue` and phase, never from `queue.status`.
+    - Unknown names raise `JobNotFound` / `QueueNotFound` / `NodeNotFound`.
+    """
+
+    def submit(self, job: Job | Mapping[str, Any]) -> JobInfo:
+        """Create a Volcano Job (idempotent for an identical spec)."""
+        ...
+
+    def get(self, name: str, namespace: str = "default") -> JobInfo:
+        """Return a job's phase, retry count and pods."""
+        ...
+
+    def wait(
+        self,
+        name: str,
+        phases: Collection[str] = FINISHED_PHASES,
+        timeout: float = 600.0,
+        namespace: str = "default",
+    ) -> JobInfo:
+        """Block until the job is in one of `phases`; raise `Timeout` after `timeout` seconds."""
+        ...
+
+    def delete(self, name: str, namespace: str = "default", *, missing_ok: bool = False) -> None:
+        """Delete a job and kill its pods."""
+        ...
+
+    def list_jobs(self, labels: Mapping[str, str] | None = None, namespace: str | None = None) -> list[JobInfo]:
+        """Jobs whose labels include every given label (all namespaces when namespace is None)."""
+        ...
+
+    def apply_queue(self, queue: Queue | Mapping[str, Any]) -> QueueSnapshot:
+        """Create or update a Queue."""
+        ...
+
+    def queue(self, name: str) -> QueueSnapshot:
+        """One queue's state, capability, allocation and PodGroup demand."""
+        ...
+
+    def queues(self) -> list[QueueSnapshot]:
+        """Every queue."""
+        ...
+
+    def nodes(self) -> list[NodeInfo]:
+        """Every node with its readiness and GPU accounting."""
+        ...
+
+    def events(self, name: str, namespace: str = "default", limit: int = 50) -> list[Event]:
+        """The most recent events of a job and its pods, oldest first."""
+        ...

@@ -1,0 +1,111 @@
+"""Volcano's job controller rules as pure functions: which policy action an event triggers, and a job's phase.
+
+These follow `pkg/controllers/job` of Volcano v1.15: task policies win over job policies, an exit-code policy
+matches `PodFailed` with that code, `RestartJob` increments `retryCount` and the job fails once the count has
+reached `maxRetry` (3 when unset), and a job whose pods all finished completes when `minSuccess` (or
+`minAvailable`) pods succeeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from components.volcano.models import JobSpec, LifecyclePolicy
+
+__all__ = [
+    "DEFAULT_MAX_RETRY",
+    "RESTART_ACTIONS",
+    "PodCounts",
+    "count_pods",
+    "max_retry",
+    "match_action",
+    "phase_from_pods",
+]
+
+DEFAULT_MAX_RETRY = 3
+
+# Actions that restart pods; each one spends one unit of the job's retry budget.
+RESTART_ACTIONS = frozenset({"RestartJob", "RestartTask", "RestartPod"})
+
+
+@dataclass(frozen=True)
+class PodCounts:
+    """Pods of a job's current run by phase, overall and per task."""
+
+    pending: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    succeeded_by_task: Mapping[str, int] = field(default_factory=dict)
+    failed_by_task: Mapping[str, int] = field(default_factory=dict)
+
+
+def count_pods(pods: list[tuple[str, str]]) -> PodCounts:
+    """Count `(task, phase)` pairs into PodCounts."""
+    by_phase = {"Pending": 0, "Running": 0, "Succeeded": 0, "Failed": 0}
+    succeeded: dict[str, int] = {}
+    failed: dict[str, int] = {}
+    for task, phase in pods:
+        by_phase[phase] = by_phase.get(phase, 0) + 1
+        if phase == "Succeeded":
+            succeeded[task] = succeeded.get(task, 0) + 1
+        elif phase == "Failed":
+            failed[task] = failed.get(task, 0) + 1
+    return PodCounts(
+        pending=by_phase["Pending"],
+        running=by_phase["Running"],
+        succeeded=by_phase["Succeeded"],
+        failed=by_phase["Failed"],
+        succeeded_by_task=succeeded,
+        failed_by_task=failed,
+    )
+
+
+def max_retry(spec: JobSpec) -> int:
+    """The job's retry budget, Volcano's default when unset or zero."""
+    return spec.max_retry or DEFAULT_MAX_RETRY
+
+
+def _matches(policy: LifecyclePolicy, event: str, exit_code: int | None) -> bool:
+    if policy.exit_code is not None:
+        return event == "PodFailed" and exit_code == policy.exit_code
+    events = set(policy.events or [])
+    if policy.event:
+        events.add(policy.event)
+    return event in events or "*" in events
+
+
+def match_action(spec: JobSpec, task: str | None, event: str, exit_code: int | None = None) -> str | None:
+    """The action Volcano takes for `event` on a pod of `task`, or None to just sync the job."""
+    for t in spec.tasks:
+        if t.name == task:
+            for policy in t.policies or []:
+                if _matches(policy, event, exit_code):
+                    return policy.action
+    for policy in spec.policies or []:
+        if _matches(policy, event, exit_code):
+            return policy.action
+    return None
+
+
+def phase_from_pods(spec: JobSpec, current: str, counts: PodCounts) -> str:
+    """The phase a syncing Pending/Running job moves to given its pods (the controller's SyncJob)."""
+    total = sum(t.replicas or 0 for t in spec.tasks)
+    min_available = spec.min_available or 0
+    if total == 0:
+        return current
+    if spec.min_success is not None and counts.succeeded >= spec.min_success:
+        return "Completed"
+    if counts.succeeded + counts.failed == total:
+        task_min = sum(t.replicas if t.min_available is None else t.min_available for t in spec.tasks)
+        if min_available >= task_min:
+            for t in spec.tasks:
+                if t.min_available is not None and counts.succeeded_by_task.get(t.name, 0) < t.min_available:
+                    return "Failed"
+        if spec.min_success is not None:
+            return "Completed" if counts.succeeded >= spec.min_success else "Failed"
+        return "Completed" if counts.succeeded >= min_available else "Failed"
+    if current == "Pending" and counts.running + counts.succeeded + counts.failed >= max(min_available, 1):
+        return "Running"
+    return current

@@ -1,0 +1,114 @@
+"""LocalCluster pods as real local processes: start one with Volcano's environment, see if it lives, kill it.
+
+A pod runs under a tiny `sh` wrapper that records the command's exit code in a file and then lets the
+cluster reconcile, so that a pod's end is noticed even when the process that started it is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+__all__ = ["free_port", "is_alive", "kill", "read_exit_code", "resolve_command", "start"]
+
+# "$@" is the pod's command; the exit code is written atomically, then a reconcile hook runs (if any).
+_WRAPPER = (
+    '"$@"; code=$?; '
+    'printf "%s" "$code" > "$VCPILOT_EXIT_FILE.tmp" && mv -f "$VCPILOT_EXIT_FILE.tmp" "$VCPILOT_EXIT_FILE"; '
+    'if [ -n "$VCPILOT_RECONCILE_HOOK" ]; then '
+    '$VCPILOT_RECONCILE_HOOK </dev/null >/dev/null 2>&1; fi; exit "$code"'
+)
+
+# Children this process started; polling them reaps zombies so liveness checks stay truthful.
+_children: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def resolve_command(command: Sequence[str], args: Sequence[str]) -> list[str]:
+    """The argv a container would run; `python`/`python3` mean this environment's interpreter."""
+    argv = [*command, *args]
+    if argv and argv[0] in ("python", "python3"):
+        argv[0] = sys.executable
+    return argv
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str,
+    log_path: Path,
+    exit_path: Path,
+    hook: str | None,
+) -> tuple[int, str]:
+    """Start a pod in its own session; return its pid and a token that tells it apart from a reused pid."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    exit_path.parent.mkdir(parents=True, exist_ok=True)
+    full_env = {**env, "VCPILOT_EXIT_FILE": str(exit_path), "VCPILOT_RECONCILE_HOOK": hook or ""}
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", _WRAPPER, "vcpilot-pod", *argv],
+            cwd=cwd,
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    _children[proc.pid] = proc
+    return proc.pid, _start_token(proc.pid) or ""
+
+
+def _start_token(pid: int) -> str | None:
+    """The process start time from /proc (field 22), or None when the process is gone or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    return fields[19]
+
+
+def is_alive(pid: int | None, token: str | None) -> bool:
+    """True while the pod process started with `token` still runs."""
+    if not pid:
+        return False
+    child = _children.get(pid)
+    if child is not None and child.poll() is not None:
+        _children.pop(pid, None)
+        return False
+    current = _start_token(pid)
+    return current is not None and (not token or current == token)
+
+
+def kill(pid: int | None, token: str | None) -> None:
+    """SIGKILL the pod's whole process group (the wrapper and everything the command started)."""
+    if not pid or not is_alive(pid, token):
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    child = _children.pop(pid, None)
+    if child is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=5)
+
+
+def read_exit_code(exit_path: str | Path) -> int | None:
+    """The exit code the wrapper recorded, or None while the pod has not ended."""
+    try:
+        return int(Path(exit_path).read_text().strip())
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,205 @@
+"""LocalCluster's stored rows and what follows from a Job's spec: its pods, their requests and environment."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from components.volcano.localpods import resolve_command
+from components.volcano.models import Container, Job, JobSpec, parse_job
+from components.volcano.resources import Resources, parse_resources
+from components.volcano.scheduler import PodRequest
+
+__all__ = ["SCHEMA", "JobRow", "pod_requests", "pod_resources"]
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
+    "CREATE TABLE IF NOT EXISTS nodes (name TEXT PRIMARY KEY, allocatable TEXT, labels TEXT, taints TEXT,"
+    " ready INTEGER)",
+    "CREATE TABLE IF NOT EXISTS queues (name TEXT PRIMARY KEY, spec TEXT, state TEXT)",
+    "CREATE TABLE IF NOT EXISTS priority_classes (name TEXT PRIMARY KEY, value INTEGER)",
+    "CREATE TABLE IF NOT EXISTS jobs (namespace TEXT, name TEXT, uid TEXT, seq INTEGER, manifest TEXT,"
+    " phase TEXT, pg_phase TEXT, retry_count INTEGER, generation INTEGER, master_port INTEGER, reason TEXT,"
+    " message TEXT, pending_reason TEXT, cwd TEXT, created REAL, finished_at REAL,"
+    " PRIMARY KEY (namespace, name))",
+    "CREATE TABLE IF NOT EXISTS pods (namespace TEXT, job TEXT, name TEXT, task TEXT, idx INTEGER,"
+    " generation INTEGER, node TEXT, phase TEXT, reason TEXT, exit_code INTEGER, pid INTEGER, token TEXT,"
+    " resources TEXT, started REAL, finished REAL, exit_file TEXT, PRIMARY KEY (namespace, name))",
+    "CREATE INDEX IF NOT EXISTS pods_by_job ON pods (namespace, job)",
+    "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, time REAL, namespace TEXT,"
+    " job TEXT, object TEXT, type TEXT, reason TEXT, message TEXT)",
+    "CREATE INDEX IF NOT EXISTS events_by_job ON events (namespace, job)",
+)
+
+
+@lru_cache(maxsize=4096)
+def _parse(manifest: str) -> Job:
+    """Manifests are stored validated; parsing each once per process keeps reconciles cheap."""
+    return parse_job(json.loads(manifest))
+
+
+def pod_resources(containers: Sequence[Container]) -> Resources:
+    """A pod's requests: the sum over containers, a container's limits standing in for missing requests."""
+    out: Resources = {}
+    for container in containers:
+        res = container.resources
+        raw = (res.requests or res.limits) if res else None
+        for name, amount in parse_resources(raw).items():
+            out[name] = out.get(name, 0.0) + amount
+    return out
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One stored job: its validated manifest and the controller's bookkeeping."""
+
+    namespace: str
+    name: str
+    uid: str
+    seq: int
+    job: Job
+    phase: str
+    pg_phase: str
+    retry_count: int
+    generation: int
+    master_port: int | None
+    reason: str | None
+    message: str | None
+    pending_reason: str | None
+    cwd: str
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> JobRow:
+        """Build from a `jobs` table row."""
+        return cls(
+            namespace=row["namespace"],
+            name=row["name"],
+            uid=row["uid"],
+            seq=row["seq"],
+            job=_parse(row["manifest"]),
+            phase=row["phase"],
+            pg_phase=row["pg_phase"],
+            retry_count=row["retry_count"],
+            generation=row["generation"],
+            master_port=row["master_port"],
+            reason=row["reason"],
+            message=row["message"],
+            pending_reason=row["pending_reason"],
+            cwd=row["cwd"],
+        )
+
+    @property
+    def spec(self) -> JobSpec:
+        """The Job's spec."""
+        return self.job.spec
+
+    @property
+    def key(self) -> str:
+        """`namespace/name`, the PodGroup's key in a scheduler session."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The Job's labels."""
+        return dict(self.job.metadata.labels or {})
+
+    def with_master_port(self, port: int) -> JobRow:
+        """A copy with the port the pytorch plugin hands every pod of this run."""
+        return dataclasses.replace(self, master_port=port)
+
+    def pod_names(self) -> list[tuple[str, str, int]]:
+        """(pod name, task, index) for every replica, Volcano-style `<job>-<task>-<index>`."""
+        return [
+            (f"{self.name}-{task.name}-{i}", task.name, i) for task in self.spec.tasks for i in range(task.replicas)
+        ]
+
+    def pod_task(self, pod_name: str) -> tuple[str, int]:
+        """The task and index of one of this job's pods."""
+        for name, task, index in self.pod_names():
+            if name == pod_name:
+                return task, index
+        raise KeyError(pod_name)
+
+    def min_resources(self) -> Resources:
+        """The PodGroup's minResources: the requests of the first `minAvailable` pods, task by task."""
+        remaining = self.spec.min_available or 0
+        out: Resources = {}
+        for task in self.spec.tasks:
+            take = min(task.replicas if task.min_available is None else task.min_available, remaining)
+            for name, amount in pod_resources(task.template.spec.containers).items():
+                out[name] = out.get(name, 0.0) + amount * take
+            remaining -= take
+        return out
+
+    def pod_process(
+        self, task_name: str, index: int, node: str, home: Path
+    ) -> tuple[list[str], dict[str, str], str | None]:
+        """The argv, environment and working directory of one pod, with the env/svc/pytorch plugins' variables."""
+        task = next(t for t in self.spec.tasks if t.name == task_name)
+        container = task.template.spec.containers[0]
+        env = dict(os.environ)
+        pod_name = f"{self.name}-{task_name}-{index}"
+        for var in container.env or []:
+            if var.value is not None:
+                env[var.name] = var.value
+            elif var.value_from and "fieldRef" in var.value_from:
+                field = var.value_from["fieldRef"].get("fieldPath")
+                known = {"metadata.name": pod_name, "metadata.namespace": self.namespace, "spec.nodeName": node}
+                if field in known:
+                    env[var.name] = known[field]
+        plugins = self.spec.plugins or {}
+        env.update({"VC_TASK_INDEX": str(index), "VK_TASK_INDEX": str(index)})
+        if "svc" in plugins or "env" in plugins:
+            for t in self.spec.tasks:
+                env[f"VC_{t.name.upper().replace('-', '_')}_NUM"] = str(t.replicas)
+                env[f"VC_{t.name.upper().replace('-', '_')}_HOSTS"] = ",".join(["127.0.0.1"] * t.replicas)
+        if "pytorch" in plugins:
+            args = dict(a.lstrip("-").split("=", 1) for a in plugins["pytorch"] if "=" in a)
+            master, worker = args.get("master", "master"), args.get("worker", "worker")
+            masters = sum(t.replicas for t in self.spec.tasks if t.name == master)
+            world = sum(t.replicas for t in self.spec.tasks if t.name in (master, worker))
+            if task_name in (master, worker):
+                env.update(
+                    {
+                        "MASTER_ADDR": "127.0.0.1",
+                        "MASTER_PORT": str(self.master_port),
+                        "WORLD_SIZE": str(world),
+                        "RANK": str(index if task_name == master else masters + index),
+                    }
+                )
+        env.update(
+            {
+                "VCPILOT_HOME": str(home),
+                "VCPILOT_POD_NAME": pod_name,
+                "VCPILOT_NODE_NAME": node,
+                "VCPILOT_JOB_NAME": self.name,
+                "VCPILOT_RETRY_COUNT": str(self.retry_count),
+            }
+        )
+        argv = resolve_command(container.command or [], container.args or [])
+        workdir = container.working_dir if container.working_dir and Path(container.working_dir).is_dir() else None
+        return argv, env, workdir
+
+
+def pod_requests(job: JobRow) -> list[PodRequest]:
+    """Every pod the job's run will have, as the scheduler sees it (named `namespace/pod`)."""
+    out = []
+    for name, task_name, _ in job.pod_names():
+        task = next(t for t in job.spec.tasks if t.name == task_name)
+        spec = task.template.spec
+        out.append(
+            PodRequest(
+                name=f"{job.namespace}/{name}",
+                resources=pod_resources(spec.containers),
+                node_selector=dict(spec.node_selector or {}),
+                affinity=spec.affinity,
+                tolerations=tuple(spec.tolerations or ()),
+            )
+        )
+    return out

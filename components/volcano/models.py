@@ -1,0 +1,468 @@
+"""Pydantic models of the Volcano v1.15 objects vcpilot writes and reads: the single source of every manifest.
+
+Field names follow the CRDs (`batch.volcano.sh_jobs.yaml`, `scheduling.volcano.sh_queues.yaml`,
+`scheduling.volcano.sh_podgroups.yaml`): snake_case in Python, camelCase on the wire. Volcano's own objects
+forbid unknown fields so that a typo such as `minAvaliable` is an error rather than a silently ignored key;
+the Kubernetes pod side stays permissive because the pod spec is far larger than what we model.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal, TypeVar
+
+import yaml
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, ValidationError
+from pydantic.alias_generators import to_camel
+
+from components.volcano.resources import parse_quantity
+from components.volcano.validation import (
+    describe_validation_error,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    validate_job,
+)
+
+__all__ = [
+    "Action",
+    "Container",
+    "EnvVar",
+    "Event",
+    "Job",
+    "JobCondition",
+    "JobPhase",
+    "JobSpec",
+    "JobState",
+    "JobStatus",
+    "LifecyclePolicy",
+    "ObjectMeta",
+    "PodGroup",
+    "PodGroupPhase",
+    "PodGroupSpec",
+    "PodGroupStatus",
+    "PodSpec",
+    "PodTemplateSpec",
+    "Quantity",
+    "Queue",
+    "QueueSpec",
+    "QueueState",
+    "QueueStatus",
+    "ResourceRequirements",
+    "TaskSpec",
+    "TaskState",
+    "apply_volcano_defaults",
+    "parse_job",
+    "parse_podgroup",
+    "parse_queue",
+    "validate_job",
+]
+
+# The CRD's enum for policy events.
+Event = Literal[
+    "*",
+    "PodPending",
+    "PodRunning",
+    "PodFailed",
+    "PodEvicted",
+    "Unknown",
+    "TaskCompleted",
+    "OutOfSync",
+    "CommandIssued",
+    "JobUpdated",
+    "TaskFailed",
+]
+# A free string in the CRD; these are the actions Volcano's bus API defines.
+Action = Literal[
+    "AbortJob",
+    "RestartJob",
+    "RestartTask",
+    "RestartPod",
+    "RestartPartition",
+    "TerminateJob",
+    "CompleteJob",
+    "ResumeJob",
+    "SyncJob",
+    "EnqueueJob",
+    "SyncQueue",
+    "OpenQueue",
+    "CloseQueue",
+]
+JobPhase = Literal[
+    "Pending",
+    "Aborting",
+    "Aborted",
+    "Running",
+    "Restarting",
+    "Completing",
+    "Completed",
+    "Terminating",
+    "Terminated",
+    "Failed",
+]
+QueueState = Literal["Open", "Closed", "Closing", "Unknown"]
+PodGroupPhase = Literal["Pending", "Running", "Unknown", "Inqueue", "Completed"]
+
+
+def _quantity(value: Any) -> str | int | float:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError(f"{value!r} is not a quantity such as 2, 500m or 16Gi")
+    parse_quantity(value)
+    return value
+
+
+def _label(value: str) -> str:
+    if not is_dns1123_label(value):
+        raise ValueError(f"{value!r} must be a lowercase RFC 1123 label (a-z, 0-9 and '-', at most 63 characters)")
+    return value
+
+
+def _subdomain(value: str) -> str:
+    if not is_dns1123_subdomain(value):
+        raise ValueError(f"{value!r} must be a lowercase RFC 1123 name (a-z, 0-9, '-' and '.')")
+    return value
+
+
+# A Kubernetes resource quantity, kept as written ("500m", "16Gi", 2) but checked to parse.
+Quantity = Annotated[str | int | float, PlainValidator(_quantity)]
+_Label = Annotated[str, AfterValidator(_label)]
+_Subdomain = Annotated[str, AfterValidator(_subdomain)]
+
+
+class _Model(BaseModel):
+    def to_dict(self) -> dict[str, Any]:
+        """Return the object as Kubernetes expects it: camelCase keys, no unset fields, JSON types."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+class _Volcano(_Model):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class _Kube(_Model):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+
+# ---- Kubernetes objects (permissive) -------------------------------------------------------------------
+
+
+class ObjectMeta(_Kube):
+    """The metadata of any object; fields we do not model (resourceVersion, managedFields...) are kept."""
+
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    uid: str | None = None
+    owner_references: list[dict[str, Any]] | None = None
+    creation_timestamp: str | None = None
+
+
+class EnvVar(_Kube):
+    """One environment variable of a container."""
+
+    name: str
+    value: str | None = None
+    value_from: dict[str, Any] | None = None
+
+
+class ResourceRequirements(_Kube):
+    """Requests and limits of a container, e.g. {"cpu": "2", "nvidia.com/gpu": 1}."""
+
+    limits: dict[str, Quantity] | None = None
+    requests: dict[str, Quantity] | None = None
+
+
+class Container(_Kube):
+    """A container of a pod template."""
+
+    name: str
+    image: str | None = None
+    image_pull_policy: str | None = None
+    command: list[str] | None = None
+    args: list[str] | None = None
+    env: list[EnvVar] | None = None
+    working_dir: str | None = None
+    resources: ResourceRequirements | None = None
+    volume_mounts: list[dict[str, Any]] | None = None
+    ports: list[dict[str, Any]] | None = None
+
+
+class PodSpec(_Kube):
+    """The part of a pod spec vcpilot reads or writes; everything else passes through untouched."""
+
+    containers: list[Container]
+    init_containers: list[Container] | None = None
+    restart_policy: str | None = None
+    node_selector: dict[str, str] | None = None
+    affinity: dict[str, Any] | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    volumes: list[dict[str, Any]] | None = None
+    priority_class_name: str | None = None
+    scheduler_name: str | None = None
+    service_account_name: str | None = None
+    termination_grace_period_seconds: int | None = None
+    hostname: str | None = None
+    subdomain: str | None = None
+
+
+class PodTemplateSpec(_Kube):
+    """The pod template of a task."""
+
+    metadata: ObjectMeta | None = None
+    spec: PodSpec
+
+
+# ---- batch.volcano.sh/v1alpha1 Job ---------------------------------------------------------------------
+
+
+class LifecyclePolicy(_Volcano):
+    """What Volcano does (action) when an event happens or a pod exits with a code."""
+
+    event: Event | None = None
+    events: list[Event] | None = None
+    action: Action | None = None
+    exit_code: int | None = None
+    timeout: str | None = None
+
+
+class TaskSpec(_Volcano):
+    """A group of identical pods within a Job."""
+
+    name: Annotated[_Label, Field(max_length=63)]
+    replicas: int = Field(default=0, ge=0)
+    min_available: int | None = Field(default=None, ge=0)
+    template: PodTemplateSpec
+    policies: list[LifecyclePolicy] | None = None
+    max_retry: int | None = Field(default=None, ge=0)
+    depends_on: dict[str, Any] | None = None
+    topology_policy: Literal["none", "best-effort", "restricted", "single-numa-node"] | None = None
+    partition_policy: dict[str, Any] | None = None
+
+
+class JobSpec(_Volcano):
+    """The spec of a Volcano Job."""
+
+    scheduler_name: str | None = Field(default=None, max_length=63)
+    min_available: int | None = Field(default=None, ge=0)
+    min_success: int | None = Field(default=None, ge=1)
+    queue: Annotated[_Subdomain, Field(max_length=253)] | None = None
+    priority_class_name: Annotated[_Subdomain, Field(max_length=253)] | None = None
+    max_retry: int | None = Field(default=None, ge=0)
+    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+    plugins: dict[str, list[str]] | None = None
+    policies: list[LifecyclePolicy] | None = None
+    tasks: list[TaskSpec] = Field(default_factory=list)
+    volumes: list[dict[str, Any]] | None = None
+    running_estimate: str | None = None
+    network_topology: dict[str, Any] | None = None
+
+
+class JobState(_Volcano):
+    """The phase of a Job and why it got there."""
+
+    model_config = ConfigDict(extra="allow")
+
+    phase: JobPhase | None = None
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: str | None = None
+
+
+class TaskState(_Volcano):
+    """Pod counts of one task by pod phase, e.g. {"Running": 3, "Pending": 1}."""
+
+    model_config = ConfigDict(extra="allow")
+
+    phase: dict[str, int] | None = None
+
+
+class JobCondition(_Volcano):
+    """One entry of a Job's phase history."""
+
+    model_config = ConfigDict(extra="allow")
+
+    status: str
+    last_transition_time: str | None = None
+
+
+class JobStatus(_Volcano):
+    """What the Volcano controller reports about a Job (extra fields allowed: the controller writes it)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    state: JobState | None = None
+    min_available: int | None = None
+    task_status_count: dict[str, TaskState] | None = None
+    pending: int | None = None
+    running: int | None = None
+    succeeded: int | None = None
+    failed: int | None = None
+    terminating: int | None = None
+    unknown: int | None = None
+    version: int | None = None
+    retry_count: int | None = None
+    running_duration: str | None = None
+    controlled_resources: dict[str, str] | None = None
+    conditions: list[JobCondition] | None = None
+
+
+class Job(_Volcano):
+    """A Volcano Job (`vcjob`): tasks of pods that Volcano gang-schedules and restarts by policy."""
+
+    api_version: Literal["batch.volcano.sh/v1alpha1"] = "batch.volcano.sh/v1alpha1"
+    kind: Literal["Job"] = "Job"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: JobSpec
+    status: JobStatus | None = None
+
+
+# ---- scheduling.volcano.sh/v1beta1 Queue and PodGroup --------------------------------------------------
+
+
+class QueueSpec(_Volcano):
+    """How much of the cluster a Queue may use and how it shares it."""
+
+    weight: int | None = Field(default=None, ge=1, le=65535)
+    capability: dict[str, Quantity] | None = None
+    reclaimable: bool | None = None
+    deserved: dict[str, Quantity] | None = None
+    guarantee: dict[str, Any] | None = None
+    parent: Annotated[_Subdomain, Field(max_length=253)] | None = None
+    priority: int | None = Field(default=None, ge=0)
+    affinity: dict[str, Any] | None = None
+    extend_clusters: list[dict[str, Any]] | None = None
+    type: str | None = Field(default=None, max_length=253)
+    dequeue_strategy: Literal["fifo", "traverse"] | None = None
+
+
+class QueueStatus(_Volcano):
+    """A Queue's state; since v1.11 only `state` and `allocated` are kept current: count PodGroups."""
+
+    model_config = ConfigDict(extra="allow")
+
+    state: QueueState | None = None
+    allocated: dict[str, Quantity] | None = None
+    pending: int | None = None
+    running: int | None = None
+    inqueue: int | None = None
+    unknown: int | None = None
+    completed: int | None = None
+    reservation: dict[str, Any] | None = None
+
+
+class Queue(_Volcano):
+    """A cluster-scoped Volcano Queue."""
+
+    api_version: Literal["scheduling.volcano.sh/v1beta1"] = "scheduling.volcano.sh/v1beta1"
+    kind: Literal["Queue"] = "Queue"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: QueueSpec = Field(default_factory=QueueSpec)
+    status: QueueStatus | None = None
+
+
+class PodGroupSpec(_Volcano):
+    """The gang a PodGroup stands for: how many pods must start together, in which queue."""
+
+    min_member: int | None = Field(default=None, ge=0)
+    min_task_member: dict[str, int] | None = None
+    queue: Annotated[_Subdomain, Field(max_length=253)] | None = None
+    priority_class_name: str | None = Field(default=None, max_length=253)
+    min_resources: dict[str, Quantity] | None = None
+    network_topology: dict[str, Any] | None = None
+    sub_group_policy: list[dict[str, Any]] | None = None
+
+
+class PodGroupStatus(_Volcano):
+    """Where the scheduler has got with a PodGroup."""
+
+    model_config = ConfigDict(extra="allow")
+
+    phase: PodGroupPhase | None = None
+    conditions: list[dict[str, Any]] | None = None
+    running: int | None = Field(default=None, ge=0)
+    succeeded: int | None = Field(default=None, ge=0)
+    failed: int | None = Field(default=None, ge=0)
+
+
+class PodGroup(_Volcano):
+    """A Volcano PodGroup; the Job controller creates one per Job."""
+
+    api_version: Literal["scheduling.volcano.sh/v1beta1"] = "scheduling.volcano.sh/v1beta1"
+    kind: Literal["PodGroup"] = "PodGroup"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PodGroupSpec = Field(default_factory=PodGroupSpec)
+    status: PodGroupStatus | None = None
+
+
+# ---- parsing -------------------------------------------------------------------------------------------
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _load_text(text: str, what: str) -> Any:
+    try:
+        return json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+    except json.JSONDecodeError as err:
+        where, problem = f"line {err.lineno}, column {err.colno}", err.msg
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
+        problem = err.problem or err.context or "cannot be read"
+    except yaml.YAMLError as err:
+        where, problem = "somewhere", " ".join(str(err).split())
+    raise ValueError(f"the {what} manifest is not valid YAML or JSON at {where}: {problem}")
+
+
+def _parse(model: type[_M], data: dict[str, Any] | str, what: str) -> _M:
+    if isinstance(data, str):
+        data = _load_text(data, what)
+    if not isinstance(data, dict):
+        raise ValueError(f"a {what} manifest must be a mapping of fields, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise ValueError(describe_validation_error(err, model)) from None
+
+
+def parse_job(data: dict[str, Any] | str) -> Job:
+    """Read a Job from a dict or YAML/JSON text; ValueError says in one sentence what is wrong and where."""
+    return _parse(Job, data, "Job")
+
+
+def parse_queue(data: dict[str, Any] | str) -> Queue:
+    """Read a Queue from a dict or YAML/JSON text; ValueError says in one sentence what is wrong."""
+    return _parse(Queue, data, "Queue")
+
+
+def parse_podgroup(data: dict[str, Any] | str) -> PodGroup:
+    """Read a PodGroup from a dict or YAML/JSON text; ValueError says in one sentence what is wrong."""
+    return _parse(PodGroup, data, "PodGroup")
+
+
+def apply_volcano_defaults(job: Job) -> Job:
+    """Return a copy of `job` with the defaults Volcano's mutating webhook fills in.
+
+    Note that Volcano treats 0 as unset: `maxRetry: 0` becomes 3 and `minAvailable: 0` becomes the sum
+    of the tasks' minAvailable.
+    """
+    job = job.model_copy(deep=True)
+    spec = job.spec
+    spec.queue = spec.queue or "default"
+    spec.scheduler_name = spec.scheduler_name or "volcano"
+    spec.max_retry = spec.max_retry or 3
+    for task in spec.tasks:
+        if task.min_available is None:
+            partition = task.partition_policy or {}
+            if partition.get("minPartitions", 0) > 0:
+                task.min_available = partition["minPartitions"] * partition.get("partitionSize", 1)
+            else:
+                task.min_available = task.replicas
+        task.max_retry = task.max_retry or 3
+    if not spec.min_available:
+        spec.min_available = sum(task.min_available or 0 for task in spec.tasks)
+    if spec.plugins is not None and {"pytorch", "tensorflow", "mpi", "ray"} & spec.plugins.keys():
+        spec.plugins.setdefault("svc", [])
+    if spec.plugins is not None and "mpi" in spec.plugins:
+        spec.plugins.setdefault("ssh", [])
+    return job

@@ -1,0 +1,420 @@
+"""One Volcano scheduler session as a pure function, so LocalCluster admits and places gangs like Volcano."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.volcano.resources import GPU
+
+__all__ = ["Gang", "NodeState", "PodRequest", "QueueState", "Session", "schedule"]
+
+# binpack weights (Volcano's binpack.cpu / binpack.memory / binpack.resources.nvidia.com/gpu); other resources
+# are checked for fit but do not steer the choice of node, as upstream skips resources it has no weight for.
+_BINPACK_WEIGHTS = {GPU: 10.0, "cpu": 1.0, "memory": 1.0}
+_EPS = 1e-9
+_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+# Why nodes refuse a pod, said of one node and of many ("is not ready", "are not ready") -> how many nodes.
+_Refusals = Counter[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """A node as the scheduler sees it: what it offers and what pods bound to it already request."""
+
+    name: str
+    ready: bool
+    allocatable: Mapping[str, float]
+    used: Mapping[str, float]
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Mapping[str, str], ...] = ()
+    unschedulable: bool = False
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """A Volcano Queue: its weight, its capability (a missing resource is unlimited) and what it holds now."""
+
+    name: str
+    weight: int = 1
+    capability: Mapping[str, float] = field(default_factory=dict)
+    open: bool = True
+    allocated: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PodRequest:
+    """A pod waiting for a node: its requests and the placement constraints of its spec."""
+
+    name: str
+    resources: Mapping[str, float]
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    affinity: Mapping[str, Any] | None = None
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Gang:
+    """A PodGroup with the pods of its job still to bind; `bound` pods already count toward `min_member`."""
+
+    key: str
+    queue: str
+    phase: str
+    min_member: int
+    min_resources: Mapping[str, float]
+    pods: tuple[PodRequest, ...]
+    bound: int = 0
+    priority: int = 0
+    order: int = 0
+
+
+@dataclass(frozen=True)
+class Session:
+    """What one session decided: gangs admitted to Inqueue, pods bound to nodes, and why the others wait."""
+
+    enqueued: tuple[str, ...]
+    bindings: Mapping[str, str]
+    reasons: Mapping[str, str]
+
+
+def schedule(
+    nodes: Sequence[NodeState],
+    queues: Sequence[QueueState],
+    gangs: Sequence[Gang],
+    *,
+    overcommit_factor: float = 1.2,
+) -> Session:
+    """Run the actions enqueue then allocate once over the whole state, as one Volcano session does.
+
+    Gangs are all-or-nothing: a gang's pods are bound only when `bound` plus the pods placed reach
+    `min_member`; a gang's pods are tried in the order given and placement stops at the first that fits
+    nowhere. `reasons` is keyed by gang key. The result depends on the input alone; ties go by name.
+    """
+    queue_by_name = {q.name: q for q in queues}
+    ordered = sorted(gangs, key=lambda g: (-g.priority, g.order, g.key))
+    reasons: dict[str, str] = {}
+    enqueued = _enqueue(nodes, queue_by_name, ordered, overcommit_factor, reasons)
+    admitted = set(enqueued)
+    runnable = [g for g in ordered if g.pods and (g.phase in ("Inqueue", "Running") or g.key in admitted)]
+    bindings = _Allocator(nodes, queue_by_name, reasons).run(runnable)
+    return Session(enqueued=tuple(enqueued), bindings=bindings, reasons=reasons)
+
+
+def _enqueue(
+    nodes: Sequence[NodeState],
+    queues: Mapping[str, QueueState],
+    ordered: Sequence[Gang],
+    factor: float,
+    reasons: dict[str, str],
+) -> list[str]:
+    """Admit Pending gangs while the overcommitted idle cluster and their queue's capability have room."""
+    total: dict[str, float] = {}
+    for node in nodes:
+        if node.ready and not node.unschedulable:
+            _add_into(total, node.allocatable)
+    idle = {r: amount * factor for r, amount in total.items()}
+    for node in nodes:
+        _add_into(idle, node.used, -1.0)
+    reserved: dict[str, float] = {}  # min_resources of Inqueue gangs that hold no pods yet
+    queue_reserved: dict[str, dict[str, float]] = {}
+    for gang in ordered:
+        if gang.phase == "Inqueue" and gang.bound == 0:
+            _add_into(reserved, gang.min_resources)
+            _add_into(queue_reserved.setdefault(gang.queue, {}), gang.min_resources)
+    enqueued: list[str] = []
+    for gang in ordered:
+        if gang.phase != "Pending":
+            continue
+        queue = queues.get(gang.queue)
+        if queue is None:
+            reasons[gang.key] = f"queue '{gang.queue}' does not exist; create it or submit to another queue"
+            continue
+        if not queue.open:
+            reasons[gang.key] = f"queue '{gang.queue}' is closed and admits no new jobs"
+            continue
+        asked = {r: q for r, q in gang.min_resources.items() if q > 0}
+        if asked:
+            short = next((r for r in sorted(asked) if reserved.get(r, 0.0) + asked[r] > idle.get(r, 0.0) + _EPS), "")
+            if short:
+                left = max(idle.get(short, 0.0) - reserved.get(short, 0.0), 0.0)
+                reasons[gang.key] = (
+                    f"not enough idle resources in the cluster to admit the gang "
+                    f"({short}: asks {_fmt(short, asked[short])}, {_fmt(short, left)} idle)"
+                )
+                continue
+            held = dict(queue.allocated)
+            _add_into(held, queue_reserved.get(queue.name, {}))
+            over = _capability_excess(queue, held, asked)
+            if over:
+                reasons[gang.key] = over
+                continue
+        _add_into(reserved, asked)
+        _add_into(queue_reserved.setdefault(queue.name, {}), asked)
+        enqueued.append(gang.key)
+    return enqueued
+
+
+class _Allocator:
+    """The allocate action over scratch copies of node usage and queue allocation."""
+
+    def __init__(self, nodes: Sequence[NodeState], queues: Mapping[str, QueueState], reasons: dict[str, str]):
+        self.nodes = sorted(nodes, key=lambda n: n.name)
+        self.alloc = [dict(n.allocatable) for n in self.nodes]
+        self.used = [dict(n.used) for n in self.nodes]
+        self.queues = queues
+        self.queue_alloc = {name: dict(q.allocated) for name, q in queues.items()}
+        self.reasons = reasons
+        # Free capacity over nodes that take pods at all: a cheap upper bound for any gang.
+        self.free_total: dict[str, float] = {}
+        for node, alloc, used in zip(self.nodes, self.alloc, self.used, strict=True):
+            if node.ready and not node.unschedulable:
+                for r, amount in alloc.items():
+                    self.free_total[r] = self.free_total.get(r, 0.0) + max(amount - used.get(r, 0.0), 0.0)
+        # constraint key -> nodes that pass every predicate but resources, refusals counted by kind
+        self.static: dict[str, tuple[list[int], _Refusals]] = {}
+        # Capacity only shrinks within a session, so a request that found no node against committed usage
+        # fails again for any request at least as large with the same constraints.
+        self.failed: dict[str, list[tuple[dict[str, float], str]]] = {}
+
+    def run(self, gangs: Sequence[Gang]) -> dict[str, str]:
+        """Try gangs queue by queue, always serving the queue with the lowest weighted share next."""
+        bindings: dict[str, str] = {}
+        by_queue: dict[str, deque[Gang]] = {}
+        for gang in gangs:  # already in priority, creation order
+            if gang.queue not in self.queues:
+                self.reasons[gang.key] = f"queue '{gang.queue}' does not exist; create it to let the gang run"
+                continue
+            by_queue.setdefault(gang.queue, deque()).append(gang)
+        while by_queue:
+            name = min(by_queue, key=lambda q: (*self._share(q), q))
+            gang = by_queue[name].popleft()
+            if not by_queue[name]:
+                del by_queue[name]
+            for pod, index in self._place_gang(gang):
+                bindings[pod] = self.nodes[index].name
+        return bindings
+
+    def _share(self, queue: str) -> tuple[float, float]:
+        weight = max(self.queues[queue].weight, 1)
+        alloc = self.queue_alloc[queue]
+        return alloc.get(GPU, 0.0) / weight, alloc.get("cpu", 0.0) / weight
+
+    def _place_gang(self, gang: Gang) -> list[tuple[str, int]]:
+        """Place the gang's pods one by one; keep them only if the gang reaches minMember."""
+        need = gang.min_member - gang.bound
+        total_pods = gang.bound + len(gang.pods)
+        prefix = f"{{}}/{total_pods} pods of the gang could be placed, minMember is {gang.min_member}: "
+        if need > len(gang.pods):
+            self.reasons[gang.key] = (
+                f"the gang has {total_pods} pods but minMember is {gang.min_member}; it waits for more pods"
+            )
+            return []
+        short = self._short_of_free(gang, need)
+        if short:
+            self.reasons[gang.key] = prefix.format(gang.bound) + short
+            return []
+        queue_alloc = self.queue_alloc[gang.queue]
+        saved_queue = dict(queue_alloc)
+        saved_nodes: dict[int, dict[str, float]] = {}
+        placed: list[tuple[str, int, dict[str, float]]] = []
+        reason = ""
+        for pod in gang.pods:
+            request = {r: q for r, q in pod.resources.items() if q > 0}
+            over = _capability_excess(self.queues[gang.queue], queue_alloc, request)
+            if over:
+                reason = over
+                break
+            index, why = self._best_node(pod, request, fresh=not placed)
+            if index < 0:
+                reason = prefix.format(gang.bound + len(placed)) + why
+                break
+            saved_nodes.setdefault(index, dict(self.used[index]))
+            _add_into(self.used[index], request)
+            _add_into(queue_alloc, request)
+            placed.append((pod.name, index, request))
+        if reason:
+            self.reasons[gang.key] = reason
+        if not placed or gang.bound + len(placed) < gang.min_member:
+            for index, used in saved_nodes.items():  # gang: no partial placement ever survives
+                self.used[index] = used
+            self.queue_alloc[gang.queue] = saved_queue
+            return []
+        for _, index, request in placed:
+            if self.nodes[index].ready and not self.nodes[index].unschedulable:
+                _add_into(self.free_total, request, -1.0)
+        return [(name, index) for name, index, _ in placed]
+
+    def _short_of_free(self, gang: Gang, need: int) -> str:
+        """Say why the gang cannot fit when even its `need` smallest pods ask more than all free capacity."""
+        if need <= 0:
+            return ""
+        for r in sorted({r for pod in gang.pods for r in pod.resources}):
+            asked = sum(sorted(max(p.resources.get(r, 0.0), 0.0) for p in gang.pods)[:need])
+            free = self.free_total.get(r, 0.0)
+            if asked > free + _EPS:
+                return (
+                    f"the cluster has {_fmt(r, free)} {r} free on schedulable nodes "
+                    f"and the gang needs at least {_fmt(r, asked)}"
+                )
+        return ""
+
+    def _best_node(self, pod: PodRequest, request: dict[str, float], *, fresh: bool) -> tuple[int, str]:
+        """Return the fitting node with the highest binpack score, or -1 and a fit-error summary."""
+        key = _constraint_key(pod)
+        for smaller, why in self.failed.get(key, ()):
+            if all(request.get(r, 0.0) + _EPS >= q for r, q in smaller.items()):
+                return -1, why
+        allowed, _ = self._allowed(key, pod)
+        # Scarce, heavily weighted resources first: most nodes that do not fit fail on the first test.
+        items = sorted(request.items(), key=lambda item: (-_BINPACK_WEIGHTS.get(item[0], 0.0), item[0]))
+        scored = [(r, q, _BINPACK_WEIGHTS[r]) for r, q in items if r in _BINPACK_WEIGHTS]
+        best, best_score = -1, -1.0
+        for i in allowed:  # the hot loop of a session: plain loops, no generators
+            used, alloc = self.used[i], self.alloc[i]
+            for r, q in items:
+                if used.get(r, 0.0) + q > alloc.get(r, 0.0) + _EPS:
+                    break
+            else:
+                score = 0.0
+                for r, q, w in scored:
+                    score += w * (used.get(r, 0.0) + q) / alloc[r]
+                if score > best_score:  # nodes are in name order, so ties go to the first name
+                    best, best_score = i, score
+        if best >= 0:
+            return best, ""
+        why = self._fit_errors(key, pod, items)
+        if fresh:  # judged against committed usage only, so it stays true for the session
+            self.failed.setdefault(key, []).append((request, why))
+        return -1, why
+
+    def _allowed(self, key: str, pod: PodRequest) -> tuple[list[int], _Refusals]:
+        """Nodes that pass every predicate but resources, and the count of refusals by kind."""
+        if key not in self.static:
+            allowed: list[int] = []
+            refused: _Refusals = Counter()
+            for i, node in enumerate(self.nodes):
+                why = _static_refusal(node, pod)
+                if why:
+                    refused[why] += 1
+                else:
+                    allowed.append(i)
+            self.static[key] = (allowed, refused)
+        return self.static[key]
+
+    def _fit_errors(self, key: str, pod: PodRequest, items: list[tuple[str, float]]) -> str:
+        """Summarise why no node fits, like the scheduler's "0/N nodes are available" message."""
+        allowed, refused = self._allowed(key, pod)
+        counts = Counter(refused)
+        for i in allowed:
+            used, alloc = self.used[i], self.alloc[i]
+            for r, q in items:
+                if used.get(r, 0.0) + q > alloc.get(r, 0.0) + _EPS:
+                    counts[(f"has insufficient {r}", f"have insufficient {r}")] += 1
+                    break
+        parts = [f"{n} node {one}" if n == 1 else f"{n} nodes {many}" for (one, many), n in sorted(counts.items())]
+        return f"0/{len(self.nodes)} nodes are available: " + ", ".join(parts)
+
+
+def _capability_excess(queue: QueueState, held: Mapping[str, float], asked: Mapping[str, float]) -> str:
+    """Say how `asked` would push the queue past its capability, or return "" when it fits."""
+    for r in sorted(asked):
+        if r in queue.capability and held.get(r, 0.0) + asked[r] > queue.capability[r] + _EPS:
+            return (
+                f"queue '{queue.name}' is at its capability ({r}: {_fmt(r, held.get(r, 0.0))} allocated "
+                f"+ {_fmt(r, asked[r])} asked > {_fmt(r, queue.capability[r])})"
+            )
+    return ""
+
+
+def _constraint_key(pod: PodRequest) -> str:
+    return json.dumps([pod.node_selector, pod.affinity, pod.tolerations], sort_keys=True, default=str)
+
+
+def _static_refusal(node: NodeState, pod: PodRequest) -> tuple[str, str] | None:
+    """Name the first predicate but resources that keeps the pod off the node, or None when all pass."""
+    if not node.ready:
+        return "is not ready", "are not ready"
+    if node.unschedulable:
+        return "is unschedulable", "are unschedulable"
+    for taint in node.taints:
+        if taint.get("effect") in _BLOCKING_EFFECTS and not _tolerated(pod.tolerations, taint):
+            return "has a taint the pod does not tolerate", "have a taint the pod does not tolerate"
+    if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
+        return "does not match the pod's node selector", "do not match the pod's node selector"
+    terms = _required_terms(pod.affinity)
+    if terms is not None and not any(_term_matches(t, node) for t in terms):
+        return "does not match the pod's node affinity", "do not match the pod's node affinity"
+    return None
+
+
+def _tolerated(tolerations: Sequence[Mapping[str, Any]], taint: Mapping[str, str]) -> bool:
+    for tol in tolerations:
+        if tol.get("effect") and tol["effect"] != taint.get("effect"):
+            continue
+        operator = tol.get("operator") or "Equal"
+        if not tol.get("key"):
+            if operator == "Exists":  # an empty key with Exists tolerates every taint
+                return True
+            continue
+        if tol["key"] != taint.get("key"):
+            continue
+        if operator == "Exists" or (tol.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def _required_terms(affinity: Mapping[str, Any] | None) -> list[Mapping[str, Any]] | None:
+    node_affinity = (affinity or {}).get("nodeAffinity") or {}
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if not required:
+        return None
+    return list(required.get("nodeSelectorTerms") or [])
+
+
+def _term_matches(term: Mapping[str, Any], node: NodeState) -> bool:
+    expressions = term.get("matchExpressions") or []
+    fields = term.get("matchFields") or []
+    if not expressions and not fields:  # Kubernetes: an empty term matches no node
+        return False
+    return all(_expression_matches(e, node.labels) for e in expressions) and all(
+        _expression_matches(f, {"metadata.name": node.name}) for f in fields
+    )
+
+
+def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, operator = expression.get("key", ""), expression.get("operator", "")
+    values = [str(v) for v in expression.get("values") or []]
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    if operator == "NotIn":  # a node without the label is "not in" the values
+        return labels.get(key) not in values
+    if key not in labels:
+        return False
+    if operator == "In":
+        return labels[key] in values
+    if operator in ("Gt", "Lt") and len(values) == 1:
+        try:
+            have, bound = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > bound if operator == "Gt" else have < bound
+    return False
+
+
+def _add_into(target: dict[str, float], vector: Mapping[str, float], sign: float = 1.0) -> None:
+    for r, amount in vector.items():
+        target[r] = target.get(r, 0.0) + sign * amount
+
+
+def _fmt(resource: str, amount: float) -> str:
+    """Write an amount as people read it: whole counts, cores, GiB for memory."""
+    if resource in ("memory", "ephemeral-storage") and abs(amount) >= 2**30:
+        return f"{amount / 2**30:.4g}Gi"
+    if abs(amount - round(amount)) < 1e-6:
+        return str(int(round(amount)))
+    return f"{amount:.4g}"

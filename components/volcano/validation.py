@@ -1,0 +1,375 @@
+"""What Volcano's admission checks would refuse, caught before a manifest ever reaches the cluster."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import types
+from typing import TYPE_CHECKING, Annotated, Any, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+from components.volcano.resources import parse_quantity
+
+if TYPE_CHECKING:
+    from components.volcano.models import Job, LifecyclePolicy, TaskSpec
+
+__all__ = [
+    "KNOWN_PLUGINS",
+    "USER_ACTIONS",
+    "USER_EVENTS",
+    "describe_validation_error",
+    "is_dns1123_label",
+    "is_dns1123_subdomain",
+    "validate_job",
+]
+
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_LABEL = re.compile(rf"^{_LABEL}$")
+_DNS1123_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
+
+# The subsets of the CRD enums that pkg/webhooks/admission/jobs/validate/util.go lets users write; the
+# others (PodRunning, OutOfSync, CommandIssued; SyncJob, EnqueueJob, the queue actions) are internal.
+USER_EVENTS = frozenset(
+    {"*", "PodFailed", "PodEvicted", "PodPending", "Unknown", "TaskCompleted", "TaskFailed", "JobUpdated"}
+)
+USER_ACTIONS = frozenset(
+    {
+        "AbortJob",
+        "RestartJob",
+        "RestartTask",
+        "RestartPod",
+        "RestartPartition",
+        "TerminateJob",
+        "CompleteJob",
+        "ResumeJob",
+    }
+)
+# Plugins registered in pkg/controllers/job/plugins/factory.go.
+KNOWN_PLUGINS = frozenset({"ssh", "env", "svc", "tensorflow", "mpi", "pytorch", "hcclrank", "ray"})
+_POD_NAME_MAX = 63
+
+
+def is_dns1123_label(value: str) -> bool:
+    """Tell whether `value` is a lowercase RFC 1123 label: a-z, 0-9 and '-', at most 63 characters."""
+    return len(value) <= 63 and bool(_DNS1123_LABEL.match(value))
+
+
+def is_dns1123_subdomain(value: str) -> bool:
+    """Tell whether `value` is a lowercase RFC 1123 subdomain: labels joined by '.', at most 253 long."""
+    return len(value) <= 253 and bool(_DNS1123_SUBDOMAIN.match(value))
+
+
+def validate_job(job: Job) -> None:
+    """Raise ValueError, one sentence, for the first thing Volcano's admission would refuse in `job`.
+
+    Covers the CRD schema, the ValidatingAdmissionPolicy and the validating webhook of v1.15 as far as
+    they need no cluster (queue existence and state are checked at submit time).
+    """
+    spec = job.spec
+    _check_job_name(job)
+    if not spec.tasks:
+        raise ValueError("spec.tasks must list at least one task")
+    for field, value, low in (
+        ("minAvailable", spec.min_available, 0),
+        ("maxRetry", spec.max_retry, 0),
+        ("ttlSecondsAfterFinished", spec.ttl_seconds_after_finished, 0),
+        ("minSuccess", spec.min_success, 1),
+    ):
+        if value is not None and value < low:
+            raise ValueError(f"spec.{field} is {value} but must be at least {low}")
+    _check_network_topology(spec.network_topology, "spec.networkTopology")
+
+    seen: set[str] = set()
+    for index, task in enumerate(spec.tasks):
+        if task.name in seen:
+            raise ValueError(f"spec.tasks[{index}].name {task.name!r} is used by two tasks; task names must be unique")
+        seen.add(task.name)
+        _check_task(job, index, task)
+
+    total = sum(task.replicas for task in spec.tasks)
+    if spec.min_available is not None and spec.min_available > total:
+        raise ValueError(f"spec.minAvailable {spec.min_available} is greater than the {total} replicas of all tasks")
+    _check_policies(spec.policies, "spec.policies")
+    _check_plugins(job)
+    _check_volumes(spec.volumes or [])
+    _check_dependencies(spec.tasks)
+
+
+def _check_job_name(job: Job) -> None:
+    name = job.metadata.name
+    if not name:
+        if job.metadata.generate_name:
+            return
+        raise ValueError("metadata.name is required")
+    # The API server wants a DNS-1123 subdomain; the webhook adds IsQualifiedName's 63-character limit.
+    if len(name) > 63 or not is_dns1123_subdomain(name):
+        raise ValueError(
+            f"job name {name!r} must be at most 63 characters of a-z, 0-9, '-' and '.', "
+            "starting and ending with a letter or digit"
+        )
+
+
+def _check_task(job: Job, index: int, task: TaskSpec) -> None:
+    where = f"spec.tasks[{index}]"
+    if not is_dns1123_label(task.name):
+        raise ValueError(
+            f"{where}.name {task.name!r} must be a lowercase RFC 1123 label (a-z, 0-9 and '-', "
+            "at most 63 characters, starting and ending with a letter or digit)"
+        )
+    if task.replicas < 0:
+        raise ValueError(f"{where}.replicas is {task.replicas} but must be at least 0")
+    if task.min_available is not None:
+        if task.min_available < 0:
+            raise ValueError(f"{where}.minAvailable is {task.min_available} but must be at least 0")
+        if task.min_available > task.replicas:
+            raise ValueError(f"{where}.minAvailable {task.min_available} is greater than its replicas {task.replicas}")
+    if task.max_retry is not None and task.max_retry < 0:
+        raise ValueError(f"{where}.maxRetry is {task.max_retry} but must be at least 0")
+    _check_policies(task.policies, f"{where}.policies")
+    # Pods are named <job>-<task>-<index> and that name becomes the pod's hostname, a 63-character label.
+    # The webhook only checks the task's position as index; the longest real name uses replicas - 1.
+    if job.metadata.name:
+        pod_name = f"{job.metadata.name}-{task.name}-{max(task.replicas - 1, 0)}"
+        if len(pod_name) > _POD_NAME_MAX:
+            raise ValueError(
+                f"pod name {pod_name!r} would be {len(pod_name)} characters, over Kubernetes' limit of "
+                f"{_POD_NAME_MAX}; shorten the job or task name"
+            )
+    if not task.template.spec.containers:
+        raise ValueError(f"{where}.template.spec.containers must list at least one container")
+    if task.topology_policy not in (None, "none"):
+        for position, container in enumerate(task.template.spec.containers):
+            resources = container.resources
+            amounts = (resources.requests or resources.limits or {}) if resources else {}
+            cpu = parse_quantity(amounts.get("cpu", 0))
+            if cpu <= 0 or cpu != int(cpu):
+                raise ValueError(
+                    f"{where}.template.spec.containers[{position}] needs a whole number of CPUs because "
+                    f"topologyPolicy is {task.topology_policy!r}"
+                )
+    _check_partition_policy(task, where)
+
+
+def _check_partition_policy(task: TaskSpec, where: str) -> None:
+    policy = task.partition_policy
+    if policy is None:
+        return
+    total = policy.get("totalPartitions", 0)
+    size = policy.get("partitionSize", 0)
+    minimum = policy.get("minPartitions", 0)
+    if total <= 0 or size <= 0:
+        raise ValueError(f"{where}.partitionPolicy needs totalPartitions and partitionSize greater than 0")
+    if task.replicas != total * size:
+        raise ValueError(
+            f"{where}.replicas {task.replicas} must equal totalPartitions × partitionSize = {total} × {size}"
+        )
+    if task.min_available is not None and minimum > 0 and minimum * size != task.min_available:
+        raise ValueError(
+            f"{where}.minAvailable {task.min_available} must equal minPartitions × partitionSize = {minimum} × {size}"
+        )
+    _check_network_topology(policy.get("networkTopology"), f"{where}.partitionPolicy.networkTopology")
+
+
+def _check_network_topology(topology: dict[str, Any] | None, where: str) -> None:
+    if topology and topology.get("highestTierAllowed") is not None and topology.get("highestTierName"):
+        raise ValueError(f"{where} must not set both highestTierAllowed and highestTierName")
+
+
+def _check_policies(policies: list[LifecyclePolicy] | None, where: str) -> None:
+    events_seen: set[str] = set()
+    codes_seen: set[int] = set()
+    for index, policy in enumerate(policies or []):
+        here = f"{where}[{index}]"
+        events = list(dict.fromkeys([*(policy.events or []), *([policy.event] if policy.event else [])]))
+        if events and policy.exit_code is not None:
+            raise ValueError(f"{here} must not set both an event and an exitCode")
+        if not events and policy.exit_code is None:
+            raise ValueError(f"{here} must set an event, events or an exitCode")
+        # The webhook leaves an exitCode policy's action unchecked; we hold it to the same list.
+        if not policy.action:
+            raise ValueError(f"{here} needs an action such as RestartJob")
+        if policy.action not in USER_ACTIONS:
+            raise ValueError(f"{here}.action {policy.action!r} is not one of {', '.join(sorted(USER_ACTIONS))}")
+        if policy.exit_code is not None:
+            if policy.exit_code == 0:
+                raise ValueError(f"{here}.exitCode 0 is not an error code; use a non-zero exit code")
+            if policy.exit_code in codes_seen:
+                raise ValueError(f"{here}.exitCode {policy.exit_code} appears in two policies")
+            codes_seen.add(policy.exit_code)
+            continue
+        for event in events:
+            if event not in USER_EVENTS:
+                raise ValueError(f"{here} event {event!r} is not one of {', '.join(sorted(USER_EVENTS))}")
+            if event in events_seen:
+                raise ValueError(f"{here} event {event!r} appears in two policies")
+            events_seen.add(event)
+    if "*" in events_seen and len(events_seen) > 1:
+        raise ValueError(f"{where} uses the '*' event, so it must not name any other event")
+
+
+def _plugin_task(args: list[str], flag: str, default: str) -> str:
+    for arg in args:
+        if arg.startswith(f"--{flag}="):
+            return arg.split("=", 1)[1]
+    return default
+
+
+def _check_plugins(job: Job) -> None:
+    plugins = job.spec.plugins or {}
+    for name in plugins:
+        if name not in KNOWN_PLUGINS:
+            raise ValueError(f"spec.plugins names {name!r}, which is not one of {', '.join(sorted(KNOWN_PLUGINS))}")
+    names = {task.name for task in job.spec.tasks}
+    # The webhook checks mpi's master task; pytorch without its master task silently sets no MASTER_ADDR.
+    for plugin in ("mpi", "pytorch"):
+        if plugin in plugins:
+            master = _plugin_task(plugins[plugin], "master", "master")
+            if master not in names:
+                raise ValueError(f"the {plugin} plugin needs a task named {master!r}, but the job has none")
+
+
+def _check_volumes(volumes: list[dict[str, Any]]) -> None:
+    paths: set[str] = set()
+    for index, volume in enumerate(volumes):
+        where = f"spec.volumes[{index}]"
+        path = volume.get("mountPath") or ""
+        if not path:
+            raise ValueError(f"{where}.mountPath is required")
+        if path in paths:
+            raise ValueError(f"{where}.mountPath {path!r} is mounted twice")
+        paths.add(path)
+        claim, claim_name = volume.get("volumeClaim"), volume.get("volumeClaimName")
+        if claim is None and not claim_name:
+            raise ValueError(f"{where} needs volumeClaimName (an existing PVC) or volumeClaim (a new one)")
+        if claim is not None and claim_name:
+            raise ValueError(f"{where} must set volumeClaimName or volumeClaim, not both")
+
+
+def _check_dependencies(tasks: list[TaskSpec]) -> None:
+    names = {task.name for task in tasks}
+    needs: dict[str, list[str]] = {}
+    for task in tasks:
+        needs[task.name] = list((task.depends_on or {}).get("name") or [])
+        for dependency in needs[task.name]:
+            if dependency not in names:
+                raise ValueError(f"task {task.name!r} depends on {dependency!r}, which is not a task of this job")
+    done: set[str] = set()
+    remaining = dict(needs)
+    while remaining:
+        ready = [name for name, deps in remaining.items() if all(dep in done for dep in deps)]
+        if not ready:
+            raise ValueError(f"the dependsOn of tasks {', '.join(sorted(remaining))} form a cycle")
+        for name in ready:
+            done.add(name)
+            del remaining[name]
+
+
+def describe_validation_error(error: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """Turn pydantic's multi-line report into one sentence about its first error.
+
+    With `model`, an unknown field gets a "did you mean" from the fields that are allowed where it stands.
+    """
+    first = error.errors(include_url=False)[0]
+    loc = tuple(first.get("loc", ()))
+    path = _format_loc(loc)
+    kind, ctx, value = first["type"], first.get("ctx") or {}, first.get("input")
+    if kind == "extra_forbidden":
+        message = f"unknown field {path}"
+        if model is not None and loc and isinstance(loc[-1], str):
+            close = difflib.get_close_matches(loc[-1], _fields_at(model, loc[:-1]), n=1)
+            if close:
+                message += f" (did you mean {close[0]}?)"
+        return message
+    if kind == "missing":
+        detail = "field is required"
+    elif kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        words = {
+            "greater_than_equal": "at least",
+            "greater_than": "greater than",
+            "less_than_equal": "at most",
+            "less_than": "less than",
+        }[kind]
+        bound = next(iter(ctx.values()))
+        detail = f"value must be {words} {bound}, got {_short(value)}"
+    elif kind in ("too_short", "string_too_short"):
+        least = ctx.get("min_length", 1)
+        detail = "must not be empty" if least == 1 else f"needs at least {least} items, got {_short(value)}"
+    elif kind in _EXPECTED:
+        detail = f"expected {_EXPECTED[kind]}, got {_short(value)}"
+    elif kind == "literal_error":
+        detail = f"{_short(value)} is not allowed; use {ctx.get('expected', 'one of the listed values')}"
+    elif kind in ("value_error", "assertion_error"):
+        detail = str(ctx.get("error", first["msg"]))
+    else:
+        msg = first["msg"]
+        detail = f"{msg[:1].lower()}{msg[1:]}, got {_short(value)}"
+    detail = " ".join(detail.split())
+    return f"{path}: {detail}" if path else detail
+
+
+_EXPECTED = {
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "string_type": "text",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
+
+
+def _format_loc(loc: tuple[Any, ...]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Strip Annotated and Optional so that what remains is a model, list or dict type."""
+    while True:
+        origin = get_origin(annotation)
+        if origin is Annotated:
+            annotation = get_args(annotation)[0]
+        elif origin in (Union, types.UnionType):
+            options = [arg for arg in get_args(annotation) if arg is not type(None)]
+            annotation = options[0] if len(options) == 1 else annotation
+            if len(options) != 1:
+                return annotation
+        else:
+            return annotation
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Return the aliases of the model reached by following `loc` from `model`; [] if there is none."""
+    current: Any = model
+    for part in loc:
+        current = _unwrap(current)
+        origin = get_origin(current)
+        if isinstance(current, type) and issubclass(current, BaseModel) and isinstance(part, str):
+            field = next((f for n, f in current.model_fields.items() if part in (n, f.alias)), None)
+            if field is None:
+                return []
+            current = field.annotation
+        elif origin is list and isinstance(part, int):
+            current = get_args(current)[0]
+        elif origin is dict and isinstance(part, str):
+            current = get_args(current)[1]
+        else:
+            return []
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return [field.alias or name for name, field in current.model_fields.items()]
+    return []

@@ -1,0 +1,25 @@
+"""The `vcpilot` command: one entry point for every capability, each in its own sub-app."""
+
+from __future__ import annotations
+
+import typer
+
+from pipelines import cli_cluster
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help="vcpilot: detect drift in LLM logs, fine-tune on Volcano, load-test, evaluate, release with MLflow.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(cli_cluster.app, name="cluster")
+
+
+@app.callback()
+def main() -> None:
+    """Autopilot for production LLMs on Kubernetes with Volcano, Argo Workflows and MLflow."""
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,178 @@
+"""`vcpilot cluster …`: look at and drive the embedded LocalCluster from a shell."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from components.volcano.cluster import ClusterError
+from components.volcano.cluster_local import LocalCluster
+
+__all__ = ["app"]
+
+app = typer.Typer(help="The embedded Volcano cluster (LocalCluster) under VCPILOT_HOME.", no_args_is_help=True)
+console = Console()
+err_console = Console(stderr=True)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document and nothing else.")]
+Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the job.")]
+
+
+def fail(message: str) -> None:
+    """Print one sentence to stderr and exit 1."""
+    err_console.print(f"[red]error:[/red] {message}", highlight=False, markup=True)
+    raise typer.Exit(1)
+
+
+def _cluster() -> LocalCluster:
+    try:
+        return LocalCluster()
+    except (ValueError, ClusterError) as err:
+        fail(str(err))
+        raise  # unreachable; keeps type checkers honest
+
+
+def _dump(data: Any) -> None:
+    print(json.dumps(data, indent=2, sort_keys=True))
+
+
+@app.command()
+def status(as_json: JsonFlag = False) -> None:
+    """Show nodes, queues and jobs."""
+    cluster = _cluster()
+    try:
+        nodes, queues, jobs = cluster.nodes(), cluster.queues(), cluster.list_jobs()
+    except ClusterError as err:
+        fail(str(err))
+    if as_json:
+        _dump(
+            {
+                "nodes": [n.model_dump() for n in nodes],
+                "queues": [q.model_dump() for q in queues],
+                "jobs": [j.model_dump() for j in jobs],
+            }
+        )
+        return
+    table = Table("node", "ready", "GPUs used/allocatable", title="Nodes")
+    for n in nodes:
+        table.add_row(n.name, "yes" if n.ready else "[red]NotReady[/red]", f"{n.gpu_allocated}/{n.gpu_allocatable}")
+    console.print(table)
+    table = Table("queue", "state", "weight", "capability", "pending", "inqueue", "running", title="Queues")
+    for q in queues:
+        cap = ", ".join(f"{k}={v:g}" for k, v in q.capability.items()) or "-"
+        table.add_row(q.name, q.state, str(q.weight), cap, str(q.pending), str(q.inqueue), str(q.running))
+    console.print(table)
+    table = Table("job", "queue", "phase", "retries", "pods", "message", title="Jobs")
+    for j in jobs:
+        pods = ", ".join(f"{p.name}:{p.phase}" + (f"@{p.node}" if p.node else "") for p in j.pods) or "-"
+        table.add_row(f"{j.namespace}/{j.name}", j.queue, j.phase, str(j.retry_count), pods, j.message or "")
+    console.print(table)
+
+
+@app.command()
+def submit(
+    file: Annotated[Path, typer.Argument(help="A Volcano Job (batch.volcano.sh/v1alpha1) in YAML or JSON.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Submit a Volcano Job."""
+    try:
+        manifest = yaml.safe_load(file.read_text())
+    except OSError as err:
+        fail(f"cannot read {file}: {err.strerror}.")
+    except yaml.YAMLError as err:
+        fail(f"{file} is not valid YAML or JSON: {str(err).splitlines()[0]}.")
+    if not isinstance(manifest, dict):
+        fail(f"{file} does not hold a Volcano Job object.")
+    kind = (manifest.get("apiVersion"), manifest.get("kind"))
+    if kind != ("batch.volcano.sh/v1alpha1", "Job"):
+        fail(
+            f"{file} is a {kind[1] or 'document'} of {kind[0] or 'no apiVersion'}, not a batch.volcano.sh/v1alpha1 Job."
+        )
+    try:
+        info = _cluster().submit(manifest)
+    except ClusterError as err:
+        fail(str(err))
+    if as_json:
+        _dump(info.model_dump())
+    else:
+        console.print(f"job {info.namespace}/{info.name} submitted: {info.phase}")
+
+
+@app.command()
+def get(name: str, namespace: Namespace = "default", as_json: JsonFlag = False) -> None:
+    """Show one job and its pods."""
+    try:
+        info = _cluster().get(name, namespace)
+    except ClusterError as err:
+        fail(str(err))
+    if as_json:
+        _dump(info.model_dump())
+        return
+    console.print(f"job {info.namespace}/{info.name}: {info.phase} (retries {info.retry_count}, queue {info.queue})")
+    if info.message:
+        console.print(f"  {info.message}", highlight=False)
+    for p in info.pods:
+        code = f" exit {p.exit_code}" if p.exit_code is not None else ""
+        console.print(f"  {p.name} [{p.task}#{p.index}] {p.phase}{code} {p.node or ''} {p.reason or ''}")
+
+
+@app.command()
+def logs(name: str, namespace: Namespace = "default") -> None:
+    """Print the logs of every pod run of a job."""
+    try:
+        entries = _cluster().logs(name, namespace)
+    except ClusterError as err:
+        fail(str(err))
+    for file_name, text in entries:
+        print(f"==> {file_name} <==")
+        print(text, end="" if text.endswith("\n") or not text else "\n")
+
+
+@app.command()
+def delete(name: str, namespace: Namespace = "default") -> None:
+    """Delete a job and kill its pods."""
+    try:
+        _cluster().delete(name, namespace)
+    except ClusterError as err:
+        fail(str(err))
+    console.print(f"job {namespace}/{name} deleted")
+
+
+@app.command("fail-node")
+def fail_node(node: str) -> None:
+    """Turn a node NotReady: its pods are killed and evicted."""
+    try:
+        evicted = _cluster().fail_node(node)
+    except ClusterError as err:
+        fail(str(err))
+    console.print(f"node {node} is NotReady; evicted: {', '.join(evicted) or 'nothing'}")
+
+
+@app.command("recover-node")
+def recover_node(node: str) -> None:
+    """Make a failed node Ready again."""
+    try:
+        _cluster().recover_node(node)
+    except ClusterError as err:
+        fail(str(err))
+    console.print(f"node {node} is Ready")
+
+
+@app.command()
+def reset(
+    config: Annotated[Path | None, typer.Option(help="Cluster YAML (nodes, queues, priorityClasses).")] = None,
+) -> None:
+    """Kill every pod and start an empty cluster (from --config, VCPILOT_HOME/cluster.yaml or the default)."""
+    if config is not None and not config.exists():
+        fail(f"cluster config {config} does not exist.")
+    try:
+        _cluster().reset(config)
+    except (ValueError, ClusterError) as err:
+        fail(str(err))
+    console.print("cluster reset")

@@ -1,0 +1,252 @@
+"""LocalCluster behaves like Volcano: gang, queues, no deadlock, restart policies, node faults, shared state."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from components.volcano.builder import TrainingRequest, build_training_job
+from components.volcano.cluster import Conflict, Invalid, JobNotFound
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+RESTART_ON_FAILURE = [{"event": "PodFailed", "action": "RestartJob"}, {"event": "PodEvicted", "action": "RestartJob"}]
+
+
+def hold(release: Path, marker: Path) -> str:
+    """A script that records its start time, then runs until `release` exists."""
+    return f'date +%s.%N >> "{marker}"; while [ ! -f "{release}" ]; do sleep 0.05; done'
+
+
+def lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def wait_until(predicate, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_gang_starts_all_pods_at_once_or_none(cluster, make_job, tmp_path):
+    release = tmp_path / "release"
+    cluster.submit(make_job("busy", hold(release, tmp_path / "busy"), gpus=2))
+    cluster.wait("busy", {"Running"}, timeout=10)
+    markers = tmp_path / "gang"
+    markers.mkdir()
+    cluster.submit(make_job("gang", f'date +%s.%N > "{markers}/$VC_TASK_INDEX"', pods=4, gpus=2))
+
+    time.sleep(0.5)
+    gang = cluster.get("gang")
+    assert gang.phase == "Pending"
+    assert not any(p.phase == "Running" for p in gang.pods)
+    assert list(markers.iterdir()) == [], "no pod of an incomplete gang may start"
+    assert cluster.queue("default").pending == 1
+
+    release.touch()
+    done = cluster.wait("gang", timeout=30)
+    assert done.phase == "Completed"
+    starts = sorted(float(p.read_text()) for p in markers.iterdir())
+    assert len(starts) == 4
+    assert starts[-1] - starts[0] < 2.0, "the four pods were started in one scheduling session"
+    assert sorted(p.node for p in done.pods).count(done.pods[0].node) == 4 or len({p.node for p in done.pods}) == 2
+
+
+def test_queue_at_capability_keeps_its_next_job_pending(cluster, make_job, tmp_path):
+    release = tmp_path / "release"
+    cluster.submit(make_job("capped-a", hold(release, tmp_path / "a"), gpus=2, queue="capped"))
+    cluster.wait("capped-a", {"Running"}, timeout=10)
+    cluster.submit(make_job("capped-b", "true", gpus=1, queue="capped"))
+    cluster.submit(make_job("other", "true", gpus=2))
+
+    assert cluster.wait("other", timeout=15).phase == "Completed"
+    waiting = cluster.get("capped-b")
+    assert waiting.phase == "Pending"
+    assert "capability" in (waiting.message or "")
+    snapshot = cluster.queue("capped")
+    assert (snapshot.running, snapshot.pending, snapshot.pending_gpus) == (1, 1, 1)
+    assert snapshot.allocated["nvidia.com/gpu"] == 2
+
+    release.touch()
+    assert cluster.wait("capped-b", timeout=15).phase == "Completed"
+
+
+def test_two_whole_cluster_jobs_run_one_after_the_other(cluster, make_job, tmp_path):
+    script = 'date +%s.%N >> "{log}"; sleep 0.4; date +%s.%N >> "{log}"'
+    for name in ("first", "second"):
+        cluster.submit(make_job(name, script.format(log=tmp_path / f"{name}-$VC_TASK_INDEX"), pods=2, gpus=4))
+    assert cluster.wait("first", timeout=30).phase == "Completed"
+    assert cluster.wait("second", timeout=30).phase == "Completed"
+    spans = {}
+    for name in ("first", "second"):
+        times = [float(t) for i in range(2) for t in (tmp_path / f"{name}-{i}").read_text().split()]
+        spans[name] = (min(times), max(times))
+    assert spans["first"][1] <= spans["second"][0], "the second gang started only after the first finished"
+
+
+def test_pod_failed_restarts_the_job_until_max_retry(cluster, make_job, tmp_path):
+    runs = tmp_path / "runs"
+    cluster.submit(make_job("flaky", f'echo run >> "{runs}"; exit 3', max_retry=2, policies=RESTART_ON_FAILURE))
+    done = cluster.wait("flaky", timeout=30)
+    assert done.phase == "Failed"
+    assert done.retry_count == 2
+    # Volcano counts a restart before it checks the budget: with maxRetry 2 the job runs twice, then fails.
+    assert runs.read_text().count("run") == 2
+    reasons = [e.reason for e in cluster.events("flaky")]
+    assert reasons.count("Restarting") == 1 and reasons[-1] == "Failed"
+
+
+def test_without_a_policy_a_failed_pod_fails_the_job(cluster, make_job):
+    done = cluster.wait(cluster.submit(make_job("plain", "exit 5")).name, timeout=15)
+    assert (done.phase, done.retry_count, done.pods[0].exit_code) == ("Failed", 0, 5)
+
+
+def test_killed_pod_restarts_the_job(cluster, make_job, tmp_path):
+    runs = tmp_path / "runs"
+    release = tmp_path / "release"
+    cluster.submit(
+        make_job(
+            "victim", f'echo run >> "{runs}"; ' + hold(release, tmp_path / "m"), pods=2, policies=RESTART_ON_FAILURE
+        )
+    )
+    wait_until(lambda: lines(runs) == 2)
+    cluster.kill_pod("victim-main-1")
+    again = cluster.wait("victim", {"Running"}, timeout=10)
+    assert again.retry_count == 1
+    wait_until(lambda: lines(runs) == 4)
+    release.touch()
+    assert cluster.wait("victim", timeout=15).phase == "Completed"
+
+
+def test_failed_node_evicts_and_the_job_restarts_elsewhere(cluster, make_job, tmp_path):
+    release = tmp_path / "release"
+    cluster.submit(make_job("train", hold(release, tmp_path / "m"), pods=2, gpus=2, policies=RESTART_ON_FAILURE))
+    first = cluster.wait("train", {"Running"}, timeout=10)
+    nodes = {p.node for p in first.pods}
+    assert len(nodes) == 1, "binpack puts both 2-GPU pods on one node"
+    bad = nodes.pop()
+
+    evicted = cluster.fail_node(bad)
+    assert sorted(evicted) == ["train-main-0", "train-main-1"]
+    again = cluster.wait("train", {"Running"}, timeout=10)
+    assert again.retry_count == 1
+    assert {p.node for p in again.pods} != {bad}
+    assert next(n for n in cluster.nodes() if n.name == bad).ready is False
+    release.touch()
+    assert cluster.wait("train", timeout=15).phase == "Completed"
+
+
+def test_a_job_avoiding_a_node_never_lands_there(cluster, make_job, tmp_path):
+    cluster.fail_node("node-1")
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["node-0"]}]}
+                ]
+            }
+        }
+    }
+    cluster.submit(make_job("picky", "true", affinity=affinity))
+    time.sleep(0.3)
+    waiting = cluster.get("picky")
+    assert waiting.phase == "Pending", "node-0 is free but excluded, node-1 is NotReady"
+    cluster.recover_node("node-1")
+    done = cluster.wait("picky", timeout=15)
+    assert done.phase == "Completed"
+    assert [p.node for p in done.pods] == ["node-1"]
+
+
+def test_a_job_seen_from_another_process(cluster, make_job, tmp_path):
+    manifest = tmp_path / "job.json"
+    manifest.write_text(json.dumps(make_job("shared", "sleep 0.2")))
+    env = {**os.environ, "VCPILOT_HOME": str(cluster.home)}
+    vcpilot = [sys.executable, "-m", "pipelines.cli", "cluster"]
+    out = subprocess.run(
+        [*vcpilot, "submit", str(manifest), "--json"], env=env, capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    submitted = json.loads(out.stdout)
+    assert submitted["name"] == "shared"
+    done = cluster.wait("shared", timeout=15)
+    out = subprocess.run([*vcpilot, "get", "shared", "--json"], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == done.model_dump()
+
+
+def test_pod_end_is_noticed_without_anyone_watching(cluster, make_job, tmp_path):
+    """The pod's wrapper reconciles when it ends, so the next job starts though nobody polls."""
+    marker = tmp_path / "second-started"
+    cluster.submit(make_job("a", "sleep 0.2", pods=2, gpus=4))
+    cluster.submit(make_job("b", f'touch "{marker}"', pods=2, gpus=4))
+    deadline = time.monotonic() + 20
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marker.exists()
+
+
+def test_ddp_job_with_the_pytorch_plugin_completes(cluster, tmp_path):
+    out = tmp_path / "ddp.json"
+    job = build_training_job(
+        TrainingRequest(
+            name="ddp",
+            image="python:3.11",
+            command=["python", str(ROOT / "examples" / "ddp_allreduce.py"), str(out)],
+            total_gpus=2,
+            gpus_per_pod=1,
+            micro_batch=4,
+            grad_accum=1,
+            global_batch=8,
+            cpu_per_pod="1",
+            memory_per_pod="1Gi",
+        )
+    )
+    cluster.submit(job)
+    done = cluster.wait("ddp", timeout=120)
+    logs = "\n".join(text for _, text in cluster.logs("ddp"))
+    assert done.phase == "Completed", logs
+    result = json.loads(out.read_text())
+    assert result == {"world_size": 2, "final_loss": result["final_loss"], "weights_in_sync": True}
+    assert sorted(p.task for p in done.pods) == ["master", "worker"]
+
+
+def test_submit_is_idempotent_and_rejects_conflicts(cluster, make_job):
+    first = cluster.submit(make_job("same", "sleep 0.1"))
+    assert cluster.submit(make_job("same", "sleep 0.1")).uid == first.uid
+    with pytest.raises(Conflict, match="different spec"):
+        cluster.submit(make_job("same", "sleep 5"))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"queue": "nope"}, "queue 'nope' does not exist"),
+        ({"schedulerName": "default-scheduler"}, "schedulerName must be 'volcano'"),
+        ({"priorityClassName": "urgent"}, "priority class 'urgent' does not exist"),
+        ({"minAvailable": 3}, "minAvailable"),
+    ],
+)
+def test_bad_jobs_are_refused_and_change_nothing(cluster, make_job, change, message):
+    manifest = make_job("bad")
+    manifest["spec"].update(change)
+    with pytest.raises(Invalid, match=message) as err:
+        cluster.submit(manifest)
+    assert "\n" not in str(err.value)
+    with pytest.raises(JobNotFound):
+        cluster.get("bad")
+
+
+def test_delete_kills_pods(cluster, make_job, tmp_path):
+    cluster.submit(make_job("doomed", hold(tmp_path / "never", tmp_path / "m"), pods=2))
+    cluster.wait("doomed", {"Running"}, timeout=10)
+    cluster.delete("doomed")
+    assert cluster.list_jobs() == []
+    assert all(n.gpu_allocated == 0 for n in cluster.nodes())
+    with pytest.raises(JobNotFound):
+        cluster.delete("doomed")

@@ -1,0 +1,505 @@
+"""The Volcano models read and write what the v1.15 CRDs and admission accept, and nothing else."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from components.volcano.models import (
+    Container,
+    Job,
+    JobSpec,
+    LifecyclePolicy,
+    ObjectMeta,
+    PodSpec,
+    PodTemplateSpec,
+    TaskSpec,
+    apply_volcano_defaults,
+    parse_job,
+    parse_podgroup,
+    parse_queue,
+    validate_job,
+)
+
+JOB_YAML = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: llm-finetune
+  namespace: ml
+  labels: {team: nlp}
+  annotations: {vcpilot.io/attempt: "2"}
+spec:
+  schedulerName: volcano
+  minAvailable: 3
+  queue: gpu-queue
+  priorityClassName: high-priority
+  maxRetry: 5
+  ttlSecondsAfterFinished: 600
+  plugins:
+    pytorch: ["--master=master", "--worker=worker", "--port=23456"]
+    svc: []
+  policies:
+    - event: PodEvicted
+      action: RestartJob
+    - events: [PodFailed, Unknown]
+      action: RestartJob
+      timeout: 5m
+    - exitCode: 3
+      action: AbortJob
+  volumes:
+    - mountPath: /workspace
+      volumeClaimName: workspace-pvc
+  tasks:
+    - name: master
+      replicas: 1
+      minAvailable: 1
+      maxRetry: 2
+      policies:
+        - event: TaskCompleted
+          action: CompleteJob
+      template:
+        metadata:
+          labels: {role: master}
+        spec:
+          restartPolicy: Never
+          hostNetwork: false
+          nodeSelector: {gpu: h100}
+          tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+          containers:
+            - name: trainer
+              image: ghcr.io/acme/train:1.0
+              command: [python, -m, train]
+              args: [--epochs, "1"]
+              workingDir: /workspace
+              env:
+                - {name: LR, value: "0.0001"}
+                - name: POD_IP
+                  valueFrom: {fieldRef: {fieldPath: status.podIP}}
+              resources:
+                requests: {cpu: "4", memory: 16Gi, nvidia.com/gpu: 1}
+                limits: {cpu: 4, memory: 16Gi, nvidia.com/gpu: 1}
+              volumeMounts: [{name: shm, mountPath: /dev/shm}]
+              ports: [{containerPort: 8080, name: metrics}]
+              securityContext: {runAsNonRoot: true}
+          volumes: [{name: shm, emptyDir: {medium: Memory}}]
+    - name: worker
+      replicas: 2
+      dependsOn: {name: [master]}
+      template:
+        spec:
+          restartPolicy: Never
+          containers:
+            - name: trainer
+              image: ghcr.io/acme/train:1.0
+              resources:
+                limits: {cpu: 500m, memory: 8Gi}
+"""
+
+QUEUE_YAML = """
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: gpu-queue}
+spec:
+  weight: 4
+  reclaimable: true
+  capability: {cpu: "64", memory: 512Gi, nvidia.com/gpu: 8}
+  deserved: {nvidia.com/gpu: 4}
+  guarantee: {resource: {nvidia.com/gpu: 2}}
+  parent: root
+  priority: 10
+status:
+  state: Open
+  allocated: {cpu: "8", nvidia.com/gpu: 2}
+  reservation: {nodes: [node-1]}
+"""
+
+PODGROUP_YAML = """
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata:
+  name: llm-finetune-0d1e
+  namespace: ml
+  ownerReferences: [{apiVersion: batch.volcano.sh/v1alpha1, kind: Job, name: llm-finetune, uid: abc}]
+spec:
+  minMember: 3
+  minTaskMember: {master: 1, worker: 2}
+  queue: gpu-queue
+  priorityClassName: high-priority
+  minResources: {cpu: 9, memory: 32Gi, nvidia.com/gpu: 3}
+status:
+  phase: Running
+  running: 3
+  conditions:
+    - {type: Scheduled, status: "True", lastTransitionTime: "2026-01-01T00:00:00Z", transitionID: x}
+"""
+
+
+def crd_validator(shared_dir: Path, filename: str) -> jsonschema.protocols.Validator:
+    crd = yaml.safe_load((shared_dir / "schemas" / "volcano-v1.15.1" / filename).read_text())
+    version = next(v for v in crd["spec"]["versions"] if v.get("storage"))
+    return jsonschema.Draft7Validator(version["schema"]["openAPIV3Schema"])
+
+
+def assert_valid(validator: jsonschema.protocols.Validator, manifest: dict[str, Any]) -> None:
+    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(manifest)]
+    assert not errors, errors
+
+
+@pytest.fixture(scope="module")
+def job_schema(shared_dir: Path) -> jsonschema.protocols.Validator:
+    return crd_validator(shared_dir, "batch.volcano.sh_jobs.yaml")
+
+
+def job_dict() -> dict[str, Any]:
+    return yaml.safe_load(JOB_YAML)
+
+
+def rejects(data: dict[str, Any] | str) -> str:
+    with pytest.raises(ValueError) as caught:
+        parse_job(data)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def refuses(job: Job) -> str:
+    with pytest.raises(ValueError) as caught:
+        validate_job(job)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+# ---- round trip ---------------------------------------------------------------------------------------
+
+
+def test_job_yaml_round_trips_field_for_field() -> None:
+    job = parse_job(JOB_YAML)
+    assert job.to_dict() == job_dict()
+    assert job.spec.tasks[0].template.spec.containers[0].resources.requests["nvidia.com/gpu"] == 1
+    assert job.spec.policies[2].exit_code == 3
+    assert job.spec.tasks[1].depends_on == {"name": ["master"]}
+
+
+def test_job_text_may_be_json_and_dict_input_works_too() -> None:
+    import json
+
+    assert parse_job(json.dumps(job_dict())) == parse_job(job_dict()) == parse_job(JOB_YAML)
+
+
+def test_hand_written_job_passes_crd_schema_and_admission(job_schema) -> None:
+    job = parse_job(JOB_YAML)
+    assert_valid(job_schema, job.to_dict())
+    validate_job(job)
+
+
+def test_snake_case_construction_serializes_camel_case() -> None:
+    job = Job(
+        metadata=ObjectMeta(name="tiny", namespace="default"),
+        spec=JobSpec(
+            min_available=1,
+            ttl_seconds_after_finished=60,
+            tasks=[
+                TaskSpec(
+                    name="main",
+                    replicas=1,
+                    template=PodTemplateSpec(
+                        spec=PodSpec(
+                            containers=[Container(name="c", image="busybox", working_dir="/tmp")],
+                            restart_policy="Never",
+                        )
+                    ),
+                )
+            ],
+            policies=[LifecyclePolicy(exit_code=2, action="AbortJob")],
+        ),
+    )
+    data = job.to_dict()
+    assert data["apiVersion"] == "batch.volcano.sh/v1alpha1"
+    assert data["spec"]["ttlSecondsAfterFinished"] == 60
+    assert data["spec"]["policies"] == [{"exitCode": 2, "action": "AbortJob"}]
+    assert data["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["workingDir"] == "/tmp"
+    assert "status" not in data
+    assert parse_job(data) == job
+
+
+def test_quantities_as_numbers_and_strings_pass_the_schema(job_schema) -> None:
+    data = job_dict()
+    resources = data["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]
+    resources["limits"] = {"cpu": 2, "memory": "8Gi", "nvidia.com/gpu": 8}
+    resources["requests"] = {"cpu": "1500m", "memory": 1073741824, "nvidia.com/gpu": "8"}
+    assert_valid(job_schema, parse_job(data).to_dict())
+    resources["limits"]["cpu"] = "lots"
+    assert list(job_schema.iter_errors(data)), "the CRD pattern should refuse 'lots'"
+
+
+def test_status_written_by_the_controller_is_read() -> None:
+    data = job_dict()
+    data["status"] = {
+        "state": {"phase": "Running", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+        "minAvailable": 3,
+        "running": 3,
+        "retryCount": 1,
+        "taskStatusCount": {"master": {"phase": {"Running": 1}}, "worker": {"phase": {"Running": 2}}},
+        "controlledResources": {"plugin-svc": "svc"},
+        "conditions": [{"status": "Running", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+        "someFutureField": 1,
+    }
+    job = parse_job(data)
+    assert job.status.state.phase == "Running"
+    assert job.status.task_status_count["worker"].phase == {"Running": 2}
+    assert job.to_dict() == data
+
+
+# ---- parse errors: one sentence naming the field ------------------------------------------------------
+
+
+def test_typo_in_spec_is_rejected_with_a_suggestion() -> None:
+    data = job_dict()
+    data["spec"]["minAvaliable"] = data["spec"].pop("minAvailable")
+    assert rejects(data) == "unknown field spec.minAvaliable (did you mean minAvailable?)"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda d: d["spec"]["tasks"][1].update(replica=2), "unknown field spec.tasks[1].replica"),
+        (lambda d: d["spec"]["policies"][0].update(evnt="PodFailed"), "unknown field spec.policies[0].evnt"),
+        (lambda d: d.update(specs={}), "unknown field specs"),
+        (
+            lambda d: d["spec"]["tasks"][0].update(replicas=-1),
+            "spec.tasks[0].replicas: value must be at least 0",
+        ),
+        (lambda d: d["spec"].update(maxRetry=-2), "spec.maxRetry: value must be at least 0"),
+        (
+            lambda d: d["spec"]["policies"][0].update(event="PodCrashed"),
+            "spec.policies[0].event: 'PodCrashed'",
+        ),
+        (lambda d: d["spec"]["policies"][0].update(action="Restart"), "spec.policies[0].action: 'Restart'"),
+        (lambda d: d["spec"]["tasks"][0].update(name="Master"), "spec.tasks[0].name: 'Master' must be"),
+        (lambda d: d["spec"].update(queue="GPU_queue"), "spec.queue: 'GPU_queue' must be"),
+        (
+            lambda d: d.update(apiVersion="batch.volcano.sh/v1"),
+            "apiVersion: 'batch.volcano.sh/v1' is not allowed",
+        ),
+        (lambda d: d["spec"]["tasks"][0].pop("template"), "spec.tasks[0].template: field is required"),
+        (
+            lambda d: d["spec"]["tasks"][1]["template"]["spec"]["containers"][0]["resources"]["limits"].update(
+                cpu="lots"
+            ),
+            "spec.tasks[1].template.spec.containers[0].resources.limits.cpu: quantity 'lots'",
+        ),
+        (
+            lambda d: d["spec"]["tasks"][0].update(topologyPolicy="best"),
+            "spec.tasks[0].topologyPolicy: 'best'",
+        ),
+    ],
+)
+def test_bad_manifest_gets_one_sentence(mutate, expected: str) -> None:
+    data = job_dict()
+    mutate(data)
+    assert rejects(data).startswith(expected)
+
+
+def test_pod_side_stays_permissive() -> None:
+    data = job_dict()
+    data["spec"]["tasks"][0]["template"]["spec"]["dnsPolicy"] = "ClusterFirstWithHostNet"
+    data["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["livenessProbe"] = {"exec": {"command": ["true"]}}
+    assert parse_job(data).to_dict() == data
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("spec: [", "the Job manifest is not valid YAML or JSON at line 1"),
+        ('{"spec": ', "the Job manifest is not valid YAML or JSON at line 1"),
+        ("- a\n- b\n", "a Job manifest must be a mapping of fields, got list"),
+    ],
+)
+def test_unreadable_text_gets_one_sentence(text: str, expected: str) -> None:
+    assert rejects(text).startswith(expected)
+
+
+# ---- admission rules ----------------------------------------------------------------------------------
+
+
+def modified(mutate) -> Job:
+    data = job_dict()
+    mutate(data)
+    return parse_job(data)
+
+
+def _long_worker(d: dict[str, Any]) -> None:
+    d["metadata"]["name"] = "a" * 53
+    d["spec"]["tasks"][1]["replicas"] = 1000
+
+
+def _add_task(d: dict[str, Any], name: str, **extra: Any) -> None:
+    task = copy.deepcopy(d["spec"]["tasks"][1])
+    task.update(name=name, **extra)
+    d["spec"]["tasks"].append(task)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda d: d["spec"].update(tasks=[]), "spec.tasks must list at least one task"),
+        (lambda d: d["metadata"].update(name="LLM_Finetune"), "job name 'LLM_Finetune' must be"),
+        (lambda d: d["metadata"].update(name="a" * 64), "must be at most 63 characters"),
+        (lambda d: d["metadata"].pop("name"), "metadata.name is required"),
+        (lambda d: _add_task(d, "worker"), "spec.tasks[2].name 'worker' is used by two tasks"),
+        (
+            lambda d: d["spec"]["tasks"][0].update(minAvailable=2),
+            "spec.tasks[0].minAvailable 2 is greater than",
+        ),
+        (
+            lambda d: d["spec"].update(minAvailable=4),
+            "spec.minAvailable 4 is greater than the 3 replicas of all tasks",
+        ),
+        (
+            lambda d: d["spec"]["policies"][2].update(event="PodFailed"),
+            "must not set both an event and an exitCode",
+        ),
+        (
+            lambda d: d["spec"]["policies"][2].update(exitCode=0),
+            "spec.policies[2].exitCode 0 is not an error code",
+        ),
+        (
+            lambda d: d["spec"]["policies"].append({"exitCode": 3, "action": "RestartJob"}),
+            "exitCode 3 appears in two",
+        ),
+        (
+            lambda d: d["spec"]["policies"].append({"action": "RestartJob"}),
+            "must set an event, events or an exitCode",
+        ),
+        (
+            lambda d: d["spec"]["policies"][0].update(events=["PodFailed"]),
+            "event 'PodFailed' appears in two policies",
+        ),
+        (lambda d: d["spec"]["policies"].append({"event": "*", "action": "AbortJob"}), "uses the '*' event"),
+        (lambda d: d["spec"]["policies"][0].update(event="PodRunning"), "event 'PodRunning' is not one of"),
+        (lambda d: d["spec"]["policies"][0].update(action="SyncJob"), "action 'SyncJob' is not one of"),
+        (lambda d: d["spec"]["policies"][0].pop("action"), "spec.policies[0] needs an action"),
+        (
+            lambda d: d["spec"]["tasks"][0]["policies"][0].update(event="OutOfSync"),
+            "spec.tasks[0].policies[0] event 'OutOfSync' is not one of",
+        ),
+        (_long_worker, f"pod name '{'a' * 53}-worker-999' would be 64 characters"),
+        (lambda d: d["spec"]["plugins"].update(horovod=[]), "spec.plugins names 'horovod'"),
+        (
+            lambda d: d["spec"]["tasks"][0].update(name="chief"),
+            "the pytorch plugin needs a task named 'master'",
+        ),
+        (lambda d: d["spec"]["tasks"][0].update(dependsOn={"name": ["worker"]}), "form a cycle"),
+        (
+            lambda d: d["spec"]["tasks"][1].update(dependsOn={"name": ["ps"]}),
+            "depends on 'ps', which is not a task",
+        ),
+        (
+            lambda d: d["spec"]["volumes"].append({"mountPath": "/workspace", "volumeClaimName": "b"}),
+            "mounted twice",
+        ),
+        (lambda d: d["spec"]["volumes"][0].update(volumeClaim={}), "not both"),
+        (lambda d: d["spec"]["volumes"][0].pop("volumeClaimName"), "needs volumeClaimName"),
+        (
+            lambda d: d["spec"]["tasks"][1].update(partitionPolicy={"totalPartitions": 2, "partitionSize": 2}),
+            "spec.tasks[1].replicas 2 must equal totalPartitions × partitionSize",
+        ),
+        (
+            lambda d: d["spec"]["tasks"][1].update(topologyPolicy="single-numa-node"),
+            "needs a whole number of CPUs",
+        ),
+        (
+            lambda d: d["spec"].update(networkTopology={"highestTierAllowed": 1, "highestTierName": "rack"}),
+            "must not set both highestTierAllowed and highestTierName",
+        ),
+        (lambda d: d["spec"]["tasks"][1]["template"]["spec"].update(containers=[]), "at least one container"),
+    ],
+)
+def test_admission_refuses_with_one_sentence(mutate, expected: str) -> None:
+    assert expected in refuses(modified(mutate))
+
+
+def test_pod_name_of_the_last_replica_is_checked() -> None:
+    # Volcano's webhook checks <job>-<task>-<task position>; the real longest name ends in replicas - 1.
+    def named(replicas: int):
+        def mutate(d: dict[str, Any]) -> None:
+            d["metadata"]["name"] = "a" * 53
+            d["spec"]["tasks"][1]["replicas"] = replicas
+
+        return mutate
+
+    validate_job(modified(named(10)))  # aaa...-worker-9: 62 characters
+    with pytest.raises(ValueError, match="would be 64 characters"):
+        validate_job(modified(named(1000)))  # aaa...-worker-999
+
+
+def test_generate_name_without_name_is_accepted() -> None:
+    job = modified(lambda d: (d["metadata"].pop("name"), d["metadata"].update(generateName="ft-")))
+    validate_job(job)
+
+
+def test_volcano_defaults_replace_zero_and_fill_gaps() -> None:
+    job = modified(lambda d: (d["spec"].update(maxRetry=0), d["spec"].pop("minAvailable"), d["spec"].pop("queue")))
+    filled = apply_volcano_defaults(job)
+    assert filled.spec.max_retry == 3
+    assert filled.spec.queue == "default"
+    assert filled.spec.min_available == 3  # master minAvailable 1 + worker replicas 2
+    assert filled.spec.tasks[1].min_available == 2
+    assert "svc" in filled.spec.plugins
+    assert job.spec.max_retry == 0, "the original is left alone"
+
+
+# ---- Queue and PodGroup -------------------------------------------------------------------------------
+
+
+def test_queue_round_trips_and_matches_its_crd(shared_dir: Path) -> None:
+    queue = parse_queue(QUEUE_YAML)
+    assert queue.to_dict() == yaml.safe_load(QUEUE_YAML)
+    assert queue.spec.capability["nvidia.com/gpu"] == 8
+    assert queue.status.state == "Open"
+    assert_valid(crd_validator(shared_dir, "scheduling.volcano.sh_queues.yaml"), queue.to_dict())
+
+
+def test_podgroup_round_trips_and_matches_its_crd(shared_dir: Path) -> None:
+    group = parse_podgroup(PODGROUP_YAML)
+    assert group.to_dict() == yaml.safe_load(PODGROUP_YAML)
+    assert group.spec.min_task_member == {"master": 1, "worker": 2}
+    assert group.status.phase == "Running"
+    assert_valid(crd_validator(shared_dir, "scheduling.volcano.sh_podgroups.yaml"), group.to_dict())
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "expected"),
+    [
+        (
+            parse_queue,
+            QUEUE_YAML.replace("weight: 4", "wieght: 4"),
+            "unknown field spec.wieght (did you mean weight?)",
+        ),
+        (parse_queue, QUEUE_YAML.replace("weight: 4", "weight: 0"), "spec.weight: value must be at least 1"),
+        (
+            parse_queue,
+            QUEUE_YAML.replace("state: Open", "state: Opened"),
+            "status.state: 'Opened' is not allowed",
+        ),
+        (parse_podgroup, PODGROUP_YAML.replace("minMember", "minMembers"), "unknown field spec.minMembers"),
+        (parse_podgroup, PODGROUP_YAML.replace("phase: Running", "phase: Done"), "status.phase: 'Done'"),
+        (
+            parse_podgroup,
+            PODGROUP_YAML.replace("cpu: 9", "cpu: nine"),
+            "spec.minResources.cpu: quantity 'nine'",
+        ),
+    ],
+)
+def test_queue_and_podgroup_typos_are_rejected(parse, text: str, expected: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        parse(text)
+    assert str(caught.value).startswith(expected)
+    assert "\n" not in str(caught.value)
