@@ -38,7 +38,7 @@ from components.volcano.cluster import (
 from components.volcano.lifecycle import RESTART_ACTIONS, count_pods, match_action, max_retry, phase_from_pods
 from components.volcano.localconfig import LocalClusterConfig, load_config
 from components.volcano.localstate import SCHEMA, JobRow, pod_requests
-from components.volcano.models import Job, Queue, parse_job, validate_job
+from components.volcano.models import Job, Queue, apply_volcano_defaults, parse_job, validate_job
 from components.volcano.resources import GPU, parse_resources
 
 __all__ = ["LocalCluster", "default_home"]
@@ -142,7 +142,8 @@ class LocalCluster:
     def submit(self, job: Job | Mapping[str, Any]) -> JobInfo:
         """Create a Volcano Job; identical resubmission returns it, a different spec raises Conflict."""
         try:
-            parsed = job if isinstance(job, Job) else parse_job(dict(job))
+            # LocalCluster behaves as Volcano with its admission webhooks: defaults filled in, then validated.
+            parsed = apply_volcano_defaults(job if isinstance(job, Job) else parse_job(dict(job)))
             validate_job(parsed)
         except ValueError as err:
             raise Invalid(str(err)) from None
