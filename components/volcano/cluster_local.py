@@ -43,8 +43,8 @@ from components.volcano.resources import GPU, parse_resources
 
 __all__ = ["LocalCluster", "default_home"]
 
-# A pod event the job controller must act on: (namespace, job, task, event, exit code).
-Transition = tuple[str, str, str, str, int | None]
+# A pod event the job controller must act on: (namespace, job, task, pod, event, exit code).
+Transition = tuple[str, str, str, str, str, int | None]
 
 
 def default_home() -> Path:
@@ -336,7 +336,7 @@ class LocalCluster:
             for pod in pods:
                 localpods.kill(pod["pid"], pod["token"])
                 self._finish_pod(pod, "Failed", "Evicted", None, f"node {node} is NotReady")
-                transitions.append((pod["namespace"], pod["job"], pod["task"], "PodEvicted", None))
+                transitions.append((pod["namespace"], pod["job"], pod["task"], pod["name"], "PodEvicted", None))
             self._reconcile(transitions)
             return [p["name"] for p in pods]
 
@@ -355,7 +355,7 @@ class LocalCluster:
                 raise JobNotFound(f"pod {namespace}/{pod} is not running.")
             localpods.kill(row["pid"], row["token"])
             self._finish_pod(row, "Failed", "Killed", 137, "killed by fault injection (SIGKILL)")
-            self._reconcile([(namespace, row["job"], row["task"], "PodFailed", 137)])
+            self._reconcile([(namespace, row["job"], row["task"], pod, "PodFailed", 137)])
 
     def reconcile(self) -> None:
         """Bring the cluster up to date now (pods that ended, restarts, scheduling)."""
@@ -368,14 +368,14 @@ class LocalCluster:
         """One pass of Volcano's controllers and scheduler; runs inside a write transaction."""
         events = list(transitions or []) + self._observe_pods()
         handled: set[tuple[str, str]] = set()
-        for namespace, job_name, task, event, exit_code in events:
+        for namespace, job_name, task, pod, event, exit_code in events:
             if (namespace, job_name) in handled:
                 continue
             job = self._find(namespace, job_name)
             if job is None or job.phase in FINISHED_PHASES:
                 continue
             action = match_action(job.spec, task, event, exit_code)
-            if action and self._apply_action(job, action, task, event):
+            if action and self._apply_action(job, action, task, pod, event):
                 handled.add((namespace, job_name))
         self._sync_phases()
         self._schedule()
@@ -394,13 +394,13 @@ class LocalCluster:
                 self._finish_pod(pod, "Succeeded", "Completed", 0, "exited 0")
                 job = self._find(pod["namespace"], pod["job"])
                 if job and self._task_done(job, pod["task"]):
-                    out.append((pod["namespace"], pod["job"], pod["task"], "TaskCompleted", None))
+                    out.append((pod["namespace"], pod["job"], pod["task"], pod["name"], "TaskCompleted", None))
             elif code is None:
                 self._finish_pod(pod, "Failed", "Lost", None, "the pod process vanished without an exit code")
-                out.append((pod["namespace"], pod["job"], pod["task"], "PodFailed", None))
+                out.append((pod["namespace"], pod["job"], pod["task"], pod["name"], "PodFailed", None))
             else:
                 self._finish_pod(pod, "Failed", "Error", code, f"exited with code {code}")
-                out.append((pod["namespace"], pod["job"], pod["task"], "PodFailed", code))
+                out.append((pod["namespace"], pod["job"], pod["task"], pod["name"], "PodFailed", code))
         return out
 
     def _task_done(self, job: JobRow, task: str) -> bool:
@@ -411,34 +411,50 @@ class LocalCluster:
         ).fetchone()[0]
         return bool(replicas) and done >= replicas
 
-    def _apply_action(self, job: JobRow, action: str, task: str, event: str) -> bool:
-        """Carry out a policy action; True when it changed the whole job (later events are moot)."""
+    def _apply_action(self, job: JobRow, action: str, task: str, pod: str, event: str) -> bool:
+        """Carry out a policy action; True when it settled the whole job (later events of this pass are moot)."""
         ns, name = job.namespace, job.name
         if action in RESTART_ACTIONS:
             # Volcano's restarting state: the count goes up first, and a count at maxRetry fails the job.
             retries = job.retry_count + 1
-            self._kill_pods(ns, name)
-            self._db.execute("DELETE FROM pods WHERE namespace = ? AND job = ?", (ns, name))
             if retries >= max_retry(job.spec):
-                phase, msg = "Failed", f"{event} on task {task}: retried {retries} of {max_retry(job.spec)} times"
-            else:
-                phase, msg = "Pending", f"{event} on task {task}: {action} (retry {retries})"
+                self._kill_pods(ns, name)
+                msg = f"{event} on pod {pod}: {action} refused, retried {retries} of {max_retry(job.spec)} times"
+                self._db.execute(
+                    "UPDATE jobs SET retry_count = ? WHERE namespace = ? AND name = ?", (retries, ns, name)
+                )
+                self._set_phase(job, "Failed", "MaxRetryReached", msg)
+                return True
+            msg = f"{event} on pod {pod}: {action} (retry {retries})"
+            self._event(ns, name, f"Job/{name}", "Restarting", msg, "Warning")
+            if action == "RestartJob":
+                self._kill_pods(ns, name)
+                self._db.execute("DELETE FROM pods WHERE namespace = ? AND job = ?", (ns, name))
+                self._db.execute(
+                    "UPDATE jobs SET phase = 'Pending', pg_phase = 'Pending', retry_count = ?, "
+                    "generation = generation + 1, master_port = NULL, reason = ?, message = ? "
+                    "WHERE namespace = ? AND name = ?",
+                    (retries, action, msg, ns, name),
+                )
+                return True
+            # RestartTask / RestartPod: only those pods are killed and recreated; the gang keeps its place.
+            where = "task = ?" if action == "RestartTask" else "name = ?"
+            target = task if action == "RestartTask" else pod
+            for row in self._db.execute(
+                f"SELECT * FROM pods WHERE namespace = ? AND job = ? AND {where}", (ns, name, target)
+            ).fetchall():
+                if row["phase"] == "Running":
+                    localpods.kill(row["pid"], row["token"])
+                self._db.execute(
+                    "UPDATE pods SET node = NULL, phase = 'Pending', reason = NULL, exit_code = NULL, pid = NULL, "
+                    "token = NULL, exit_file = NULL WHERE namespace = ? AND name = ?",
+                    (ns, row["name"]),
+                )
             self._db.execute(
-                "UPDATE jobs SET phase = ?, pg_phase = ?, retry_count = ?, generation = generation + 1, "
-                "master_port = NULL, reason = ?, message = ?, finished_at = ? WHERE namespace = ? AND name = ?",
-                (
-                    phase,
-                    "Pending" if phase == "Pending" else "Completed",
-                    retries,
-                    action,
-                    msg,
-                    self._clock() if phase == "Failed" else None,
-                    ns,
-                    name,
-                ),
+                "UPDATE jobs SET retry_count = ?, reason = ?, message = ? WHERE namespace = ? AND name = ?",
+                (retries, action, msg, ns, name),
             )
-            self._event(ns, name, f"Job/{name}", "Restarting" if phase == "Pending" else "Failed", msg, "Warning")
-            return True
+            return False
         final = {"AbortJob": "Aborted", "TerminateJob": "Terminated", "CompleteJob": "Completed"}.get(action)
         if final is None:
             return False
@@ -569,9 +585,10 @@ class LocalCluster:
                 (job.master_port, job.namespace, job.name),
             )
         argv, env, workdir = job.pod_process(pod["task"], pod["idx"], node, self.home)
-        base = self.home / "logs" / job.namespace / job.name / f"{pod_name}.run{job.generation}"
-        exit_file = self.home / "exits" / job.namespace / job.name / f"{pod_name}.run{job.generation}"
-        pid, token = localpods.start(argv, env, workdir or job.cwd, base.with_suffix(".log"), exit_file, self._hook)
+        run = f"{pod_name}.run{job.generation}-{uuid.uuid4().hex[:6]}"
+        base = self.home / "logs" / job.namespace / job.name / run
+        exit_file = self.home / "exits" / job.namespace / job.name / run
+        pid, token = localpods.start(argv, env, workdir or job.cwd, base.parent / f"{run}.log", exit_file, self._hook)
         db.execute(
             "UPDATE pods SET node = ?, phase = 'Running', pid = ?, token = ?, started = ?, exit_file = ? "
             "WHERE namespace = ? AND name = ?",

@@ -109,6 +109,17 @@ def test_without_a_policy_a_failed_pod_fails_the_job(cluster, make_job):
     assert (done.phase, done.retry_count, done.pods[0].exit_code) == ("Failed", 0, 5)
 
 
+def test_restart_pod_reruns_only_the_failed_pod(cluster, make_job, tmp_path):
+    script = (
+        f'echo run >> "{tmp_path}/runs-$VC_TASK_INDEX"; '
+        f'if [ "$VC_TASK_INDEX" = 1 ] && [ ! -f "{tmp_path}/once" ]; then touch "{tmp_path}/once"; exit 1; fi'
+    )
+    policies = [{"event": "PodFailed", "action": "RestartPod"}]
+    done = cluster.wait(cluster.submit(make_job("one", script, pods=2, policies=policies)).name, timeout=20)
+    assert (done.phase, done.retry_count) == ("Completed", 1)
+    assert lines(tmp_path / "runs-0") == 1 and lines(tmp_path / "runs-1") == 2
+
+
 def test_killed_pod_restarts_the_job(cluster, make_job, tmp_path):
     runs = tmp_path / "runs"
     release = tmp_path / "release"
