@@ -10,6 +10,7 @@ import typer
 import yaml
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from components.volcano.cluster import ClusterError
 from components.volcano.cluster_local import LocalCluster
@@ -26,7 +27,7 @@ Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of 
 
 def fail(message: str) -> None:
     """Print one sentence to stderr and exit 1."""
-    err_console.print(f"[red]error:[/red] {message}", highlight=False, markup=True)
+    err_console.print(Text("error: ", style="red") + Text(message), soft_wrap=True)
     raise typer.Exit(1)
 
 

@@ -261,3 +261,24 @@ def test_delete_kills_pods(cluster, make_job, tmp_path):
     assert all(n.gpu_allocated == 0 for n in cluster.nodes())
     with pytest.raises(JobNotFound):
         cluster.delete("doomed")
+
+
+def test_a_process_killed_mid_transaction_leaves_the_cluster_intact(cluster, make_job):
+    """SIGKILL while holding the write lock with half a change made: the change vanishes, the cluster works."""
+    code = (
+        "import sys, time\n"
+        "from components.volcano.cluster_local import LocalCluster\n"
+        "c = LocalCluster(sys.argv[1])\n"
+        "c._db.execute('BEGIN IMMEDIATE')\n"
+        "c._db.execute(\"INSERT INTO jobs(namespace, name, phase) VALUES ('default', 'half', 'Running')\")\n"
+        "c._db.execute('UPDATE nodes SET ready = 0')\n"
+        "print('locked', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(cluster.home)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+    proc.kill()
+    proc.wait()
+    assert cluster.list_jobs() == []
+    assert all(n.ready for n in cluster.nodes())
+    assert cluster.wait(cluster.submit(make_job("after", "true")).name, timeout=15).phase == "Completed"

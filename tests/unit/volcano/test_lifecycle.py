@@ -1,0 +1,65 @@
+from components.volcano.lifecycle import count_pods, match_action, max_retry, phase_from_pods
+from components.volcano.models import parse_job
+
+
+def spec(**overrides):
+    base = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "j"},
+        "spec": {
+            "minAvailable": 3,
+            "policies": [{"event": "PodEvicted", "action": "RestartJob"}, {"exitCode": 42, "action": "AbortJob"}],
+            "tasks": [
+                {
+                    "name": "master",
+                    "replicas": 1,
+                    "template": {"spec": {"containers": [{"name": "c"}]}},
+                    "policies": [{"event": "TaskCompleted", "action": "CompleteJob"}],
+                },
+                {"name": "worker", "replicas": 2, "template": {"spec": {"containers": [{"name": "c"}]}}},
+            ],
+        },
+    }
+    base["spec"].update(overrides)
+    return parse_job(base).spec
+
+
+def test_task_policy_wins_and_job_policy_applies_to_every_task():
+    s = spec()
+    assert match_action(s, "master", "TaskCompleted") == "CompleteJob"
+    assert match_action(s, "worker", "TaskCompleted") is None
+    assert match_action(s, "worker", "PodEvicted") == "RestartJob"
+
+
+def test_exit_code_policy_matches_only_pod_failed_with_that_code():
+    s = spec()
+    assert match_action(s, "worker", "PodFailed", 42) == "AbortJob"
+    assert match_action(s, "worker", "PodFailed", 1) is None
+
+
+def test_any_event_wildcard():
+    s = spec(policies=[{"event": "*", "action": "RestartJob"}])
+    assert match_action(s, "worker", "PodFailed", 1) == "RestartJob"
+
+
+def test_max_retry_defaults_to_three_like_volcano():
+    assert max_retry(spec()) == 3
+    assert max_retry(spec(maxRetry=5)) == 5
+
+
+def test_phase_follows_pods():
+    s = spec()
+    pending = count_pods([("master", "Running"), ("worker", "Running")])
+    assert phase_from_pods(s, "Pending", pending) == "Pending"
+    running = count_pods([("master", "Running"), ("worker", "Running"), ("worker", "Running")])
+    assert phase_from_pods(s, "Pending", running) == "Running"
+    done = count_pods([("master", "Succeeded"), ("worker", "Succeeded"), ("worker", "Succeeded")])
+    assert phase_from_pods(s, "Running", done) == "Completed"
+    one_failed = count_pods([("master", "Succeeded"), ("worker", "Succeeded"), ("worker", "Failed")])
+    assert phase_from_pods(s, "Running", one_failed) == "Failed"
+
+
+def test_min_success_completes_early():
+    s = spec(minSuccess=1)
+    assert phase_from_pods(s, "Running", count_pods([("master", "Succeeded"), ("worker", "Running")])) == "Completed"
