@@ -164,6 +164,10 @@ class Cluster(Protocol):
         """Return a job's phase, retry count and pods."""
         ...
 
+    def get_object(self, name: str, namespace: str = "default") -> dict[str, Any]:
+        """The job object as the API server returns it (manifest, metadata, status) for conditions and jsonPath."""
+        ...
+
     def wait(
         self,
         name: str,

@@ -9,6 +9,7 @@ controller's policies, run one scheduler session, start what was bound.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import shlex
@@ -39,6 +40,7 @@ from components.volcano.lifecycle import RESTART_ACTIONS, count_pods, match_acti
 from components.volcano.localconfig import LocalClusterConfig, load_config
 from components.volcano.localstate import SCHEMA, JobRow, pod_requests
 from components.volcano.models import Job, Queue, apply_volcano_defaults, parse_job, validate_job
+from components.volcano.objects import BATCH_JOB, batch_job_status, batch_to_volcano, generate_name, volcano_job_status
 from components.volcano.resources import GPU, parse_resources
 
 __all__ = ["LocalCluster", "default_home"]
@@ -140,10 +142,20 @@ class LocalCluster:
     # -- the Cluster protocol -------------------------------------------------------------------------
 
     def submit(self, job: Job | Mapping[str, Any]) -> JobInfo:
-        """Create a Volcano Job; identical resubmission returns it, a different spec raises Conflict."""
+        """Create a Volcano Job (or a batch/v1 Job); identical resubmission returns it, a different spec Conflicts.
+
+        `metadata.generateName` gets a generated name, as the API server does.
+        """
+        original: dict[str, Any] | None = None
         try:
+            raw = job.to_dict() if isinstance(job, Job) else copy.deepcopy(dict(job))
+            meta_raw = raw.setdefault("metadata", {}) or {}
+            if not meta_raw.get("name") and meta_raw.get("generateName"):
+                meta_raw["name"] = generate_name(meta_raw.pop("generateName"))
+            if (raw.get("apiVersion"), raw.get("kind")) == BATCH_JOB:
+                original, raw = raw, batch_to_volcano(raw)
             # LocalCluster behaves as Volcano with its admission webhooks: defaults filled in, then validated.
-            parsed = apply_volcano_defaults(job if isinstance(job, Job) else parse_job(dict(job)))
+            parsed = apply_volcano_defaults(parse_job(raw))
             validate_job(parsed)
         except ValueError as err:
             raise Invalid(str(err)) from None
@@ -152,7 +164,7 @@ class LocalCluster:
         meta, spec = parsed.metadata, parsed.spec
         namespace = meta.namespace or "default"
         if not meta.name:
-            raise Invalid("metadata.name is required (LocalCluster does not generate names).")
+            raise Invalid("metadata.name (or metadata.generateName) is required.")
         if spec.scheduler_name != "volcano":
             raise Invalid(f"job {meta.name}: spec.schedulerName must be 'volcano', not {spec.scheduler_name!r}.")
         for task in spec.tasks:
@@ -185,9 +197,18 @@ class LocalCluster:
             else:
                 seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs").fetchone()[0]
                 db.execute(
-                    "INSERT INTO jobs(namespace, name, uid, seq, manifest, phase, pg_phase, retry_count, "
-                    "generation, cwd, created) VALUES (?,?,?,?,?, 'Pending', 'Pending', 0, 0, ?, ?)",
-                    (namespace, meta.name, str(uuid.uuid4()), seq, json.dumps(manifest), os.getcwd(), self._clock()),
+                    "INSERT INTO jobs(namespace, name, uid, seq, manifest, original, phase, pg_phase, retry_count, "
+                    "generation, cwd, created) VALUES (?,?,?,?,?,?, 'Pending', 'Pending', 0, 0, ?, ?)",
+                    (
+                        namespace,
+                        meta.name,
+                        str(uuid.uuid4()),
+                        seq,
+                        json.dumps(manifest),
+                        json.dumps(original) if original else None,
+                        os.getcwd(),
+                        self._clock(),
+                    ),
                 )
                 self._event(namespace, meta.name, f"Job/{meta.name}", "Created", "job submitted")
             self._reconcile()
@@ -198,6 +219,23 @@ class LocalCluster:
         with self._tx():
             self._reconcile()
             return self._info(self._job(namespace, name))
+
+    def get_object(self, name: str, namespace: str = "default") -> dict[str, Any]:
+        """The job as the API server would return it: the submitted manifest, metadata and a live status."""
+        with self._tx() as db:
+            self._reconcile()
+            info = self._info(self._job(namespace, name))
+            row = db.execute("SELECT * FROM jobs WHERE namespace = ? AND name = ?", (namespace, name)).fetchone()
+        obj = json.loads(row["original"] or row["manifest"])
+        obj["metadata"] = {
+            **(obj.get("metadata") or {}),
+            "name": name,
+            "namespace": namespace,
+            "uid": info.uid,
+            "creationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(row["created"])),
+        }
+        obj["status"] = batch_job_status(info) if row["original"] else volcano_job_status(info)
+        return obj
 
     def wait(
         self,

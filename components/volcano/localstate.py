@@ -24,7 +24,7 @@ SCHEMA = (
     " ready INTEGER)",
     "CREATE TABLE IF NOT EXISTS queues (name TEXT PRIMARY KEY, spec TEXT, state TEXT)",
     "CREATE TABLE IF NOT EXISTS priority_classes (name TEXT PRIMARY KEY, value INTEGER)",
-    "CREATE TABLE IF NOT EXISTS jobs (namespace TEXT, name TEXT, uid TEXT, seq INTEGER, manifest TEXT,"
+    "CREATE TABLE IF NOT EXISTS jobs (namespace TEXT, name TEXT, uid TEXT, seq INTEGER, manifest TEXT, original TEXT,"
     " phase TEXT, pg_phase TEXT, retry_count INTEGER, generation INTEGER, master_port INTEGER, reason TEXT,"
     " message TEXT, pending_reason TEXT, cwd TEXT, created REAL, finished_at REAL,"
     " PRIMARY KEY (namespace, name))",

@@ -282,3 +282,38 @@ def test_a_process_killed_mid_transaction_leaves_the_cluster_intact(cluster, mak
     assert cluster.list_jobs() == []
     assert all(n.ready for n in cluster.nodes())
     assert cluster.wait(cluster.submit(make_job("after", "true")).name, timeout=15).phase == "Completed"
+
+
+def test_get_object_shows_volcano_status(cluster, make_job):
+    cluster.wait(cluster.submit(make_job("obj", "true", pods=2)).name, timeout=15)
+    obj = cluster.get_object("obj")
+    assert obj["kind"] == "Job" and obj["metadata"]["name"] == "obj"
+    assert obj["status"]["state"]["phase"] == "Completed"
+    assert obj["status"]["succeeded"] == 2 and obj["status"]["retryCount"] == 0
+    assert obj["status"]["taskStatusCount"] == {"main": {"phase": {"Succeeded": 2}}}
+
+
+def test_a_batch_v1_job_runs_its_completions_with_a_generated_name(cluster, tmp_path):
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"generateName": "rand-num-"},
+        "spec": {
+            "completions": 3,
+            "parallelism": 3,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "rand", "image": "python:alpine", "command": ["python", "-c", "print(42)"]}
+                    ],
+                }
+            },
+        },
+    }
+    name = cluster.submit(job).name
+    assert name.startswith("rand-num-") and len(name) == len("rand-num-") + 5
+    assert cluster.wait(name, timeout=30).phase == "Completed"
+    obj = cluster.get_object(name)
+    assert (obj["apiVersion"], obj["kind"]) == ("batch/v1", "Job")
+    assert obj["status"]["succeeded"] == 3 and obj["status"]["conditions"][0]["type"] == "Complete"
