@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from pipelines import cli_cluster
+from pipelines import cli_cluster, cli_lint, cli_workflows
 
 __all__ = ["app"]
 
@@ -14,6 +14,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(cli_cluster.app, name="cluster")
+app.command()(cli_lint.lint)
+app.command("compile")(cli_workflows.compile_command)
+app.command("submit")(cli_workflows.submit_command)
 
 
 @app.callback()

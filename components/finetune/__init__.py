@@ -1,0 +1,1 @@
+"""finetune: train the model under Volcano's distributed environment, checkpointing as it goes."""

@@ -1,0 +1,1 @@
+"""loadtest: drive a model server and measure latency against SLOs."""

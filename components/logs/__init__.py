@@ -1,0 +1,1 @@
+"""detect-logs: find out from the service's logs whether the model needs work."""

@@ -1,0 +1,1 @@
+"""serving: an OpenAI-compatible HTTP server for a trained model."""

@@ -1,0 +1,279 @@
+"""The llm-autopilot pipeline as Hera objects: the WorkflowTemplate and the CronWorkflow that runs it nightly.
+
+    main:  detect-logs ─> gate ─(trigger)─> finetune ─> loadtest ─> evaluate ─> release      onExit: on-exit
+    finetune = train-with-recovery:  plan ─> train ─(Failed)─> diagnose ─> recurse (retry) | give-up (abort)
+
+Heavy steps (detect-logs, loadtest, evaluate) are small DAGs `plan ─> run`: a script renders the VCJob from
+pydantic models (`pipelines.vcjobs`) and the shared `vcjob` resource template creates it and waits for Volcano.
+Light steps are Hera runner scripts (`pipelines.steps`). Step inputs that share a workflow parameter's name are
+bound to it here, so every task passes exactly the inputs its template declares.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from hera.workflows import DAG, CronWorkflow, Parameter, Resource, Task, WorkflowTemplate
+from hera.workflows.io import Input
+from hera.workflows.models import PersistentVolumeClaimVolumeSource, ValueFrom, Volume, WorkflowTemplateRef
+
+from pipelines import steps
+
+__all__ = [
+    "CRON_NAME",
+    "DEFAULT_IMAGE",
+    "MODES",
+    "PARAMETERS",
+    "TEMPLATE_NAME",
+    "build_cron_workflow",
+    "build_workflow_template",
+]
+
+TEMPLATE_NAME = "llm-autopilot"
+CRON_NAME = "llm-autopilot-nightly"
+DEFAULT_IMAGE = "ghcr.io/vcpilot/vcpilot:0.1.0"
+MODES = ["auto", "force", "dry-run"]
+_LABELS = {"app.kubernetes.io/name": TEMPLATE_NAME, "app.kubernetes.io/part-of": "vcpilot"}
+
+
+def _param(name: str, value: str, description: str, enum: list[str] | None = None) -> Parameter:
+    return Parameter(name=name, value=value, description=description, enum=enum)
+
+
+# The run's parameters, as the Argo UI's submit form shows them. Every value is a string on the wire.
+PARAMETERS: tuple[Parameter, ...] = (
+    _param("mode", "auto", "auto: fine-tune on drift; force: always; dry-run: detect and report only", MODES),
+    _param("base-model", "Qwen/Qwen2.5-0.5B-Instruct", "Model to fine-tune: a Hugging Face id or a path"),
+    _param("log-source", "/workspace/logs", "The service's logs: a file, a directory or a glob"),
+    _param("dataset-dir", "/workspace/datasets/finetune", "Fine-tuning data, prepared from the logs"),
+    _param("workspace", "/workspace", "Directory every step shares (the workspace PVC is mounted here)"),
+    _param("workspace-pvc", "vcpilot-workspace", "PersistentVolumeClaim mounted at the workspace (ReadWriteMany)"),
+    _param("gpus-wanted", "4", "GPUs to train on when the cluster has them"),
+    _param("gpus-min", "1", "Fewest GPUs worth training on; the planner never goes below"),
+    _param("gpus-per-pod", "1", "GPUs per training pod", ["1", "2", "4", "8"]),
+    _param("global-batch", "32", "Sequences per optimizer step; kept whatever the GPU count (= gpus × micro × accum)"),
+    _param("micro-batch", "4", "Sequences per GPU per forward pass"),
+    _param("queue", "default", "Volcano queue for the heavy steps"),
+    _param("fallback-queue", "default", "Volcano queue the planner may move training to when the first is crowded"),
+    _param("priority-class", "", "PriorityClass of the heavy steps' pods; empty for none"),
+    _param("slo-ttft-ms", "500", "Load-test SLO: p95 time to first token, milliseconds"),
+    _param("slo-tpot-ms", "50", "Load-test SLO: p95 time per output token, milliseconds"),
+    _param("eval-margin", "0.01", "How much the candidate's score must beat the champion's to be released"),
+    _param("max-recovery-attempts", "3", "Training attempts (the first included) before giving up"),
+    _param("mlflow-tracking-uri", "", "MLflow tracking server; empty for MLflow's default (sqlite under VCPILOT_HOME)"),
+    _param("mlflow-experiment", TEMPLATE_NAME, "MLflow experiment of the run"),
+    _param("registered-model", TEMPLATE_NAME, "MLflow registered model whose champion alias the release moves"),
+    _param("image", DEFAULT_IMAGE, "Image of every step (it contains vcpilot)"),
+    _param("train-max-steps", "200", "Optimizer steps of a fine-tuning run"),
+    _param("checkpoint-every", "50", "Steps between checkpoints (a retry resumes from the latest)"),
+)
+_WORKFLOW_VALUES = {
+    "workflow-name": "{{workflow.name}}",
+    "namespace": "{{workflow.namespace}}",
+    **{p.name: f"{{{{workflow.parameters.{p.name}}}}}" for p in PARAMETERS if p.name},
+}
+# A failed resource node has no outputs, so the DAG reports the model of whichever attempt succeeded: this
+# attempt's (plan fixed its path) or the recursion's. `tasks.X.status` and expr's lazy `?:` make it one
+# expression; Argo v4 puts a nil placeholder for the outputs of the omitted branch, which `?:` never reads.
+_MODEL_URI = (
+    "tasks.train.status == 'Succeeded' ? tasks.plan.outputs.parameters['model-uri'] "
+    ": tasks.recurse.outputs.parameters['model-uri']"
+)
+
+
+def _inputs_of(step: Callable[..., Any]) -> list[Parameter]:
+    """The input parameters of a step's template, from the `Input` model its function takes."""
+    (parameter,) = inspect.signature(step).parameters.values()
+    model = parameter.annotation
+    assert inspect.isclass(model) and issubclass(model, Input), f"{step.__name__} must take one Input model"
+    return model._get_parameters()
+
+
+def _arguments(step: Callable[..., Any], **values: str) -> dict[str, str]:
+    """Bind every input of `step`: the given values (by Python name), else the workflow value of that name."""
+    given = {name.replace("_", "-"): value for name, value in values.items()}
+    arguments = {}
+    for parameter in _inputs_of(step):
+        name = parameter.name or ""
+        value = given.pop(name, _WORKFLOW_VALUES.get(name))
+        if value is None:
+            raise ValueError(f"{step.__name__}: nothing binds its input {name!r}")
+        arguments[name] = value
+    if given:
+        raise ValueError(f"{step.__name__} has no input named {', '.join(sorted(given))}")
+    return arguments
+
+
+def _task_outputs(task: str, *names: str) -> list[Parameter]:
+    """DAG outputs that hoist task `task`'s output parameters of the same names."""
+    return [
+        Parameter(name=name, value_from=ValueFrom(parameter=f"{{{{tasks.{task}.outputs.parameters.{name}}}}}"))
+        for name in names
+    ]
+
+
+def _vcjob() -> Resource:
+    """Create a Volcano Job from a rendered manifest and wait until Volcano finishes it."""
+    return Resource(
+        name="vcjob",
+        inputs=[Parameter(name="manifest", description="The VCJob as JSON, rendered by a plan step")],
+        action="create",
+        manifest="{{inputs.parameters.manifest}}",
+        set_owner_reference=True,
+        success_condition="status.state.phase == Completed",
+        failure_condition="status.state.phase in (Failed,Aborted,Terminated)",
+        outputs=[
+            Parameter(name="job-name", value_from=ValueFrom(json_path="{.metadata.name}")),
+            Parameter(name="phase", value_from=ValueFrom(json_path="{.status.state.phase}")),
+        ],
+    )
+
+
+def _job_step(name: str, plan: Callable[..., Any], vcjob: Resource, inputs: tuple[str, ...] = ()) -> DAG:
+    """A heavy step: `plan` renders the VCJob, `run` creates it; outputs the job's name and report path."""
+    own = {input_name: f"{{{{inputs.parameters.{input_name}}}}}" for input_name in inputs}
+    with DAG(
+        name=name,
+        inputs=[Parameter(name=input_name) for input_name in inputs] or None,
+        outputs=_task_outputs("plan", "job-name", "report"),
+    ) as dag:
+        plan(name="plan", arguments=_arguments(plan, **own))
+        vcjob(
+            name="run", depends="plan.Succeeded", arguments={"manifest": "{{tasks.plan.outputs.parameters.manifest}}"}
+        )
+    return dag
+
+
+def _train_with_recovery(vcjob: Resource) -> DAG:
+    """One training attempt; on failure diagnose it, then recurse with attempt + 1 or end in a failing leaf."""
+    state = ("attempt", "gpus", "avoid-nodes", "resume-checkpoint")
+    own = {name: f"{{{{inputs.parameters.{name}}}}}" for name in state}
+    diagnosis = "{{tasks.diagnose.outputs.parameters.%s}}"
+    with DAG(
+        name="train-with-recovery",
+        inputs=[Parameter(name=name) for name in state],
+        outputs=[Parameter(name="model-uri", value_from=ValueFrom(expression=_MODEL_URI))],
+    ) as dag:
+        steps.plan_training(name="plan", arguments=_arguments(steps.plan_training, **own))
+        vcjob(
+            name="train", depends="plan.Succeeded", arguments={"manifest": "{{tasks.plan.outputs.parameters.manifest}}"}
+        )
+        steps.diagnose(
+            name="diagnose",
+            depends="train.Failed",
+            arguments=_arguments(
+                steps.diagnose,
+                job_name="{{tasks.plan.outputs.parameters.job-name}}",
+                attempt=own["attempt"],
+                avoid_nodes=own["avoid-nodes"],
+                resume_checkpoint=own["resume-checkpoint"],
+            ),
+        )
+        Task(
+            name="recurse",
+            template="train-with-recovery",
+            depends="diagnose.Succeeded",
+            when=f"'{diagnosis % 'action'}' == 'retry'",
+            arguments={
+                "attempt": diagnosis % "next-attempt",
+                "gpus": "{{tasks.plan.outputs.parameters.gpus}}",
+                "avoid-nodes": diagnosis % "avoid-nodes",
+                "resume-checkpoint": diagnosis % "resume-checkpoint",
+            },
+        )
+        steps.give_up(
+            name="give-up",
+            depends="diagnose.Succeeded",
+            when=f"'{diagnosis % 'action'}' == 'abort'",
+            arguments=_arguments(steps.give_up, reason=diagnosis % "reason"),
+        )
+    return dag
+
+
+def _main() -> DAG:
+    """The chain; heavy steps are referenced by template name and defined after it, so the file reads top-down."""
+    model_uri = "{{tasks.finetune.outputs.parameters.model-uri}}"
+    with DAG(name="main") as dag:
+        Task(name="detect-logs", template="detect-logs")
+        steps.gate(
+            name="gate",
+            depends="detect-logs.Succeeded",
+            arguments=_arguments(steps.gate, report="{{tasks.detect-logs.outputs.parameters.report}}"),
+        )
+        Task(
+            name="finetune",
+            template="train-with-recovery",
+            depends="gate.Succeeded",
+            when="'{{tasks.gate.outputs.parameters.trigger}}' == 'true'",
+            arguments={
+                "attempt": "1",
+                "gpus": "{{workflow.parameters.gpus-wanted}}",
+                "avoid-nodes": "[]",
+                "resume-checkpoint": "",
+            },
+        )
+        Task(name="loadtest", template="loadtest", depends="finetune.Succeeded", arguments={"model-uri": model_uri})
+        Task(name="evaluate", template="evaluate", depends="loadtest.Succeeded", arguments={"model-uri": model_uri})
+        steps.release(
+            name="release",
+            depends="evaluate.Succeeded",
+            arguments=_arguments(
+                steps.release,
+                model_uri=model_uri,
+                loadtest_report="{{tasks.loadtest.outputs.parameters.report}}",
+                evaluate_report="{{tasks.evaluate.outputs.parameters.report}}",
+            ),
+        )
+    return dag
+
+
+def build_workflow_template() -> WorkflowTemplate:
+    """The `llm-autopilot` WorkflowTemplate: detect → gate → finetune → loadtest → evaluate → release."""
+    with WorkflowTemplate(
+        name=TEMPLATE_NAME,
+        labels=_LABELS,
+        annotations={
+            "workflows.argoproj.io/description": (
+                "Reads the service's logs, fine-tunes the model on Volcano when they drift (recovering from "
+                "infrastructure faults), load-tests and evaluates the candidate, and releases it in MLflow."
+            ),
+        },
+        entrypoint="main",
+        on_exit="on-exit",
+        arguments=list(PARAMETERS),
+        volumes=[
+            Volume(
+                name=steps.WORKSPACE_VOLUME,
+                persistent_volume_claim=PersistentVolumeClaimVolumeSource(
+                    claim_name="{{workflow.parameters.workspace-pvc}}"
+                ),
+            )
+        ],
+    ) as template:
+        _main()
+        with DAG(name="on-exit"):  # a DAG so that the script gets {{workflow.status}} as a plain argument
+            steps.finalize(name="finalize", arguments=_arguments(steps.finalize, workflow_status="{{workflow.status}}"))
+        vcjob = _vcjob()  # one resource template for every VCJob: create, then wait for Volcano's verdict
+        _job_step("detect-logs", steps.plan_detect, vcjob)
+        _train_with_recovery(vcjob)
+        _job_step("loadtest", steps.plan_loadtest, vcjob, inputs=("model-uri",))
+        _job_step("evaluate", steps.plan_evaluate, vcjob, inputs=("model-uri",))
+    return template
+
+
+def build_cron_workflow() -> CronWorkflow:
+    """`llm-autopilot-nightly`: runs the template at 02:00 UTC, never two at once, with its default parameters."""
+    return CronWorkflow(
+        name=CRON_NAME,
+        labels=_LABELS,
+        schedules=["0 2 * * *"],
+        timezone="UTC",
+        concurrency_policy="Forbid",
+        # A run missed by more than an hour (controller down) is skipped rather than started late in the day.
+        starting_deadline_seconds=3600,
+        successful_jobs_history_limit=7,
+        failed_jobs_history_limit=7,
+        workflow_template_ref=WorkflowTemplateRef(name=TEMPLATE_NAME),
+    )

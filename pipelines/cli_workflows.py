@@ -1,0 +1,57 @@
+"""`vcpilot compile` and `vcpilot submit`: the Hera-defined pipeline as committed YAML, and runs on an Argo Server."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipelines.compile import SubmitError, compile_all, submit
+
+__all__ = ["compile_command", "parse_params", "submit_command"]
+
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "deploy" / "argo"
+
+
+def parse_params(values: list[str] | None) -> dict[str, str]:
+    """`name=value` pairs from repeated `-p` options; BadParameter names the malformed one."""
+    params: dict[str, str] = {}
+    for item in values or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise typer.BadParameter(f"{item!r} is not name=value")
+        params[name.strip()] = value
+    return params
+
+
+def compile_command(
+    out: Annotated[Path, typer.Option(help="Directory for llm-autopilot.yaml and llm-autopilot-nightly.yaml.")] = (
+        DEFAULT_OUT
+    ),
+) -> None:
+    """Compile the WorkflowTemplate and CronWorkflow from their Hera definitions."""
+    for path in compile_all(out):
+        typer.echo(f"wrote {path}")
+
+
+def submit_command(
+    param: Annotated[list[str] | None, typer.Option("-p", "--param", help="Template parameter name=value.")] = None,
+    server: Annotated[str | None, typer.Option(help="Argo Server URL (env ARGO_SERVER).")] = None,
+    namespace: Annotated[str | None, typer.Option(help="Namespace (env ARGO_NAMESPACE, default argo).")] = None,
+    token: Annotated[str | None, typer.Option(help="Bearer token (env ARGO_TOKEN).", show_default=False)] = None,
+) -> None:
+    """Submit a run of the llm-autopilot WorkflowTemplate to an Argo Server; print its name and UI link."""
+    url = server or os.environ.get("ARGO_SERVER")
+    if not url:
+        typer.echo("error: no Argo Server: pass --server or set ARGO_SERVER.", err=True)
+        raise typer.Exit(1)
+    ns = namespace or os.environ.get("ARGO_NAMESPACE") or "argo"
+    try:
+        name, link = submit(url, ns, token or os.environ.get("ARGO_TOKEN"), parse_params(param))
+    except SubmitError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(name)
+    typer.echo(link)

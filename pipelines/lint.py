@@ -1,0 +1,215 @@
+"""`vcpilot lint`: catch what Argo v4.1.2 would reject in a workflow file before it reaches a cluster."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
+
+from pipelines.lint_rules import KINDS, controller_findings
+
+__all__ = ["SCHEMA_ENV", "Problem", "find_schema", "lint_document", "lint_files", "load_schema"]
+
+SCHEMA_ENV = "VCPILOT_ARGO_SCHEMA"
+"""Environment variable naming Argo's schema.json when it is not in `../shared` next to the checkout."""
+
+_SHARED_SCHEMA = Path(__file__).resolve().parents[2] / "shared" / "schemas" / "argo-v4.1.2" / "schema.json"
+_INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+_PARAMETER = "io.argoproj.workflow.v1alpha1.Parameter"
+_VALIDATORS: dict[tuple[int, str], tuple[dict[str, Any], Validator]] = {}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing Argo would reject: in which file, where in the document, and what to do about it."""
+
+    file: str
+    path: str  # JSONPath-like, e.g. "spec.templates[2].dag.tasks[0].depends"; empty for the file as a whole
+    message: str
+
+    def __str__(self) -> str:
+        text = f"{self.file}: {self.path}: {self.message}" if self.path else f"{self.file}: {self.message}"
+        return re.sub(r"\s*\n\s*", " ", text)
+
+
+def find_schema() -> Path | None:
+    """Argo's schema.json: $VCPILOT_ARGO_SCHEMA when set, else `../shared/schemas/argo-v4.1.2/`, else None."""
+    if os.environ.get(SCHEMA_ENV):
+        return Path(os.environ[SCHEMA_ENV])
+    return _SHARED_SCHEMA if _SHARED_SCHEMA.is_file() else None
+
+
+@functools.lru_cache(maxsize=4)
+def load_schema(path: Path) -> dict[str, Any]:
+    """The parsed schema at `path`, read once per process: it is 600 KB."""
+    with open(path, encoding="utf-8") as file:
+        schema = json.load(file)
+    if not isinstance(schema, dict) or not isinstance(schema.get("definitions"), dict):
+        raise ValueError("it has no 'definitions'")
+    return schema
+
+
+def lint_files(paths: Sequence[str | Path], *, schema_path: Path | None = None) -> list[Problem]:
+    """Every problem in the YAML files at `paths`; with no schema found, only the controller's rules run."""
+    problems: list[Problem] = []
+    schema_path = schema_path or find_schema()
+    schema = None
+    if schema_path is not None:
+        try:
+            schema = load_schema(Path(schema_path))
+        except (OSError, ValueError) as error:
+            reason = getattr(error, "strerror", None) or str(error)
+            message = f"cannot read Argo's JSON schema ({reason}); point {SCHEMA_ENV} at Argo v4.1.2's schema.json"
+            problems.append(Problem(str(schema_path), "", message))
+    for path in paths:
+        problems.extend(_lint_file(Path(path), schema))
+    return problems
+
+
+def lint_document(doc: Any, *, schema: dict[str, Any] | None, file: str = "") -> list[Problem]:
+    """Every problem in one parsed document: schema errors, unknown fields, then Argo's controller rules."""
+    if not isinstance(doc, dict):
+        return [Problem(file, "", "the document is not a mapping: expected an Argo resource with kind and spec")]
+    kind = doc.get("kind")
+    if kind not in KINDS:
+        what = f"kind {kind!r} is not" if kind is not None else "the document has no kind; it must be"
+        return [Problem(file, "kind", f"{what} one of {', '.join(KINDS)}, which are what vcpilot lint checks")]
+    found: list[tuple[str, str]] = []
+    validator = _validator(schema, kind) if schema is not None else None
+    if validator is not None and schema is not None:
+        found += [(_path(error.absolute_path), _schema_message(error)) for error in validator.iter_errors(doc)]
+        root = schema["definitions"][f"io.argoproj.workflow.v1alpha1.{kind}"]
+        found += _unknown_fields(doc, root, schema["definitions"], "")
+    found += controller_findings(doc, schema_checked=validator is not None)
+    return [Problem(file, path, message) for path, message in dict.fromkeys(found)]
+
+
+def _lint_file(path: Path, schema: dict[str, Any] | None) -> list[Problem]:
+    """Problems of one file: one for a file that cannot be read or parsed, else those of each document."""
+    try:
+        docs = [doc for doc in yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader) if doc is not None]
+    except OSError as error:
+        return [Problem(str(path), "", f"cannot read the file: {error.strerror or error}")]
+    except UnicodeDecodeError:
+        return [Problem(str(path), "", "cannot read the file: it is not UTF-8 text")]
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        reason = getattr(error, "problem", None) or str(error)
+        return [Problem(str(path), "", f"is not valid YAML: {reason}{where}")]
+    if not docs:
+        return [Problem(str(path), "", "holds no YAML document")]
+    labels = [str(path)] if len(docs) == 1 else [f"{path} (document {n})" for n in range(1, len(docs) + 1)]
+    return [
+        problem
+        for label, doc in zip(labels, docs, strict=True)
+        for problem in lint_document(doc, schema=schema, file=label)
+    ]
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML as Kubernetes reads it: dates stay strings, and a key given twice is an error, not a silent overwrite."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str | int | float | bool):
+                continue
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"key {key!r} is given twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _validator(schema: dict[str, Any], kind: str) -> Validator | None:
+    """A validator for one kind's definition, built once per schema and kind (None when the schema lacks it)."""
+    definition = f"io.argoproj.workflow.v1alpha1.{kind}"
+    cached = _VALIDATORS.get((id(schema), kind))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    if definition not in schema["definitions"]:
+        return None
+    # Where the schema says string, Argo's decoder also takes a number: IntOrString (`limit: 2`) and the AnyString
+    # of a parameter's value, default and enum (`value: 3`, `default: true`). Loosen those, and only those.
+    definitions = dict(schema["definitions"])
+    definitions[_INT_OR_STRING] = {"type": ["integer", "string"]}
+    if _PARAMETER in definitions:
+        scalar = {"type": ["string", "number", "boolean"]}
+        properties = {**definitions[_PARAMETER].get("properties", {}), "value": scalar, "default": scalar}
+        properties["enum"] = {"type": "array", "items": scalar}
+        definitions[_PARAMETER] = {**definitions[_PARAMETER], "properties": properties}
+    root = {key: value for key, value in schema.items() if key not in ("oneOf", "type", "definitions")}
+    root.update({"definitions": definitions, "$ref": f"#/definitions/{definition}"})
+    validator: Validator = validator_for(schema)(root)
+    _VALIDATORS[(id(schema), kind)] = (schema, validator)
+    return validator
+
+
+def _path(parts: Iterable[str | int]) -> str:
+    path = ""
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+    return path
+
+
+def _json_type(value: Any) -> str:
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
+    name = names.get(type(value), "null")
+    return f"{name} ({value!r})" if isinstance(value, int | float | str) and len(repr(value)) < 40 else name
+
+
+def _schema_message(error: ValidationError) -> str:
+    """A jsonschema error as one short sentence, without dumping the offending object."""
+    expected = error.validator_value
+    if error.validator == "type":
+        types = expected if isinstance(expected, list) else [expected]
+        return f"expected {' or '.join(map(str, types))}, got {_json_type(error.instance)}"
+    if error.validator == "required":
+        return error.message.replace("is a required property", "is required")
+    if error.validator == "const":
+        return f"must be {expected!r}"
+    if error.validator == "enum":
+        return f"must be one of {', '.join(map(repr, expected))}"
+    message = " ".join(error.message.split())
+    return message if len(message) <= 160 else message[:157] + "..."
+
+
+def _unknown_fields(
+    value: Any, node: dict[str, Any], definitions: dict[str, Any], path: str
+) -> Iterator[tuple[str, str]]:
+    """Keys the schema does not declare: strict decoding rejects them, the schema lets them through."""
+    while "$ref" in node:
+        node = definitions.get(str(node["$ref"]).rsplit("/", 1)[-1], {})
+    if isinstance(value, dict) and isinstance(node.get("properties"), dict):
+        properties = node["properties"]
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key in properties:
+                yield from _unknown_fields(item, properties[key], definitions, where)
+            else:
+                close = difflib.get_close_matches(str(key), list(properties), n=1)
+                yield where, f"unknown field {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+    elif isinstance(value, dict) and isinstance(node.get("additionalProperties"), dict):
+        for key, item in value.items():
+            yield from _unknown_fields(item, node["additionalProperties"], definitions, f"{path}.{key}")
+    elif isinstance(value, list) and isinstance(node.get("items"), dict):
+        for index, item in enumerate(value):
+            yield from _unknown_fields(item, node["items"], definitions, f"{path}[{index}]")

@@ -1,0 +1,468 @@
+"""The light steps of the llm-autopilot workflow: Hera runner scripts with typed pydantic inputs and outputs.
+
+Each script template runs `python -m hera.workflows.runner -e pipelines.steps:<function>` in the step image;
+Hera maps the template's input parameters onto the function's `Input` model and writes the fields of the
+returned `Output` model to `$hera__outputs_directory/parameters/<name>`. Step bodies stay small: they read
+the workspace and the cluster, and leave decisions to `pipelines.rules` and manifests to `pipelines.vcjobs`.
+
+Hera 7.1 has no experimental features left — script annotations and pydantic IO are stable — so nothing is set
+on `global_config` (its `experimental_features` setter only emits a DeprecationWarning). The settings every
+script template shares live in one place, `RUNNER`.
+"""
+
+# No `from __future__ import annotations` here: Hera reads the step functions' annotations at runtime
+# (inspect.signature without eval_str), so they must be real types, not strings.
+import functools
+import json
+import os
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
+
+from hera.workflows import Parameter, Resources, script
+from hera.workflows.io import Input, Output
+from hera.workflows.models import VolumeMount
+from pydantic import ValidationError
+
+from components.volcano.cluster import Cluster, ClusterError, JobInfo, NodeInfo
+from components.volcano.cluster_local import LocalCluster
+from components.volcano.models import Job
+from components.volcano.validation import describe_validation_error
+from pipelines.rules import (
+    DetectReport,
+    EvaluationReport,
+    LoadtestReport,
+    decide_gate,
+    decide_release,
+    decide_training,
+    diagnose_failure,
+)
+from pipelines.vcjobs import (
+    WORKFLOW_LABEL,
+    JobContext,
+    build_detect_job,
+    build_evaluate_job,
+    build_loadtest_job,
+    build_training_job_for,
+)
+from pipelines.workspace import RunPaths, latest_checkpoint, read_report, write_json
+
+__all__ = [
+    "RUNNER",
+    "WORKSPACE_VOLUME",
+    "Diagnosis",
+    "DiagnoseInput",
+    "Finalized",
+    "FinalizeInput",
+    "Gate",
+    "GateInput",
+    "GiveUpInput",
+    "JobPlan",
+    "PlanDetectInput",
+    "PlanEvaluateInput",
+    "PlanLoadtestInput",
+    "Release",
+    "ReleaseInput",
+    "TrainingPlan",
+    "TrainingPlanInput",
+    "connect_cluster",
+    "delete_workflow_jobs",
+    "diagnose",
+    "finalize",
+    "finalize_mlflow_run",
+    "gate",
+    "give_up",
+    "plan_detect",
+    "plan_evaluate",
+    "plan_loadtest",
+    "plan_training",
+    "release",
+]
+
+WORKSPACE_VOLUME = "workspace"
+
+# The one place the script templates' settings live: the step image and the workspace from the workflow's
+# parameters (Argo substitutes them per run), and modest requests for what are short Python processes.
+RUNNER: dict[str, Any] = {
+    "constructor": "runner",
+    "image": "{{workflow.parameters.image}}",
+    "volume_mounts": [VolumeMount(name=WORKSPACE_VOLUME, mount_path="{{workflow.parameters.workspace}}")],
+    "resources": Resources(cpu_request="100m", memory_request="256Mi"),
+}
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _for_people(step: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Make a step that fails on bad input or an unreachable cluster exit 1 with one sentence, not a traceback."""
+
+    @functools.wraps(step)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return step(*args, **kwargs)
+        except ValidationError as err:
+            raise SystemExit(f"{step.__name__.replace('_', '-')}: {describe_validation_error(err)}") from None
+        except (ValueError, ClusterError, OSError) as err:
+            raise SystemExit(f"{step.__name__.replace('_', '-')}: {err}") from None
+
+    return run
+
+
+# ---- inputs every step shares -------------------------------------------------------------------------
+
+
+class RunInput(Input):
+    """Which run a step belongs to and where its workspace is."""
+
+    workflow_name: Annotated[str, Parameter(name="workflow-name")]
+    namespace: str = "default"
+    workspace: str
+
+
+class JobStepInput(RunInput):
+    """What a step that plans a VCJob needs to know about the cluster and MLflow."""
+
+    workspace_pvc: Annotated[str, Parameter(name="workspace-pvc")] = ""
+    image: str
+    queue: str = "default"
+    priority_class: Annotated[str, Parameter(name="priority-class")] = ""
+    mlflow_tracking_uri: Annotated[str, Parameter(name="mlflow-tracking-uri")] = ""
+    mlflow_experiment: Annotated[str, Parameter(name="mlflow-experiment")] = ""
+
+    def context(self, queue: str | None = None) -> JobContext:
+        """The part of every VCJob this run shares."""
+        return JobContext(
+            workflow=self.workflow_name,
+            namespace=self.namespace,
+            workspace=self.workspace,
+            workspace_pvc=self.workspace_pvc,
+            image=self.image,
+            queue=queue or self.queue,
+            priority_class=self.priority_class,
+            mlflow_tracking_uri=self.mlflow_tracking_uri,
+            mlflow_experiment=self.mlflow_experiment,
+        )
+
+
+class JobPlan(Output):
+    """A rendered VCJob: the manifest for the resource template, its name, and the report it will write."""
+
+    manifest: str
+    job_name: Annotated[str, Parameter(name="job-name")]
+    report: str = ""
+
+
+# ---- detect → gate ------------------------------------------------------------------------------------
+
+
+class PlanDetectInput(JobStepInput):
+    """The detect step's VCJob parameters."""
+
+    log_source: Annotated[str, Parameter(name="log-source")]
+
+
+@script(**RUNNER)
+@_for_people
+def plan_detect(inputs: PlanDetectInput) -> JobPlan:
+    """Render the detect-logs VCJob."""
+    context = inputs.context()
+    job = build_detect_job(context, log_source=inputs.log_source)
+    return _job_plan(job, context.paths.detect_report)
+
+
+class GateInput(Input):
+    """The detect report and the run mode."""
+
+    mode: Literal["auto", "force", "dry-run"] = "auto"
+    report: str
+
+
+class Gate(Output):
+    """Whether to fine-tune, and why."""
+
+    trigger: bool
+    reason: str
+
+
+@script(**RUNNER)
+@_for_people
+def gate(inputs: GateInput) -> Gate:
+    """Decide from the detect report whether this run fine-tunes."""
+    report = None if inputs.mode == "force" else read_report(inputs.report, DetectReport, "detect")
+    decision = decide_gate(inputs.mode, report)
+    return Gate(**decision.model_dump(), result=f"trigger={str(decision.trigger).lower()}: {decision.reason}")
+
+
+# ---- finetune: plan → train → diagnose → recurse | give-up ---------------------------------------------
+
+
+class TrainingPlanInput(JobStepInput):
+    """One training attempt: the recursion's state (attempt, gpus, avoid-nodes, resume-checkpoint) and the run's."""
+
+    attempt: int = 1
+    gpus: int
+    avoid_nodes: Annotated[list[str], Parameter(name="avoid-nodes")] = []
+    resume_checkpoint: Annotated[str, Parameter(name="resume-checkpoint")] = ""
+    gpus_min: Annotated[int, Parameter(name="gpus-min")] = 1
+    gpus_per_pod: Annotated[int, Parameter(name="gpus-per-pod")] = 1
+    global_batch: Annotated[int, Parameter(name="global-batch")]
+    micro_batch: Annotated[int, Parameter(name="micro-batch")]
+    fallback_queue: Annotated[str, Parameter(name="fallback-queue")] = ""
+    base_model: Annotated[str, Parameter(name="base-model")]
+    dataset_dir: Annotated[str, Parameter(name="dataset-dir")]
+    train_max_steps: Annotated[int, Parameter(name="train-max-steps")]
+    checkpoint_every: Annotated[int, Parameter(name="checkpoint-every")]
+
+
+class TrainingPlan(Output):
+    """The training VCJob and the decision behind it (gpus, micro-batch, grad-accum, queue)."""
+
+    manifest: str
+    job_name: Annotated[str, Parameter(name="job-name")]
+    gpus: int
+    micro_batch: Annotated[int, Parameter(name="micro-batch")]
+    grad_accum: Annotated[int, Parameter(name="grad-accum")]
+    queue: str
+    model_uri: Annotated[str, Parameter(name="model-uri")]
+    reason: str
+
+
+@script(**RUNNER)
+@_for_people
+def plan_training(inputs: TrainingPlanInput) -> TrainingPlan:
+    """Decide how this attempt trains and render its VCJob with a name fixed in advance."""
+    shape = decide_training(
+        attempt=inputs.attempt,
+        gpus=inputs.gpus,
+        gpus_min=inputs.gpus_min,
+        gpus_per_pod=inputs.gpus_per_pod,
+        global_batch=inputs.global_batch,
+        micro_batch=inputs.micro_batch,
+        queue=inputs.queue,
+        avoid_nodes=inputs.avoid_nodes,
+        resume_checkpoint=inputs.resume_checkpoint,
+    )
+    context = inputs.context(queue=shape.queue)
+    job = build_training_job_for(
+        context,
+        shape,
+        base_model=inputs.base_model,
+        dataset_dir=inputs.dataset_dir,
+        max_steps=inputs.train_max_steps,
+        checkpoint_every=inputs.checkpoint_every,
+    )
+    resume = f", resuming from {shape.resume_checkpoint}" if shape.resume_checkpoint else ""
+    reason = (
+        f"attempt {shape.attempt}: {shape.gpus} GPUs in queue {shape.queue}, micro-batch {shape.micro_batch} × "
+        f"grad-accum {shape.grad_accum} keeps global batch {shape.global_batch}{resume}"
+    )
+    return TrainingPlan(
+        manifest=_json(job.to_dict()),
+        job_name=job.metadata.name or "",
+        gpus=shape.gpus,
+        micro_batch=shape.micro_batch,
+        grad_accum=shape.grad_accum,
+        queue=shape.queue,
+        model_uri=context.paths.model(shape.attempt),
+        reason=reason,
+        result=reason,
+    )
+
+
+class DiagnoseInput(RunInput):
+    """The failed attempt: its VCJob and the recursion's state."""
+
+    job_name: Annotated[str, Parameter(name="job-name")]
+    attempt: int
+    max_recovery_attempts: Annotated[int, Parameter(name="max-recovery-attempts")]
+    avoid_nodes: Annotated[list[str], Parameter(name="avoid-nodes")] = []
+    resume_checkpoint: Annotated[str, Parameter(name="resume-checkpoint")] = ""
+
+
+class Diagnosis(Output):
+    """Retry from a checkpoint (avoiding nodes) or abort, and why."""
+
+    action: Literal["retry", "abort"]
+    next_attempt: Annotated[int, Parameter(name="next-attempt")]
+    avoid_nodes: Annotated[list[str], Parameter(name="avoid-nodes")]
+    resume_checkpoint: Annotated[str, Parameter(name="resume-checkpoint")]
+    reason: str
+
+
+def connect_cluster() -> Cluster | None:
+    """The cluster the steps observe: LocalCluster when `VCPILOT_HOME` is set; None until KubeCluster exists."""
+    return LocalCluster() if os.environ.get("VCPILOT_HOME") else None
+
+
+@script(**RUNNER)
+@_for_people
+def diagnose(inputs: DiagnoseInput) -> Diagnosis:
+    """Look at the failed VCJob and the nodes, then decide retry-from-checkpoint or abort."""
+    cluster = connect_cluster()
+    job: JobInfo | None = None
+    nodes: list[NodeInfo] = []
+    if cluster is not None:
+        try:
+            job, nodes = cluster.get(inputs.job_name, inputs.namespace), cluster.nodes()
+        except ClusterError as err:  # not found, or the cluster is unreachable: decide without looking
+            print(f"diagnose: cannot inspect job {inputs.job_name}: {err}")
+    checkpoint = latest_checkpoint(RunPaths(workspace=inputs.workspace, workflow=inputs.workflow_name).checkpoints)
+    decision = diagnose_failure(
+        job,
+        nodes,
+        attempt=inputs.attempt,
+        max_attempts=inputs.max_recovery_attempts,
+        avoid_nodes=inputs.avoid_nodes,
+        checkpoint=checkpoint or inputs.resume_checkpoint,
+    )
+    return Diagnosis(**decision.model_dump(), result=decision.reason)
+
+
+class GiveUpInput(Input):
+    """Why the pipeline stops."""
+
+    reason: str
+
+
+@script(**RUNNER)
+def give_up(inputs: GiveUpInput) -> Output:
+    """Fail on purpose: an abort must end in a failing leaf, or Argo reports the DAG as Succeeded."""
+    return Output(exit_code=1, result=f"giving up: {inputs.reason}")
+
+
+# ---- loadtest → evaluate → release ---------------------------------------------------------------------
+
+
+class PlanLoadtestInput(JobStepInput):
+    """The candidate to serve and the SLOs the client measures against."""
+
+    model_uri: Annotated[str, Parameter(name="model-uri")]
+    slo_ttft_ms: Annotated[float, Parameter(name="slo-ttft-ms")]
+    slo_tpot_ms: Annotated[float, Parameter(name="slo-tpot-ms")]
+
+
+@script(**RUNNER)
+@_for_people
+def plan_loadtest(inputs: PlanLoadtestInput) -> JobPlan:
+    """Render the loadtest VCJob: one gang of a server and a client."""
+    context = inputs.context()
+    job = build_loadtest_job(
+        context, model_uri=inputs.model_uri, slo_ttft_ms=inputs.slo_ttft_ms, slo_tpot_ms=inputs.slo_tpot_ms
+    )
+    return _job_plan(job, context.paths.loadtest_report)
+
+
+class PlanEvaluateInput(JobStepInput):
+    """The candidate and what it is compared with."""
+
+    model_uri: Annotated[str, Parameter(name="model-uri")]
+    base_model: Annotated[str, Parameter(name="base-model")]
+    registered_model: Annotated[str, Parameter(name="registered-model")]
+
+
+@script(**RUNNER)
+@_for_people
+def plan_evaluate(inputs: PlanEvaluateInput) -> JobPlan:
+    """Render the evaluate VCJob."""
+    context = inputs.context()
+    job = build_evaluate_job(
+        context, model_uri=inputs.model_uri, base_model=inputs.base_model, registered_model=inputs.registered_model
+    )
+    return _job_plan(job, context.paths.evaluate_report)
+
+
+class ReleaseInput(RunInput):
+    """The candidate, the two reports about it, and the bars it must clear."""
+
+    model_uri: Annotated[str, Parameter(name="model-uri")]
+    loadtest_report: Annotated[str, Parameter(name="loadtest-report")]
+    evaluate_report: Annotated[str, Parameter(name="evaluate-report")]
+    slo_ttft_ms: Annotated[float, Parameter(name="slo-ttft-ms")]
+    slo_tpot_ms: Annotated[float, Parameter(name="slo-tpot-ms")]
+    eval_margin: Annotated[float, Parameter(name="eval-margin")]
+    registered_model: Annotated[str, Parameter(name="registered-model")]
+
+
+class Release(Output):
+    """Whether the candidate becomes the champion, and why."""
+
+    released: bool
+    reason: str
+
+
+@script(**RUNNER)
+@_for_people
+def release(inputs: ReleaseInput) -> Release:
+    """Decide from the load test and the evaluation whether the candidate is released, and record it."""
+    decision = decide_release(
+        read_report(inputs.loadtest_report, LoadtestReport, "loadtest"),
+        read_report(inputs.evaluate_report, EvaluationReport, "evaluate"),
+        slo_ttft_ms=inputs.slo_ttft_ms,
+        slo_tpot_ms=inputs.slo_tpot_ms,
+        margin=inputs.eval_margin,
+    )
+    record = {"model_uri": inputs.model_uri, "registered_model": inputs.registered_model, **decision.model_dump()}
+    write_json(RunPaths(workspace=inputs.workspace, workflow=inputs.workflow_name).release_record, record)
+    return Release(**decision.model_dump(), result=decision.reason)
+
+
+# ---- exit handler --------------------------------------------------------------------------------------
+
+
+class FinalizeInput(RunInput):
+    """How the workflow ended."""
+
+    workflow_status: Annotated[str, Parameter(name="workflow-status")]
+    mlflow_tracking_uri: Annotated[str, Parameter(name="mlflow-tracking-uri")] = ""
+    mlflow_experiment: Annotated[str, Parameter(name="mlflow-experiment")] = ""
+
+
+class Finalized(Output):
+    """The VCJobs the exit handler deleted."""
+
+    deleted_jobs: Annotated[list[str], Parameter(name="deleted-jobs")]
+
+
+def delete_workflow_jobs(cluster: Cluster, workflow: str) -> list[str]:
+    """Delete every VCJob labelled with this workflow; returns their names."""
+    deleted = []
+    for job in cluster.list_jobs(labels={WORKFLOW_LABEL: workflow}):
+        cluster.delete(job.name, job.namespace, missing_ok=True)
+        deleted.append(job.name)
+    return deleted
+
+
+def finalize_mlflow_run(summary: dict[str, Any], tracking_uri: str, experiment: str) -> None:
+    """End the workflow's parent MLflow run with the workflow's status.
+
+    Filled in with `components/tracking/`; until then the summary in the workspace is the run's record.
+    """
+
+
+@script(**RUNNER)
+@_for_people
+def finalize(inputs: FinalizeInput) -> Finalized:
+    """Delete this workflow's VCJobs unless it succeeded, write the run summary, close the MLflow run."""
+    deleted: list[str] = []
+    cleanup = "nothing to clean up" if inputs.workflow_status == "Succeeded" else ""
+    cluster = None if cleanup else connect_cluster()
+    if cluster is not None:
+        try:
+            deleted = delete_workflow_jobs(cluster, inputs.workflow_name)
+            cleanup = f"deleted {len(deleted)} VCJobs"
+        except ClusterError as err:  # the summary matters more than the cleanup: record and go on
+            cleanup = f"could not delete the VCJobs: {err}"
+    cleanup = cleanup or "no cluster to clean up from here; the VCJobs go when the workflow is deleted"
+    summary = {"workflow": inputs.workflow_name, "status": inputs.workflow_status, "cleanup": cleanup}
+    write_json(RunPaths(workspace=inputs.workspace, workflow=inputs.workflow_name).summary, summary)
+    finalize_mlflow_run(summary, inputs.mlflow_tracking_uri, inputs.mlflow_experiment)
+    return Finalized(deleted_jobs=deleted, result=f"workflow {inputs.workflow_status}: {cleanup}")
+
+
+def _job_plan(job: Job, report: str) -> JobPlan:
+    name = job.metadata.name or ""
+    return JobPlan(manifest=_json(job.to_dict()), job_name=name, report=report, result=f"rendered VCJob {name}")
+
+
+def _json(manifest: dict[str, Any]) -> str:
+    return json.dumps(manifest, separators=(",", ":"))

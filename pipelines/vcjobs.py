@@ -1,0 +1,304 @@
+"""The Volcano Jobs of the pipeline's heavy steps, rendered from pydantic models by the steps that plan them.
+
+Every VCJob the workflow creates is built here: names that fit Kubernetes' limits and are the same on every
+render (a failed resource node has no outputs, so the plan step must know the name in advance), and the label
+that ties a job to its workflow (the exit handler deletes by it). Resource templates receive these manifests as
+JSON with real values — never an Argo `{{...}}` placeholder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from components.volcano.builder import TrainingRequest, build_training_job
+from components.volcano.models import (
+    Container,
+    EnvVar,
+    Job,
+    JobSpec,
+    LifecyclePolicy,
+    ObjectMeta,
+    PodSpec,
+    PodTemplateSpec,
+    ResourceRequirements,
+    TaskSpec,
+    validate_job,
+)
+from components.volcano.resources import GPU
+from pipelines.workspace import RunPaths
+
+__all__ = [
+    "LOADTEST_PORT",
+    "STEP_LABEL",
+    "WORKFLOW_LABEL",
+    "JobContext",
+    "TrainingShape",
+    "build_detect_job",
+    "build_evaluate_job",
+    "build_loadtest_job",
+    "build_training_job_for",
+    "job_name",
+]
+
+# Argo labels the pods of a workflow with this key; we put it on every VCJob so one selector finds them all.
+WORKFLOW_LABEL = "workflows.argoproj.io/workflow"
+STEP_LABEL = "vcpilot.io/step"
+LOADTEST_PORT = 8000
+# Room left for Volcano's pod suffix `-<task>-<index>` within Kubernetes' 63-character pod names.
+_JOB_NAME_MAX = 45
+
+
+class JobContext(BaseModel):
+    """What every heavy step's VCJob shares: where it runs, which image, queue and workspace, which MLflow."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workflow: str
+    namespace: str = "default"
+    workspace: str
+    workspace_pvc: str = ""
+    image: str = Field(min_length=1)
+    queue: str = "default"
+    priority_class: str = ""
+    mlflow_tracking_uri: str = ""
+    mlflow_experiment: str = ""
+
+    @property
+    def paths(self) -> RunPaths:
+        """The workspace layout of this run."""
+        return RunPaths(workspace=self.workspace, workflow=self.workflow)
+
+    def labels(self, step: str) -> dict[str, str]:
+        """Labels of a step's VCJob: the workflow's (for cleanup) and the step's (for people)."""
+        return {WORKFLOW_LABEL: self.workflow, STEP_LABEL: step}
+
+    def env(self) -> dict[str, str]:
+        """Environment every step program gets, so it finds the workspace and its parent MLflow run."""
+        env = {"VCPILOT_WORKFLOW": self.workflow, "VCPILOT_WORKSPACE": self.workspace}
+        if self.mlflow_tracking_uri:
+            env["MLFLOW_TRACKING_URI"] = self.mlflow_tracking_uri
+        if self.mlflow_experiment:
+            env["MLFLOW_EXPERIMENT_NAME"] = self.mlflow_experiment
+        return env
+
+    def volumes(self) -> list[dict[str, Any]] | None:
+        """Volcano's job-level volume: the workspace PVC mounted at the workspace path in every container."""
+        if not self.workspace_pvc:
+            return None
+        return [{"mountPath": self.workspace, "volumeClaimName": self.workspace_pvc}]
+
+
+class TrainingShape(BaseModel):
+    """How one training attempt uses the cluster (decided by plan, later by the agent)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempt: int = Field(ge=1)
+    gpus: int = Field(gt=0)
+    gpus_per_pod: int = Field(gt=0)
+    micro_batch: int = Field(gt=0)
+    grad_accum: int = Field(gt=0)
+    global_batch: int = Field(gt=0)
+    queue: str
+    avoid_nodes: list[str] = Field(default_factory=list)
+    resume_checkpoint: str = ""
+
+
+def job_name(workflow: str, suffix: str) -> str:
+    """`<workflow>-<suffix>`, shortened with a stable hash when it would leave no room for pod names."""
+    name = f"{workflow}-{suffix}"
+    if len(name) <= _JOB_NAME_MAX:
+        return name
+    digest = hashlib.sha256(workflow.encode()).hexdigest()[:6]
+    keep = _JOB_NAME_MAX - len(suffix) - len(digest) - 2
+    return f"{workflow[:keep].rstrip('-.')}-{digest}-{suffix}"
+
+
+def build_training_job_for(
+    context: JobContext,
+    shape: TrainingShape,
+    *,
+    base_model: str,
+    dataset_dir: str,
+    max_steps: int,
+    checkpoint_every: int,
+) -> Job:
+    """The VCJob of one training attempt: the pytorch layout from the builder, plus the workspace volume."""
+    paths = context.paths
+    request = TrainingRequest(
+        name=job_name(context.workflow, f"train-{shape.attempt}"),
+        namespace=context.namespace,
+        image=context.image,
+        command=["python", "-m", "components.finetune"],
+        args=[
+            *("--base-model", base_model),
+            *("--dataset-dir", dataset_dir),
+            *("--output-dir", paths.model(shape.attempt)),
+            *("--checkpoint-dir", paths.checkpoints),
+            *("--max-steps", str(max_steps)),
+            *("--checkpoint-every", str(checkpoint_every)),
+        ],
+        env=context.env(),
+        total_gpus=shape.gpus,
+        gpus_per_pod=shape.gpus_per_pod,
+        micro_batch=shape.micro_batch,
+        grad_accum=shape.grad_accum,
+        global_batch=shape.global_batch,
+        queue=shape.queue,
+        priority_class=context.priority_class or None,
+        avoid_nodes=shape.avoid_nodes,
+        resume_checkpoint=shape.resume_checkpoint or None,
+        labels=context.labels("train"),
+    )
+    job = build_training_job(request)
+    job.spec.volumes = context.volumes()
+    validate_job(job)
+    return job
+
+
+def build_detect_job(context: JobContext, *, log_source: str) -> Job:
+    """One pod that mines the service's logs and writes a drift report into the workspace."""
+    detect = _container(
+        context,
+        "detect",
+        "components.logs",
+        ["--source", log_source, "--report", context.paths.detect_report],
+        cpu="2",
+        memory="4Gi",
+    )
+    return _job(context, "detect", [_task(context, "detect", detect)], min_available=1)
+
+
+def build_loadtest_job(context: JobContext, *, model_uri: str, slo_ttft_ms: float, slo_tpot_ms: float) -> Job:
+    """One gang of two tasks, `server` and `client`: both start together or neither does.
+
+    The client finds the server through `VC_SERVER_HOSTS` (the `svc` and `env` plugins set it on a real
+    cluster and on LocalCluster alike); the job completes when the client does, and any failed pod ends it.
+    """
+    server = _container(
+        context,
+        "server",
+        "components.serving",
+        ["--model", model_uri, "--port", str(LOADTEST_PORT)],
+        cpu="4",
+        memory="16Gi",
+        gpus=1,
+    )
+    client = _container(
+        context,
+        "client",
+        "components.loadtest",
+        [
+            *("--port", str(LOADTEST_PORT)),
+            *("--slo-ttft-ms", _number(slo_ttft_ms)),
+            *("--slo-tpot-ms", _number(slo_tpot_ms)),
+            *("--report", context.paths.loadtest_report),
+        ],
+        cpu="2",
+        memory="4Gi",
+    )
+    tasks = [
+        _task(context, "server", server),
+        _task(context, "client", client, [LifecyclePolicy(event="TaskCompleted", action="CompleteJob")]),
+    ]
+    return _job(
+        context,
+        "loadtest",
+        tasks,
+        min_available=2,
+        plugins={"svc": [], "env": []},
+        policies=[
+            LifecyclePolicy(event="PodEvicted", action="RestartJob"),
+            # A crashed server would leave the client waiting, a crashed client the server serving forever.
+            LifecyclePolicy(event="PodFailed", action="TerminateJob"),
+        ],
+    )
+
+
+def build_evaluate_job(context: JobContext, *, model_uri: str, base_model: str, registered_model: str) -> Job:
+    """One GPU pod that scores the candidate and the registered model's champion on the same evaluation set."""
+    evaluate = _container(
+        context,
+        "evaluate",
+        "components.evaluate",
+        [
+            *("--candidate", model_uri),
+            *("--base-model", base_model),
+            *("--registered-model", registered_model),
+            *("--report", context.paths.evaluate_report),
+        ],
+        cpu="4",
+        memory="16Gi",
+        gpus=1,
+    )
+    return _job(context, "evaluate", [_task(context, "evaluate", evaluate)], min_available=1)
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _container(
+    context: JobContext, name: str, module: str, args: list[str], *, cpu: str, memory: str, gpus: int = 0
+) -> Container:
+    """A container that runs `python -m <module> <args>` with the step environment and fixed resources."""
+    amounts: dict[str, str | int | float] = {"cpu": cpu, "memory": memory}
+    if gpus:
+        amounts[GPU] = gpus
+    return Container(
+        name=name,
+        image=context.image,
+        command=["python", "-m", module],
+        args=args,
+        env=[EnvVar(name=key, value=value) for key, value in context.env().items()],
+        resources=ResourceRequirements(requests=dict(amounts), limits=dict(amounts)),
+    )
+
+
+def _task(
+    context: JobContext, name: str, container: Container, policies: list[LifecyclePolicy] | None = None
+) -> TaskSpec:
+    # restartPolicy Never turns a crash into a PodFailed event that the job's policies act on.
+    spec = PodSpec(containers=[container], restart_policy="Never", priority_class_name=context.priority_class or None)
+    return TaskSpec(
+        name=name,
+        replicas=1,
+        min_available=1,
+        template=PodTemplateSpec(spec=spec),
+        policies=policies,
+    )
+
+
+def _job(
+    context: JobContext,
+    step: str,
+    tasks: list[TaskSpec],
+    *,
+    min_available: int,
+    plugins: dict[str, list[str]] | None = None,
+    policies: list[LifecyclePolicy] | None = None,
+) -> Job:
+    # schedulerName, queue, minAvailable and maxRetry are explicit: a cluster without Volcano's admission
+    # webhook fills in no defaults.
+    labels = context.labels(step)
+    for task in tasks:
+        task.template.metadata = ObjectMeta(labels=dict(labels))
+    job = Job(
+        metadata=ObjectMeta(name=job_name(context.workflow, step), namespace=context.namespace, labels=labels),
+        spec=JobSpec(
+            scheduler_name="volcano",
+            queue=context.queue,
+            priority_class_name=context.priority_class or None,
+            min_available=min_available,
+            max_retry=3,
+            plugins=plugins,
+            policies=policies or [LifecyclePolicy(event="PodEvicted", action="RestartJob")],
+            tasks=tasks,
+            volumes=context.volumes(),
+        ),
+    )
+    validate_job(job)
+    return job

@@ -1,0 +1,103 @@
+"""The workspace every step shares (a PVC in the cluster, a directory locally): its layout, and reading it.
+
+Files travel through the workspace, metrics through MLflow. The step programs in `components/` write the
+reports modelled in `pipelines.rules` at the paths below; the pipeline's steps read them back here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from components.volcano.validation import describe_validation_error
+
+__all__ = ["CHECKPOINT_METADATA", "RunPaths", "latest_checkpoint", "read_report", "write_json"]
+
+# A checkpoint directory `step-N/` counts only once the trainer has written this file into it (torchtitan's rule).
+CHECKPOINT_METADATA = "metadata.json"
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class RunPaths(BaseModel):
+    """Where each step reads and writes in the workspace (a PVC in the cluster, a directory locally)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workspace: str
+    workflow: str
+
+    @property
+    def run(self) -> PurePosixPath:
+        """The directory of this workflow run."""
+        return PurePosixPath(self.workspace) / "runs" / self.workflow
+
+    @property
+    def detect_report(self) -> str:
+        """The drift report that detect-logs writes and gate reads."""
+        return str(self.run / "detect" / "report.json")
+
+    @property
+    def checkpoints(self) -> str:
+        """Checkpoints shared by every training attempt, so that a retry resumes where the last one stopped."""
+        return str(self.run / "checkpoints")
+
+    def model(self, attempt: int) -> str:
+        """Where training attempt `attempt` writes the fine-tuned model."""
+        return str(self.run / f"train-{attempt}" / "model")
+
+    @property
+    def loadtest_report(self) -> str:
+        """Latency percentiles that the loadtest client writes and release reads."""
+        return str(self.run / "loadtest" / "report.json")
+
+    @property
+    def evaluate_report(self) -> str:
+        """Candidate and champion scores that evaluate writes and release reads."""
+        return str(self.run / "evaluate" / "report.json")
+
+    @property
+    def release_record(self) -> str:
+        """What release decided and why."""
+        return str(self.run / "release.json")
+
+    @property
+    def summary(self) -> str:
+        """The run summary that the exit handler writes."""
+        return str(self.run / "summary.json")
+
+
+def read_report(path: str, model: type[_M], what: str) -> _M:
+    """Read a step's JSON report; ValueError says in one sentence what is missing or wrong."""
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"the {what} report {path} does not exist; the {what} step did not write it")
+    try:
+        return model.model_validate_json(file.read_text())
+    except ValidationError as err:
+        raise ValueError(f"the {what} report {path} is not valid: {describe_validation_error(err, model)}") from None
+
+
+def latest_checkpoint(directory: str) -> str | None:
+    """The newest complete `step-N/` under `directory` (one with its metadata file), or None."""
+    steps: list[tuple[int, Path]] = []
+    root = Path(directory)
+    for child in root.iterdir() if root.is_dir() else ():
+        match = re.fullmatch(r"step-(\d+)", child.name)
+        if match and (child / CHECKPOINT_METADATA).is_file():
+            steps.append((int(match.group(1)), child))
+    return str(max(steps)[1]) if steps else None
+
+
+def write_json(path: str, data: dict[str, Any]) -> None:
+    """Write `data` as JSON at `path` atomically: readers see the old file or the new one, never half of it."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, target)

@@ -1,0 +1,408 @@
+"""`vcpilot lint`: what Argo v4.1.2 would reject is reported, one line per problem, before anything is submitted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pipelines.lint import SCHEMA_ENV, Problem, find_schema, lint_document, lint_files
+
+ECHO = {"name": "echo", "container": {"image": "alpine", "command": ["echo", "hi"]}}
+SAY = {
+    "name": "say",
+    "inputs": {"parameters": [{"name": "text"}]},
+    "container": {"image": "alpine", "command": ["echo", "{{inputs.parameters.text}}"]},
+}
+
+
+def workflow(*templates: dict[str, Any], kind: str = "Workflow", **spec: Any) -> dict[str, Any]:
+    """A minimal valid document of `kind` around `templates`; `spec` overrides or adds spec fields."""
+    body = {"entrypoint": templates[0]["name"], "templates": list(templates), **spec}
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": kind, "metadata": {"generateName": "t-"}, "spec": body}
+
+
+def dag(*tasks: dict[str, Any], name: str = "main") -> dict[str, Any]:
+    return {"name": name, "dag": {"tasks": list(tasks)}}
+
+
+def lint(tmp_path: Path, *docs: Any, schema_path: Path | None = None) -> list[Problem]:
+    path = tmp_path / "wf.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return lint_files([path], schema_path=schema_path)
+
+
+def only(problems: list[Problem]) -> Problem:
+    assert len(problems) == 1, "\n".join(map(str, problems))
+    return problems[0]
+
+
+@pytest.fixture(scope="session")
+def schema_path(shared_dir: Path) -> Path:
+    return shared_dir / "schemas" / "argo-v4.1.2" / "schema.json"
+
+
+# --- the file as a whole ------------------------------------------------------------------------------------------
+
+
+def test_upstream_examples_lint_clean(shared_dir: Path, schema_path: Path) -> None:
+    files = sorted((shared_dir / "argo-examples").glob("*.yaml"))
+    assert len(files) > 20
+    assert [str(p) for p in lint_files(files, schema_path=schema_path)] == []
+
+
+def test_malformed_yaml_is_one_problem_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("kind: Workflow\nspec:\n  templates: [a\n")
+    problem = only(lint_files([path]))
+    assert problem.file == str(path) and "not valid YAML" in problem.message and "line 4" in problem.message
+
+
+def test_a_key_given_twice_is_reported_not_silently_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "twice.yaml"
+    path.write_text("kind: Workflow\nspec:\n  entrypoint: a\n  entrypoint: b\n")
+    assert "'entrypoint' is given twice (line 4" in only(lint_files([path])).message
+
+
+def test_unknown_kind_is_one_clear_problem(tmp_path: Path) -> None:
+    problem = only(lint(tmp_path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}))
+    assert problem.path == "kind" and "'ConfigMap' is not one of Workflow" in problem.message
+
+
+def test_missing_and_empty_files_are_one_problem_each(tmp_path: Path) -> None:
+    (tmp_path / "empty.yaml").write_text("# nothing\n")
+    problems = lint_files([tmp_path / "missing.yaml", tmp_path / "empty.yaml"])
+    assert [p.message for p in problems] == [
+        "cannot read the file: No such file or directory",
+        "holds no YAML document",
+    ]
+
+
+def test_documents_of_a_multi_document_file_are_told_apart(tmp_path: Path) -> None:
+    problem = only(lint(tmp_path, workflow(ECHO), workflow(ECHO, entrypoint="nope")))
+    assert str(problem).startswith(f"{tmp_path / 'wf.yaml'} (document 2): spec.entrypoint: ")
+
+
+def test_two_independent_errors_are_two_problems(tmp_path: Path) -> None:
+    doc = workflow(dag({"name": "a", "template": "ech"}), onExit="cleanup")
+    problems = lint(tmp_path, doc)
+    assert [p.path for p in problems] == ["spec.onExit", "spec.templates[0].dag.tasks[0].template"]
+
+
+def test_every_problem_prints_as_one_line_naming_file_and_path(tmp_path: Path) -> None:
+    doc = workflow(dag({"name": "a", "template": "echo", "when": "{{tasks.x.outputs.result}} ==\n 'a' &&"}), ECHO)
+    problems = lint(tmp_path, doc)
+    assert problems
+    for problem in problems:
+        assert "\n" not in str(problem) and str(problem).startswith(f"{tmp_path / 'wf.yaml'}: spec.templates[0]")
+
+
+def test_lint_document_is_pure_and_takes_the_file_name(schema_path: Path) -> None:
+    from pipelines.lint import load_schema
+
+    problems = lint_document(workflow(ECHO, entrypoint="nope"), schema=load_schema(schema_path), file="in-memory")
+    assert [str(p) for p in problems] == ["in-memory: spec.entrypoint: template 'nope' is not defined in this workflow"]
+
+
+# --- the schema ---------------------------------------------------------------------------------------------------
+
+
+def test_schema_type_errors_point_at_the_field(tmp_path: Path, schema_path: Path) -> None:
+    problem = only(lint(tmp_path, workflow(ECHO, parallelism="two"), schema_path=schema_path))
+    assert problem.path == "spec.parallelism" and problem.message == "expected integer, got a string ('two')"
+
+
+def test_int_or_string_accepts_a_number_as_kubernetes_does(tmp_path: Path, schema_path: Path) -> None:
+    retried = {**ECHO, "retryStrategy": {"limit": 2}}
+    assert lint(tmp_path, workflow(retried), schema_path=schema_path) == []
+
+
+def test_typos_in_field_names_are_unknown_fields(tmp_path: Path, schema_path: Path) -> None:
+    doc = workflow(
+        dag({"name": "a", "template": "echo"}, {"name": "b", "template": "echo", "dependecies": ["a"]}), ECHO
+    )
+    doc["spec"]["entrypiont"] = doc["spec"].pop("entrypoint")
+    problems = {(p.path, p.message) for p in lint(tmp_path, doc, schema_path=schema_path)}
+    assert problems == {
+        ("spec.entrypiont", "unknown field 'entrypiont' (did you mean 'entrypoint'?)"),
+        ("spec.templates[0].dag.tasks[1].dependecies", "unknown field 'dependecies' (did you mean 'dependencies'?)"),
+        ("spec.entrypoint", "entrypoint is required: name the template the workflow starts with"),
+    }
+
+
+def test_schema_path_from_the_environment_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(SCHEMA_ENV, str(tmp_path / "nowhere.json"))
+    assert find_schema() == tmp_path / "nowhere.json"
+    problems = lint(tmp_path, workflow(ECHO))
+    assert "cannot read Argo's JSON schema" in only(problems).message and SCHEMA_ENV in only(problems).message
+
+
+def test_controller_rules_still_run_without_a_schema(tmp_path: Path) -> None:
+    (tmp_path / "schema.json").write_text('{"definitions": {}}')
+    problem = only(lint(tmp_path, workflow(ECHO, entrypoint="nope"), schema_path=tmp_path / "schema.json"))
+    assert problem.path == "spec.entrypoint"
+
+
+# --- the controller's rules ---------------------------------------------------------------------------------------
+
+
+def test_continue_on_is_rejected_in_a_dag_that_uses_depends(tmp_path: Path) -> None:
+    tasks = (
+        {"name": "a", "template": "echo", "continueOn": {"failed": True}},
+        {"name": "b", "template": "echo", "depends": "a"},
+    )
+    problem = only(lint(tmp_path, workflow(dag(*tasks), ECHO)))
+    assert problem.path == "spec.templates[0].dag.tasks[0].continueOn" and "'X.Failed'" in problem.message
+
+
+def test_depends_and_dependencies_cannot_be_mixed(tmp_path: Path) -> None:
+    tasks = (
+        {"name": "a", "template": "echo"},
+        {"name": "b", "template": "echo", "depends": "a", "dependencies": ["a"]},
+    )
+    problem = only(lint(tmp_path, workflow(dag(*tasks), ECHO)))
+    assert problem.path == "spec.templates[0].dag.tasks[1].dependencies" and "uses 'depends'" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("spec", "path"),
+    [
+        ({"entrypoint": "mian"}, "spec.entrypoint"),
+        ({"onExit": "cleanup"}, "spec.onExit"),
+        ({"templates": [dag({"name": "a", "template": "ecko"}), ECHO]}, "spec.templates[0].dag.tasks[0].template"),
+        (
+            {"templates": [{"name": "main", "steps": [[{"name": "a", "template": "x"}]]}]},
+            "spec.templates[0].steps[0][0].template",
+        ),
+        (
+            {"templates": [dag({"name": "a", "template": "echo", "onExit": "x"}), ECHO]},
+            "spec.templates[0].dag.tasks[0].onExit",
+        ),
+    ],
+)
+def test_unknown_template_references(tmp_path: Path, spec: dict[str, Any], path: str) -> None:
+    doc = workflow({**ECHO, "name": "main"})
+    doc["spec"].update(spec)
+    problem = only(lint(tmp_path, doc))
+    assert problem.path == path and "is not defined in this workflow" in problem.message
+
+
+def test_template_ref_is_not_resolved_locally(tmp_path: Path) -> None:
+    task = {"name": "a", "templateRef": {"name": "elsewhere", "template": "x"}}
+    assert lint(tmp_path, workflow(dag(task))) == []
+
+
+@pytest.mark.parametrize(
+    ("task", "phrase"),
+    [
+        ({"depends": "a && ghost"}, "depends on task 'ghost', which is not in this DAG"),
+        ({"depends": "a.Succeded"}, "'Succeded' is not a task result"),
+        ({"depends": "a.AnySucceeded"}, "needs task 'a' to loop over items"),
+        ({"depends": "(a.Succeeded ||"}, "does not parse"),
+    ],
+)
+def test_bad_depends(tmp_path: Path, task: dict[str, Any], phrase: str) -> None:
+    doc = workflow(dag({"name": "a", "template": "echo"}, {"name": "b", "template": "echo", **task}), ECHO)
+    problem = only(lint(tmp_path, doc))
+    assert problem.path == "spec.templates[0].dag.tasks[1].depends" and phrase in problem.message
+
+
+def test_unknown_task_in_dependencies(tmp_path: Path) -> None:
+    doc = workflow(
+        dag({"name": "a", "template": "echo"}, {"name": "b", "template": "echo", "dependencies": ["ghost"]}), ECHO
+    )
+    assert only(lint(tmp_path, doc)).path == "spec.templates[0].dag.tasks[1].dependencies[0]"
+
+
+def test_dependency_cycle(tmp_path: Path) -> None:
+    doc = workflow(
+        dag({"name": "a", "template": "echo", "depends": "b"}, {"name": "b", "template": "echo", "depends": "a"}), ECHO
+    )
+    problem = only(lint(tmp_path, doc))
+    assert problem.path == "spec.templates[0].dag.tasks" and "cycle: a -> b -> a" in problem.message
+
+
+def test_task_references_must_name_a_task_of_the_dag(tmp_path: Path) -> None:
+    arguments = {"parameters": [{"name": "text", "value": "{{tasks.ghost.outputs.result}}"}]}
+    doc = workflow(dag({"name": "a", "template": "say", "arguments": arguments}), SAY)
+    problem = only(lint(tmp_path, doc))
+    assert problem.path == "spec.templates[0].dag.tasks[0].arguments.parameters[0].value"
+    assert "task 'ghost', which is not in this template" in problem.message
+
+
+def test_an_argument_from_a_task_needs_a_dependency_on_it(tmp_path: Path) -> None:
+    arguments = {"parameters": [{"name": "text", "value": "{{tasks.a.outputs.result}}"}]}
+    doc = workflow(
+        dag({"name": "a", "template": "echo"}, {"name": "b", "template": "say", "arguments": arguments}), ECHO, SAY
+    )
+    assert "does not depend on it" in only(lint(tmp_path, doc)).message
+
+
+def test_a_resource_task_has_no_result(tmp_path: Path) -> None:
+    create = {"name": "create", "resource": {"action": "create", "manifest": "kind: ConfigMap\n"}}
+    arguments = {"parameters": [{"name": "text", "value": "{{tasks.a.outputs.result}}"}]}
+    tasks = (
+        {"name": "a", "template": "create"},
+        {"name": "b", "template": "say", "depends": "a", "arguments": arguments},
+    )
+    assert "produces no outputs.result" in only(lint(tmp_path, workflow(dag(*tasks), create, SAY))).message
+
+
+def test_step_references_must_point_at_an_earlier_step(tmp_path: Path) -> None:
+    arguments = {"parameters": [{"name": "text", "value": "{{steps.b.outputs.result}}"}]}
+    steps = {
+        "name": "main",
+        "steps": [[{"name": "a", "template": "say", "arguments": arguments}], [{"name": "b", "template": "echo"}]],
+    }
+    problem = only(lint(tmp_path, workflow(steps, ECHO, SAY)))
+    assert problem.path == "spec.templates[0].steps[0][0].arguments.parameters[0].value"
+    assert "does not run before this one" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("doc", "path", "phrase"),
+    [
+        (workflow(ECHO, {**ECHO, "name": "Bad_Name"}), "spec.templates[1].name", "template name 'Bad_Name' is invalid"),
+        (workflow(ECHO, ECHO), "spec.templates[1].name", "template name 'echo' is used twice"),
+        (
+            workflow(dag({"name": "a", "template": "echo"}, {"name": "a", "template": "echo"}), ECHO),
+            "spec.templates[0].dag.tasks[1].name",
+            "task name 'a' is used twice",
+        ),
+        (
+            workflow(
+                {"name": "main", "steps": [[{"name": "a", "template": "echo"}], [{"name": "a", "template": "echo"}]]},
+                ECHO,
+            ),
+            "spec.templates[0].steps[1][0].name",
+            "step name 'a' is used twice",
+        ),
+        (
+            workflow({**ECHO, "inputs": {"parameters": [{"name": "a b", "value": "1"}]}}),
+            "spec.templates[0].inputs.parameters[0].name",
+            "input parameter name 'a b' is invalid",
+        ),
+        (
+            workflow(ECHO, arguments={"parameters": [{"name": "p", "value": "1"}, {"name": "p", "value": "2"}]}),
+            "spec.arguments.parameters[1].name",
+            "parameter name 'p' is used twice",
+        ),
+        (
+            workflow(
+                dag({"name": "1st", "template": "echo"}, {"name": "b", "template": "echo", "depends": "1st"}), ECHO
+            ),
+            "spec.templates[0].dag.tasks[0].name",
+            "cannot start with a digit",
+        ),
+        (workflow(ECHO) | {"metadata": {"name": "My_Flow"}}, "metadata.name", "must be lowercase letters"),
+    ],
+)
+def test_bad_and_duplicate_names(tmp_path: Path, doc: dict[str, Any], path: str, phrase: str) -> None:
+    problem = only(lint(tmp_path, doc))
+    assert problem.path == path and phrase in problem.message
+
+
+@pytest.mark.parametrize(
+    "when", ["{{tasks.a.outputs.result}} = heads", "('{{workflow.status}}' == 'x'", "a == 'b", "!heads"]
+)
+def test_when_that_does_not_parse(tmp_path: Path, when: str) -> None:
+    doc = workflow(
+        dag({"name": "a", "template": "echo"}, {"name": "b", "template": "echo", "depends": "a", "when": when}), ECHO
+    )
+    problem = only(lint(tmp_path, doc))
+    assert problem.path == "spec.templates[0].dag.tasks[1].when" and "does not parse" in problem.message
+
+
+def test_when_in_govaluate_form_parses(tmp_path: Path) -> None:
+    when = "{{tasks.a.outputs.result}} == heads && ('{{workflow.status}}' != 'Failed' || !false)"
+    doc = workflow(
+        dag({"name": "a", "template": "echo"}, {"name": "b", "template": "echo", "depends": "a", "when": when}), ECHO
+    )
+    assert lint(tmp_path, doc) == []
+
+
+def test_a_required_input_must_be_passed(tmp_path: Path) -> None:
+    steps = {"name": "main", "steps": [[{"name": "a", "template": "say"}]]}
+    problem = only(lint(tmp_path, workflow(steps, SAY)))
+    assert problem.path == "spec.templates[0].steps[0][0]"
+    assert problem.message == "step 'a' gives no value for input parameter 'text' of template 'say'"
+
+
+def test_an_argument_needs_a_value(tmp_path: Path) -> None:
+    doc = workflow(dag({"name": "a", "template": "say", "arguments": {"parameters": [{"name": "text"}]}}), SAY)
+    problems = lint(tmp_path, doc)
+    assert [p.path for p in problems] == [
+        "spec.templates[0].dag.tasks[0]",
+        "spec.templates[0].dag.tasks[0].arguments.parameters[0]",
+    ]
+    assert "needs a value or valueFrom" in problems[1].message
+
+
+def test_the_entrypoint_takes_its_inputs_from_the_workflow_arguments(tmp_path: Path) -> None:
+    problem = only(lint(tmp_path, workflow(SAY)))
+    assert problem.path == "spec.arguments" and "input parameter 'text' of template 'say'" in problem.message
+    assert lint(tmp_path, workflow(SAY, arguments={"parameters": [{"name": "text", "value": "hi"}]})) == []
+    assert lint(tmp_path, workflow(SAY, kind="WorkflowTemplate")) == []
+
+
+def test_undeclared_parameters_cannot_be_referenced(tmp_path: Path) -> None:
+    typo = {
+        **SAY,
+        "container": {"image": "alpine", "command": ["echo", "{{inputs.parameters.txt}}", "{{workflow.parameters.x}}"]},
+    }
+    problems = lint(
+        tmp_path,
+        workflow(
+            dag({"name": "a", "template": "say", "arguments": {"parameters": [{"name": "text", "value": "1"}]}}), typo
+        ),
+    )
+    assert [(p.path, p.message) for p in problems] == [
+        (
+            "spec.templates[1].container.command[1]",
+            "{{inputs.parameters.txt}} is not declared in template 'say' (did you mean 'text'?)",
+        ),
+        ("spec.templates[1].container.command[2]", "{{workflow.parameters.x}} is not declared in spec.arguments"),
+    ]
+
+
+def test_entrypoint_is_required_for_a_workflow_but_not_a_template(tmp_path: Path) -> None:
+    doc = workflow(ECHO)
+    del doc["spec"]["entrypoint"]
+    assert only(lint(tmp_path, doc)).path == "spec.entrypoint"
+    assert lint(tmp_path, doc | {"kind": "WorkflowTemplate"}) == []
+
+
+@pytest.mark.parametrize(
+    ("template", "phrase"),
+    [
+        ({"name": "t"}, "has no type"),
+        (
+            {"name": "t", "container": {"image": "a"}, "script": {"image": "a", "source": "x"}},
+            "several types (container, script)",
+        ),
+    ],
+)
+def test_a_template_has_exactly_one_type(tmp_path: Path, template: dict[str, Any], phrase: str) -> None:
+    problem = only(lint(tmp_path, workflow(template)))
+    assert problem.path == "spec.templates[0]" and phrase in problem.message
+
+
+def test_retry_strategy_on_a_resource_template_is_accepted_like_argo_does(tmp_path: Path) -> None:
+    create = {"name": "c", "retryStrategy": {"limit": "2"}, "resource": {"action": "create", "manifest": "kind: X\n"}}
+    assert lint(tmp_path, workflow(create)) == []
+
+
+def test_cron_workflow_rules_apply_to_its_workflow_spec(tmp_path: Path) -> None:
+    spec = {"schedules": ["*/5 * * *"], "workflowSpec": {"entrypoint": "mian", "templates": [ECHO]}}
+    doc = {"apiVersion": "argoproj.io/v1alpha1", "kind": "CronWorkflow", "metadata": {"name": "c"}, "spec": spec}
+    assert [p.path for p in lint(tmp_path, doc)] == ["spec.schedules[0]", "spec.workflowSpec.entrypoint"]
+
+
+def test_parameter_values_may_be_numbers_as_argo_reads_them(tmp_path: Path, schema_path: Path) -> None:
+    arguments = {"parameters": [{"name": "n", "value": 3, "enum": [1, 2, 3]}, {"name": "flag", "value": True}]}
+    assert lint(tmp_path, workflow(ECHO, arguments=arguments), schema_path=schema_path) == []
+    arguments["parameters"][0]["value"] = 4
+    problem = only(lint(tmp_path, workflow(ECHO, arguments=arguments), schema_path=schema_path))
+    assert problem.path == "spec.arguments.parameters[0].value" and "is not one of its enum" in problem.message
