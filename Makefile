@@ -17,7 +17,8 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 demo: venv
-	$(BIN)/python examples/local_cluster_demo.py
+	$(BIN)/vcpilot cluster reset
+	$(BIN)/vcpilot run --scenario node-failure
 
 lint: venv
 	$(BIN)/ruff check .

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from pipelines import cli_cluster, cli_lint, cli_workflows
+from pipelines import cli_cluster, cli_lint, cli_run, cli_workflows
+from pipelines.local import cli as local_cli
 
 __all__ = ["app"]
 
@@ -17,6 +18,9 @@ app.add_typer(cli_cluster.app, name="cluster")
 app.command()(cli_lint.lint)
 app.command("compile")(cli_workflows.compile_command)
 app.command("submit")(cli_workflows.submit_command)
+app.command("run-workflow")(local_cli.run_workflow_command)
+app.command("resume")(local_cli.resume_command)
+app.command("run")(cli_run.run_command)
 
 
 @app.callback()

@@ -152,6 +152,9 @@ def build_training_job_for(
         avoid_nodes=shape.avoid_nodes,
         resume_checkpoint=shape.resume_checkpoint or None,
         labels=context.labels("train"),
+        # The first fault ends the attempt (Volcano fails a job whose retryCount reaches maxRetry), so that
+        # diagnose, not a blind restart, chooses the checkpoint, the nodes to avoid and the size of the retry.
+        max_retry=1,
     )
     job = build_training_job(request)
     job.spec.volumes = context.volumes()

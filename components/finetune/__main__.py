@@ -70,7 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         start = json.loads((resume / "metadata.json").read_text())["step"]
     ddp = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
     loss_value = float("nan")
+    fail_at = int(os.environ.get("VCPILOT_FAIL_AT_STEP", "0"))  # a deterministic bug, for demos and tests
     for step in range(start, args.max_steps):
+        if fail_at and step + 1 == fail_at:
+            print(f"error: simulated bug at step {fail_at}", file=sys.stderr)
+            return 3
         opt.zero_grad()
         for micro_step in range(accum):
             # Sample k of the global batch goes to rank k % world: the same data whatever the GPU count.

@@ -524,3 +524,11 @@ def test_submit_checks_parameters_before_sending(argo: ArgoServer) -> None:
         submit("argo.example.com", "argo", "t", {})
     assert argo.requests == []
     assert {p.name for p in PARAMETERS} >= {"mode"}
+
+
+def test_compiled_yaml_passes_vcpilot_lint(shared_dir):
+    from pipelines.lint import lint_files
+
+    deploy = Path(__file__).resolve().parents[2] / "deploy" / "argo"
+    schema = shared_dir / "schemas" / "argo-v4.1.2" / "schema.json"
+    assert lint_files(sorted(deploy.glob("*.yaml")), schema_path=schema) == []

@@ -1,0 +1,169 @@
+"""`vcpilot run`: the real llm-autopilot WorkflowTemplate through the local runner, on LocalCluster, with scenarios.
+
+The run executes `deploy/argo/llm-autopilot.yaml` — the very YAML Argo receives — with parameters pointing at
+`VCPILOT_HOME` (workspace, logs, MLflow store). A scenario shapes what happens to it:
+
+- `drift` (default): the current logs drift, the model is fine-tuned on 2 GPUs, load-tested, evaluated, released;
+- `no-drift`: the logs are clean, the gate says so and nothing heavy runs;
+- `node-failure`: the node running the first training attempt dies after a checkpoint; diagnose retries from
+  that checkpoint on the healthy node, and the run still succeeds;
+- `pod-kill`: a pod of the first training attempt is SIGKILLed after a checkpoint; the same recovery;
+- `code-bug`: training crashes the same way on every rank; diagnose aborts and the run fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from components.volcano.cluster import ClusterError
+from components.volcano.cluster_local import LocalCluster, default_home
+from pipelines.local.runner import RunResult, WorkflowError, run_workflow
+
+__all__ = ["SCENARIOS", "Scenario", "run_autopilot", "TEMPLATE"]
+
+TEMPLATE = Path(__file__).resolve().parents[1] / "deploy" / "argo" / "llm-autopilot.yaml"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What a scenario changes: the logs it writes, the environment of the pods, a fault it injects."""
+
+    description: str
+    drift: bool = True
+    env: Mapping[str, str] = field(default_factory=dict)
+    fault: Callable[[Path, str, Path, threading.Event], None] | None = None
+
+
+def _during_training(fault: str) -> Callable[[Path, str, Path, threading.Event], None]:
+    """A fault injected once attempt 1 has written a checkpoint.
+
+    `node` fails the node its master runs on (recovered when the run ends); `pod` SIGKILLs the master pod, as
+    an out-of-memory kill would.
+    """
+
+    def inject(home: Path, run: str, workspace: Path, stop: threading.Event) -> None:
+        cluster = LocalCluster(home)  # its own connection: SQLite connections stay in their thread
+        checkpoints = workspace / "runs" / run / "checkpoints"
+        failed: str | None = None
+        done = False
+        while not stop.wait(0.1):
+            if done or not any(checkpoints.glob("step-*/metadata.json")):
+                continue
+            with contextlib.suppress(ClusterError):
+                running = [p for p in cluster.get(f"{run}-train-1").pods if p.phase == "Running" and p.node]
+                if running and fault == "node":
+                    failed = running[0].node
+                    cluster.fail_node(failed or "")
+                    done = True
+                elif running:
+                    cluster.kill_pod(running[0].name)
+                    done = True
+        if failed:
+            cluster.recover_node(failed)
+
+    return inject
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "drift": Scenario("the logs drift: fine-tune, load-test, evaluate, release"),
+    "no-drift": Scenario("the logs are clean: the gate stops the run early", drift=False),
+    "node-failure": Scenario(
+        "a node dies during training: diagnose retries from the latest checkpoint on the healthy node",
+        env={"VCPILOT_STEP_DELAY": "0.3"},
+        fault=_during_training("node"),
+    ),
+    "pod-kill": Scenario(
+        "a training pod is killed: diagnose retries from the latest checkpoint",
+        env={"VCPILOT_STEP_DELAY": "0.3"},
+        fault=_during_training("pod"),
+    ),
+    "code-bug": Scenario(
+        "training crashes identically on every rank: diagnose aborts, the run fails",
+        env={"VCPILOT_FAIL_AT_STEP": "3"},
+    ),
+}
+
+
+def _write_logs(directory: Path, drift: bool) -> None:
+    """Service logs for the gate to read: a few errors, or many when the scenario drifts."""
+    directory.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i in range(200):
+        bad = drift and i % 5 == 0
+        level = "ERROR" if bad else "INFO"
+        lines.append(f"2026-11-29T02:00:{i % 60:02d}Z {level} request {i} served in {20 + i % 7} ms")
+    (directory / "service.log").write_text("\n".join(lines) + "\n")
+
+
+def local_parameters(home: Path, run: str) -> dict[str, str]:
+    """Template parameters that point the run at this machine: workspace, logs and MLflow under VCPILOT_HOME."""
+    workspace = home / "workspace"
+    return {
+        "workspace": str(workspace),
+        "workspace-pvc": "",
+        "log-source": str(home / "demo" / "logs"),
+        "dataset-dir": str(home / "demo" / "data"),
+        "base-model": "tiny",
+        "gpus-wanted": "2",
+        "gpus-min": "1",
+        "gpus-per-pod": "1",
+        "global-batch": "8",
+        "micro-batch": "2",
+        "train-max-steps": "20",
+        "checkpoint-every": "5",
+        "mlflow-tracking-uri": f"sqlite:///{home / 'mlflow.db'}",
+    }
+
+
+@contextlib.contextmanager
+def _environment(values: Mapping[str, str]) -> Iterator[None]:
+    """Set environment variables for the run (pods and steps inherit them), and restore them after."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
+
+
+def run_autopilot(
+    scenario: str = "drift",
+    params: Mapping[str, str] | None = None,
+    *,
+    home: str | Path | None = None,
+    name: str | None = None,
+    on_update: Callable[[dict[str, Any]], None] | None = None,
+) -> RunResult:
+    """Run llm-autopilot locally under a scenario; WorkflowError for an unknown scenario or bad parameters."""
+    if scenario not in SCENARIOS:
+        raise WorkflowError(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}.")
+    chosen = SCENARIOS[scenario]
+    home_path = Path(home).resolve() if home else default_home()
+    run = name or f"llm-autopilot-{time.strftime('%Y%m%d-%H%M%S')}"
+    _write_logs(home_path / "demo" / "logs", chosen.drift)
+    (home_path / "demo" / "data").mkdir(parents=True, exist_ok=True)
+    arguments = {**local_parameters(home_path, run), **(params or {})}
+    with _environment({"VCPILOT_HOME": str(home_path), **chosen.env}):
+        stop = threading.Event()
+        watcher = None
+        if chosen.fault is not None:
+            workspace = Path(arguments["workspace"])
+            watcher = threading.Thread(target=chosen.fault, args=(home_path, run, workspace, stop), daemon=True)
+            watcher.start()
+        try:
+            return run_workflow(TEMPLATE, arguments, home=home_path, name=run, on_update=on_update)
+        finally:
+            stop.set()
+            if watcher is not None:
+                watcher.join(timeout=30)

@@ -1,0 +1,151 @@
+"""`vcpilot run-workflow FILE` and `vcpilot resume NAME`: the local runner with a live tree of its nodes.
+
+Wire into the main CLI with `app.command("run-workflow")(run_workflow_command)` and
+`app.command("resume")(resume_command)`; `python -m pipelines.local.cli` runs the same two commands alone.
+The exit code is 0 only when the workflow Succeeded (1 when it did not, 2 for input it cannot run).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console, Group
+from rich.live import Live
+from rich.text import Text
+from rich.tree import Tree
+
+from pipelines.local.runner import RunResult, WorkflowError, resume, run_workflow
+from pipelines.local.status import parse_rfc3339
+
+__all__ = ["app", "render_status", "report_run", "resume_command", "run_workflow_command"]
+
+_ICONS = {
+    "Succeeded": ("✔", "green"),
+    "Failed": ("✖", "red"),
+    "Error": ("⚠", "red"),
+    "Running": ("●", "yellow"),
+    "Pending": ("◷", "yellow"),
+    "Skipped": ("○", "dim"),
+    "Omitted": ("∅", "dim"),
+}
+_GROUPING = ("Retry", "TaskGroup", "StepGroup", "Steps", "DAG")
+
+
+def run_workflow_command(
+    file: Annotated[Path, typer.Argument(help="A Workflow or WorkflowTemplate YAML file (e.g. from deploy/argo/).")],
+    parameter: Annotated[
+        list[str] | None, typer.Option("--parameter", "-p", help="NAME=VALUE for a workflow parameter; repeatable.")
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print only the final workflow status as JSON.")] = False,
+    name: Annotated[
+        str | None, typer.Option(help="Run name (default: metadata.name or generateName + suffix).")
+    ] = None,
+) -> None:
+    """Run an Argo workflow on this machine, as Argo's controller would; exit 0 only when it Succeeded."""
+    params: dict[str, str] = {}
+    for item in parameter or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            _fail(f"-p {item!r} is not NAME=VALUE.")
+        params[key] = value
+    report_run(lambda on_update: run_workflow(file, params, name=name, on_update=on_update), json_output)
+
+
+def resume_command(
+    name: Annotated[str, typer.Argument(help="The run to continue (its workflow name).")],
+    json_output: Annotated[bool, typer.Option("--json", help="Print only the final workflow status as JSON.")] = False,
+) -> None:
+    """Continue a run whose runner was killed: finished nodes are kept, interrupted ones run again."""
+    report_run(lambda on_update: resume(name, on_update=on_update), json_output)
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def report_run(start: Callable[[Any], RunResult], json_output: bool) -> None:
+    """Run `start(on_update)` with a live tree (or quietly with --json) and exit 0 only when it Succeeded."""
+    try:
+        if json_output:
+            result = start(None)
+            print(json.dumps(result.status, indent=2))
+        else:
+            console = Console()
+            with Live(Text("starting…"), console=console, refresh_per_second=8, transient=True) as live:
+                result = start(lambda status: live.update(render_status(status)))
+            console.print(render_status(result.status))
+            console.print(_summary(result))
+    except WorkflowError as err:
+        _fail(str(err))
+        return
+    raise typer.Exit(0 if result.phase == "Succeeded" else 1)
+
+
+def _summary(result: RunResult) -> Text:
+    icon, style = _ICONS.get(result.phase, ("?", ""))
+    line = Text(f"{icon} {result.name} {result.phase}", style=style)
+    if result.status.get("message"):
+        line.append(f": {result.status['message']}")
+    line.append(f"  ({result.home / 'runs' / result.name / 'status.json'})", style="dim")
+    return line
+
+
+def render_status(status: dict[str, Any]) -> Group:
+    """The nodes of a status as a tree: each node under its step group, loop, retry or DAG."""
+    nodes: dict[str, dict[str, Any]] = status.get("nodes") or {}
+    parents: dict[str, str | None] = {nid: None for nid in nodes}
+    for nid, node in nodes.items():
+        for child in node.get("children") or []:
+            if child in nodes and parents[child] is None:
+                hooked = (nodes[child].get("nodeFlag") or {}).get("hooked")
+                if node.get("type") in _GROUPING or hooked:
+                    parents[child] = nid
+    for nid, node in nodes.items():
+        if parents[nid] is None and node.get("boundaryID") in nodes:
+            parents[nid] = node["boundaryID"]
+    kids: dict[str | None, list[str]] = {}
+    for nid in nodes:
+        kids.setdefault(parents[nid], []).append(nid)
+    trees = []
+    for root in kids.get(None, []):
+        tree = Tree(_label(nodes[root]))
+        _grow(tree, root, nodes, kids)
+        trees.append(tree)
+    return Group(*trees)
+
+
+def _grow(tree: Tree, nid: str, nodes: dict[str, dict[str, Any]], kids: dict[str | None, list[str]]) -> None:
+    for child in kids.get(nid, []):
+        _grow(tree.add(_label(nodes[child])), child, nodes, kids)
+
+
+def _label(node: dict[str, Any]) -> Text:
+    icon, style = _ICONS.get(node.get("phase", ""), ("?", ""))
+    text = Text(f"{icon} ", style=style)
+    text.append(str(node.get("displayName") or node.get("name")), style="bold")
+    if node.get("templateName"):
+        text.append(f"  {node['templateName']}", style="cyan")
+    started, finished = parse_rfc3339(node.get("startedAt")), parse_rfc3339(node.get("finishedAt"))
+    if started:
+        text.append(f"  {int((finished or time.time()) - started)}s", style="dim")
+    if node.get("message"):
+        text.append(f"  {node['message']}", style="dim" if node.get("phase") == "Skipped" else style)
+    elif node.get("type") == "Pod" and (result := str((node.get("outputs") or {}).get("result") or "")):
+        # Deciding steps print their reason as their result: show it, so the tree explains the run.
+        first = result.strip().splitlines()[0] if result.strip() else ""
+        text.append(f"  → {first[:160]}{'…' if len(first) > 160 else ''}", style="italic")
+    return text
+
+
+app = typer.Typer(help="The local Argo runner.", no_args_is_help=True, pretty_exceptions_enable=False)
+app.command("run-workflow")(run_workflow_command)
+app.command("resume")(resume_command)
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,428 @@
+"""The scheduler of nodes: Argo's executeTemplate — inputs, substitution, retries, hooks, leaves — and the run.
+
+Where Argo's controller re-evaluates the whole workflow on every event, the local engine runs each DAG, steps
+template and leaf in its own thread and blocks where Argo would requeue; node names, IDs, phases, messages and
+the order of decisions follow Argo v4.1.2 (workflow/controller/operator.go). Simplifications:
+
+- a reference to a task/step output that does not exist errors the node, where Argo would wait forever;
+- `timeout`/`activeDeadlineSeconds` apply to leaf templates only (Argo's validator refuses them elsewhere);
+- lifecycle hooks other than `exit` (those with an `expression`) are not run;
+- `retryPolicy: OnTransientError` never retries (a local process has no transient Kubernetes errors).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pipelines.local.calls import Call, Prepared, exit_hook
+from pipelines.local.dag import run_dag
+from pipelines.local.executors import (
+    DEADLINE_MESSAGE,
+    LeafContext,
+    LeafResult,
+    ProcessTable,
+    mark_paths,
+    run_container,
+    run_script,
+    run_suspend,
+)
+from pipelines.local.expressions import ExpressionError, evaluate_expr, substitute
+from pipelines.local.resources import ObjectCluster, OwnedObject, run_resource
+from pipelines.local.retry import run_retries
+from pipelines.local.scope import substitute_tree
+from pipelines.local.status import (
+    Inputs,
+    NodeStatus,
+    Outputs,
+    Parameter,
+    RunState,
+    now_rfc3339,
+    parse_rfc3339,
+)
+from pipelines.local.steps import run_steps
+from pipelines.local.workflow import Workflow, WorkflowError, parse_duration, stringify, template_type
+
+__all__ = ["Engine"]
+
+# Argo's entry-node phase -> workflow phase.
+WORKFLOW_PHASE = {"Succeeded": "Succeeded", "Skipped": "Succeeded", "Omitted": "Succeeded", "Failed": "Failed"}
+ClusterSession = Callable[[], contextlib.AbstractContextManager[ObjectCluster]]
+
+
+class Engine:
+    """Runs one workflow: the entrypoint, then the exit handler, recording every node in `state`."""
+
+    def __init__(
+        self,
+        workflow: Workflow,
+        state: RunState,
+        *,
+        run_dir: Path,
+        cwd: str,
+        env: Mapping[str, str],
+        cluster: ClusterSession,
+        own: Callable[[OwnedObject], None],
+    ) -> None:
+        self.wf = workflow
+        self.state = state
+        self.run_dir = run_dir
+        self.cwd = cwd
+        self.env = dict(env)
+        self.cluster = cluster
+        self.own = own
+        self.cancel = threading.Event()  # set when the workflow's activeDeadlineSeconds has passed
+        self.never = threading.Event()  # the cancel event of exit-handler nodes
+        self.table = ProcessTable()
+        parallelism = workflow.spec.get("parallelism")
+        self._pods = threading.BoundedSemaphore(int(parallelism)) if parallelism else None
+        self._started: dict[str, float] = {}
+        self.runtime: dict[str, str] = {"workflow.status": "Running"}
+        self._static = self._static_globals()
+
+    # -- the run ----------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Run the entrypoint and the exit handler; leaves the final phase in `state`."""
+        status = self.state.status
+        if not status.started_at:
+            self.state.set_workflow(started_at=now_rfc3339())
+        self.state.set_workflow(phase="Running", finished_at=None, message=None)
+        timer = self._deadline_timer()
+        try:
+            root = self.execute(
+                Call(name=self.wf.name, ref={"template": self.wf.spec["entrypoint"]}, arguments=self.wf.arguments)
+            )
+            phase = WORKFLOW_PHASE.get(root.phase, "Error")
+            message = root.message
+            self.runtime["workflow.status"] = phase
+            self.runtime["workflow.failures"] = self._failures()
+            hook = self._workflow_exit_hook()
+            if hook is not None:
+                call = Call(name=f"{self.wf.name}.onExit", ref=hook, on_exit=True, hooked=True)
+                try:
+                    args = substitute_tree(hook.get("arguments") or {}, self.globals())
+                    exit_node = self.execute(replace(call, arguments=args))
+                except ExpressionError as err:
+                    exit_node = self.error_node(call, hook.get("template"), str(err))
+                if phase == "Succeeded" and exit_node.failed_or_error:
+                    phase, message = exit_node.phase, exit_node.message
+        finally:
+            if timer is not None:
+                timer.cancel()
+        self.state.set_workflow(phase=phase, message=message, finished_at=now_rfc3339())
+
+    def _workflow_exit_hook(self) -> Mapping[str, Any] | None:
+        spec = self.wf.spec
+        if spec.get("onExit"):
+            return {"template": spec["onExit"]}
+        hook = (spec.get("hooks") or {}).get("exit")
+        return hook if isinstance(hook, Mapping) else None
+
+    def _deadline_timer(self) -> threading.Timer | None:
+        seconds = self.wf.spec.get("activeDeadlineSeconds")
+        if seconds in (None, ""):
+            return None
+        started = parse_rfc3339(self.state.status.started_at) or time.time()
+        timer = threading.Timer(max(0.0, started + float(seconds) - time.time()), self._expire)
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def _expire(self) -> None:
+        self.cancel.set()
+        self.table.kill_all(DEADLINE_MESSAGE)
+
+    def _failures(self) -> str:
+        failed = [
+            {
+                "displayName": n.display_name,
+                "message": n.message or "",
+                "templateName": n.template_name or "",
+                "phase": n.phase,
+                "podName": self.pod_name(n.name, n.template_name),
+                "finishedAt": n.finished_at,
+            }
+            for n in self.state.nodes()
+            if n.failed_or_error
+        ]
+        return json.dumps(failed, separators=(",", ":"))
+
+    # -- scopes ---------------------------------------------------------------------------------------
+
+    def _static_globals(self) -> dict[str, Any]:
+        wf = self.wf
+        out: dict[str, Any] = {
+            "workflow.name": wf.name,
+            "workflow.namespace": wf.namespace,
+            "workflow.uid": wf.uid,
+            "workflow.mainEntrypoint": wf.spec.get("entrypoint", ""),
+            "workflow.serviceAccountName": wf.spec.get("serviceAccountName", ""),
+            "workflow.creationTimestamp": wf.created_at,
+            "workflow.creationTimestamp.RFC3339": wf.created_at,
+            "workflow.parameters": json.dumps(wf.arguments.get("parameters") or [], separators=(",", ":")),
+            "workflow.parameters.json": json.dumps(wf.arguments.get("parameters") or [], separators=(",", ":")),
+            "workflow.labels.json": json.dumps(wf.labels, separators=(",", ":")),
+            "workflow.annotations.json": json.dumps(wf.annotations, separators=(",", ":")),
+        }
+        created = datetime.strptime(wf.created_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        out["workflow.creationTimestamp.unix"] = str(int(created.timestamp()))
+        for char in "aAbBcdHIjmMpSUwWxXyYZz":  # {{workflow.creationTimestamp.<strftime char>}}
+            out[f"workflow.creationTimestamp.{char}"] = created.strftime(f"%{char}")
+        if wf.spec.get("priority") is not None:
+            out["workflow.priority"] = str(wf.spec["priority"])
+        out.update({f"workflow.parameters.{k}": v for k, v in wf.parameters.items()})
+        out.update({f"workflow.labels.{k}": v for k, v in wf.labels.items()})
+        out.update({f"workflow.annotations.{k}": v for k, v in wf.annotations.items()})
+        return out
+
+    def globals(self) -> dict[str, Any]:
+        """The workflow-wide variables as of now (status, failures and global outputs change during the run)."""
+        out = dict(self._static)
+        out.update(self.runtime)
+        started = parse_rfc3339(self.state.status.started_at)
+        out["workflow.duration"] = f"{(time.time() - started) if started else 0.0:f}"
+        for p in (self.state.status.outputs.parameters or []) if self.state.status.outputs else []:
+            if p.value is not None:
+                out[f"workflow.outputs.parameters.{p.name}"] = p.value
+        return out
+
+    def pod_name(self, node_name: str, template_name: str | None) -> str:
+        """Argo's v2 pod name: `<workflow>-<template>-<fnv32a(node name)>`."""
+        if node_name == self.wf.name:
+            return node_name
+        node = self.state.by_name(node_name)
+        suffix = (node.id if node else "").rsplit("-", 1)[-1]
+        prefix = f"{self.wf.name}-{template_name}" if template_name else self.wf.name
+        return f"{prefix[:243]}-{suffix}"
+
+    # -- executeTemplate --------------------------------------------------------------------------------
+
+    def execute(self, call: Call) -> NodeStatus:
+        """Run the template a call names, or return its node when it already ran (a resumed run)."""
+        node = self.state.by_name(call.name)
+        if node is not None and node.fulfilled:
+            return node
+        template_name = call.ref.get("template")
+        try:
+            template = self.wf.template(call.ref)
+            prepared = self.prepare(template, call)
+        except (WorkflowError, ExpressionError) as err:
+            return self.error_node(call, template_name, str(err))
+        try:
+            if prepared.template.get("retryStrategy") and not call.retried:
+                return run_retries(self, call, prepared)
+            return self.run_template(call, prepared)
+        except (WorkflowError, ExpressionError) as err:
+            return self.error_node(call, template_name, str(err))
+        except Exception as err:  # a bug must end the node, not hang the workflow
+            return self.error_node(call, template_name, f"internal error: {type(err).__name__}: {err}")
+
+    def error_node(self, call: Call, template_name: str | None, message: str) -> NodeStatus:
+        """Argo's initializeNodeOrMarkError: an existing node becomes Error, else a Skipped-type Error node."""
+        node = self.state.by_name(call.name)
+        if node is None:
+            return self.state.init_node(
+                call.name,
+                "Skipped",
+                template_name=template_name,
+                boundary_id=call.boundary_id,
+                phase="Error",
+                parents=call.parents,
+                message=message,
+                flag=call.flag,
+            )
+        self.state.mark(node, "Error", message)
+        return node
+
+    def prepare(self, template: dict[str, Any], call: Call) -> Prepared:
+        """Argo's ProcessArgs + SubstituteParams: bind inputs to arguments and substitute what is known."""
+        if template.get("container") is not None or template.get("script") is not None:
+            template = mark_paths(template)  # before values arrive: only the template's own paths move
+        base = self.globals()
+        base.update(call.locals)
+        base["node.name"] = call.name
+        if call.retried or not template.get("retryStrategy"):  # a retried template learns its pod per attempt
+            base["pod.name"] = self.pod_name(call.name, template.get("name"))
+        supplied = {p.get("name"): p for p in (call.arguments or {}).get("parameters") or []}
+        params: list[Parameter] = []
+        for spec in (template.get("inputs") or {}).get("parameters") or []:
+            name = spec["name"]
+            value = spec.get("value", spec.get("default"))
+            arg = supplied.get(name)
+            if arg is not None and arg.get("value") is not None:
+                value = arg["value"]
+            if value is None:
+                raise WorkflowError(f"inputs.parameters.{name} was not supplied.")
+            text = stringify(value)
+            if "{{" in text:
+                text = substitute(text, base, strict=False)
+            enum = [stringify(e) for e in spec.get("enum") or []]
+            if enum and text not in enum:
+                raise WorkflowError(f"inputs.parameters.{name} is {text!r}, which is not one of {', '.join(enum)}.")
+            default = spec.get("default")
+            params.append(
+                Parameter(
+                    name=name, value=text, default=None if default is None else stringify(default), enum=enum or None
+                )
+            )
+        scope = dict(base)
+        for p in params:
+            scope[f"inputs.parameters.{p.name}"] = p.value
+        scope["inputs.parameters"] = json.dumps([p.dump() for p in params], separators=(",", ":"))
+        for out in (template.get("outputs") or {}).get("parameters") or []:
+            path = (out.get("valueFrom") or {}).get("path")
+            if path:
+                scope[f"outputs.parameters.{out['name']}.path"] = path
+        body = substitute_tree(template, scope, skip=("inputs",))
+        return Prepared(body, Inputs(parameters=params) if params else None, scope)
+
+    def run_template(self, call: Call, prepared: Prepared) -> NodeStatus:
+        """Dispatch on the template's kind (no retry wrapper)."""
+        kind = template_type(prepared.template)
+        if kind == "dag":
+            return run_dag(self, call, prepared)
+        if kind == "steps":
+            return run_steps(self, call, prepared)
+        return self._leaf(call, prepared, str(kind))
+
+    # -- leaves ------------------------------------------------------------------------------------------
+
+    def _leaf(self, call: Call, prepared: Prepared, kind: str) -> NodeStatus:
+        node = self.state.by_name(call.name)
+        if node is None:
+            node = self.state.init_node(
+                call.name,
+                "Suspend" if kind == "suspend" else "Pod",
+                template_name=prepared.name,
+                boundary_id=call.boundary_id,
+                phase="Pending",
+                parents=call.parents,
+                inputs=prepared.inputs,
+                flag=call.flag,
+            )
+            self._started[node.id] = time.time()
+        if self.cancel.is_set() and not call.on_exit:
+            self.state.mark(node, "Failed", DEADLINE_MESSAGE)
+            return node
+        with self._pod_slot(kind != "suspend"):
+            if self.cancel.is_set() and not call.on_exit:
+                result = LeafResult("Failed", DEADLINE_MESSAGE)
+            else:
+                self.state.mark(node, "Running")
+                result = self._run_leaf(kind, node, call, prepared)
+        self.state.mark(node, result.phase, result.message or "", result.outputs)
+        self.publish(result.outputs)
+        return node
+
+    @contextlib.contextmanager
+    def _pod_slot(self, counts: bool) -> Iterator[None]:
+        if self._pods is None or not counts:
+            yield
+            return
+        with self._pods:
+            yield
+
+    def _run_leaf(self, kind: str, node: NodeStatus, call: Call, prepared: Prepared) -> LeafResult:
+        template = prepared.template
+        cancel = self.never if call.on_exit else self.cancel
+        if kind == "suspend":
+            started = self._started.get(node.id) or parse_rfc3339(node.started_at) or time.time()
+            return run_suspend(template, started, cancel)
+        deadline = template.get("activeDeadlineSeconds", template.get("timeout"))
+        try:
+            deadline_s = None if deadline in (None, "") else parse_duration(deadline, "activeDeadlineSeconds")
+        except WorkflowError as err:
+            return LeafResult("Error", str(err))
+        if kind == "resource":
+            with self.cluster() as cluster:
+                return run_resource(
+                    template,
+                    cluster=cluster,
+                    uid=self.wf.uid,
+                    node_id=node.id,
+                    namespace=self.wf.namespace,
+                    cancel=cancel,
+                    deadline_s=deadline_s,
+                    own=self.own,
+                )
+        node_dir = self.run_dir / "nodes" / node.id
+        shutil.rmtree(node_dir, ignore_errors=True)
+        env = {
+            **self.env,
+            "ARGO_POD_NAME": self.pod_name(node.name, node.template_name),
+            "ARGO_NODE_ID": node.id,
+            "ARGO_CONTAINER_NAME": "main",
+            "ARGO_WORKFLOW_NAME": self.wf.name,
+        }
+        ctx = LeafContext(node.id, node_dir, self.cwd, env, deadline_s)
+        exempt = call.on_exit
+        if kind == "script":
+            return run_script(template, ctx, self.table, exempt)
+        return run_container(template, ctx, self.table, exempt)
+
+    def publish(self, outputs: Outputs | None) -> None:
+        """Argo's addOutputsToGlobalScope: parameters with a `globalName` become workflow outputs."""
+        for p in (outputs.parameters or []) if outputs else []:
+            if p.global_name and p.value is not None:
+                self.state.set_global_output(p.global_name, p.value)
+
+    # -- hooks ---------------------------------------------------------------------------------------------
+
+    def run_exit_hook(
+        self,
+        holder: Mapping[str, Any],
+        node: NodeStatus,
+        boundary_id: str,
+        scope: Mapping[str, Any],
+        prefix: str,
+        name: str,
+    ) -> NodeStatus | None:
+        """Run a step's or task's exit hook (`hooks.exit` or `onExit`) once its node completed."""
+        hook = exit_hook(holder)
+        if hook is None or not node.completed:
+            return None
+        local = dict(scope)
+        local[f"{prefix}.{name}.status"] = node.phase
+        if hook.get("expression") and not evaluate_expr(str(hook["expression"]), local):
+            return None
+        outputs = node.outputs or Outputs()
+        for p in outputs.parameters or []:
+            local[f"{prefix}.{name}.outputs.parameters.{p.name}"] = p.value or ""
+        if outputs.result is not None:
+            local[f"{prefix}.{name}.outputs.result"] = outputs.result
+        args = substitute_tree(hook.get("arguments") or {}, local)
+        return self.execute(
+            Call(
+                name=f"{node.name}.onExit",
+                ref=hook,
+                arguments=args,
+                boundary_id=boundary_id,
+                parents=(node.name,),
+                on_exit=True,
+                hooked=True,
+            )
+        )
+
+    def spawn(self, fn: Callable[[], Any]) -> Future[Any]:
+        """Run `fn` in a new thread; nested templates block, so a bounded pool could deadlock."""
+        future: Future[Any] = Future()
+
+        def target() -> None:
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn())
+                except BaseException as err:
+                    future.set_exception(err)
+
+        threading.Thread(target=target, daemon=True).start()
+        return future

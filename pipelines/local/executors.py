@@ -1,0 +1,349 @@
+"""What a pod would do, done on this machine: run a container's or script's command, or wait out a suspend.
+
+Images are ignored: a command starting with `python`/`python3` runs this environment's interpreter, anything
+else runs from the host's PATH. Absolute paths under `/tmp` and `/argo` that the template itself spells out
+(the script at `/argo/staging/script`, output files such as `/tmp/result.txt`, Hera's `/tmp/hera-outputs`) are
+rewritten into the node's own directory — in the command, args, env values, script source and output paths —
+so parallel nodes never share a file; values that arrive through parameters are host paths and stay as they
+are. A node's stdout and stderr go to `main.log` in that directory; stdout, less one trailing newline, is
+`outputs.result` (its first 256 kB, where Argo would refuse a longer one). Volumes, resources and env
+variables taken `valueFrom` a Secret or ConfigMap are ignored: steps share the host's filesystem.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipelines.local.status import Outputs, Parameter
+from pipelines.local.workflow import parse_duration, stringify
+
+__all__ = [
+    "DEADLINE_MESSAGE",
+    "LeafContext",
+    "LeafResult",
+    "ProcessTable",
+    "kill_stale",
+    "localize",
+    "mark_paths",
+    "read_output_parameters",
+    "run_container",
+    "run_script",
+    "run_suspend",
+]
+
+DEADLINE_MESSAGE = "Step exceeded its deadline"
+POD_DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
+MAX_RESULT_BYTES = 256 * 1024  # Argo refuses results over 256 kB; we keep the first 256 kB
+_ROOTS = re.compile(r"(?<![\w.~/$-])/(tmp|argo)(?=/|[^\w.-]|$)")
+# Stands for the node's directory in a template until the node runs (no parameter value can contain it).
+NODE_DIR = "\x00node-dir\x00"
+
+
+@dataclass
+class LeafContext:
+    """Where and how one leaf node runs."""
+
+    node_id: str
+    node_dir: Path
+    cwd: str
+    env: Mapping[str, str]  # variables every node gets (VCPILOT_HOME, ARGO_POD_NAME, ...)
+    deadline_s: float | None = None  # the template's activeDeadlineSeconds / timeout
+
+
+@dataclass
+class LeafResult:
+    """How a leaf node ended."""
+
+    phase: str
+    message: str | None = None
+    outputs: Outputs | None = None
+
+
+@dataclass
+class _Running:
+    proc: subprocess.Popen[bytes]
+    exempt: bool
+    reason: str | None = None
+
+    def kill(self, reason: str) -> None:
+        if self.proc.poll() is None:
+            self.reason = self.reason or reason
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+@dataclass
+class ProcessTable:
+    """The processes of a run, so that a workflow deadline can stop them all."""
+
+    _entries: dict[int, _Running] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, proc: subprocess.Popen[bytes], exempt: bool) -> _Running:
+        """Track a started process; `exempt` processes (exit handlers) survive `kill_all`."""
+        entry = _Running(proc, exempt)
+        with self._lock:
+            self._entries[proc.pid] = entry
+        return entry
+
+    def remove(self, entry: _Running) -> None:
+        """Stop tracking a process that ended."""
+        with self._lock:
+            self._entries.pop(entry.proc.pid, None)
+
+    def kill_all(self, reason: str, *, exempt_too: bool = False) -> None:
+        """SIGKILL every tracked process group (exit handlers' only with `exempt_too`)."""
+        with self._lock:
+            entries = list(self._entries.values())
+        for entry in entries:
+            if exempt_too or not entry.exempt:
+                entry.kill(reason)
+
+
+def mark_paths(template: Mapping[str, Any]) -> dict[str, Any]:
+    """A container/script template whose own `/tmp/...` and `/argo/...` paths point into the node's directory."""
+
+    def mark(value: Any) -> Any:
+        if isinstance(value, str):
+            return _ROOTS.sub(lambda m: f"{NODE_DIR}/{m.group(1)}", value) if "/" in value else value
+        if isinstance(value, Mapping):
+            return {k: mark(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [mark(v) for v in value]
+        return value
+
+    out = dict(template)
+    for kind in ("container", "script"):
+        if isinstance(out.get(kind), Mapping):
+            out[kind] = mark(out[kind])
+    outputs = out.get("outputs")
+    if isinstance(outputs, Mapping) and outputs.get("parameters"):
+        params = [
+            {**p, "valueFrom": {**p["valueFrom"], "path": mark(p["valueFrom"]["path"])}}
+            if isinstance(p.get("valueFrom"), Mapping) and p["valueFrom"].get("path")
+            else p
+            for p in outputs["parameters"]
+        ]
+        out["outputs"] = {**outputs, "parameters": params}
+    return out
+
+
+def localize(text: str, node_dir: Path) -> str:
+    """Resolve the paths `mark_paths` marked to this node's directory."""
+    return text.replace(NODE_DIR, str(node_dir)) if NODE_DIR in text else text
+
+
+def _argv(spec: Mapping[str, Any], ctx: LeafContext, kind: str) -> list[str]:
+    command = [stringify(c) for c in spec.get("command") or []]
+    if not command:
+        raise _LeafError(
+            f"the {kind} has no command; the local runner runs the command itself "
+            "and cannot read an image's entrypoint."
+        )
+    argv = [localize(a, ctx.node_dir) for a in command + [stringify(a) for a in spec.get("args") or []]]
+    if argv[0] in ("python", "python3"):
+        argv[0] = sys.executable
+    return argv
+
+
+class _LeafError(Exception):
+    """A leaf that cannot start; its message becomes the node's (phase Error)."""
+
+
+def _env(spec: Mapping[str, Any], ctx: LeafContext) -> dict[str, str]:
+    env = {**os.environ, **ctx.env}
+    for var in spec.get("env") or []:
+        if "value" in var:
+            env[str(var["name"])] = localize(stringify(var["value"]), ctx.node_dir)
+    env.setdefault("hera__outputs_directory", f"{ctx.node_dir}/tmp/hera-outputs")
+    return env
+
+
+def _prepare_dir(node_dir: Path) -> None:
+    (node_dir / "tmp").mkdir(parents=True, exist_ok=True)
+    (node_dir / "argo" / "staging").mkdir(parents=True, exist_ok=True)
+
+
+def run_container(template: Mapping[str, Any], ctx: LeafContext, table: ProcessTable, exempt: bool) -> LeafResult:
+    """Run a container template's command + args."""
+    spec = template["container"]
+    try:
+        argv = _argv(spec, ctx, "container")
+    except _LeafError as err:
+        return LeafResult("Error", str(err))
+    _prepare_dir(ctx.node_dir)
+    return _run(argv, _env(spec, ctx), _cwd(spec, ctx), template, ctx, table, exempt)
+
+
+def _cwd(spec: Mapping[str, Any], ctx: LeafContext) -> str:
+    """The container's workingDir when it exists here (e.g. under its /tmp), else the runner's directory."""
+    working = spec.get("workingDir")
+    if working:
+        path = localize(str(working), ctx.node_dir)
+        if path.startswith(str(ctx.node_dir)):
+            Path(path).mkdir(parents=True, exist_ok=True)
+        if Path(path).is_dir():
+            return path
+    return ctx.cwd
+
+
+def run_script(template: Mapping[str, Any], ctx: LeafContext, table: ProcessTable, exempt: bool) -> LeafResult:
+    """Write the script source into the node's `/argo/staging/script` and run command + args + that path."""
+    spec = template["script"]
+    try:
+        argv = _argv(spec, ctx, "script")
+    except _LeafError as err:
+        return LeafResult("Error", str(err))
+    _prepare_dir(ctx.node_dir)
+    source = spec.get("source")
+    if source:
+        script = ctx.node_dir / "argo" / "staging" / "script"
+        script.write_text(localize(stringify(source), ctx.node_dir))
+        script.chmod(0o755)
+        argv.append(str(script))
+    return _run(argv, _env(spec, ctx), _cwd(spec, ctx), template, ctx, table, exempt)
+
+
+def _run(
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str,
+    template: Mapping[str, Any],
+    ctx: LeafContext,
+    table: ProcessTable,
+    exempt: bool,
+) -> LeafResult:
+    log_path = ctx.node_dir / "main.log"
+    chunks: list[bytes] = []
+    kept = 0
+    with open(log_path, "ab") as log:
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,
+            )
+        except OSError as err:
+            return LeafResult("Error", f"cannot start {argv[0]!r}: {err.strerror or err}.")
+        (ctx.node_dir / "pid").write_text(f"{proc.pid} {_start_token(proc.pid) or ''}")
+        entry = table.add(proc, exempt)
+        timer = None
+        if ctx.deadline_s is not None:
+            timer = threading.Timer(ctx.deadline_s, entry.kill, args=(POD_DEADLINE_MESSAGE,))
+            timer.daemon = True
+            timer.start()
+        assert proc.stdout is not None
+        while chunk := os.read(proc.stdout.fileno(), 65536):
+            log.write(chunk)
+            log.flush()
+            if kept < MAX_RESULT_BYTES:
+                chunks.append(chunk[: MAX_RESULT_BYTES - kept])
+                kept += len(chunks[-1])
+        proc.stdout.close()
+        code = proc.wait()
+        if timer is not None:
+            timer.cancel()
+        table.remove(entry)
+    if code < 0:
+        code = 128 - code
+    stdout = b"".join(chunks).decode(errors="replace")
+    result = stdout[:-1] if stdout.endswith("\n") else stdout
+    outputs = Outputs(result=result, exitCode=str(code))
+    if entry.reason is not None:
+        return LeafResult("Failed", entry.reason, outputs)
+    try:
+        outputs.parameters = read_output_parameters(template, ctx) or None
+    except _LeafError as err:
+        if code == 0:
+            return LeafResult("Error", str(err), outputs)
+    if code != 0:
+        return LeafResult("Failed", f"Error (exit code {code})", outputs)
+    return LeafResult("Succeeded", None, outputs)
+
+
+def read_output_parameters(template: Mapping[str, Any], ctx: LeafContext) -> list[Parameter]:
+    """Output parameters read from files (`valueFrom.path`, one trailing newline trimmed) or their defaults."""
+    out: list[Parameter] = []
+    for param in (template.get("outputs") or {}).get("parameters") or []:
+        source = param.get("valueFrom") or {}
+        default = source.get("default")
+        value: str | None = None
+        if source.get("path"):
+            path = Path(localize(str(source["path"]), ctx.node_dir))
+            try:
+                value = path.read_text(errors="replace")
+                value = value[:-1] if value.endswith("\n") else value
+            except OSError:
+                if default is None:
+                    raise _LeafError(
+                        f"output parameter {param['name']!r}: {source['path']} does not exist and has no default."
+                    ) from None
+                value = stringify(default)
+        elif default is not None:
+            value = stringify(default)
+        elif "value" in param:
+            value = stringify(param["value"])
+        else:
+            continue
+        out.append(Parameter(name=param["name"], value=value, globalName=param.get("globalName")))
+    return out
+
+
+def run_suspend(template: Mapping[str, Any], started: float, cancel: threading.Event) -> LeafResult:
+    """Wait out a suspend template's duration (a suspend without one would need a manual resume)."""
+    duration = (template.get("suspend") or {}).get("duration")
+    if duration in (None, ""):
+        return LeafResult(
+            "Error",
+            "suspend without a duration waits for a manual resume, which the local runner does not offer; "
+            "give the suspend template a duration.",
+        )
+    try:
+        seconds = parse_duration(duration, "suspend duration")
+    except ValueError as err:
+        return LeafResult("Error", str(err))
+    remaining = started + seconds - time.time()
+    if remaining > 0 and cancel.wait(remaining):
+        return LeafResult("Failed", DEADLINE_MESSAGE)
+    params = [
+        Parameter(name=p["name"], value=stringify((p.get("valueFrom") or {}).get("default", "")))
+        for p in (template.get("outputs") or {}).get("parameters") or []
+        if "supplied" in (p.get("valueFrom") or {})
+    ]
+    return LeafResult("Succeeded", None, Outputs(parameters=params) if params else None)
+
+
+def _start_token(pid: int) -> str | None:
+    """The process start time from /proc (tells a live process apart from a reused pid)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2 :].split()[19]
+
+
+def kill_stale(node_dir: Path) -> None:
+    """Kill what a previous runner left running for this node (it was SIGKILLed; the node runs again)."""
+    try:
+        pid_text, _, token = (node_dir / "pid").read_text().partition(" ")
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return
+    if token and _start_token(pid) == token.strip():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)

@@ -1,0 +1,186 @@
+"""The local runner's entry points: run a compiled Argo workflow here, resume a killed run, delete a run.
+
+A run lives in `VCPILOT_HOME/runs/<workflow-name>/`: `status.json` (the Workflow with its Argo-shaped status,
+rewritten atomically as nodes change) and `nodes/<node-id>/` (each leaf's `main.log`, script and `/tmp`).
+`resume` reloads status.json after the runner died: nodes that ended keep their outputs and do not run
+again, leaves that were running start over (a resource node re-attaches to the job it created).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from components.volcano.cluster import ClusterError
+from components.volcano.cluster_local import LocalCluster, default_home
+from pipelines.local.engine import Engine
+from pipelines.local.executors import kill_stale
+from pipelines.local.resources import ObjectCluster, OwnedObject
+from pipelines.local.status import RunState, now_rfc3339
+from pipelines.local.workflow import Workflow, WorkflowError, load_workflow
+
+__all__ = ["RunResult", "WorkflowError", "delete_run", "resume", "run_workflow"]
+
+OnUpdate = Callable[[dict[str, Any]], None]
+_FINISHED = ("Succeeded", "Failed", "Error")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a run ended: its name, the workflow phase and the Argo-shaped `status`."""
+
+    name: str
+    phase: str
+    status: dict[str, Any]
+    home: Path
+
+    @property
+    def nodes(self) -> dict[str, dict[str, Any]]:
+        """`status.nodes` keyed by node name."""
+        return {n["name"]: n for n in (self.status.get("nodes") or {}).values()}
+
+    def node_dir(self, node_id: str) -> Path:
+        """Where a leaf node's files (main.log, /tmp) are."""
+        return self.home / "runs" / self.name / "nodes" / node_id
+
+
+def run_workflow(
+    path_or_dict: str | Path | Mapping[str, Any],
+    params: Mapping[str, str] | None = None,
+    *,
+    home: str | Path | None = None,
+    cluster: Any = None,
+    name: str | None = None,
+    on_update: OnUpdate | None = None,
+) -> RunResult:
+    """Run a Workflow/WorkflowTemplate (file, YAML text or dict) to its end; raises WorkflowError on bad input."""
+    home_path = _home(home)
+    workflow = load_workflow(path_or_dict, params or {}, name=name)
+    run_dir = home_path / "runs" / workflow.name
+    if (run_dir / "status.json").exists():
+        raise WorkflowError(f"a run named {workflow.name!r} already exists in {run_dir.parent}; resume or delete it.")
+    document = {**workflow.document(), "local": {"cwd": os.getcwd(), "owned": []}}
+    with _exclusive(run_dir, workflow.name):
+        state = RunState(run_dir / "status.json", document, on_update=on_update)
+        return _drive(workflow, state, home_path, cluster)
+
+
+def resume(
+    name: str, *, home: str | Path | None = None, cluster: Any = None, on_update: OnUpdate | None = None
+) -> RunResult:
+    """Continue a run whose runner died; a run that already ended is returned as it is."""
+    home_path = _home(home)
+    path = home_path / "runs" / name / "status.json"
+    try:
+        document = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise WorkflowError(f"there is no run named {name!r} in {home_path / 'runs'}.") from None
+    except ValueError:
+        raise WorkflowError(f"{path} is not valid JSON; the run cannot be resumed.") from None
+    status = document.get("status") or {}
+    if status.get("phase") in _FINISHED:
+        return RunResult(name, status["phase"], status, home_path)
+    with _exclusive(path.parent, name):
+        state = RunState(path, document, on_update=on_update)
+        for node in state.nodes():
+            if node.fulfilled:
+                continue
+            if node.type == "Pod":
+                node_dir = path.parent / "nodes" / node.id
+                kill_stale(node_dir)
+                shutil.rmtree(node_dir, ignore_errors=True)
+                state.forget(node)
+            elif node.type != "Suspend":
+                state.mark(node, "Running")
+        return _drive(Workflow.from_document(document), state, home_path, cluster)
+
+
+def delete_run(name: str, *, home: str | Path | None = None, cluster: Any = None) -> None:
+    """Delete a run's directory and the jobs it created with `setOwnerReference: true`."""
+    home_path = _home(home)
+    run_dir = home_path / "runs" / name
+    try:
+        document = json.loads((run_dir / "status.json").read_text())
+    except FileNotFoundError:
+        raise WorkflowError(f"there is no run named {name!r} in {home_path / 'runs'}.") from None
+    owned = (document.get("local") or {}).get("owned") or []
+    with _exclusive(run_dir, name):
+        if owned:
+            with _session(home_path, cluster)() as c:
+                for obj in owned:
+                    with contextlib.suppress(ClusterError):
+                        c.delete(obj["name"], obj.get("namespace") or "default", missing_ok=True)
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _exclusive(run_dir: Path, name: str) -> Iterator[None]:
+    """Hold the run's lock file: one runner per run; a killed runner's lock goes with its process."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with open(run_dir / "runner.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise WorkflowError(f"run {name!r} is still running in another process; wait for it or stop it.") from None
+        yield
+
+
+def _home(home: str | Path | None) -> Path:
+    return Path(home).resolve() if home else default_home()
+
+
+def _session(home: Path, cluster: Any) -> Callable[[], contextlib.AbstractContextManager[ObjectCluster]]:
+    """Cluster access for one resource node: LocalCluster's SQLite connection belongs to one thread."""
+
+    @contextlib.contextmanager
+    def local() -> Iterator[ObjectCluster]:
+        session = LocalCluster(cluster.home if isinstance(cluster, LocalCluster) else home)
+        try:
+            yield session
+        finally:
+            session.close()
+
+    @contextlib.contextmanager
+    def shared() -> Iterator[ObjectCluster]:
+        yield cluster
+
+    return local if cluster is None or isinstance(cluster, LocalCluster) else shared
+
+
+def _drive(workflow: Workflow, state: RunState, home: Path, cluster: Any) -> RunResult:
+    run_dir = state.path.parent
+    local = state.document.setdefault("local", {})
+    owned: list[OwnedObject] = local.setdefault("owned", [])
+
+    def own(obj: OwnedObject) -> None:
+        with state.lock:
+            if obj not in owned:
+                owned.append(obj)
+        state.write()  # before the job exists, so that delete_run always knows about it
+
+    engine = Engine(
+        workflow,
+        state,
+        run_dir=run_dir,
+        cwd=str(local.get("cwd") or os.getcwd()),
+        env={"VCPILOT_HOME": str(home)},
+        cluster=_session(home, cluster),
+        own=own,
+    )
+    try:
+        engine.run()
+    except Exception as err:  # the engine records node errors itself; this is the last line of defence
+        state.set_workflow(
+            phase="Error", message=f"internal error: {type(err).__name__}: {err}", finished_at=now_rfc3339()
+        )
+    finally:
+        engine.table.kill_all("the runner stopped", exempt_too=True)  # e.g. Ctrl-C: leave no orphans
+        status = state.close()
+    return RunResult(workflow.name, status.get("phase", "Error"), status, home)

@@ -1,0 +1,260 @@
+"""The variables a template sees (`{{tasks.A.outputs.result}}`, `{{item.key}}`, ...) and loop expansion.
+
+Scopes are flat dicts keyed like Argo's placeholders ("tasks.A.outputs.parameters.x", "item", "retries"); the
+expression module turns them into nested maps where an expression needs them. Everything here is pure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pipelines.local.expressions import ExpressionError, evaluate_expr, substitute
+from pipelines.local.status import NodeStatus, Outputs, Parameter
+from pipelines.local.workflow import WorkflowError, stringify
+
+__all__ = [
+    "absent_outputs",
+    "aggregate_vars",
+    "drop_absent_arguments",
+    "expand_items",
+    "item_name",
+    "item_vars",
+    "node_vars",
+    "substitute_tree",
+    "template_outputs",
+    "unresolved_refs",
+]
+
+
+def substitute_tree(value: Any, scope: Mapping[str, Any], *, strict: bool = False, skip: Iterable[str] = ()) -> Any:
+    """A copy of a YAML tree with every `{{...}}` in its strings replaced; keys in `skip` are left untouched."""
+    skipped = frozenset(skip)
+    if isinstance(value, str):
+        return substitute(value, scope, strict=strict) if "{{" in value else value
+    if isinstance(value, Mapping):
+        return {
+            k: (v if k in skipped else substitute_tree(v, scope, strict=strict, skip=skipped)) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [substitute_tree(v, scope, strict=strict, skip=skipped) for v in value]
+    return value
+
+
+def unresolved_refs(value: Any, prefixes: tuple[str, ...] = ("tasks.", "steps.")) -> list[str]:
+    """`{{tasks.…}}`/`{{steps.…}}` tags still left in a tree after a lenient substitution."""
+    found: list[str] = []
+    if isinstance(value, str):
+        start = value.find("{{")
+        while start != -1:
+            end = value.find("}}", start)
+            if end == -1:
+                break
+            tag = value[start + 2 : end].strip()
+            if tag.startswith(prefixes) or (tag.startswith("=") and any(p.rstrip(".") in tag for p in prefixes)):
+                found.append(tag)
+            start = value.find("{{", end)
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            found += unresolved_refs(v, prefixes)
+    elif isinstance(value, list):
+        for v in value:
+            found += unresolved_refs(v, prefixes)
+    return found
+
+
+def node_vars(prefix: str, name: str, node: NodeStatus) -> dict[str, Any]:
+    """`<prefix>.<name>.{id,status,startedAt,finishedAt,outputs.*}` for one task or step node."""
+    base = f"{prefix}.{name}"
+    out: dict[str, Any] = {f"{base}.id": node.id, f"{base}.status": node.phase}
+    if node.started_at:
+        out[f"{base}.startedAt"] = node.started_at
+    if node.finished_at:
+        out[f"{base}.finishedAt"] = node.finished_at
+    outputs = node.outputs
+    if outputs is not None:
+        if outputs.result is not None:
+            out[f"{base}.outputs.result"] = outputs.result
+        if outputs.exit_code is not None:
+            out[f"{base}.outputs.exitCode"] = outputs.exit_code
+        for p in outputs.parameters or []:
+            if p.value is not None:
+                out[f"{base}.outputs.parameters.{p.name}"] = p.value
+    return out
+
+
+def absent_outputs(prefix: str, name: str, node: NodeStatus, template: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Argo's addSkippedNodeOutputsToScope: a Skipped/Omitted node's declared outputs, its default or None.
+
+    None marks an absent optional: substituting it fails with a clear message, and an argument that is
+    nothing but a reference to it is dropped (see `drop_absent_arguments`).
+    """
+    if template is None or node.outputs is not None or node.phase not in ("Skipped", "Omitted"):
+        return {}
+    out: dict[str, Any] = {}
+    for param in (template.get("outputs") or {}).get("parameters") or []:
+        default = (param.get("valueFrom") or {}).get("default")
+        out[f"{prefix}.{name}.outputs.parameters.{param['name']}"] = None if default is None else stringify(default)
+    return out
+
+
+def drop_absent_arguments(holder: Mapping[str, Any], scope: Mapping[str, Any]) -> dict[str, Any]:
+    """The step/task without arguments that only reference an absent optional, so that input defaults apply."""
+    params = (holder.get("arguments") or {}).get("parameters")
+    if not params:
+        return dict(holder)
+    kept = []
+    for param in params:
+        value = param.get("value")
+        if isinstance(value, str) and value.startswith("{{") and value.endswith("}}"):
+            key = value[2:-2].strip()
+            if key in scope and scope[key] is None:
+                continue
+        kept.append(param)
+    return {**holder, "arguments": {**holder["arguments"], "parameters": kept}}
+
+
+def aggregate_vars(prefix: str, name: str, children: list[NodeStatus]) -> dict[str, Any]:
+    """Argo's processAggregateNodeOutputs: the outputs of an expanded task/step as JSON lists, in loop order.
+
+    Unlike Argo, a `result` that is not JSON is aggregated as a string instead of failing the template.
+    """
+    kept = sorted((c for c in children if not c.hooked and not c.retried), key=lambda c: _loop_index(c.name))
+    params: list[dict[str, str]] = []
+    by_name: dict[str, list[str]] = {}
+    results: list[Any] = []
+    for child in kept:
+        if child.outputs is None or child.phase != "Succeeded":
+            continue
+        if child.outputs.parameters:
+            entry = {p.name: p.value or "" for p in child.outputs.parameters}
+            params.append(entry)
+            for key, value in entry.items():
+                by_name.setdefault(key, []).append(value)
+        if child.outputs.result is not None:
+            try:
+                results.append(json.loads(child.outputs.result))
+            except ValueError:
+                results.append(child.outputs.result)
+    base = f"{prefix}.{name}.outputs"
+    out: dict[str, Any] = {f"{base}.result": _json(results), f"{base}.parameters": _json(params)}
+    for key, values in by_name.items():
+        out[f"{base}.parameters.{key}"] = _json(_maybe_structured(values))
+    return out
+
+
+def _maybe_structured(values: list[str]) -> list[Any]:
+    """Argo's aggregatedJSONValueList: values that are all JSON objects/lists are embedded, else kept as strings."""
+    parsed: list[Any] = []
+    for value in values:
+        try:
+            item = json.loads(value)
+        except ValueError:
+            return values
+        if not isinstance(item, dict | list):
+            return values
+        parsed.append(item)
+    return parsed
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _loop_index(name: str) -> int:
+    tail = name.rsplit("(", 1)[-1]
+    try:
+        return int(tail.split(":", 1)[0].rstrip(")"))
+    except ValueError:
+        return 0
+
+
+def expand_items(holder: Mapping[str, Any]) -> list[Any] | None:
+    """The items a step/task loops over (withItems, withParam, withSequence), or None when it does not loop."""
+    if holder.get("withItems") is not None:
+        return list(holder["withItems"])
+    if holder.get("withParam") is not None:
+        raw = holder["withParam"]
+        if isinstance(raw, list):
+            return raw
+        try:
+            items = json.loads(str(raw))
+        except ValueError:
+            items = None
+        if not isinstance(items, list):
+            shown = " ".join(str(raw).split())[:120]
+            raise WorkflowError(f"withParam value could not be parsed as a JSON list: {shown}.")
+        return items
+    if holder.get("withSequence") is not None:
+        return _sequence(holder["withSequence"])
+    return None
+
+
+def _sequence(seq: Mapping[str, Any]) -> list[str]:
+    try:
+        start = int(str(seq.get("start", 0)))
+        if seq.get("end") is not None:
+            end = int(str(seq["end"]))
+        elif seq.get("count") is not None:
+            count = int(str(seq["count"]))
+            if count == 0:
+                return []
+            end = start + count - 1
+        else:
+            raise WorkflowError("withSequence needs end or count.")
+    except ValueError:
+        raise WorkflowError(f"withSequence {dict(seq)} has a value that is not an integer.") from None
+    fmt = seq.get("format") or "%d"
+    step = 1 if start <= end else -1
+    try:
+        return [fmt % i for i in range(start, end + step, step)]
+    except (TypeError, ValueError):
+        raise WorkflowError(f"withSequence format {fmt!r} is not a printf format for an integer.") from None
+
+
+def item_vars(item: Any) -> dict[str, Any]:
+    """`item` (and `item.<key>` for maps) as Argo substitutes them."""
+    if isinstance(item, dict):
+        out: dict[str, Any] = {f"item.{k}": stringify(v) for k, v in item.items()}
+        out["item"] = json.dumps(item, separators=(",", ":"), sort_keys=True)
+        return out
+    return {"item": stringify(item)}
+
+
+def item_name(name: str, index: int, item: Any) -> str:
+    """Argo's generateNodeName: `name(index:description)` with parentheses removed from the description."""
+    if isinstance(item, dict):
+        desc = ",".join(sorted(f"{k}:{stringify(v)}" for k, v in item.items()))
+    elif isinstance(item, list):
+        desc = "[" + " ".join(stringify(v) for v in item) + "]"
+    else:
+        desc = stringify(item)
+    return f"{name}({index}:{desc.replace('(', '').replace(')', '')})"
+
+
+def template_outputs(template: Mapping[str, Any], scope: Mapping[str, Any]) -> Outputs | None:
+    """Argo's getTemplateOutputsFromScope: a DAG's or steps template's outputs from its children."""
+    specs = (template.get("outputs") or {}).get("parameters") or []
+    if not specs:
+        return None
+    params: list[Parameter] = []
+    for spec in specs:
+        source = spec.get("valueFrom")
+        if not source:
+            raise WorkflowError(f"output parameter {spec['name']!r} must have a valueFrom.")
+        try:
+            if source.get("expression"):
+                value = evaluate_expr(str(source["expression"]), scope)
+                if value is None:
+                    raise ExpressionError(f"failed to evaluate expression {source['expression']!r}")
+            elif source.get("parameter"):
+                value = substitute(str(source["parameter"]), scope, strict=True)
+            else:
+                value = source.get("default", "")
+        except ExpressionError:
+            if source.get("default") is None:
+                raise
+            value = source["default"]
+        params.append(Parameter(name=spec["name"], value=stringify(value), globalName=spec.get("globalName")))
+    return Outputs(parameters=params)

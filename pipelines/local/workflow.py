@@ -1,0 +1,343 @@
+"""Load a Workflow or WorkflowTemplate for the local runner and refuse, before anything runs, what cannot run.
+
+Pre-flight checks are the ones that make a run pointless if they fail: malformed YAML, a document that is not
+a Workflow/WorkflowTemplate, an unknown or missing parameter, a template reference that does not resolve, a
+template kind the runner does not execute, a DAG whose dependencies name unknown tasks or form a cycle. Full
+admission rules are `vcpilot lint`'s job (`pipelines/lint_rules.py`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import secrets
+import string
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "LEAF_TYPES",
+    "TEMPLATE_TYPES",
+    "Workflow",
+    "WorkflowError",
+    "load_workflow",
+    "parse_duration",
+    "stringify",
+    "template_type",
+]
+
+TEMPLATE_TYPES = ("container", "script", "resource", "dag", "steps", "suspend")
+LEAF_TYPES = frozenset({"container", "script", "resource", "suspend"})
+_UNSUPPORTED_TYPES = ("containerSet", "data", "http", "plugin")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+# common/ancestry.go: each word of `depends` is a task name, optionally followed by `.Result`.
+_DEPENDS_WORD = re.compile(r"([a-zA-Z0-9][-a-zA-Z0-9]*?)\.[A-Z][a-zA-Z]+|([a-zA-Z0-9][-a-zA-Z0-9]*)")
+
+
+class WorkflowError(ValueError):
+    """The workflow cannot run as given; the message is one sentence that says what to fix."""
+
+
+def stringify(value: Any) -> str:
+    """A parameter value as Argo prints it: strings as they are, everything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return json.dumps(value, separators=(",", ":"))
+
+
+def parse_duration(value: str | int | float, what: str = "duration") -> float:
+    """Seconds in an Argo duration: a bare number is seconds, else Go's form ("10s", "1m30s", "500ms")."""
+    text = str(value).strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise WorkflowError(f'{what} {text!r} is not a duration; write seconds ("30") or e.g. "30s", "2m".')
+    return sum(float(n) * _UNITS[u] for n, u in parts)
+
+
+def template_type(template: Mapping[str, Any]) -> str | None:
+    """Which kind of template this is (container, script, resource, dag, steps, suspend), or None."""
+    return next((t for t in TEMPLATE_TYPES if template.get(t) is not None), None)
+
+
+@dataclass
+class Workflow:
+    """A workflow ready to run: its identity, the spec with arguments applied, and its templates by name."""
+
+    name: str
+    namespace: str
+    uid: str
+    created_at: str
+    spec: dict[str, Any]
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    templates: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.templates:
+            self.templates = {t["name"]: t for t in self.spec.get("templates") or []}
+
+    @property
+    def parameters(self) -> dict[str, str]:
+        """`workflow.parameters.<name>` values."""
+        return {p["name"]: stringify(p["value"]) for p in self.arguments.get("parameters") or [] if "value" in p}
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """`spec.arguments` with `-p` values applied."""
+        return self.spec.get("arguments") or {}
+
+    def template(self, ref: Mapping[str, Any]) -> dict[str, Any]:
+        """The template a step, task or hook points at, with `templateDefaults` merged in (a fresh copy)."""
+        if ref.get("inline") is not None:
+            found = dict(ref["inline"])
+            found.setdefault("name", "")
+        else:
+            name = ref.get("template")
+            if name not in self.templates:
+                raise WorkflowError(f"template {name!r} is not defined in this workflow.")
+            found = self.templates[name]
+        defaults = self.spec.get("templateDefaults")
+        return _merge_defaults(found, defaults) if defaults else copy.deepcopy(found)
+
+    def document(self) -> dict[str, Any]:
+        """The Workflow object as persisted in status.json (without status)."""
+        metadata: dict[str, Any] = {
+            "name": self.name,
+            "namespace": self.namespace,
+            "uid": self.uid,
+            "creationTimestamp": self.created_at,
+        }
+        if self.labels:
+            metadata["labels"] = self.labels
+        if self.annotations:
+            metadata["annotations"] = self.annotations
+        return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": metadata, "spec": self.spec}
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> Workflow:
+        """Rebuild the workflow a run was started with (for `resume`)."""
+        meta = document["metadata"]
+        return cls(
+            name=meta["name"],
+            namespace=meta.get("namespace") or "default",
+            uid=meta["uid"],
+            created_at=meta["creationTimestamp"],
+            spec=dict(document["spec"]),
+            labels=dict(meta.get("labels") or {}),
+            annotations=dict(meta.get("annotations") or {}),
+        )
+
+
+def _merge_defaults(template: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """Argo's mergedTemplateDefaultsInto: the template wins; type-specific defaults only reach that type."""
+    own_type = template_type(template)
+    applicable = {k: v for k, v in defaults.items() if k not in TEMPLATE_TYPES or k == own_type}
+    return _deep_merge(applicable, template)
+
+
+def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(base))
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def load_workflow(
+    source: str | Path | Mapping[str, Any],
+    params: Mapping[str, str] | None = None,
+    *,
+    name: str | None = None,
+) -> Workflow:
+    """Read a Workflow/WorkflowTemplate (path, YAML text or dict), apply `-p` values and check it can run."""
+    document = _read(source)
+    kind = document.get("kind")
+    if kind not in ("Workflow", "WorkflowTemplate"):
+        raise WorkflowError(
+            f"{_label(source)} is a {kind or 'document without kind'}, not a Workflow or WorkflowTemplate."
+        )
+    spec = document.get("spec")
+    if not isinstance(spec, Mapping):
+        raise WorkflowError(f"{_label(source)} has no spec.")
+    spec = copy.deepcopy(dict(spec))
+    if spec.get("workflowTemplateRef"):
+        raise WorkflowError("spec.workflowTemplateRef is not supported locally; run the WorkflowTemplate's own file.")
+    meta = document.get("metadata") or {}
+    spec["arguments"] = _apply_params(spec.get("arguments") or {}, params or {})
+    _check_templates(spec)
+    if name is None:
+        if kind == "WorkflowTemplate" and meta.get("name"):
+            name = f"{meta['name']}-{_suffix()}"
+        elif meta.get("name"):
+            name = meta["name"]
+        else:
+            name = f"{meta.get('generateName') or 'workflow-'}{_suffix()}"
+    return Workflow(
+        name=str(name),
+        namespace=str(meta.get("namespace") or "default"),
+        uid=str(uuid.uuid4()),
+        created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        spec=spec,
+        labels={str(k): stringify(v) for k, v in (meta.get("labels") or {}).items()},
+        annotations={str(k): stringify(v) for k, v in (meta.get("annotations") or {}).items()},
+    )
+
+
+def _suffix() -> str:
+    return "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(5))
+
+
+def _label(source: str | Path | Mapping[str, Any]) -> str:
+    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and len(source) < 300):
+        return str(source)
+    return "the workflow"
+
+
+def _read(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(source, Mapping):
+        return dict(source)
+    text = str(source)
+    if isinstance(source, Path) or "\n" not in text:
+        path = Path(text)
+        if not path.is_file():
+            raise WorkflowError(f"{path} does not exist or is not a file.")
+        text = path.read_text()
+    try:
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise WorkflowError(f"{_label(source)} is not valid YAML{where}: {problem}.") from None
+    if len(documents) != 1 or not isinstance(documents[0], dict):
+        raise WorkflowError(f"{_label(source)} must hold exactly one YAML mapping (a Workflow), not {len(documents)}.")
+    return documents[0]
+
+
+def _apply_params(arguments: Mapping[str, Any], params: Mapping[str, str]) -> dict[str, Any]:
+    declared = [dict(p) for p in arguments.get("parameters") or []]
+    names = [p.get("name") for p in declared]
+    for key in params:
+        if key not in names:
+            known = ", ".join(str(n) for n in names) or "none"
+            raise WorkflowError(f"unknown parameter {key!r}: this workflow's parameters are {known}.")
+    for p in declared:
+        if p["name"] in params:
+            p["value"] = params[p["name"]]
+            p.pop("valueFrom", None)
+        elif "value" not in p and isinstance(p.get("valueFrom"), Mapping) and "default" in p["valueFrom"]:
+            p["value"] = p["valueFrom"]["default"]
+        elif "value" not in p and "default" in p:
+            p["value"] = p["default"]
+        if p.get("value") is None:
+            raise WorkflowError(f"parameter {p['name']!r} has no value: pass -p {p['name']}=VALUE.")
+        p["value"] = stringify(p["value"])
+        enum = [stringify(e) for e in p.get("enum") or []]
+        if enum and p["value"] not in enum:
+            raise WorkflowError(f"parameter {p['name']!r} is {p['value']!r}, which is not one of {', '.join(enum)}.")
+    return {**arguments, "parameters": declared} if declared or "parameters" in arguments else dict(arguments)
+
+
+def _refs(template: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(where, holder) for every step, task and hook that names a template."""
+    where = f"template {template.get('name')!r}"
+    for group in template.get("steps") or []:
+        for step in group or []:
+            yield f"{where} step {step.get('name')!r}", step
+            yield from _hooks(f"{where} step {step.get('name')!r}", step)
+    for task in (template.get("dag") or {}).get("tasks") or []:
+        yield f"{where} task {task.get('name')!r}", task
+        yield from _hooks(f"{where} task {task.get('name')!r}", task)
+
+
+def _hooks(where: str, holder: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    if holder.get("onExit"):
+        yield f"{where} onExit", {"template": holder["onExit"]}
+    for hook_name, hook in (holder.get("hooks") or {}).items():
+        yield f"{where} hook {hook_name!r}", hook
+
+
+def _check_templates(spec: Mapping[str, Any]) -> None:
+    templates = spec.get("templates") or []
+    names = [t.get("name") for t in templates]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise WorkflowError(f"template names must be unique; {', '.join(map(str, duplicated))} appear more than once.")
+    known = set(names)
+    entrypoint = spec.get("entrypoint")
+    if not entrypoint:
+        raise WorkflowError("spec.entrypoint is missing: name the template the workflow starts with.")
+    holders: list[tuple[str, Mapping[str, Any]]] = [("spec.entrypoint", {"template": entrypoint})]
+    holders += list(_hooks("spec", spec))
+    for template in templates:
+        _check_kind(template)
+        holders += list(_refs(template))
+        if template.get("dag") is not None:
+            _check_dag(template)
+    inline = [t for _, h in holders if isinstance(t := h.get("inline"), Mapping)]
+    for template in inline:
+        _check_kind(template)
+    for where, holder in holders:
+        if holder.get("templateRef"):
+            raise WorkflowError(
+                f"{where} uses templateRef, which the local runner cannot resolve; inline the template."
+            )
+        if holder.get("inline") is None and holder.get("template") not in known:
+            raise WorkflowError(f"{where} refers to template {holder.get('template')!r}, which is not defined.")
+
+
+def _check_kind(template: Mapping[str, Any]) -> None:
+    name = template.get("name")
+    for unsupported in _UNSUPPORTED_TYPES:
+        if template.get(unsupported) is not None:
+            raise WorkflowError(f"template {name!r} is a {unsupported} template, which the local runner cannot run.")
+    if template_type(template) is None:
+        raise WorkflowError(f"template {name!r} has no container, script, resource, dag, steps or suspend.")
+
+
+def _check_dag(template: Mapping[str, Any]) -> None:
+    tasks = template["dag"].get("tasks") or []
+    names = [t.get("name") for t in tasks]
+    where = f"template {template.get('name')!r}"
+    deps: dict[str, set[str]] = {}
+    for task in tasks:
+        if task.get("depends") and task.get("dependencies"):
+            raise WorkflowError(f"{where} task {task['name']!r} sets both depends and dependencies; keep one.")
+        found = set(task.get("dependencies") or [])
+        for full, bare in _DEPENDS_WORD.findall(str(task.get("depends") or "")):
+            found.add(full or bare)
+        unknown = sorted(found - set(names))
+        if unknown:
+            raise WorkflowError(f"{where} task {task['name']!r} depends on unknown task {unknown[0]!r}.")
+        deps[task["name"]] = found
+    state: dict[str, int] = {}
+
+    def visit(task: str, path: list[str]) -> None:
+        if state.get(task) == 2:
+            return
+        if state.get(task) == 1:
+            cycle = " -> ".join([*path[path.index(task) :], task])
+            raise WorkflowError(f"{where} has a dependency cycle: {cycle}.")
+        state[task] = 1
+        for dep in sorted(deps[task]):
+            visit(dep, [*path, task])
+        state[task] = 2
+
+    for task_name in names:
+        visit(task_name, [])

@@ -1,0 +1,51 @@
+"""`run-workflow` and `resume` from the command line: JSON only with --json, exit 0 only on success."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipelines.local.cli import app
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def cli(home: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setenv("VCPILOT_HOME", str(home))
+    return CliRunner()
+
+
+def test_json_prints_only_the_final_status(cli: CliRunner, shared_dir: Path) -> None:
+    path = shared_dir / "argo-examples" / "arguments-parameters.yaml"
+    out = cli.invoke(app, ["run-workflow", str(path), "-p", "message=hi there", "--json"])
+    assert out.exit_code == 0, out.output
+    status = json.loads(out.stdout)
+    assert status["phase"] == "Succeeded"
+    assert [n["outputs"]["result"] for n in status["nodes"].values()] == ["hi there"]
+
+
+def test_failed_workflow_exits_1_and_shows_the_tree(cli: CliRunner, shared_dir: Path) -> None:
+    out = cli.invoke(app, ["run-workflow", str(shared_dir / "argo-examples" / "exit-handlers.yaml")])
+    assert out.exit_code == 1
+    assert "cry" in out.stdout and "Failed: Error (exit code 1)" in out.stdout
+
+
+def test_bad_input_is_one_line_and_exit_2(cli: CliRunner, shared_dir: Path, home: Path) -> None:
+    path = shared_dir / "argo-examples" / "hello-world.yaml"
+    out = cli.invoke(app, ["run-workflow", str(path), "-p", "who=me", "--json"])
+    assert out.exit_code == 2
+    assert out.stderr.strip() == "error: unknown parameter 'who': this workflow's parameters are none."
+    assert out.stdout == "" and not (home / "runs").exists()
+    out = cli.invoke(app, ["resume", "nope"])
+    assert out.exit_code == 2 and "there is no run named 'nope'" in out.stderr
+
+
+def test_resume_of_a_finished_run_returns_it(cli: CliRunner, shared_dir: Path) -> None:
+    path = shared_dir / "argo-examples" / "hello-world.yaml"
+    first = json.loads(cli.invoke(app, ["run-workflow", str(path), "--json", "--name", "hi"]).stdout)
+    again = cli.invoke(app, ["resume", "hi", "--json"])
+    assert again.exit_code == 0 and json.loads(again.stdout) == first

@@ -1,0 +1,245 @@
+"""Argo semantics beyond the upstream examples: retries, deadlines, parallelism, loops, hooks, global outputs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def workflow(templates: list[dict[str, Any]], entrypoint: str = "main", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"generateName": "t-"},
+        "spec": {"entrypoint": entrypoint, "templates": templates, **spec},
+    }
+
+
+def with_path(wf: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Pass a host path as `{{workflow.parameters.path}}` (paths a template spells out under /tmp are per node)."""
+    wf["spec"]["arguments"] = {"parameters": [{"name": "path", "value": str(path)}]}
+    return wf
+
+
+def sh(name: str, script: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "container": {"image": "alpine", "command": ["sh", "-c", script]}, **extra}
+
+
+def test_retries_until_success_with_the_attempt_number(run, tmp_path: Path) -> None:
+    counter = "{{workflow.parameters.path}}"
+    script = f'echo x >> {counter}; echo "attempt {{{{retries}}}}"; [ $(wc -l < {counter}) -ge 3 ]'
+    ran = run(with_path(workflow([sh("main", script, retryStrategy={"limit": 5})]), tmp_path / "count"))
+    assert ran.phase == "Succeeded"
+    assert [ran.phases[f"({i})"] for i in range(3)] == ["Failed", "Failed", "Succeeded"]
+    assert ran.out("(2)") == "attempt 2" and ran.out("") == "attempt 2"
+    assert ran.nodes["(1)"]["nodeFlag"] == {"retried": True}
+
+
+def test_retry_limit_and_policy(run) -> None:
+    ran = run(workflow([sh("main", "exit 3", retryStrategy={"limit": "1"})]))
+    assert ran.phase == "Failed"
+    assert ran.message("") == "No more retries left" and set(ran.phases) == {"", "(0)", "(1)"}
+    ran = run(workflow([sh("main", "exit 3", retryStrategy={"limit": 4, "retryPolicy": "OnError"})]))
+    assert set(ran.phases) == {"", "(0)"}  # a Failed attempt is not an Error
+    assert ran.message("") == "Error (exit code 3)"
+
+
+def test_retry_expression_sees_the_last_exit_code(run) -> None:
+    strategy = {"limit": 5, "expression": "asInt(lastRetry.exitCode) == 2"}
+    ran = run(workflow([sh("main", "exit $(( {{retries}} + 2 ))", retryStrategy=strategy)]))
+    assert set(ran.phases) == {"", "(0)", "(1)"}  # exit 2 is retried, exit 3 is not
+    assert ran.message("") == "retryStrategy.expression evaluated to false"
+
+
+def test_workflow_deadline_stops_running_steps(run) -> None:
+    start = time.monotonic()
+    ran = run(workflow([sh("main", "sleep 30")], activeDeadlineSeconds=1))
+    assert time.monotonic() - start < 10
+    assert ran.phase == "Failed" and ran.message("") == "Step exceeded its deadline"
+
+
+def test_template_deadline_kills_the_pod(run) -> None:
+    ran = run(workflow([sh("main", "sleep 30", activeDeadlineSeconds=1)]))
+    assert ran.phase == "Failed"
+    assert ran.message("") == "Pod was active on the node longer than the specified deadline"
+
+
+def test_workflow_parallelism_serializes_pods(run, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    leaf = sh("leaf", "echo start >> {{workflow.parameters.path}}; sleep 0.3; echo end >> {{workflow.parameters.path}}")
+    dag = {"name": "main", "dag": {"tasks": [{"name": f"t{i}", "template": "leaf"} for i in range(3)]}}
+    assert run(with_path(workflow([dag, leaf], parallelism=1), log)).phase == "Succeeded"
+    assert log.read_text().split() == ["start", "end"] * 3
+
+
+def test_template_parallelism_limits_a_loop(run, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    leaf = sh("leaf", "echo start >> {{workflow.parameters.path}}; sleep 0.3; echo end >> {{workflow.parameters.path}}")
+    loop = {"name": "main", "parallelism": 1, "steps": [[{"name": "x", "template": "leaf", "withItems": [1, 2, 3]}]]}
+    assert run(with_path(workflow([loop, leaf]), log)).phase == "Succeeded"
+    assert log.read_text().split() == ["start", "end"] * 3
+
+
+def test_suspend_with_and_without_duration(run) -> None:
+    start = time.monotonic()
+    ran = run(workflow([{"name": "main", "suspend": {"duration": "1s"}}]))
+    assert ran.phase == "Succeeded" and ran.nodes[""]["type"] == "Suspend"
+    assert time.monotonic() - start >= 1
+    ran = run(workflow([{"name": "main", "suspend": {}}]))
+    assert ran.phase == "Error" and "manual resume" in (ran.message("") or "")
+
+
+def test_with_sequence_and_item_maps(run) -> None:
+    leaf = {
+        "name": "leaf",
+        "inputs": {"parameters": [{"name": "v"}]},
+        "container": {"image": "x", "command": ["echo", "{{inputs.parameters.v}}"]},
+    }
+    steps = [
+        [{"name": "seq", "template": "leaf", "withSequence": {"count": "2", "format": "n%02d"}, **_arg("{{item}}")}],
+        [{"name": "map", "template": "leaf", "withItems": [{"os": "linux", "v": 1}], **_arg("{{item.os}}-{{item.v}}")}],
+    ]
+    ran = run(workflow([{"name": "main", "steps": steps}, leaf]))
+    assert ran.phase == "Succeeded"
+    assert [ran.out("[0].seq(0:n00)"), ran.out("[0].seq(1:n01)")] == ["n00", "n01"]  # start defaults to 0
+    assert ran.out("[1].map(0:os:linux,v:1)") == "linux-1"
+
+
+def _arg(value: str) -> dict[str, Any]:
+    return {"arguments": {"parameters": [{"name": "v", "value": value}]}}
+
+
+def test_global_outputs_and_exit_code(run) -> None:
+    producer = {
+        "name": "produce",
+        "container": {"image": "x", "command": ["sh", "-c", "echo -n 42 > /tmp/v"]},
+        "outputs": {"parameters": [{"name": "v", "globalName": "answer", "valueFrom": {"path": "/tmp/v"}}]},
+    }
+    consumer = sh("consume", "echo {{workflow.outputs.parameters.answer}}; exit 0")
+    steps = {"name": "main", "steps": [[{"name": "p", "template": "produce"}], [{"name": "c", "template": "consume"}]]}
+    ran = run(workflow([steps, producer, consumer]))
+    assert ran.phase == "Succeeded"
+    assert ran.out("[1].c") == "42"
+    assert ran.result.status["outputs"]["parameters"] == [{"name": "answer", "value": "42"}]
+    assert ran.nodes["[1].c"]["outputs"]["exitCode"] == "0"
+
+
+def test_dag_task_exit_hook_and_continue_on(run) -> None:
+    hook = {
+        "name": "hook",
+        "inputs": {"parameters": [{"name": "s"}]},
+        "container": {"image": "x", "command": ["echo", "A was {{inputs.parameters.s}}"]},
+    }
+    tasks = [
+        {
+            "name": "A",
+            "template": "fail",
+            "continueOn": {"failed": True},
+            "hooks": {
+                "exit": {
+                    "template": "hook",
+                    "arguments": {"parameters": [{"name": "s", "value": "{{tasks.A.status}}"}]},
+                }
+            },
+        },
+        {"name": "B", "template": "ok", "depends": "A"},
+    ]
+    ran = run(workflow([{"name": "main", "dag": {"tasks": tasks}}, sh("fail", "exit 1"), sh("ok", "echo ok"), hook]))
+    assert ran.phase == "Succeeded"  # A continues on failure, so `depends: A` fires and the DAG succeeds
+    assert ran.out(".A.onExit") == "A was Failed"
+    assert ran.phases[".B"] == "Succeeded"
+
+
+def test_hera_outputs_directory_is_per_node(run) -> None:
+    leaf = {
+        "name": "leaf",
+        "inputs": {"parameters": [{"name": "v"}]},
+        "script": {
+            "image": "python",
+            "command": ["python"],
+            "env": [{"name": "hera__outputs_directory", "value": "/tmp/hera-outputs"}],
+            "source": (
+                "import os, pathlib\n"
+                "out = pathlib.Path(os.environ['hera__outputs_directory']) / 'parameters'\n"
+                "out.mkdir(parents=True, exist_ok=True)\n"
+                "(out / 'v').write_text('{{inputs.parameters.v}}')\n"
+            ),
+        },
+        "outputs": {"parameters": [{"name": "v", "valueFrom": {"path": "/tmp/hera-outputs/parameters/v"}}]},
+    }
+    loop = {
+        "name": "main",
+        "dag": {"tasks": [{"name": "x", "template": "leaf", "withItems": ["a", "b", "c"], **_arg("{{item}}")}]},
+    }
+    ran = run(workflow([loop, leaf]))
+    assert ran.phase == "Succeeded"
+    assert [ran.param(f".x({i}:{v})", "v") for i, v in enumerate("abc")] == ["a", "b", "c"]
+
+
+def test_missing_reference_errors_instead_of_hanging(run) -> None:
+    tasks = [
+        {"name": "A", "template": "ok"},
+        {"name": "B", "template": "echo", "depends": "A", **_arg("{{tasks.A.outputs.parameters.nope}}")},
+    ]
+    echo = {"name": "echo", "inputs": {"parameters": [{"name": "v"}]}, "container": {"image": "x", "command": ["echo"]}}
+    ran = run(workflow([{"name": "main", "dag": {"tasks": tasks}}, sh("ok", "true"), echo]))
+    assert ran.phase == "Error"
+    assert ran.phases[".B"] == "Error" and "tasks.A.outputs.parameters.nope" in (ran.message(".B") or "")
+
+
+def test_a_failed_exit_handler_fails_a_succeeded_workflow(run) -> None:
+    ran = run(workflow([sh("main", "true"), sh("bye", "exit 2")], onExit="bye"))
+    assert ran.phases[""] == "Succeeded" and ran.phases[".onExit"] == "Failed"
+    assert ran.phase == "Failed" and ran.result.status["message"] == "Error (exit code 2)"
+
+
+def test_a_run_name_is_used_once(run) -> None:
+    from pipelines.local.workflow import WorkflowError
+
+    run(workflow([sh("main", "true")]), name="once")
+    with pytest.raises(WorkflowError, match="already exists"):
+        run(workflow([sh("main", "true")]), name="once")
+
+
+def test_template_fail_fast_stops_launching(run) -> None:
+    loop = {
+        "name": "main",
+        "parallelism": 1,
+        "failFast": True,
+        "steps": [[{"name": "x", "template": "maybe", "withItems": ["1", "0", "0"], **_arg("{{item}}")}]],
+    }
+    maybe = {
+        "name": "maybe",
+        "inputs": {"parameters": [{"name": "v"}]},
+        "container": {"image": "x", "command": ["sh", "-c", "exit {{inputs.parameters.v}}"]},
+    }
+    ran = run(workflow([loop, maybe]))
+    assert ran.phase == "Failed"
+    assert [k for k in ran.nodes if k.startswith("[0].x(")] == ["[0].x(0:1)"]
+    assert ran.message("") == "template has failed or errored children and failFast enabled"
+
+
+def test_backoff_that_would_outlast_max_duration_stops(run) -> None:
+    strategy = {"limit": 5, "backoff": {"duration": "2", "maxDuration": "1s"}}
+    ran = run(workflow([sh("main", "exit 1", retryStrategy=strategy)]))
+    assert ran.phase == "Failed"
+    assert ran.message("") == "Backoff would exceed max duration limit" and set(ran.phases) == {"", "(0)"}
+
+
+def test_workflow_variables_and_working_dir(run) -> None:
+    script = "echo {{workflow.namespace}} {{workflow.uid}} {{workflow.creationTimestamp.Y}} {{pod.name}} $(pwd)"
+    ran = run(
+        workflow(
+            [{"name": "main", "container": {"image": "x", "command": ["sh", "-c", script], "workingDir": "/tmp/w"}}]
+        )
+    )
+    namespace, uid, year, pod, cwd = (ran.out("") or "").split()
+    document_uid = ran.result.home / "runs" / ran.name / "status.json"
+    assert namespace == "default" and uid in document_uid.read_text() and len(uid) == 36
+    assert year == ran.result.status["startedAt"][:4] and pod == ran.name
+    assert cwd == str(ran.result.node_dir(ran.nodes[""]["id"]) / "tmp" / "w")

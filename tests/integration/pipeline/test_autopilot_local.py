@@ -1,0 +1,86 @@
+"""llm-autopilot end to end on this machine: the compiled template, the local runner and LocalCluster together."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pipelines.autopilot_run import run_autopilot
+from pipelines.local.runner import WorkflowError
+
+pytestmark = pytest.mark.integration
+
+
+def by_path(result):
+    """Leaf and DAG nodes as 'parent/child' display paths (e.g. 'finetune/recurse/train') -> phase."""
+    nodes = result.status["nodes"]
+    out = {}
+    for node in nodes.values():
+        path, current = [node["displayName"]], node
+        while current.get("boundaryID") in nodes:
+            current = nodes[current["boundaryID"]]
+            if current["displayName"] != result.name:
+                path.append(current["displayName"])
+        out["/".join(reversed(path))] = node["phase"]
+    return out
+
+
+def test_a_killed_training_pod_is_diagnosed_and_retried_from_its_checkpoint(tmp_path):
+    result = run_autopilot("pod-kill", home=tmp_path, name="recover")
+    phases = by_path(result)
+    assert result.phase == "Succeeded", phases
+    assert phases["finetune/train"] == "Failed"
+    assert phases["finetune/diagnose"] == "Succeeded"
+    assert phases["finetune/recurse/train"] == "Succeeded"
+    assert phases["finetune/give-up"] == "Skipped"
+    assert phases["release"] == "Succeeded"
+
+    finetune = next(n for n in result.status["nodes"].values() if n["displayName"] == "finetune")
+    model_uri = {p["name"]: p["value"] for p in finetune["outputs"]["parameters"]}["model-uri"]
+    assert model_uri.endswith("/runs/recover/train-2/model"), "the model comes from the attempt that succeeded"
+    summary = json.loads(
+        (tmp_path / "workspace" / "runs" / "recover" / "train-2" / "model" / "summary.json").read_text()
+    )
+    assert summary["resumed_from"] and "/checkpoints/step-" in summary["resumed_from"]
+    release = json.loads((tmp_path / "workspace" / "runs" / "recover" / "release.json").read_text())
+    assert release["released"] is True and release["model_uri"] == model_uri
+
+
+def test_a_deterministic_crash_is_aborted_and_fails_the_workflow(tmp_path):
+    result = run_autopilot("code-bug", home=tmp_path, name="bug")
+    phases = by_path(result)
+    assert result.phase == "Failed"
+    assert phases["finetune/train"] == "Failed"
+    assert phases["finetune/recurse"] == "Skipped"
+    assert phases["finetune/give-up"] == "Failed"
+    assert phases["loadtest"] == "Omitted" and phases["release"] == "Omitted"
+    diagnose = next(n for n in result.status["nodes"].values() if n["displayName"] == "diagnose")
+    assert "abort" in diagnose["outputs"]["result"]
+
+
+def test_clean_logs_stop_at_the_gate(tmp_path):
+    result = run_autopilot("no-drift", home=tmp_path, name="calm")
+    phases = by_path(result)
+    assert result.phase == "Succeeded"
+    assert phases["gate"] == "Succeeded" and phases["finetune"] == "Skipped"
+    assert phases["release"] == "Omitted"
+
+
+def test_bad_input_fails_before_anything_runs(tmp_path):
+    with pytest.raises(WorkflowError, match="scenario"):
+        run_autopilot("meteor-strike", home=tmp_path)
+    with pytest.raises(WorkflowError) as err:
+        run_autopilot("drift", {"gpus-wantd": "2"}, home=tmp_path, name="typo")
+    assert "gpus-wantd" in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "runs" / "typo").exists()
+    cli = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "run", "-p", "mode=sometimes", "--json"],
+        capture_output=True,
+        text=True,
+        env={"VCPILOT_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
+    assert cli.returncode == 2 and cli.stdout == ""
+    assert cli.stderr.strip().count("\n") == 0 and "mode" in cli.stderr

@@ -1,0 +1,97 @@
+"""Scopes and loops: the variables a template sees, in Argo's spelling."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipelines.local.expressions import ExpressionError
+from pipelines.local.scope import (
+    absent_outputs,
+    aggregate_vars,
+    drop_absent_arguments,
+    expand_items,
+    item_name,
+    item_vars,
+    node_vars,
+    template_outputs,
+    unresolved_refs,
+)
+from pipelines.local.status import NodeStatus, Outputs, Parameter
+from pipelines.local.workflow import WorkflowError
+
+
+def node(name: str, phase: str = "Succeeded", result: str | None = None, **params: str) -> NodeStatus:
+    outputs = Outputs(result=result, parameters=[Parameter(name=k, value=v) for k, v in params.items()] or None)
+    return NodeStatus(id=name, name=name, displayName=name, type="Pod", phase=phase, outputs=outputs)
+
+
+def test_item_names_follow_argo() -> None:
+    assert item_name("print", 0, "hello (world)") == "print(0:hello world)"
+    assert item_name("n", 3, 4) == "n(3:4)"
+    assert item_name("m", 1, {"num": "2", "evenness": "even"}) == "m(1:evenness:even,num:2)"
+
+
+def test_item_vars() -> None:
+    assert item_vars(7) == {"item": "7"}
+    assert item_vars(True) == {"item": "true"}
+    assert item_vars({"b": 1, "a": "x"}) == {"item.b": "1", "item.a": "x", "item": '{"a":"x","b":1}'}
+
+
+def test_expand_items() -> None:
+    assert expand_items({"template": "x"}) is None
+    assert expand_items({"withParam": "[1, 2]"}) == [1, 2]
+    assert expand_items({"withSequence": {"count": "3", "start": "1", "format": "n%02d"}}) == ["n01", "n02", "n03"]
+    assert expand_items({"withSequence": {"start": "3", "end": "1"}}) == ["3", "2", "1"]
+    with pytest.raises(WorkflowError, match="could not be parsed as a JSON list"):
+        expand_items({"withParam": "heads"})
+
+
+def test_aggregates_keep_loop_order_and_skip_failures() -> None:
+    children = [
+        node("t(10:c)", result='{"k": 1}', num="10"),
+        node("t(2:b)", result="plain", num="2"),
+        node("t(0:a)", phase="Failed", result="x", num="0"),
+    ]
+    scope = aggregate_vars("tasks", "t", children)
+    assert json.loads(scope["tasks.t.outputs.parameters"]) == [{"num": "2"}, {"num": "10"}]
+    assert json.loads(scope["tasks.t.outputs.parameters.num"]) == ["2", "10"]
+    assert json.loads(scope["tasks.t.outputs.result"]) == ["plain", {"k": 1}]
+
+
+def test_node_vars() -> None:
+    scope = node_vars("steps", "gen", node("wf.gen", result="42", out="v"))
+    assert scope["steps.gen.outputs.result"] == "42"
+    assert scope["steps.gen.outputs.parameters.out"] == "v"
+    assert scope["steps.gen.status"] == "Succeeded"
+
+
+def test_absent_optionals_drop_pure_references() -> None:
+    skipped = NodeStatus(id="s", name="s", displayName="s", type="Skipped", phase="Skipped")
+    template = {"outputs": {"parameters": [{"name": "a"}, {"name": "b", "valueFrom": {"default": "d"}}]}}
+    scope = absent_outputs("tasks", "s", skipped, template)
+    assert scope == {"tasks.s.outputs.parameters.a": None, "tasks.s.outputs.parameters.b": "d"}
+    task = {"arguments": {"parameters": [{"name": "x", "value": "{{tasks.s.outputs.parameters.a}}"}, {"name": "y"}]}}
+    assert drop_absent_arguments(task, scope)["arguments"]["parameters"] == [{"name": "y"}]
+
+
+def test_template_outputs_from_children() -> None:
+    template = {
+        "outputs": {
+            "parameters": [
+                {"name": "pick", "valueFrom": {"expression": "tasks.a.outputs.result == 'x' ? 'yes' : 'no'"}},
+                {"name": "copy", "valueFrom": {"parameter": "{{tasks.a.outputs.result}}"}},
+                {"name": "fallback", "valueFrom": {"parameter": "{{tasks.gone.outputs.result}}", "default": "d"}},
+            ]
+        }
+    }
+    outputs = template_outputs(template, {"tasks.a.outputs.result": "x"})
+    assert outputs is not None
+    assert {p.name: p.value for p in outputs.parameters or []} == {"pick": "yes", "copy": "x", "fallback": "d"}
+    with pytest.raises(ExpressionError):
+        template_outputs({"outputs": {"parameters": [{"name": "p", "valueFrom": {"parameter": "{{nope}}"}}]}}, {})
+
+
+def test_unresolved_refs() -> None:
+    assert unresolved_refs({"a": ["{{tasks.x.outputs.result}} and {{item}}"]}) == ["tasks.x.outputs.result"]
