@@ -30,6 +30,7 @@ test: lint
 
 bench: venv
 	$(BIN)/python benchmarks/scheduler.py
+	$(BIN)/python benchmarks/runner.py
 
 # Regenerate the pins after changing dependencies in pyproject.toml.
 constraints: venv
