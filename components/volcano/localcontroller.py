@@ -1,0 +1,366 @@
+"""LocalCluster's controllers: one reconcile pass observes pods, applies job policies, schedules, starts pods.
+
+This is what Volcano's job controller, scheduler and the kubelet do, over LocalCluster's SQLite state. Every
+method runs inside the caller's write transaction (`LocalCluster._tx`), so a pass lands whole or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from components.volcano import localpods, scheduler
+from components.volcano.cluster import FINISHED_PHASES, JobNotFound, NodeNotFound
+from components.volcano.lifecycle import RESTART_ACTIONS, count_pods, match_action, max_retry, phase_from_pods
+from components.volcano.localstate import JobRow, pod_requests
+from components.volcano.resources import parse_resources
+
+__all__ = ["Controller", "Transition"]
+
+# A pod event the job controller must act on: (namespace, job, task, pod, event, exit code).
+Transition = tuple[str, str, str, str, str, int | None]
+
+
+class Controller:
+    """Reconciles LocalCluster's state; holds no state of its own beyond the connection and settings."""
+
+    def __init__(self, db: sqlite3.Connection, home: Path, clock: Callable[[], float], hook: str | None) -> None:
+        self._db = db
+        self.home = home
+        self._clock = clock
+        self._hook = hook
+
+    def reconcile(self, transitions: list[Transition] | None = None) -> None:
+        """One pass of Volcano's controllers and scheduler; runs inside a write transaction."""
+        events = list(transitions or []) + self.observe_pods()
+        handled: set[tuple[str, str]] = set()
+        for namespace, job_name, task, pod, event, exit_code in events:
+            if (namespace, job_name) in handled:
+                continue
+            job = self.find(namespace, job_name)
+            if job is None or job.phase in FINISHED_PHASES:
+                continue
+            action = match_action(job.spec, task, event, exit_code)
+            if action and self.apply_action(job, action, task, pod, event):
+                handled.add((namespace, job_name))
+        self.sync_phases()
+        self.schedule()
+        self.sync_phases()
+        self.expire_finished()
+
+    def observe_pods(self) -> list[Transition]:
+        """Pods whose process ended since the last pass."""
+        out: list[Transition] = []
+        for pod in self._db.execute("SELECT * FROM pods WHERE phase = 'Running'").fetchall():
+            code = localpods.read_exit_code(pod["exit_file"])
+            if code is None and localpods.is_alive(pod["pid"], pod["token"]):
+                continue
+            code = localpods.read_exit_code(pod["exit_file"]) if code is None else code
+            if code == 0:
+                self.finish_pod(pod, "Succeeded", "Completed", 0, "exited 0")
+                job = self.find(pod["namespace"], pod["job"])
+                if job and self.task_done(job, pod["task"]):
+                    out.append((pod["namespace"], pod["job"], pod["task"], pod["name"], "TaskCompleted", None))
+            elif code is None:
+                self.finish_pod(pod, "Failed", "Lost", None, "the pod process vanished without an exit code")
+                out.append((pod["namespace"], pod["job"], pod["task"], pod["name"], "PodFailed", None))
+            else:
+                self.finish_pod(pod, "Failed", "Error", code, f"exited with code {code}")
+                out.append((pod["namespace"], pod["job"], pod["task"], pod["name"], "PodFailed", code))
+        return out
+
+    def task_done(self, job: JobRow, task: str) -> bool:
+        """Whether every replica of `task` has succeeded (the TaskCompleted event)."""
+        replicas = next((t.replicas for t in job.spec.tasks if t.name == task), 0)
+        done = self._db.execute(
+            "SELECT COUNT(*) FROM pods WHERE namespace = ? AND job = ? AND task = ? AND phase = 'Succeeded'",
+            (job.namespace, job.name, task),
+        ).fetchone()[0]
+        return bool(replicas) and done >= replicas
+
+    def apply_action(self, job: JobRow, action: str, task: str, pod: str, event: str) -> bool:
+        """Carry out a policy action; True when it settled the whole job (later events of this pass are moot)."""
+        ns, name = job.namespace, job.name
+        if action in RESTART_ACTIONS:
+            # Volcano's restarting state: the count goes up first, and a count at maxRetry fails the job.
+            retries = job.retry_count + 1
+            if retries >= max_retry(job.spec):
+                self.kill_pods(ns, name)
+                msg = f"{event} on pod {pod}: {action} refused, retried {retries} of {max_retry(job.spec)} times"
+                self._db.execute(
+                    "UPDATE jobs SET retry_count = ? WHERE namespace = ? AND name = ?", (retries, ns, name)
+                )
+                self.set_phase(job, "Failed", "MaxRetryReached", msg)
+                return True
+            msg = f"{event} on pod {pod}: {action} (retry {retries})"
+            self.event(ns, name, f"Job/{name}", "Restarting", msg, "Warning")
+            if action == "RestartJob":
+                self.kill_pods(ns, name)
+                self._db.execute("DELETE FROM pods WHERE namespace = ? AND job = ?", (ns, name))
+                self._db.execute(
+                    "UPDATE jobs SET phase = 'Pending', pg_phase = 'Pending', retry_count = ?, "
+                    "generation = generation + 1, master_port = NULL, reason = ?, message = ? "
+                    "WHERE namespace = ? AND name = ?",
+                    (retries, action, msg, ns, name),
+                )
+                return True
+            # RestartTask / RestartPod: only those pods are killed and recreated; the gang keeps its place.
+            where = "task = ?" if action == "RestartTask" else "name = ?"
+            target = task if action == "RestartTask" else pod
+            for row in self._db.execute(
+                f"SELECT * FROM pods WHERE namespace = ? AND job = ? AND {where}", (ns, name, target)
+            ).fetchall():
+                if row["phase"] == "Running":
+                    localpods.kill(row["pid"], row["token"])
+                self._db.execute(
+                    "UPDATE pods SET node = NULL, phase = 'Pending', reason = NULL, exit_code = NULL, pid = NULL, "
+                    "token = NULL, exit_file = NULL WHERE namespace = ? AND name = ?",
+                    (ns, row["name"]),
+                )
+            self._db.execute(
+                "UPDATE jobs SET retry_count = ?, reason = ?, message = ? WHERE namespace = ? AND name = ?",
+                (retries, action, msg, ns, name),
+            )
+            return False
+        final = {"AbortJob": "Aborted", "TerminateJob": "Terminated", "CompleteJob": "Completed"}.get(action)
+        if final is None:
+            return False
+        self.kill_pods(ns, name)
+        self.set_phase(job, final, action, f"{event} on task {task}: {action}")
+        return True
+
+    def sync_phases(self) -> None:
+        """Volcano's SyncJob: move Pending/Running jobs on by the phases of their pods."""
+        for row in self._db.execute("SELECT * FROM jobs WHERE phase IN ('Pending', 'Running')").fetchall():
+            job = JobRow.from_row(row)
+            pods = self._db.execute(
+                "SELECT task, phase FROM pods WHERE namespace = ? AND job = ?", (job.namespace, job.name)
+            ).fetchall()
+            if job.pg_phase == "Pending" and not pods:
+                continue
+            phase = phase_from_pods(job.spec, job.phase, count_pods([(p["task"], p["phase"]) for p in pods]))
+            if phase != job.phase:
+                if phase in FINISHED_PHASES:
+                    self.kill_pods(job.namespace, job.name)
+                self.set_phase(job, phase, phase, f"pods: {len(pods)} in this run")
+
+    def schedule(self) -> None:
+        """Run one scheduler session over every waiting gang and start the pods it bound."""
+        db = self._db
+        usage = self.node_usage()
+        nodes = [
+            scheduler.NodeState(
+                name=r["name"],
+                ready=bool(r["ready"]),
+                allocatable=json.loads(r["allocatable"]),
+                used=usage.get(r["name"], {}),
+                labels=json.loads(r["labels"]),
+                taints=tuple(json.loads(r["taints"])),
+            )
+            for r in db.execute("SELECT * FROM nodes ORDER BY name")
+        ]
+        allocated = self.queue_usage()
+        queues = []
+        for r in db.execute("SELECT * FROM queues ORDER BY name"):
+            spec = json.loads(r["spec"])
+            queues.append(
+                scheduler.QueueState(
+                    name=r["name"],
+                    weight=int(spec.get("weight") or 1),
+                    capability=parse_resources(spec.get("capability")),
+                    open=r["state"] == "Open",
+                    allocated=allocated.get(r["name"], {}),
+                )
+            )
+        priorities = {r["name"]: r["value"] for r in db.execute("SELECT * FROM priority_classes")}
+        gangs, jobs = [], {}
+        for row in db.execute("SELECT * FROM jobs WHERE phase IN ('Pending', 'Running') ORDER BY seq"):
+            job = JobRow.from_row(row)
+            pods = db.execute(
+                "SELECT name, task, idx, node, phase FROM pods WHERE namespace = ? AND job = ?",
+                (job.namespace, job.name),
+            ).fetchall()
+            if job.pg_phase == "Pending":
+                waiting = pod_requests(job)
+            else:
+                todo = {f"{job.namespace}/{p['name']}" for p in pods if p["node"] is None}
+                waiting = [p for p in pod_requests(job) if p.name in todo]
+                if not waiting:
+                    continue
+            jobs[job.key] = job
+            gangs.append(
+                scheduler.Gang(
+                    key=job.key,
+                    queue=job.spec.queue or "default",
+                    phase=job.pg_phase,
+                    min_member=job.spec.min_available or 0,
+                    min_resources=job.min_resources(),
+                    pods=tuple(waiting),
+                    bound=sum(1 for p in pods if p["phase"] in ("Running", "Succeeded")),
+                    priority=priorities.get(job.spec.priority_class_name or "", 0),
+                    order=job.seq,
+                )
+            )
+        if not gangs:
+            return
+        factor = float(db.execute("SELECT value FROM meta WHERE key = 'overcommit'").fetchone()[0])
+        session = scheduler.schedule(nodes, queues, gangs, overcommit_factor=factor)
+        for key in session.enqueued:
+            self.admit(jobs[key])
+        for key, reason in session.reasons.items():
+            job = jobs[key]
+            if job.pending_reason != reason:
+                db.execute(
+                    "UPDATE jobs SET pending_reason = ? WHERE namespace = ? AND name = ?",
+                    (reason, job.namespace, job.name),
+                )
+                self.event(job.namespace, job.name, f"PodGroup/{job.name}", "Unschedulable", reason, "Warning")
+        for pod_name, node in sorted(session.bindings.items()):
+            self.bind(pod_name, node)
+        for key, job in jobs.items():
+            if key not in session.reasons and job.pending_reason:
+                db.execute(
+                    "UPDATE jobs SET pending_reason = NULL WHERE namespace = ? AND name = ?", (job.namespace, job.name)
+                )
+
+    def admit(self, job: JobRow) -> None:
+        """PodGroup Pending -> Inqueue: the job controller now creates the pods (unbound)."""
+        self._db.execute(
+            "UPDATE jobs SET pg_phase = 'Inqueue' WHERE namespace = ? AND name = ?", (job.namespace, job.name)
+        )
+        for pod in pod_requests(job):
+            pod_name = pod.name.split("/", 1)[1]
+            task, index = job.pod_task(pod_name)
+            self._db.execute(
+                "INSERT INTO pods(namespace, job, name, task, idx, generation, phase, resources) "
+                "VALUES (?,?,?,?,?,?, 'Pending', ?)",
+                (job.namespace, job.name, pod_name, task, index, job.generation, json.dumps(dict(pod.resources))),
+            )
+
+    def bind(self, pod_key: str, node: str) -> None:
+        """Start a bound pod (`namespace/name`) as a local process with Volcano's environment."""
+        db = self._db
+        namespace, pod_name = pod_key.split("/", 1)
+        pod = db.execute(
+            "SELECT * FROM pods WHERE namespace = ? AND name = ? AND node IS NULL", (namespace, pod_name)
+        ).fetchone()
+        job = self.job(pod["namespace"], pod["job"])
+        if job.master_port is None:
+            job = job.with_master_port(localpods.free_port())
+            db.execute(
+                "UPDATE jobs SET master_port = ? WHERE namespace = ? AND name = ?",
+                (job.master_port, job.namespace, job.name),
+            )
+        argv, env, workdir = job.pod_process(pod["task"], pod["idx"], node, self.home)
+        run = f"{pod_name}.run{job.generation}-{uuid.uuid4().hex[:6]}"
+        base = self.home / "logs" / job.namespace / job.name / run
+        exit_file = self.home / "exits" / job.namespace / job.name / run
+        pid, token = localpods.start(argv, env, workdir or job.cwd, base.parent / f"{run}.log", exit_file, self._hook)
+        db.execute(
+            "UPDATE pods SET node = ?, phase = 'Running', pid = ?, token = ?, started = ?, exit_file = ? "
+            "WHERE namespace = ? AND name = ?",
+            (node, pid, token, self._clock(), str(exit_file), job.namespace, pod_name),
+        )
+        if job.pg_phase != "Running":
+            db.execute(
+                "UPDATE jobs SET pg_phase = 'Running' WHERE namespace = ? AND name = ?", (job.namespace, job.name)
+            )
+        self.event(job.namespace, job.name, f"Pod/{pod_name}", "Scheduled", f"assigned to {node}")
+
+    def expire_finished(self) -> None:
+        """Delete finished jobs whose ttlSecondsAfterFinished has passed."""
+        now = self._clock()
+        for row in self._db.execute("SELECT * FROM jobs WHERE finished_at IS NOT NULL").fetchall():
+            ttl = JobRow.from_row(row).spec.ttl_seconds_after_finished
+            if ttl is not None and now - row["finished_at"] >= ttl:
+                self._db.execute("DELETE FROM pods WHERE namespace = ? AND job = ?", (row["namespace"], row["name"]))
+                self._db.execute("DELETE FROM jobs WHERE namespace = ? AND name = ?", (row["namespace"], row["name"]))
+
+    # -- small helpers --------------------------------------------------------------------------------
+
+    def finish_pod(self, pod: sqlite3.Row, phase: str, reason: str, code: int | None, message: str) -> None:
+        """Record a pod's end and its event."""
+        self._db.execute(
+            "UPDATE pods SET phase = ?, reason = ?, exit_code = ?, finished = ? WHERE namespace = ? AND name = ?",
+            (phase, reason, code, self._clock(), pod["namespace"], pod["name"]),
+        )
+        kind = "Normal" if phase == "Succeeded" else "Warning"
+        self.event(pod["namespace"], pod["job"], f"Pod/{pod['name']}", reason, message, kind)
+
+    def kill_pods(self, namespace: str, job: str) -> None:
+        """Record a pod's end and its event."""
+        for pod in self._db.execute(
+            "SELECT * FROM pods WHERE namespace = ? AND job = ? AND phase = 'Running'", (namespace, job)
+        ).fetchall():
+            localpods.kill(pod["pid"], pod["token"])
+            self.finish_pod(pod, "Failed", "Terminated", 137, "killed: the job is restarting or finishing")
+
+    def set_phase(self, job: JobRow, phase: str, reason: str, message: str) -> None:
+        """Kill the job's running pods, marking them Failed/Terminated."""
+        finished = self._clock() if phase in FINISHED_PHASES else None
+        pg_phase = "Completed" if finished else job.pg_phase
+        self._db.execute(
+            "UPDATE jobs SET phase = ?, pg_phase = ?, reason = ?, message = ?, finished_at = ? "
+            "WHERE namespace = ? AND name = ?",
+            (phase, pg_phase, reason, message, finished, job.namespace, job.name),
+        )
+        self.event(
+            job.namespace,
+            job.name,
+            f"Job/{job.name}",
+            phase,
+            message,
+            "Warning" if phase in ("Failed", "Aborted") else "Normal",
+        )
+
+    def event(self, namespace: str, job: str, obj: str, reason: str, message: str, kind: str = "Normal") -> None:
+        """Move a job to `phase`, with its event; a finished job's PodGroup is Completed."""
+        self._db.execute(
+            "INSERT INTO events(time, namespace, job, object, type, reason, message) VALUES (?,?,?,?,?,?,?)",
+            (self._clock(), namespace, job, obj, kind, reason, message),
+        )
+
+    def find(self, namespace: str, name: str) -> JobRow | None:
+        """Record a Kubernetes-style event about a job or one of its pods."""
+        row = self._db.execute("SELECT * FROM jobs WHERE namespace = ? AND name = ?", (namespace, name)).fetchone()
+        return JobRow.from_row(row) if row else None
+
+    def job(self, namespace: str, name: str) -> JobRow:
+        """The stored job, or None."""
+        job = self.find(namespace, name)
+        if job is None:
+            raise JobNotFound(f"job {namespace}/{name} does not exist.")
+        return job
+
+    def node(self, name: str) -> sqlite3.Row:
+        """The stored job; JobNotFound names it."""
+        row = self._db.execute("SELECT * FROM nodes WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            known = ", ".join(r["name"] for r in self._db.execute("SELECT name FROM nodes ORDER BY name"))
+            raise NodeNotFound(f"node {name!r} does not exist (nodes: {known}).")
+        return row
+
+    def node_usage(self) -> dict[str, dict[str, float]]:
+        """A node row; NodeNotFound lists the nodes there are."""
+        usage: dict[str, dict[str, float]] = {}
+        for pod in self._db.execute("SELECT node, resources FROM pods WHERE phase = 'Running' AND node IS NOT NULL"):
+            into = usage.setdefault(pod["node"], {})
+            for name, amount in json.loads(pod["resources"]).items():
+                into[name] = into.get(name, 0.0) + amount
+        return usage
+
+    def queue_usage(self) -> dict[str, dict[str, float]]:
+        """Requests of running pods, summed per node."""
+        usage: dict[str, dict[str, float]] = {}
+        for pod in self._db.execute(
+            "SELECT j.manifest AS manifest, p.resources AS resources FROM pods p JOIN jobs j "
+            "ON p.namespace = j.namespace AND p.job = j.name WHERE p.phase = 'Running'"
+        ):
+            queue = json.loads(pod["manifest"])["spec"].get("queue") or "default"
+            into = usage.setdefault(queue, {})
+            for name, amount in json.loads(pod["resources"]).items():
+                into[name] = into.get(name, 0.0) + amount
+        return usage
