@@ -16,6 +16,7 @@ import functools
 import json
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from hera.workflows import Parameter, Resources, script
@@ -23,6 +24,7 @@ from hera.workflows.io import Input, Output
 from hera.workflows.models import VolumeMount
 from pydantic import ValidationError
 
+from components.tracking.runs import close_workflow_run
 from components.volcano.cluster import Cluster, ClusterError, JobInfo, NodeInfo
 from components.volcano.cluster_local import LocalCluster
 from components.volcano.models import Job
@@ -432,11 +434,27 @@ def delete_workflow_jobs(cluster: Cluster, workflow: str) -> list[str]:
     return deleted
 
 
-def finalize_mlflow_run(summary: dict[str, Any], tracking_uri: str, experiment: str) -> None:
-    """End the workflow's parent MLflow run with the workflow's status.
+def finalize_mlflow_run(summary: dict[str, Any], tracking_uri: str, experiment: str, paths: RunPaths) -> str:
+    """End the workflow's parent MLflow run with the run's reports; a tracking failure is reported, not raised.
 
-    Filled in with `components/tracking/`; until then the summary in the workspace is the run's record.
+    The summary in the workspace is written first, so an unreachable MLflow loses nothing.
     """
+    if not tracking_uri:
+        return "no MLflow tracking URI: the summary in the workspace is the run's record"
+    reports = {
+        "detect": Path(paths.detect_report),
+        "loadtest": Path(paths.loadtest_report),
+        "evaluate": Path(paths.evaluate_report),
+        "release": Path(paths.release_record),
+        "summary": Path(paths.summary),
+    }
+    try:
+        run_id = close_workflow_run(
+            tracking_uri, experiment or "llm-autopilot", summary["workflow"], summary["status"], reports
+        )
+    except Exception as err:  # MLflow down or refusing: the run's record stays in the workspace
+        return f"MLflow run not closed ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
+    return f"MLflow run {run_id} closed"
 
 
 @script(**RUNNER)
@@ -454,9 +472,10 @@ def finalize(inputs: FinalizeInput) -> Finalized:
             cleanup = f"could not delete the VCJobs: {err}"
     cleanup = cleanup or "no cluster to clean up from here; the VCJobs go when the workflow is deleted"
     summary = {"workflow": inputs.workflow_name, "status": inputs.workflow_status, "cleanup": cleanup}
-    write_json(RunPaths(workspace=inputs.workspace, workflow=inputs.workflow_name).summary, summary)
-    finalize_mlflow_run(summary, inputs.mlflow_tracking_uri, inputs.mlflow_experiment)
-    return Finalized(deleted_jobs=deleted, result=f"workflow {inputs.workflow_status}: {cleanup}")
+    paths = RunPaths(workspace=inputs.workspace, workflow=inputs.workflow_name)
+    write_json(paths.summary, summary)
+    tracking = finalize_mlflow_run(summary, inputs.mlflow_tracking_uri, inputs.mlflow_experiment, paths)
+    return Finalized(deleted_jobs=deleted, result=f"workflow {inputs.workflow_status}: {cleanup}; {tracking}")
 
 
 def _job_plan(job: Job, report: str) -> JobPlan:

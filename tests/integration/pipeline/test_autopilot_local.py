@@ -14,6 +14,15 @@ from pipelines.local.runner import WorkflowError
 pytestmark = pytest.mark.integration
 
 
+def mlflow_run(home, workflow):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{home / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("llm-autopilot")
+    (run,) = client.search_runs([experiment.experiment_id], filter_string=f"tags.`vcpilot.workflow` = '{workflow}'")
+    return run
+
+
 def by_path(result):
     """Leaf and DAG nodes as 'parent/child' display paths (e.g. 'finetune/recurse/train') -> phase."""
     nodes = result.status["nodes"]
@@ -47,6 +56,9 @@ def test_a_killed_training_pod_is_diagnosed_and_retried_from_its_checkpoint(tmp_
     assert summary["resumed_from"] and "/checkpoints/step-" in summary["resumed_from"]
     release = json.loads((tmp_path / "workspace" / "runs" / "recover" / "release.json").read_text())
     assert release["released"] is True and release["model_uri"] == model_uri
+    run = mlflow_run(tmp_path, "recover")
+    assert run.info.status == "FINISHED" and run.data.tags["vcpilot.status"] == "Succeeded"
+    assert "evaluate.candidate_score" in run.data.metrics
 
 
 def test_a_deterministic_crash_is_aborted_and_fails_the_workflow(tmp_path):
@@ -59,6 +71,7 @@ def test_a_deterministic_crash_is_aborted_and_fails_the_workflow(tmp_path):
     assert phases["loadtest"] == "Omitted" and phases["release"] == "Omitted"
     diagnose = next(n for n in result.status["nodes"].values() if n["displayName"] == "diagnose")
     assert "abort" in diagnose["outputs"]["result"]
+    assert mlflow_run(tmp_path, "bug").info.status == "FAILED"
 
 
 def test_clean_logs_stop_at_the_gate(tmp_path):

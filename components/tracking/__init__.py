@@ -1,0 +1,1 @@
+"""tracking: the MLflow side of a workflow run — its parent run, where every step's record goes."""
