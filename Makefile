@@ -16,9 +16,13 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install -q --no-deps -c constraints.txt drain3
 	touch $(STAMP)
 
+# The demo gets a home of its own, made afresh: generated data, a first champion, then the pipeline on drifted logs.
+DEMO_HOME := $(CURDIR)/.vcpilot-demo
+
 demo: venv
-	$(BIN)/vcpilot cluster reset
-	$(BIN)/vcpilot run --scenario node-failure
+	rm -rf $(DEMO_HOME)
+	VCPILOT_HOME=$(DEMO_HOME) $(BIN)/vcpilot run
+	VCPILOT_HOME=$(DEMO_HOME) $(BIN)/vcpilot release show --registered-model shop-assistant
 
 lint: venv
 	$(BIN)/ruff check .

@@ -47,7 +47,11 @@ PARAMETERS: tuple[Parameter, ...] = (
     _param("mode", "auto", "auto: fine-tune on drift; force: always; dry-run: detect and report only", MODES),
     _param("base-model", "Qwen/Qwen2.5-0.5B-Instruct", "Model to fine-tune: a Hugging Face id or a path"),
     _param("log-source", "/workspace/logs", "The service's logs: a file, a directory or a glob"),
-    _param("dataset-dir", "/workspace/datasets/finetune", "Fine-tuning data, prepared from the logs"),
+    _param(
+        "dataset-dir",
+        "/workspace/datasets/eval",
+        "Evaluation data: candidate and champion are scored on <dataset-dir>/eval.jsonl",
+    ),
     _param("workspace", "/workspace", "Directory every step shares (the workspace PVC is mounted here)"),
     _param("workspace-pvc", "vcpilot-workspace", "PersistentVolumeClaim mounted at the workspace (ReadWriteMany)"),
     _param("gpus-wanted", "4", "GPUs to train on when the cluster has them"),

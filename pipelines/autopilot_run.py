@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -25,6 +28,7 @@ from typing import Any
 from components.volcano.cluster import ClusterError
 from components.volcano.cluster_local import LocalCluster, default_home
 from pipelines.local.runner import RunResult, WorkflowError, run_workflow
+from pipelines.local.workflow import load_workflow
 
 __all__ = ["SCENARIOS", "Scenario", "run_autopilot", "TEMPLATE"]
 
@@ -91,33 +95,78 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
-def _write_logs(directory: Path, drift: bool) -> None:
-    """Service logs for the gate to read: a few errors, or many when the scenario drifts."""
-    directory.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for i in range(200):
-        bad = drift and i % 5 == 0
-        level = "ERROR" if bad else "INFO"
-        lines.append(f"2026-11-29T02:00:{i % 60:02d}Z {level} request {i} served in {20 + i % 7} ms")
-    (directory / "service.log").write_text("\n".join(lines) + "\n")
+REGISTERED_MODEL = "shop-assistant"
+# Enough steps for the tiny model to learn the shop's prices on two CPU cores (see docs/pipeline.md).
+CHAMPION_STEPS = 100
+FINETUNE_STEPS = 150
 
 
-def local_parameters(home: Path, run: str) -> dict[str, str]:
-    """Template parameters that point the run at this machine: workspace, logs and MLflow under VCPILOT_HOME."""
-    workspace = home / "workspace"
+def prepare_demo(home: Path, drift: bool) -> Path:
+    """Generate the demo's data once (deterministic); return the log source for the scenario.
+
+    Drift compares the current window with the baseline; without drift the baseline is compared with itself.
+    """
+    from components.demo.data import DemoConfig, write_demo
+
+    demo = home / "demo"
+    if not (demo / "demo.json").is_file():
+        write_demo(demo, DemoConfig())
+    if drift:
+        return demo / "logs"
+    calm = demo / "calm-logs"
+    for window in ("baseline", "current"):
+        if not (calm / window).exists():
+            shutil.copytree(demo / "logs" / "baseline", calm / window)
+    return calm
+
+
+def bootstrap_champion(home: Path, tracking_uri: str, registered_model: str = REGISTERED_MODEL) -> Path:
+    """The first champion: the tiny model trained on the baseline catalog and registered with alias `champion`.
+
+    Done once per VCPILOT_HOME; later runs fine-tune from it.
+    """
+    from components.release.cli import register_model
+    from components.release.registry import connect, find_alias
+
+    model = home / "demo" / "champion"
+    if (model / "config.json").is_file() and find_alias(connect(tracking_uri), registered_model, "champion"):
+        return model
+    data = home / "demo" / "data" / "baseline"
+    command = [
+        sys.executable, "-m", "components.finetune", "--base-model", "tiny", "--data", str(data), "--out", str(model),
+        "--max-steps", str(CHAMPION_STEPS), "--checkpoint-every", str(CHAMPION_STEPS),
+        "--checkpoint-dir", str(home / "demo" / "champion-checkpoints"), "--micro-batch", "16", "--global-batch", "48",
+        "--json",
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "VCPILOT_STEP_DELAY")}
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise WorkflowError(f"training the first champion failed: {tail[0]}")
+    register_model(
+        model, registered_model, dataset=data, base_model="tiny", workflow="bootstrap", tracking_uri=tracking_uri
+    )
+    return model
+
+
+def local_parameters(home: Path) -> dict[str, str]:
+    """Template parameters that point the run at this machine: workspace, data and MLflow under VCPILOT_HOME."""
     return {
-        "workspace": str(workspace),
+        "workspace": str(home / "workspace"),
         "workspace-pvc": "",
         "log-source": str(home / "demo" / "logs"),
-        "dataset-dir": str(home / "demo" / "data"),
-        "base-model": "tiny",
+        "dataset-dir": str(home / "demo" / "data" / "drifted"),
+        "base-model": str(home / "demo" / "champion"),
+        "registered-model": REGISTERED_MODEL,
         "gpus-wanted": "2",
         "gpus-min": "1",
         "gpus-per-pod": "1",
         "global-batch": "8",
-        "micro-batch": "2",
-        "train-max-steps": "20",
-        "checkpoint-every": "5",
+        "micro-batch": "4",
+        "train-max-steps": str(FINETUNE_STEPS),
+        "checkpoint-every": "25",
+        "slo-ttft-ms": "2000",
+        "slo-tpot-ms": "500",
         "mlflow-tracking-uri": f"sqlite:///{home / 'mlflow.db'}",
     }
 
@@ -144,16 +193,22 @@ def run_autopilot(
     home: str | Path | None = None,
     name: str | None = None,
     on_update: Callable[[dict[str, Any]], None] | None = None,
+    bootstrap: bool = True,
 ) -> RunResult:
-    """Run llm-autopilot locally under a scenario; WorkflowError for an unknown scenario or bad parameters."""
+    """Run llm-autopilot locally under a scenario; WorkflowError for an unknown scenario or bad parameters.
+
+    With `bootstrap` (and the default base model) a first champion is trained and registered when there is none.
+    """
     if scenario not in SCENARIOS:
         raise WorkflowError(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}.")
     chosen = SCENARIOS[scenario]
     home_path = Path(home).resolve() if home else default_home()
     run = name or f"llm-autopilot-{time.strftime('%Y%m%d-%H%M%S')}"
-    _write_logs(home_path / "demo" / "logs", chosen.drift)
-    (home_path / "demo" / "data").mkdir(parents=True, exist_ok=True)
-    arguments = {**local_parameters(home_path, run), **(params or {})}
+    arguments = {**local_parameters(home_path), "log-source": str(prepare_demo(home_path, chosen.drift))}
+    arguments.update(params or {})
+    load_workflow(TEMPLATE, arguments, name=run)  # bad parameters fail here, before anything runs
+    if bootstrap and arguments["base-model"] == str(home_path / "demo" / "champion"):
+        bootstrap_champion(home_path, arguments["mlflow-tracking-uri"], arguments["registered-model"])
     with _environment({"VCPILOT_HOME": str(home_path), **chosen.env}):
         stop = threading.Event()
         watcher = None

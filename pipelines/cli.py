@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import typer
 
+from components.demo import cli as demo_cli
+from components.evaluate import cli as evaluate_cli
+from components.loadtest import cli as loadtest_cli
+from components.logs import cli as logs_cli
+from components.release import cli as release_cli
+from components.serving import cli as serving_cli
 from pipelines import cli_cluster, cli_lint, cli_run, cli_workflows
 from pipelines.local import cli as local_cli
 
@@ -21,6 +27,12 @@ app.command("submit")(cli_workflows.submit_command)
 app.command("run-workflow")(local_cli.run_workflow_command)
 app.command("resume")(local_cli.resume_command)
 app.command("run")(cli_run.run_command)
+app.command("loadtest")(loadtest_cli.loadtest_command)
+app.command("serve")(serving_cli.serve_command)
+app.command("evaluate")(evaluate_cli.evaluate_command)
+app.add_typer(release_cli.app, name="release")
+app.add_typer(demo_cli.app, name="demo")
+app.add_typer(logs_cli.app, name="logs")
 
 
 @app.callback()

@@ -30,7 +30,9 @@ __all__ = [
 
 # Pod reasons that say the node failed the job, and pod reasons that say something outside the job ended it.
 _NODE_FAULTS = frozenset({"Evicted", "NodeLost"})
-_POD_FAULTS = frozenset({"Killed", "Lost"})
+_POD_FAULTS = frozenset({"Killed", "Lost", "OOMKilled"})
+# Pods the job controller killed because another pod failed: they say nothing about the cause.
+_COLLATERAL = frozenset({"Terminated"})
 
 
 class _Report(BaseModel):
@@ -154,7 +156,8 @@ def diagnose_failure(
 
     - pods Evicted or NodeLost, or on a node that is NotReady: retry, keeping off those nodes;
     - pods Killed or Lost (something outside the job ended them): retry anywhere;
-    - every pod exited with the same non-zero code: abort, a retry would fail the same way;
+    - every pod that failed by itself (not one the controller killed after it) exited with the same non-zero
+      code: abort, a retry would fail the same way;
     - anything else (mixed exit codes, a job nobody can see): retry, the attempt budget bounds it;
     - whatever the cause, no retry once `attempt` reaches `max_attempts`.
     """
@@ -164,15 +167,16 @@ def diagnose_failure(
         not_ready = {node.name for node in nodes if not node.ready}
         node_faults = [p for p in job.pods if p.node and (p.reason in _NODE_FAULTS or p.node in not_ready)]
         pod_faults = [p for p in job.pods if p.reason in _POD_FAULTS]
-        codes = {p.exit_code for p in job.pods}
+        failed = [p for p in job.pods if p.phase == "Failed" and p.reason not in _COLLATERAL]
+        codes = {p.exit_code for p in failed}
         if node_faults:
             bad = sorted({p.node for p in node_faults if p.node})
             avoid += [node for node in bad if node not in avoid]
             cause = f"{_pods(node_faults)} on node {', '.join(bad)}"
         elif pod_faults:
             cause = f"{_pods(pod_faults)}, ended from outside the job"
-        elif job.pods and len(codes) == 1 and None not in codes and 0 not in codes:
-            retry, cause = False, f"every pod exited with code {codes.pop()}, which a retry would repeat"
+        elif failed and len(codes) == 1 and None not in codes and 0 not in codes:
+            retry, cause = False, f"every pod that failed exited with code {codes.pop()}, which a retry would repeat"
         else:
             cause = f"job {job.name} ended {job.phase}" + (f" ({job.message})" if job.message else "")
     if retry and attempt >= max_attempts:

@@ -16,7 +16,7 @@ import functools
 import json
 import os
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from hera.workflows import Parameter, Resources, script
@@ -211,7 +211,6 @@ class TrainingPlanInput(JobStepInput):
     micro_batch: Annotated[int, Parameter(name="micro-batch")]
     fallback_queue: Annotated[str, Parameter(name="fallback-queue")] = ""
     base_model: Annotated[str, Parameter(name="base-model")]
-    dataset_dir: Annotated[str, Parameter(name="dataset-dir")]
     train_max_steps: Annotated[int, Parameter(name="train-max-steps")]
     checkpoint_every: Annotated[int, Parameter(name="checkpoint-every")]
 
@@ -249,7 +248,8 @@ def plan_training(inputs: TrainingPlanInput) -> TrainingPlan:
         context,
         shape,
         base_model=inputs.base_model,
-        dataset_dir=inputs.dataset_dir,
+        # The fine-tuning set is the one detect-logs curated from corrected requests, next to its report.
+        dataset_dir=str(PurePosixPath(context.paths.detect_report).parent),
         max_steps=inputs.train_max_steps,
         checkpoint_every=inputs.checkpoint_every,
     )
@@ -360,15 +360,20 @@ class PlanEvaluateInput(JobStepInput):
     model_uri: Annotated[str, Parameter(name="model-uri")]
     base_model: Annotated[str, Parameter(name="base-model")]
     registered_model: Annotated[str, Parameter(name="registered-model")]
+    dataset_dir: Annotated[str, Parameter(name="dataset-dir")]
 
 
 @script(**RUNNER)
 @_for_people
 def plan_evaluate(inputs: PlanEvaluateInput) -> JobPlan:
-    """Render the evaluate VCJob."""
+    """Render the evaluate VCJob: candidate and champion on `<dataset-dir>/eval.jsonl`."""
     context = inputs.context()
     job = build_evaluate_job(
-        context, model_uri=inputs.model_uri, base_model=inputs.base_model, registered_model=inputs.registered_model
+        context,
+        model_uri=inputs.model_uri,
+        base_model=inputs.base_model,
+        registered_model=inputs.registered_model,
+        eval_set=str(PurePosixPath(inputs.dataset_dir) / "eval.jsonl"),
     )
     return _job_plan(job, context.paths.evaluate_report)
 
@@ -383,6 +388,9 @@ class ReleaseInput(RunInput):
     slo_tpot_ms: Annotated[float, Parameter(name="slo-tpot-ms")]
     eval_margin: Annotated[float, Parameter(name="eval-margin")]
     registered_model: Annotated[str, Parameter(name="registered-model")]
+    base_model: Annotated[str, Parameter(name="base-model")] = ""
+    mlflow_tracking_uri: Annotated[str, Parameter(name="mlflow-tracking-uri")] = ""
+    mlflow_experiment: Annotated[str, Parameter(name="mlflow-experiment")] = ""
 
 
 class Release(Output):
@@ -403,9 +411,37 @@ def release(inputs: ReleaseInput) -> Release:
         slo_tpot_ms=inputs.slo_tpot_ms,
         margin=inputs.eval_margin,
     )
-    record = {"model_uri": inputs.model_uri, "registered_model": inputs.registered_model, **decision.model_dump()}
-    write_json(RunPaths(workspace=inputs.workspace, workflow=inputs.workflow_name).release_record, record)
-    return Release(**decision.model_dump(), result=decision.reason)
+    paths = RunPaths(workspace=inputs.workspace, workflow=inputs.workflow_name)
+    record: dict[str, Any] = {
+        "model_uri": inputs.model_uri,
+        "registered_model": inputs.registered_model,
+        **decision.model_dump(),
+    }
+    reason = decision.reason
+    if decision.released:
+        registered = register_candidate(inputs, paths)
+        record["version"] = registered
+        reason = f"{reason}; registered as {inputs.registered_model} version {registered['version']} (champion)"
+    write_json(paths.release_record, record)
+    return Release(released=decision.released, reason=reason, result=reason)
+
+
+def register_candidate(inputs: ReleaseInput, paths: RunPaths) -> dict[str, Any]:
+    """Register the released model in the MLflow registry with its lineage; move `champion` (and `previous`)."""
+    from components.release.cli import register_model  # imports MLflow: only when a release happens
+
+    dataset = Path(paths.detect_report).parent / "train.jsonl"
+    registered = register_model(
+        Path(inputs.model_uri),
+        inputs.registered_model,
+        dataset=dataset if dataset.is_file() else None,
+        base_model=inputs.base_model,
+        metrics=Path(inputs.evaluate_report),
+        workflow=inputs.workflow_name,
+        experiment=inputs.mlflow_experiment,
+        tracking_uri=inputs.mlflow_tracking_uri,
+    )
+    return registered.model_dump(mode="json")
 
 
 # ---- exit handler --------------------------------------------------------------------------------------

@@ -168,7 +168,8 @@ def build_detect_job(context: JobContext, *, log_source: str) -> Job:
         context,
         "detect",
         "components.logs",
-        ["--source", log_source, "--report", context.paths.detect_report],
+        # Drain3's templates and yesterday's window live in the workspace, so a nightly run compares with the last.
+        ["--source", log_source, "--report", context.paths.detect_report, "--state", f"{context.workspace}/state/logs"],
         cpu="2",
         memory="4Gi",
     )
@@ -221,7 +222,9 @@ def build_loadtest_job(context: JobContext, *, model_uri: str, slo_ttft_ms: floa
     )
 
 
-def build_evaluate_job(context: JobContext, *, model_uri: str, base_model: str, registered_model: str) -> Job:
+def build_evaluate_job(
+    context: JobContext, *, model_uri: str, base_model: str, registered_model: str, eval_set: str
+) -> Job:
     """One GPU pod that scores the candidate and the registered model's champion on the same evaluation set."""
     evaluate = _container(
         context,
@@ -231,6 +234,7 @@ def build_evaluate_job(context: JobContext, *, model_uri: str, base_model: str, 
             *("--candidate", model_uri),
             *("--base-model", base_model),
             *("--registered-model", registered_model),
+            *("--eval-set", eval_set),
             *("--report", context.paths.evaluate_report),
         ],
         cpu="4",

@@ -1,40 +1,71 @@
-"""`python -m components.evaluate --candidate DIR --report FILE …`: a first, minimal evaluator.
+"""`python -m components.evaluate --candidate DIR --report FILE …`: what the pipeline's evaluate VCJob runs.
 
-It scores the candidate (negative mean squared error of the tiny model on a held-out slice of its data stream)
-and reports no champion. The evaluator of the step-programs issue (exact match, perplexity, the MLflow
-registry's champion) replaces it behind the same report fields.
+It scores the candidate and the registered model's `champion` on the evaluation set (`--eval-set`, by default
+`<dataset-dir>/eval.jsonl`), writes the report the release step reads, and prints it as one JSON line. MLflow
+is found from MLFLOW_TRACKING_URI (set in the pod) unless `--tracking-uri` says otherwise. A candidate that is
+still the minimal trainer's stand-in model (`model.pt`) is scored the old way (see `legacy.py`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
-import torch
+from components.evaluate.evaluation import evaluate, read_slo_outcome
+from components.evaluate.legacy import is_legacy_model, legacy_report
+from components.evaluate.model import quiet_progress
+from components.release.registry import RegistryError
 
-from components.finetune.tiny import batch, make_model
+
+def _write(path: Path, report: dict[str, object]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=2) + "\n")
+    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; the exit code says whether it worked."""
-    parser = argparse.ArgumentParser(prog="python -m components.evaluate")
-    parser.add_argument("--candidate", type=Path, required=True)
-    parser.add_argument("--base-model", default="tiny")
-    parser.add_argument("--registered-model", default="")
-    parser.add_argument("--report", type=Path, required=True)
+    parser = argparse.ArgumentParser(prog="python -m components.evaluate", description=__doc__.splitlines()[0])
+    parser.add_argument("--candidate", type=Path, required=True, help="the candidate's model directory")
+    parser.add_argument("--base-model", default="", help="the model the candidate was fine-tuned from (recorded)")
+    parser.add_argument("--registered-model", default="", help="MLflow registered model whose champion to beat")
+    parser.add_argument("--report", type=Path, required=True, help="where to write the JSON report")
+    parser.add_argument("--eval-set", type=Path, help="JSONL of prompt/completion (default <dataset-dir>/eval.jsonl)")
+    parser.add_argument("--dataset-dir", type=Path, help="directory holding eval.jsonl")
+    parser.add_argument("--tracking-uri", default="", help="MLflow tracking URI (default $MLFLOW_TRACKING_URI)")
+    parser.add_argument("--margin", type=float, default=0.0, help="how much the candidate must beat the champion by")
+    parser.add_argument("--loadtest-report", type=Path, help="the load test's report, to decide promotion")
+    parser.add_argument("--slo-ttft-ms", type=float)
+    parser.add_argument("--slo-tpot-ms", type=float)
     args = parser.parse_args(argv)
-    if not (args.candidate / "model.pt").is_file():
-        print(f"error: {args.candidate} holds no model.pt", file=sys.stderr)
+    quiet_progress()  # a pod's log is not a terminal
+    try:
+        if is_legacy_model(args.candidate):
+            report = legacy_report(args.candidate)
+        else:
+            eval_set = args.eval_set or (args.dataset_dir / "eval.jsonl" if args.dataset_dir else None)
+            if eval_set is None:
+                raise ValueError("no evaluation set: pass --eval-set FILE or --dataset-dir DIR holding eval.jsonl")
+            slo = None
+            if args.loadtest_report:
+                slo = read_slo_outcome(args.loadtest_report, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms)
+            report = evaluate(
+                args.candidate,
+                eval_set,
+                registered_model=args.registered_model,
+                tracking_uri=args.tracking_uri,
+                base_model=args.base_model,
+                margin=args.margin,
+                slo=slo,
+            ).model_dump()
+    except (ValueError, RegistryError) as err:
+        print(f"error: {err}", file=sys.stderr)
         return 2
-    model = make_model()
-    model.load_state_dict(torch.load(args.candidate / "model.pt"))
-    with torch.no_grad():
-        losses = [float(torch.nn.functional.mse_loss(model(x), y)) for x, y in (batch(-i, 64) for i in range(1, 9))]
-    report = {"candidate_score": -sum(losses) / len(losses), "champion_score": None, "metric": "neg_mse"}
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text(json.dumps(report, indent=2))
+    _write(args.report, report)
     print(json.dumps(report))
     return 0
 

@@ -1,1 +1,6 @@
-"""loadtest: drive a model server and measure latency against SLOs."""
+"""loadtest: drive an OpenAI-compatible server with an asyncio load generator and judge it against SLOs.
+
+Modules: `records` (what one request asked and measured), `dataset` (prompts), `arrivals` (Poisson/gamma),
+`client` (one streamed request), `runner` (closed or open loop), `metrics` (the pure figures), `gate` (the SLO
+verdict), `session` (a whole test), `cli` (`vcpilot loadtest`); `__main__` is the pipeline's client task.
+"""

@@ -1,63 +1,67 @@
-"""`python -m components.loadtest --port N --report FILE …`: a first, minimal load test client.
+"""`python -m components.loadtest --port N --report FILE …`: the `client` task of the pipeline's load-test VCJob.
 
-It waits for the server (`VC_SERVER_HOSTS`, set by Volcano's svc/env plugins) to be healthy, sends a fixed
-number of requests and reports latency percentiles. The asyncio load generator of the step-programs issue
-(arrival processes, streaming TTFT/TPOT, goodput) replaces it behind the same report fields.
+The server is the gang's `server` task, found through `VC_SERVER_HOSTS` (Volcano's svc/env plugins; 127.0.0.1
+when unset). The client waits for its /health, runs the load, and writes the report the release step reads
+(`ttft_p95_ms`, `tpot_p95_ms`, `errors`, every other figure, `slo_passed`) plus one record per request. Missing
+the SLOs is the release step's call, so it still exits 0; a server that never came up exits 1.
 """
 
 from __future__ import annotations
 
-import argparse
+import asyncio
 import json
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
+from typing import Annotated
 
-import httpx
+import typer
+
+from components.loadtest.session import LoadtestError, build_config, run_loadtest, write_records
+
+__all__ = ["pipeline_command"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the command line; the exit code says whether it worked."""
-    parser = argparse.ArgumentParser(prog="python -m components.loadtest")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--requests", type=int, default=20)
-    parser.add_argument("--slo-ttft-ms", type=float, default=1000.0)
-    parser.add_argument("--slo-tpot-ms", type=float, default=200.0)
-    parser.add_argument("--report", type=Path, required=True)
-    args = parser.parse_args(argv)
-    host = (os.environ.get("VC_SERVER_HOSTS") or "127.0.0.1").split(",")[0]
-    url = f"http://{host}:{args.port}"
-    deadline = time.monotonic() + 120
-    with httpx.Client(timeout=10) as client:
-        while True:
-            try:
-                if client.get(f"{url}/health").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                print(f"error: the server at {url} did not become healthy in 120 s", file=sys.stderr)
-                return 1
-            time.sleep(0.2)
-        latencies, errors = [], 0
-        for i in range(args.requests):
-            start = time.perf_counter()
-            try:
-                client.post(
-                    f"{url}/v1/completions", json={"prompt": f"request {i}", "max_tokens": 8}
-                ).raise_for_status()
-                latencies.append((time.perf_counter() - start) * 1000)
-            except httpx.HTTPError:
-                errors += 1
-    p95 = statistics.quantiles(latencies, n=20)[-1] if len(latencies) >= 2 else (latencies or [0.0])[0]
-    report = {"ttft_p95_ms": p95, "tpot_p95_ms": p95, "errors": errors, "requests": args.requests}
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text(json.dumps(report, indent=2))
-    print(json.dumps(report))
-    return 0
+def pipeline_command(
+    report: Annotated[Path, typer.Option(help="Where to write the JSON report.")],
+    port: Annotated[int, typer.Option(help="The server task's port.")] = 8000,
+    requests: Annotated[int, typer.Option(help="How many requests to send.")] = 20,
+    # Two in flight: the server decodes one request at a time, so each extra one adds a whole generation to TTFT.
+    concurrency: Annotated[int, typer.Option(help="Requests in flight.")] = 2,
+    slo_ttft_ms: Annotated[float | None, typer.Option(help="SLO on p95 time to first token, ms.")] = None,
+    slo_tpot_ms: Annotated[float | None, typer.Option(help="SLO on p95 time per output token, ms.")] = None,
+    dataset: Annotated[Path | None, typer.Option(help="Evaluation JSONL to draw prompts from.")] = None,
+    max_tokens: Annotated[int, typer.Option(help="max_tokens of each request.")] = 16,
+    wait_s: Annotated[float, typer.Option(help="How long to wait for the server to become healthy.")] = 600.0,
+    records: Annotated[
+        Path | None, typer.Option(help="Per-request JSONL (default: records.jsonl next to the report).")
+    ] = None,
+) -> None:
+    """Load-test the gang's server and write the report."""
+    host = (os.environ.get("VC_SERVER_HOSTS") or "127.0.0.1").split(",")[0].strip()
+    try:
+        config = build_config(
+            url=f"http://{host}:{port}",
+            requests=requests,
+            concurrency=concurrency,
+            ttft_ms=slo_ttft_ms,
+            tpot_ms=slo_tpot_ms,
+            dataset=dataset,
+            max_tokens=max_tokens,
+            wait_healthy_s=wait_s,
+        )
+        outcome = asyncio.run(run_loadtest(config))
+    except LoadtestError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(1) from None
+    summary = outcome.summary()
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(json.dumps(summary, indent=2))
+    write_records(records or report.with_name("records.jsonl"), outcome.records)
+    print(json.dumps({k: summary[k] for k in ("ttft_p95_ms", "tpot_p95_ms", "errors", "slo_passed", "slo_reason")}))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app.command()(pipeline_command)
+    app(prog_name="python -m components.loadtest")

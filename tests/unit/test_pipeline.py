@@ -303,7 +303,7 @@ def test_loadtest_is_one_gang_of_server_and_client_and_every_manifest_passes_the
     assert [t.name for t in loadtest.spec.tasks] == ["server", "client"]
     assert loadtest.spec.min_available == 2 and loadtest.spec.queue == "serving"
     assert "--slo-ttft-ms" in (loadtest.spec.tasks[1].template.spec.containers[0].args or [])
-    evaluate = build_evaluate_job(context, model_uri="/m", base_model="b", registered_model="r")
+    evaluate = build_evaluate_job(context, model_uri="/m", base_model="b", registered_model="r", eval_set="/e.jsonl")
     detect = build_detect_job(context, log_source="/logs")
     for step, job in (("loadtest", loadtest), ("evaluate", evaluate), ("detect", detect)):
         assert crd_errors(job_schema, job.to_dict()) == []
@@ -371,7 +371,14 @@ def test_a_pod_on_a_not_ready_node_is_retried_off_that_node() -> None:
 def test_the_same_exit_code_everywhere_is_a_bug_and_aborts() -> None:
     job = job_info(pod("m-0", "node-0", reason="Error", code=1), pod("w-0", "node-1", reason="Error", code=1))
     decision = diagnose_failure(job, NODES, attempt=1, max_attempts=3)
-    assert decision.action == "abort" and "every pod exited with code 1" in decision.reason
+    assert decision.action == "abort" and "exited with code 1" in decision.reason
+
+
+def test_pods_killed_after_the_first_failure_do_not_hide_a_bug() -> None:
+    """Rank 0 crashes with code 3; the controller then kills rank 1 (Terminated): still a bug, not a fault."""
+    job = job_info(pod("m-0", "node-0", reason="Error", code=3), pod("w-0", "node-0", reason="Terminated", code=137))
+    decision = diagnose_failure(job, NODES, attempt=1, max_attempts=3)
+    assert decision.action == "abort" and "code 3" in decision.reason
 
 
 def test_no_retry_once_the_attempts_are_spent() -> None:

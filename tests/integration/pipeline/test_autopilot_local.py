@@ -13,6 +13,9 @@ from pipelines.local.runner import WorkflowError
 
 pytestmark = pytest.mark.integration
 
+# The mechanics tests train the tiny model from scratch for a few steps: no champion to bootstrap.
+QUICK = {"base-model": "tiny", "train-max-steps": "20", "checkpoint-every": "5"}
+
 
 def mlflow_run(home, workflow):
     from mlflow.tracking import MlflowClient
@@ -38,7 +41,7 @@ def by_path(result):
 
 
 def test_a_killed_training_pod_is_diagnosed_and_retried_from_its_checkpoint(tmp_path):
-    result = run_autopilot("pod-kill", home=tmp_path, name="recover")
+    result = run_autopilot("pod-kill", QUICK, home=tmp_path, name="recover", bootstrap=False)
     phases = by_path(result)
     assert result.phase == "Succeeded", phases
     assert phases["finetune/train"] == "Failed"
@@ -62,7 +65,7 @@ def test_a_killed_training_pod_is_diagnosed_and_retried_from_its_checkpoint(tmp_
 
 
 def test_a_deterministic_crash_is_aborted_and_fails_the_workflow(tmp_path):
-    result = run_autopilot("code-bug", home=tmp_path, name="bug")
+    result = run_autopilot("code-bug", QUICK, home=tmp_path, name="bug", bootstrap=False)
     phases = by_path(result)
     assert result.phase == "Failed"
     assert phases["finetune/train"] == "Failed"
@@ -75,7 +78,7 @@ def test_a_deterministic_crash_is_aborted_and_fails_the_workflow(tmp_path):
 
 
 def test_clean_logs_stop_at_the_gate(tmp_path):
-    result = run_autopilot("no-drift", home=tmp_path, name="calm")
+    result = run_autopilot("no-drift", QUICK, home=tmp_path, name="calm", bootstrap=False)
     phases = by_path(result)
     assert result.phase == "Succeeded"
     assert phases["gate"] == "Succeeded" and phases["finetune"] == "Skipped"
@@ -97,3 +100,19 @@ def test_bad_input_fails_before_anything_runs(tmp_path):
     )
     assert cli.returncode == 2 and cli.stdout == ""
     assert cli.stderr.strip().count("\n") == 0 and "mode" in cli.stderr
+
+
+def test_the_demo_releases_a_model_that_beats_its_champion(tmp_path):
+    """`make demo`: a first champion from the baseline catalog, then the pipeline on the drifted logs."""
+    from components.release.registry import connect, view
+
+    result = run_autopilot("drift", home=tmp_path, name="demo")
+    assert result.phase == "Succeeded", by_path(result)
+    evaluation = json.loads((tmp_path / "workspace" / "runs" / "demo" / "evaluate" / "report.json").read_text())
+    assert evaluation["eval_set"].endswith("data/drifted/eval.jsonl")
+    assert evaluation["champion_score"] is not None
+    assert evaluation["candidate_score"] > evaluation["champion_score"] + 0.3
+    release = json.loads((tmp_path / "workspace" / "runs" / "demo" / "release.json").read_text())
+    assert release["released"] is True
+    registry = view(connect(f"sqlite:///{tmp_path / 'mlflow.db'}"), "shop-assistant")
+    assert (registry.aliases["champion"], registry.aliases["previous"]) == ("2", "1")

@@ -1,0 +1,249 @@
+"""Load generator benchmark: how many requests per second `vcpilot loadtest` drives, beside `wrk` on the same server.
+
+Two trivial servers, each in its own process, answer every POST with the same streamed completion (5 text
+chunks, usage, [DONE]): a raw asyncio HTTP/1.1 server (as fast as Python serves) and a bare ASGI app on uvicorn
+(how our own server and most Python LLM servers are built). Against each, one after the other:
+
+- peak request rate at `--concurrency` connections (closed loop): ours (`run_loadtest`, streaming, with
+  per-request records and metrics) vs wrk; the goal is ours >= 0.5x wrk;
+- sustained open-loop rate: our Poisson arrivals at 80% of our peak, and the rate actually achieved;
+- added latency at p50 over one connection: our end-to-end p50 minus wrk's p50, and minus the server's own
+  handling time (which each server measures and reports at GET /stats).
+
+With two CPUs or more the server is pinned to the first and the clients to the others. Best of `--rounds`.
+Prints one JSON document. wrk comes from the distribution (`apt-get install -y wrk`); without it the wrk figures
+are null and a note says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+import uvicorn  # noqa: E402
+
+from components.loadtest.session import build_config, run_loadtest  # noqa: E402
+
+PIECES = ["The", " model", " is", " fine", "."]
+BODY = "".join(
+    f"data: {json.dumps({'object': 'text_completion', 'choices': [{'index': 0, 'text': p}]})}\n\n" for p in PIECES
+).encode()
+BODY += b'data: {"choices":[],"usage":{"prompt_tokens":6,"completion_tokens":5,"total_tokens":11}}\n\n'
+BODY += b"data: [DONE]\n\n"
+MODELS = json.dumps({"object": "list", "data": [{"id": "fixed"}]}).encode()
+PAYLOAD = json.dumps({"prompt": "model latency token cluster queue stream", "max_tokens": 16, "stream": True})
+HANDLING_NS: list[int] = []  # per server process
+
+
+def _stats() -> bytes:
+    global HANDLING_NS
+    times = HANDLING_NS or [0]
+    HANDLING_NS = []
+    return json.dumps({"requests": len(times), "p50_ms": statistics.median(times) / 1e6}).encode()
+
+
+# ---- server 1: raw asyncio HTTP/1.1 -----------------------------------------------------------------------------
+
+
+def _http(body: bytes, kind: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n%s" % (kind, len(body), body)
+
+
+STREAM = _http(BODY, b"text/event-stream")
+
+
+class FixedCompletion(asyncio.Protocol):
+    """HTTP/1.1 with keep-alive: every POST gets the same streamed completion, GET /stats the handling times."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport: Any = transport
+        self.buffer = b""
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while (head_end := self.buffer.find(b"\r\n\r\n")) >= 0:
+            started = time.perf_counter_ns()
+            head = self.buffer[:head_end].decode("latin-1")
+            match = re.search(r"(?im)^content-length:\s*(\d+)", head)
+            end = head_end + 4 + (int(match.group(1)) if match else 0)
+            if len(self.buffer) < end:
+                return
+            self.buffer = self.buffer[end:]
+            if head.startswith("POST"):
+                self.transport.write(STREAM)
+                HANDLING_NS.append(time.perf_counter_ns() - started)
+            elif head.startswith("GET /stats"):
+                self.transport.write(_http(_stats(), b"application/json"))
+            else:
+                self.transport.write(_http(MODELS, b"application/json"))
+
+
+def serve_asyncio(sock: socket.socket) -> None:
+    async def main() -> None:
+        server = await asyncio.get_running_loop().create_server(FixedCompletion, sock=sock, backlog=4096)
+        await server.serve_forever()
+
+    asyncio.run(main())
+
+
+# ---- server 2: a bare ASGI app on uvicorn -----------------------------------------------------------------------
+
+
+async def fixed_asgi(scope: dict, receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    started = time.perf_counter_ns()
+    while (await receive()).get("more_body"):
+        pass
+    if scope["method"] == "POST":
+        body, kind = BODY, b"text/event-stream"
+    elif scope["path"] == "/stats":
+        body, kind = _stats(), b"application/json"
+    else:
+        body, kind = MODELS, b"application/json"
+    headers = [(b"content-type", kind), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+    if scope["method"] == "POST":
+        HANDLING_NS.append(time.perf_counter_ns() - started)
+
+
+def serve_uvicorn(sock: socket.socket) -> None:
+    config = uvicorn.Config(fixed_asgi, log_level="warning", access_log=False, backlog=4096, lifespan="off")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+SERVERS = {"asyncio": serve_asyncio, "uvicorn": serve_uvicorn}
+
+
+def run_server(kind: str, sock: socket.socket, cpu: int | None) -> None:
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+    SERVERS[kind](sock)
+
+
+# ---- the clients ------------------------------------------------------------------------------------------------
+
+
+def ours(url: str, *, requests: int, concurrency: int | None = None, rate: float | None = None) -> dict:
+    config = build_config(url=url, requests=requests, concurrency=concurrency, rate=rate, model="fixed")
+    m = asyncio.run(run_loadtest(config)).metrics
+    if m.errors:
+        raise SystemExit(f"our generator saw {m.errors} errors: {m.top_errors}")
+    return {"rps": m.request_throughput_rps, "p50_ms": m.e2el_ms.p50}
+
+
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
+
+
+def wrk(url: str, *, connections: int, seconds: float, cpus: set[int] | None) -> dict:
+    script = Path(tempfile.mkdtemp(prefix="loadgen-bench-")) / "post.lua"
+    body = PAYLOAD.replace("\\", "\\\\").replace('"', '\\"')
+    script.write_text(f'wrk.method = "POST"\nwrk.body = "{body}"\nwrk.headers["Content-Type"] = "application/json"\n')
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--latency", "-s", str(script)]
+    command.append(f"{url}/v1/completions")
+    if cpus:
+        command = ["taskset", "-c", ",".join(map(str, sorted(cpus))), *command]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    if "Non-2xx" in out or "Socket errors" in out:
+        raise SystemExit(f"wrk saw errors:\n{out}")
+    rps = re.search(r"Requests/sec:\s*([\d.]+)", out)
+    p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)\b", out)
+    assert rps and p50, out
+    return {"rps": float(rps.group(1)), "p50_ms": float(p50.group(1)) * _UNITS[p50.group(2)]}
+
+
+def bench_server(kind: str, args: argparse.Namespace, server_cpu: int | None, client_cpus: set[int] | None) -> dict:
+    # IPPROTO_TCP, not the default 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and without
+    # it a response written in two parts (uvicorn: head, then body) waits for the client's delayed ACK (~40 ms).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    process = multiprocessing.get_context("fork").Process(target=run_server, args=(kind, sock, server_cpu))
+    process.start()
+    has_wrk = shutil.which("wrk") is not None
+    try:
+        while True:
+            try:
+                httpx.get(f"{url}/stats")
+                break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        warm = ours(url, requests=500, concurrency=args.concurrency)
+        requests = max(1000, int(warm["rps"] * args.seconds))
+        peak, wrk_peak, single, wrk_single, handling = [], [], [], [], []
+        for _ in range(args.rounds):
+            peak.append(ours(url, requests=requests, concurrency=args.concurrency)["rps"])
+            httpx.get(f"{url}/stats")  # reset the server's handling times
+            single.append(ours(url, requests=requests // 4, concurrency=1)["p50_ms"])
+            handling.append(json.loads(httpx.get(f"{url}/stats").content)["p50_ms"])
+            if has_wrk:
+                wrk_peak.append(wrk(url, connections=args.concurrency, seconds=args.seconds, cpus=client_cpus)["rps"])
+                wrk_single.append(wrk(url, connections=1, seconds=args.seconds, cpus=client_cpus)["p50_ms"])
+        target = round(max(peak) * 0.8)
+        sustained = ours(url, requests=max(500, int(target * args.seconds)), rate=float(target))["rps"]
+    finally:
+        process.terminate()
+        process.join(5)
+    result: dict[str, Any] = {
+        "ours_peak_rps": round(max(peak), 1),
+        "wrk_peak_rps": round(max(wrk_peak), 1) if has_wrk else None,
+        "ratio_vs_wrk": round(max(peak) / max(wrk_peak), 3) if has_wrk else None,
+        "open_loop_target_rps": target,
+        "open_loop_achieved_rps": round(sustained, 1),
+        "ours_p50_ms_one_connection": round(min(single), 3),
+        "wrk_p50_ms_one_connection": round(min(wrk_single), 3) if has_wrk else None,
+        "server_handling_p50_ms": round(min(handling), 4),
+        "added_p50_ms_vs_wrk": round(min(single) - min(wrk_single), 3) if has_wrk else None,
+        "added_p50_ms_vs_server": round(min(single) - min(handling), 3),
+    }
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=3.0, help="rough length of each measured run")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--servers", default="asyncio,uvicorn")
+    args = parser.parse_args()
+
+    cpus = sorted(os.sched_getaffinity(0))
+    server_cpu = cpus[0] if len(cpus) > 1 else None
+    client_cpus = set(cpus[1:]) if len(cpus) > 1 else None
+    if client_cpus:
+        os.sched_setaffinity(0, client_cpus)
+    result: dict[str, Any] = {
+        "what": "closed-loop peak at --concurrency connections, p50 over one connection, best of --rounds",
+        "cpus": {"server": server_cpu, "clients": sorted(client_cpus) if client_cpus else None},
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "concurrency": args.concurrency,
+        "goal_ratio_vs_wrk": 0.5,
+    }
+    for kind in args.servers.split(","):
+        result[kind] = bench_server(kind, args, server_cpu, client_cpus)
+    if shutil.which("wrk") is None:
+        result["note"] = "wrk is not installed (apt-get install -y wrk): the wrk figures and ratios are null"
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

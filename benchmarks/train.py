@@ -1,0 +1,139 @@
+"""Train-loop benchmark: step time of our training loop beside a bare torch loop on the same model and batch.
+
+"Ours" is `components.finetune.train.train` on one rank: it draws each global batch from the data order, pads
+it, normalises the loss by the batch's completion tokens, clips gradients, steps the schedule, and records
+metrics every step (checkpoints only at the end, outside the timed steps). "Bare" is the loop anyone would write:
+one fixed batch, `model(..., labels=...)`, backward, AdamW step. Every example has the same length, so both
+loops compute on tensors of the same shape. Rounds alternate between the two to spread the noise of a shared
+machine evenly; the figure is the ratio of median step times (goal: at most 1.1). Prints one JSON document.
+
+    python benchmarks/train.py [--steps 40] [--rounds 3] [--batch 16] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from components.finetune.config import TrainConfig
+from components.finetune.data import collate, tokenize
+from components.finetune.distributed import Distributed
+from components.finetune.train import train
+from components.lm.tiny import create_tiny_model
+
+SIZES = {"tiny": {"hidden": 128, "layers": 2}, "small": {"hidden": 256, "layers": 4}}
+WARMUP = 5  # first steps allocate and warm caches in both loops
+
+
+def write_dataset(directory: Path, pairs: int) -> list[dict[str, str]]:
+    """Fixed-width prompt/completion pairs: every sequence has the same number of tokens."""
+    rows = [
+        {"prompt": f"Q: price of item {i:03d}?\nA:", "completion": f" ${10 + 37 * i % 90:02d}"} for i in range(pairs)
+    ]
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return rows
+
+
+def bare_loop(model_dir: Path, rows: list[dict[str, str]], batch: int, steps: int) -> list[float]:
+    """Step times of the plain loop on one fixed batch."""
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model.train()
+    fixed = collate(tokenize(rows[:batch], tokenizer, 128), tokenizer.pad_token_id)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95))
+    times = []
+    for _ in range(steps):
+        started = time.perf_counter()
+        out = model(input_ids=fixed.input_ids, attention_mask=fixed.attention_mask, labels=fixed.labels)
+        out.loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        float(out.loss)  # read the loss, as any loop that logs it does
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def our_loop(model_dir: Path, data: Path, work: Path, batch: int, steps: int) -> list[float]:
+    """Step times of `train()` as recorded in its metrics file."""
+    config = TrainConfig(
+        base_model=str(model_dir),
+        data=data,
+        out=work / "out",
+        checkpoint_dir=work / "checkpoints",
+        max_steps=steps,
+        checkpoint_every=steps,
+        micro_batch=batch,
+        lr=3e-3,
+        log_every=10**6,
+    )
+    train(config, Distributed())
+    lines = (work / "out" / "metrics.jsonl").read_text().splitlines()
+    return [json.loads(line)["step_time_s"] for line in lines]
+
+
+def summarize(times: list[float]) -> dict[str, float]:
+    ms = sorted(t * 1000 for t in times)
+    return {
+        "median_ms": round(statistics.median(ms), 2),
+        "p90_ms": round(ms[int(0.9 * (len(ms) - 1))], 2),
+        "mean_ms": round(statistics.fmean(ms), 2),
+    }
+
+
+def bench_size(name: str, root: Path, args: argparse.Namespace) -> dict[str, object]:
+    model_dir = create_tiny_model(root / name / "model", **SIZES[name])
+    data = root / name / "data"
+    rows = write_dataset(data, pairs=4 * args.batch)
+    ours: list[float] = []
+    bare: list[float] = []
+    for round_ in range(args.rounds):
+        bare += bare_loop(model_dir, rows, args.batch, args.steps)[WARMUP:]
+        ours += our_loop(model_dir, data, root / name / f"run-{round_}", args.batch, args.steps)[WARMUP:]
+    params = sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(model_dir).parameters())
+    tokens = len(tokenize(rows[:1], AutoTokenizer.from_pretrained(model_dir), 128)[0].input_ids)
+    ours_s, bare_s = summarize(ours), summarize(bare)
+    ratio = ours_s["median_ms"] / bare_s["median_ms"]
+    return {
+        "model": {"size": name, "parameters": params, **SIZES[name]},
+        "batch": {"sequences": args.batch, "tokens_per_sequence": tokens},
+        "steps_timed": len(ours),
+        "ours": ours_s,
+        "bare": bare_s,
+        "ratio_median": round(ratio, 3),
+        "meets_goal": ratio <= 1.1,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    with tempfile.TemporaryDirectory(prefix="vcpilot-bench-train-") as tmp:
+        results = [bench_size(name, Path(tmp), args) for name in args.sizes]
+    print(
+        json.dumps(
+            {"benchmark": "train-loop", "goal": "ratio_median <= 1.1", "threads": args.threads, "results": results},
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

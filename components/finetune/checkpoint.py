@@ -1,0 +1,160 @@
+"""Checkpoints in `step-N/` directories that count only once complete: written aside, then renamed into place.
+
+A save writes the tensors and the training state into a hidden temporary directory, writes `metadata.json` last,
+and renames the directory to `step-N` in one `os.replace`. A reader — `--resume auto`, or the pipeline's
+diagnose step (pipelines/workspace.py `latest_checkpoint`) — therefore sees a checkpoint whole or not at all, and
+a crash mid-save leaves only a temporary directory that the next run sweeps away. The state holds everything a
+run needs to continue exactly where it stopped: weights, optimizer, scheduler, RNG states, step and data position.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from components.finetune.errors import FinetuneError
+
+__all__ = ["METADATA", "CheckpointMetadata", "Checkpointer", "TrainingState", "capture_rng", "restore_rng"]
+
+METADATA = "metadata.json"  # the completion marker: a step-N/ without it is not a checkpoint
+MODEL_FILE = "model.pt"
+STATE_FILE = "train_state.pt"
+_STEP = re.compile(r"step-(\d+)")
+_TEMP_PREFIX = ".tmp-step-"
+
+
+class CheckpointMetadata(BaseModel):
+    """What a checkpoint is, readable without torch: the step, the data position, and the run's fixed shape."""
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int
+    epoch: int
+    offset: int
+    loss: float
+    global_batch: int
+    world_size: int
+    base_model: str
+    lora: bool
+    seed: int
+
+
+@dataclass
+class TrainingState:
+    """The tensors of a checkpoint: weights (adapters only with LoRA), optimizer, scheduler and RNG states."""
+
+    model: dict[str, torch.Tensor]
+    optimizer: dict[str, Any]
+    scheduler: dict[str, Any]
+    rng: dict[str, Any]
+
+
+class Checkpointer:
+    """Saves, finds, loads and prunes the checkpoints of one run in `directory`, keeping the newest `keep`."""
+
+    def __init__(self, directory: Path, keep: int = 3) -> None:
+        self.directory = directory
+        self.keep = keep
+
+    def complete(self) -> list[tuple[int, Path]]:
+        """Every complete checkpoint as (step, path), oldest first."""
+        if not self.directory.is_dir():
+            return []
+        found = []
+        for child in self.directory.iterdir():
+            match = _STEP.fullmatch(child.name)
+            if match and (child / METADATA).is_file():
+                found.append((int(match.group(1)), child))
+        return sorted(found)
+
+    def latest(self) -> Path | None:
+        """The newest complete checkpoint, or None."""
+        found = self.complete()
+        return found[-1][1] if found else None
+
+    def save(self, metadata: CheckpointMetadata, state: TrainingState) -> Path:
+        """Write `step-N/` atomically (metadata last, then one rename) and drop checkpoints beyond the newest k."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{metadata.step}-", dir=self.directory))
+        torch.save(state.model, tmp / MODEL_FILE)
+        torch.save({"optimizer": state.optimizer, "scheduler": state.scheduler, "rng": state.rng}, tmp / STATE_FILE)
+        (tmp / METADATA).write_text(metadata.model_dump_json(indent=2) + "\n")
+        final = self.directory / f"step-{metadata.step}"
+        if final.exists():  # a rerun from an older checkpoint reaches this step again: the new one replaces it
+            old = Path(tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{metadata.step}-old-", dir=self.directory))
+            os.replace(final, old / final.name)
+            os.replace(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, final)
+        self.prune()
+        return final
+
+    def prune(self) -> None:
+        """Delete complete checkpoints older than the newest `keep`."""
+        for _, path in self.complete()[: -self.keep]:
+            shutil.rmtree(path, ignore_errors=True)
+
+    def sweep(self) -> None:
+        """Remove temporary directories left by a save that crashed: they were never checkpoints."""
+        if self.directory.is_dir():
+            for child in self.directory.iterdir():
+                if child.name.startswith(_TEMP_PREFIX) and child.is_dir():
+                    shutil.rmtree(child, ignore_errors=True)
+
+    def read_metadata(self, path: Path) -> CheckpointMetadata:
+        """The metadata of checkpoint `path`; FinetuneError when it is not a complete checkpoint of ours."""
+        file = path / METADATA
+        if not file.is_file():
+            raise FinetuneError(f"checkpoint {path} is incomplete or missing (no {METADATA}); pick a complete step-N.")
+        try:
+            return CheckpointMetadata.model_validate(json.loads(file.read_text()))
+        except (ValueError, ValidationError):
+            raise FinetuneError(f"{file} is not a vcpilot checkpoint's metadata; pick another checkpoint.") from None
+
+    def load(self, path: Path) -> tuple[CheckpointMetadata, TrainingState]:
+        """Metadata and tensors of checkpoint `path`, on the CPU."""
+        metadata = self.read_metadata(path)
+        model = torch.load(path / MODEL_FILE, map_location="cpu", weights_only=True)
+        rest = torch.load(path / STATE_FILE, map_location="cpu", weights_only=True)
+        return metadata, TrainingState(model, rest["optimizer"], rest["scheduler"], rest["rng"])
+
+
+def capture_rng() -> dict[str, Any]:
+    """The state of every random generator the run may touch (python, numpy, torch CPU and CUDA)."""
+    kind, keys, pos, has_gauss, cached = np.random.get_state(legacy=True)  # type: ignore[misc]
+    state: dict[str, Any] = {
+        "python": random.getstate(),
+        "numpy": {  # the key array as a tensor: checkpoints load with weights_only
+            "kind": kind,
+            "keys": torch.from_numpy(np.asarray(keys).astype(np.int64)),
+            "pos": pos,
+            "gauss": (has_gauss, cached),
+        },
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng(state: dict[str, Any]) -> None:
+    """Put every generator back where `capture_rng` found it."""
+    random.setstate(state["python"])
+    saved = state["numpy"]
+    has_gauss, cached = saved["gauss"]
+    np.random.set_state((saved["kind"], saved["keys"].numpy().astype(np.uint32), saved["pos"], has_gauss, cached))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])

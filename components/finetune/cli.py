@@ -1,0 +1,164 @@
+"""`vcpilot finetune` and `python -m components.finetune`: one command line for people and for training pods.
+
+People write `--data` and `--out`; the pipeline's VCJob writes `--dataset-dir` and `--output-dir` and passes the
+batch shape in the env (VCPILOT_MICRO_BATCH, VCPILOT_GRAD_ACCUM, VCPILOT_GLOBAL_BATCH) and, on a retry, the
+checkpoint to continue from (VCPILOT_RESUME, which wins over --resume). Pods resume on their own (`main` adds
+`--resume auto`), so a pod that Volcano restarts continues instead of failing. Bad input ends with one sentence
+and exit code 2; the simulated bug of VCPILOT_FAIL_AT_STEP with exit code 3.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from pydantic import ValidationError
+
+from components.finetune.config import TrainConfig, describe_error
+from components.finetune.errors import FinetuneError, SimulatedFailure
+
+__all__ = ["app", "finetune_command", "main"]
+
+EXIT_BAD_INPUT = 2
+EXIT_SIMULATED_BUG = 3
+
+
+def finetune_command(
+    data: Annotated[Path, typer.Option("--data", "--dataset-dir", help="Directory with train.jsonl (and eval.jsonl).")],
+    out: Annotated[Path, typer.Option("--out", "--output-dir", help="Where the trained model is written.")],
+    max_steps: Annotated[int, typer.Option(help="Optimizer steps to train in all (a resumed run counts on).")],
+    checkpoint_every: Annotated[int, typer.Option(help="Steps between checkpoints.")] = 50,
+    checkpoint_dir: Annotated[
+        Path | None, typer.Option(help="Where step-N/ checkpoints go (default: <out>/checkpoints).")
+    ] = None,
+    resume: Annotated[
+        str, typer.Option(help="'none' starts fresh, 'auto' continues from the newest checkpoint, or a step-N path.")
+    ] = "none",
+    keep: Annotated[int, typer.Option(help="How many of the newest checkpoints to keep.")] = 3,
+    base_model: Annotated[
+        str, typer.Option(help="A model directory, a Hugging Face id, or 'tiny' (built from scratch).")
+    ] = "tiny",
+    micro_batch: Annotated[int, typer.Option(envvar="VCPILOT_MICRO_BATCH", help="Sequences per forward pass.")] = 4,
+    grad_accum: Annotated[
+        int | None,
+        typer.Option(
+            envvar="VCPILOT_GRAD_ACCUM", help="Micro-steps per optimizer step (default: from the global batch)."
+        ),
+    ] = None,
+    global_batch: Annotated[
+        int | None,
+        typer.Option(
+            envvar="VCPILOT_GLOBAL_BATCH", help="Sequences per optimizer step = ranks x micro x accumulation."
+        ),
+    ] = None,
+    lr: Annotated[
+        float | None,
+        typer.Option(
+            envvar="VCPILOT_LR",
+            help="Peak learning rate (default: 3e-3 under 20M parameters, else 2e-4 LoRA, 2e-5 full).",
+        ),
+    ] = None,
+    warmup_steps: Annotated[int | None, typer.Option(help="Warm-up steps (default: a tenth, at most 100).")] = None,
+    weight_decay: Annotated[float, typer.Option(help="AdamW weight decay of matrices.")] = 0.0,
+    lora: Annotated[bool, typer.Option("--lora", help="Train LoRA adapters instead of every weight.")] = False,
+    lora_r: Annotated[int, typer.Option(help="LoRA rank.")] = 8,
+    lora_alpha: Annotated[int, typer.Option(help="LoRA alpha (the adapters are scaled by alpha / r).")] = 16,
+    lora_target: Annotated[
+        list[str] | None, typer.Option(help="Module names to adapt (repeatable; default: q_proj and v_proj).")
+    ] = None,
+    max_length: Annotated[int | None, typer.Option(help="Longest sequence in tokens (default: the model's).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the initial weights of 'tiny' and of the data order.")] = 0,
+    log_every: Annotated[int, typer.Option(help="Print progress every this many steps.")] = 10,
+    json_output: Annotated[bool, typer.Option("--json", help="Print only the summary, as JSON.")] = False,
+    step_delay: Annotated[float, typer.Option(envvar="VCPILOT_STEP_DELAY", hidden=True)] = 0.0,
+    fail_at_step: Annotated[int, typer.Option(envvar="VCPILOT_FAIL_AT_STEP", hidden=True)] = 0,
+) -> None:
+    """Fine-tune a causal LM on prompt/completion pairs, checkpointing as it goes; rank 0 writes the model."""
+    try:
+        config = TrainConfig(
+            base_model=base_model,
+            data=data,
+            out=out,
+            checkpoint_dir=checkpoint_dir or out / "checkpoints",
+            max_steps=max_steps,
+            checkpoint_every=checkpoint_every,
+            keep=keep,
+            resume=os.environ.get("VCPILOT_RESUME") or resume,
+            micro_batch=micro_batch,
+            grad_accum=grad_accum,
+            global_batch=global_batch,
+            lr=lr,
+            warmup_steps=warmup_steps,
+            weight_decay=weight_decay,
+            lora=lora,
+            lora_r=lora_r,
+            lora_alpha=lora_alpha,
+            lora_targets=tuple(lora_target) if lora_target else ("q_proj", "v_proj"),
+            max_length=max_length,
+            seed=seed,
+            log_every=log_every,
+            step_delay=step_delay,
+            fail_at_step=fail_at_step,
+        )
+    except ValidationError as err:
+        _fail(describe_error(err), EXIT_BAD_INPUT)
+    _run(config, json_output)
+
+
+def _run(config: TrainConfig, json_output: bool) -> None:
+    from components.finetune.distributed import distributed_from_env  # imported here: torch takes seconds
+    from components.finetune.train import train
+
+    try:
+        dist = distributed_from_env(os.environ)
+    except FinetuneError as err:
+        _fail(str(err), EXIT_BAD_INPUT)
+    try:
+        summary = train(config, dist)
+    except FinetuneError as err:
+        _fail(str(err), EXIT_BAD_INPUT)
+    except SimulatedFailure as err:
+        if dist.active and dist.joined:
+            # Every rank fails at the same step. They leave together, at once: the scheduler must see the same
+            # exit code from every pod, and a rank still shutting down would be killed first, which the
+            # pipeline's diagnose step would take for an infrastructure fault rather than a bug.
+            dist.barrier()
+            print(f"error: {err}", file=sys.stderr, flush=True)
+            os._exit(EXIT_SIMULATED_BUG)
+        _fail(str(err), EXIT_SIMULATED_BUG)
+    finally:
+        dist.close()
+    if not dist.is_main:
+        return
+    if json_output:
+        typer.echo(summary.model_dump_json())
+        return
+    resumed = f", resumed from {summary.resumed_from}" if summary.resumed_from else ""
+    typer.echo(
+        f"trained {summary.steps_run} steps to step {summary.steps}{resumed}: final loss {summary.final_loss:.4f}, "
+        f"{summary.tokens_per_s:,.0f} tokens/s; model written to {summary.output_dir}"
+    )
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app.command()(finetune_command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The pod entry point (exits the process): one process per GPU via torchrun, resuming by default."""
+    from components.finetune.launch import torchrun_command
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    relaunch = torchrun_command(os.environ, args)
+    if relaunch is not None:
+        os.execv(relaunch[0], relaunch)
+    # A later --resume on the command line overrides this one.
+    app(args=["--resume", "auto", *args], prog_name="python -m components.finetune")

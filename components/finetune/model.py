@@ -1,0 +1,120 @@
+"""The model being fine-tuned: loaded from a path or a Hugging Face id, or built from scratch; full or LoRA.
+
+`tiny` builds the demo's small character-level Llama with a fixed seed, so every rank (and every restart)
+starts from the same weights without downloading anything. With LoRA only the adapters train, and only they go
+into checkpoints; the final export merges them, so whatever loads the result needs neither peft nor the base.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from components.finetune.config import TINY, TrainConfig
+from components.finetune.errors import FinetuneError
+
+__all__ = ["context_length", "load_model", "load_trainable_state", "save_final", "trainable_state"]
+
+
+def load_model(config: TrainConfig) -> tuple[torch.nn.Module, Any]:
+    """The model to train (float32, train mode, adapters applied with --lora) and its tokenizer."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # imported here: transformers takes seconds
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # per-shard progress bars would bury the training log
+
+    if config.base_model == TINY:
+        from components.lm.tiny import create_tiny_model
+
+        with tempfile.TemporaryDirectory(prefix="vcpilot-tiny-") as tmp:
+            path = create_tiny_model(Path(tmp) / "model", seed=config.seed)
+            model: torch.nn.Module = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+            tokenizer = AutoTokenizer.from_pretrained(path)
+    else:
+        _check_local(config.base_model)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(config.base_model, dtype=torch.float32)
+            tokenizer = AutoTokenizer.from_pretrained(config.base_model)
+        except (OSError, ValueError) as err:
+            raise FinetuneError(
+                f"base model {config.base_model!r} cannot be loaded ({_first_line(err).rstrip('.')}); pass a model "
+                f"directory, a Hugging Face model id, or 'tiny'."
+            ) from None
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token  # padding never reaches the loss, so any token will do
+    if config.lora:
+        model = _with_lora(model, config)
+    model.train()
+    return model, tokenizer
+
+
+def _check_local(base_model: str) -> None:
+    """A path (rather than a Hub id) must be a model directory: say so before transformers asks the Hub."""
+    path = Path(base_model)
+    if path.is_dir() and not (path / "config.json").is_file():
+        raise FinetuneError(f"base model directory {path} holds no config.json; pass a saved Hugging Face model.")
+    if not path.exists() and (path.is_absolute() or base_model.startswith(".")):
+        raise FinetuneError(f"base model directory {path} does not exist; pass a model directory, a Hub id, or 'tiny'.")
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+def _with_lora(model: torch.nn.Module, config: TrainConfig) -> torch.nn.Module:
+    from peft import LoraConfig, get_peft_model
+
+    names = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+    missing = [target for target in config.lora_targets if target not in names]
+    if missing:
+        raise FinetuneError(
+            f"the model has no modules named {', '.join(missing)} for LoRA; pass --lora-target with names it has "
+            f"(q_proj and v_proj for Llama-style models)."
+        )
+    lora = LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        target_modules=list(config.lora_targets),
+        lora_dropout=0.0,  # no dropout: runs stay comparable across world sizes and restarts
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, lora)  # type: ignore[arg-type]
+
+
+def context_length(model: torch.nn.Module, requested: int | None) -> int:
+    """The longest sequence to train on: the one requested, capped by the model's positions (at most 2048)."""
+    limit = int(getattr(getattr(model, "config", None), "max_position_embeddings", 0) or 2048)
+    return min(requested, limit) if requested else min(limit, 2048)
+
+
+def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """What a checkpoint stores: every weight in full fine-tuning, only the adapters with LoRA."""
+    trainable = {name for name, p in model.named_parameters() if p.requires_grad}
+    state = model.state_dict()
+    if len(trainable) == sum(1 for _ in model.parameters()):
+        return state
+    return {name: tensor for name, tensor in state.items() if name in trainable}
+
+
+def load_trainable_state(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Restore `trainable_state`; FinetuneError when the checkpoint belongs to a different kind of run."""
+    expected = set(trainable_state(model))
+    if set(state) != expected:
+        raise FinetuneError(
+            "the checkpoint holds different weights than this run trains (a different base model, or --lora on one "
+            "side only); resume with the settings it was written with, or start fresh."
+        )
+    model.load_state_dict(state, strict=False)
+
+
+def save_final(model: torch.nn.Module, tokenizer: Any, out: Path) -> None:
+    """Write the trained model (adapters merged) and its tokenizer as an ordinary Hugging Face model directory."""
+    final: Any = model
+    if hasattr(final, "merge_and_unload"):
+        final = final.merge_and_unload()
+    out.mkdir(parents=True, exist_ok=True)
+    final.save_pretrained(out)
+    tokenizer.save_pretrained(out)

@@ -1,0 +1,130 @@
+"""`vcpilot loadtest`: load-test any OpenAI-compatible server and judge it against SLOs from a shell.
+
+Exit codes: 0 the SLOs held (or none were given), 1 the server could not be reached or a file could not be
+read, 2 bad options, 3 the load test ran but missed its SLOs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from components.loadtest.session import LoadtestError, Outcome, build_config, run_loadtest, write_records
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_SLO_MISSED", "EXIT_UNREACHABLE", "app", "loadtest_command"]
+
+EXIT_UNREACHABLE = 1
+EXIT_BAD_INPUT = 2
+EXIT_SLO_MISSED = 3
+
+
+def fail(message: str, code: int) -> None:
+    """Print one sentence to stderr and exit with `code`."""
+    print(f"error: {message.rstrip('.')}.", file=sys.stderr)
+    raise typer.Exit(code)
+
+
+def loadtest_command(
+    url: Annotated[str, typer.Option(help="Server base URL (http://host:8000) or a full /v1/… completions URL.")],
+    requests: Annotated[int, typer.Option(help="How many requests to send.")] = 100,
+    concurrency: Annotated[
+        int | None, typer.Option(help="Requests in flight (alone: closed loop; with --rate: a cap).")
+    ] = None,
+    rate: Annotated[float | None, typer.Option(help="Arrivals per second (inf: all at once).")] = None,
+    burstiness: Annotated[float, typer.Option(help="1: Poisson arrivals; <1 burstier, >1 more even (gamma).")] = 1.0,
+    slo_ttft_ms: Annotated[float | None, typer.Option(help="SLO on time to first token, ms.")] = None,
+    slo_tpot_ms: Annotated[float | None, typer.Option(help="SLO on time per output token, ms.")] = None,
+    slo_e2el_ms: Annotated[float | None, typer.Option(help="SLO on end-to-end latency, ms.")] = None,
+    slo_percentile: Annotated[int, typer.Option(help="Percentile the gate compares: 50, 90, 95 or 99.")] = 95,
+    max_errors: Annotated[int, typer.Option(help="Failed requests the gate tolerates.")] = 0,
+    dataset: Annotated[
+        Path | None, typer.Option(help='Prompts from a JSONL of {"prompt", "completion"} (default: synthetic).')
+    ] = None,
+    max_tokens: Annotated[int, typer.Option(help="max_tokens of each request.")] = 16,
+    chat: Annotated[bool, typer.Option("--chat", help="Use /v1/chat/completions.")] = False,
+    model: Annotated[str | None, typer.Option(help="Model name in requests (default: the server's first).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the arrival process and the synthetic prompts.")] = 0,
+    timeout_s: Annotated[float, typer.Option(help="Timeout of one request, seconds.")] = 300.0,
+    api_key: Annotated[str, typer.Option(envvar="OPENAI_API_KEY", help="Bearer token, if the server needs one.")] = "",
+    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document and nothing else.")] = False,
+    records: Annotated[Path | None, typer.Option(help="Write one JSON line per request here.")] = None,
+) -> None:
+    """Load-test an OpenAI-compatible server and judge it against SLOs.
+
+    Sends --requests streaming requests at a fixed --concurrency or at --rate arrivals per second and reports
+    TTFT, TPOT, ITL, end-to-end latency, throughput, goodput and errors.
+    """
+    if concurrency is None and rate is None:
+        fail("give --concurrency C (requests in flight) or --rate R (requests per second)", EXIT_BAD_INPUT)
+    if max_tokens <= 0:
+        fail(f"--max-tokens must be a positive number of tokens, got {max_tokens}", EXIT_BAD_INPUT)
+    try:
+        config = build_config(
+            url=url,
+            requests=requests,
+            concurrency=concurrency,
+            rate=rate,
+            burstiness=burstiness,
+            seed=seed,
+            ttft_ms=slo_ttft_ms,
+            tpot_ms=slo_tpot_ms,
+            e2el_ms=slo_e2el_ms,
+            percentile=slo_percentile,
+            max_errors=max_errors,
+            dataset=dataset,
+            max_tokens=max_tokens,
+            chat=chat,
+            model=model,
+            timeout_s=timeout_s,
+            api_key=api_key,
+        )
+    except LoadtestError as err:
+        fail(str(err), EXIT_BAD_INPUT)
+        raise  # unreachable; keeps type checkers honest
+    try:
+        outcome = asyncio.run(run_loadtest(config))
+    except LoadtestError as err:
+        fail(str(err), EXIT_UNREACHABLE)
+        raise
+    if records is not None:
+        write_records(records, outcome.records)
+    if json_output:
+        print(json.dumps(outcome.summary(), indent=2))
+    else:
+        _print_table(outcome)
+    if not outcome.verdict.passed:
+        if not json_output:
+            print(f"SLO missed: {outcome.verdict.reason}", file=sys.stderr)
+        raise typer.Exit(EXIT_SLO_MISSED)
+
+
+def _print_table(outcome: Outcome) -> None:
+    m = outcome.metrics
+    console = Console()
+    console.print(
+        f"{outcome.endpoint} ({outcome.model or 'no model name'}): {m.completed}/{m.requests} completed, "
+        f"{m.errors} errors in {m.duration_s:.2f} s"
+    )
+    goodput = "-" if m.goodput_rps is None else f"{m.goodput_rps:.2f}"
+    console.print(
+        f"throughput {m.request_throughput_rps:.2f} req/s, {m.output_throughput_tps:.1f} output tok/s; "
+        f"goodput {goodput} req/s"
+    )
+    table = Table("ms", "mean", "p50", "p90", "p95", "p99")
+    for name, dist in (("TTFT", m.ttft_ms), ("TPOT", m.tpot_ms), ("ITL", m.itl_ms), ("E2E latency", m.e2el_ms)):
+        table.add_row(name, *(f"{v:.2f}" for v in (dist.mean, dist.p50, dist.p90, dist.p95, dist.p99)))
+    console.print(table)
+    for message, count in m.top_errors.items():
+        console.print(f"{count} x {message}")
+    console.print(f"SLO {'met' if outcome.verdict.passed else 'missed'}: {outcome.verdict.reason}")
+
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app.command()(loadtest_command)

@@ -1,0 +1,188 @@
+"""One streamed request to an OpenAI-compatible server, measured; and the checks that the server is there.
+
+`send_request` never raises for a failed request: a refused connection, an HTTP error, a broken stream or an
+error event all become a record with `error` set, so one bad request cannot end a load test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import BaseModel, ConfigDict
+
+from components.loadtest.records import RequestRecord, RequestSpec
+
+__all__ = ["Target", "Unreachable", "discover_model", "parse_target", "send_request", "wait_healthy"]
+
+Clock = Callable[[], float]
+
+
+class Unreachable(Exception):
+    """The server cannot be reached or never became healthy; the message says so in one sentence."""
+
+
+class Target(BaseModel):
+    """Where requests go: the server's origin, the endpoint and the model name to put in each request."""
+
+    model_config = ConfigDict(frozen=True)
+
+    origin: str  # scheme://host:port
+    endpoint: str  # full URL of /v1/completions or /v1/chat/completions
+    chat: bool = False
+    model: str | None = None
+
+
+def parse_target(url: str, *, chat: bool = False) -> Target:
+    """A target from a base URL (`http://host:8000`, `…/v1`) or a full endpoint URL (`…/v1/chat/completions`)."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{url!r} is not an http(s) URL such as http://127.0.0.1:8000")
+    origin = f"{parts.scheme}://{parts.netloc}"
+    path = parts.path.rstrip("/")
+    if path.endswith("/completions"):
+        return Target(origin=origin, endpoint=origin + path, chat=path.endswith("/chat/completions"))
+    if not path.endswith("/v1"):
+        path += "/v1"
+    return Target(origin=origin, endpoint=f"{origin}{path}/{'chat/completions' if chat else 'completions'}", chat=chat)
+
+
+def _payload(target: Target, spec: RequestSpec) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "max_tokens": spec.max_tokens,
+        "temperature": 0.0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if target.model:
+        body["model"] = target.model
+    if target.chat:
+        body["messages"] = [{"role": "user", "content": spec.prompt}]
+    else:
+        body["prompt"] = spec.prompt
+    return body
+
+
+def _chunk_text(chunk: dict[str, Any], chat: bool) -> str:
+    choices = chunk.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    if chat:
+        delta = first.get("delta")
+        return str(delta.get("content") or "") if isinstance(delta, dict) else ""
+    return str(first.get("text") or "")
+
+
+def _error_message(body: bytes) -> str:
+    try:
+        message = json.loads(body)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        message = body.decode("utf-8", "replace").strip()
+    return str(message)[:200]
+
+
+def _describe(err: BaseException) -> str:
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text}"[:200] if text else type(err).__name__
+
+
+async def send_request(
+    client: httpx.AsyncClient, target: Target, spec: RequestSpec, *, index: int = 0, t0: float = 0.0, clock: Clock
+) -> RequestRecord:
+    """Send one streaming request and measure TTFT, inter-token gaps and latency (ms); never raises for failures."""
+    start = clock()
+    ttft = 0.0
+    itl: list[float] = []
+    pieces: list[str] = []
+    usage_tokens: int | None = None
+    prompt_tokens = 0
+    last = start
+
+    def failed(error: str) -> RequestRecord:
+        return RequestRecord(index=index, start_s=start - t0, error=error)
+
+    try:
+        async with client.stream("POST", target.endpoint, json=_payload(target, spec)) as response:
+            if response.status_code != 200:
+                return failed(f"HTTP {response.status_code}: {_error_message(await response.aread())}")
+            done = False
+            async for line in response.aiter_lines():
+                # Read to the end even after [DONE]: a response left unread cannot go back to the connection pool.
+                if done or not line.startswith("data:"):
+                    continue  # blank separators, comments, event names
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    done = True
+                    continue
+                chunk = json.loads(data)
+                if not isinstance(chunk, dict):
+                    return failed(f"the server sent a chunk that is not a JSON object: {data[:80]}")
+                if "error" in chunk:
+                    return failed(f"error event: {_error_message(data.encode())}")
+                if isinstance(usage := chunk.get("usage"), dict):
+                    usage_tokens = usage.get("completion_tokens")
+                    prompt_tokens = usage.get("prompt_tokens") or 0
+                if text := _chunk_text(chunk, target.chat):
+                    now = clock()
+                    if pieces:
+                        itl.append((now - last) * 1000)
+                    else:
+                        ttft = (now - start) * 1000
+                    last = now
+                    pieces.append(text)
+            if not done:
+                return failed("the stream ended without [DONE]")
+    except (httpx.HTTPError, ValueError, OSError) as err:
+        return failed(_describe(err))
+    latency = (last - start) * 1000
+    if not pieces:  # an empty completion: the first (and last) token is the end of the stream
+        ttft = latency = (clock() - start) * 1000
+    return RequestRecord(
+        index=index,
+        start_s=start - t0,
+        ttft_ms=ttft,
+        itl_ms=tuple(itl),
+        latency_ms=latency,
+        prompt_tokens=prompt_tokens,
+        output_tokens=usage_tokens if usage_tokens is not None else len(pieces),
+        output_text="".join(pieces),
+    )
+
+
+async def discover_model(client: httpx.AsyncClient, target: Target) -> str | None:
+    """The first model the server lists at /v1/models (None when it lists none); Unreachable if it is not there."""
+    try:
+        response = await client.get(f"{target.origin}/v1/models")
+    except httpx.HTTPError as err:
+        reason = _describe(err)
+        raise Unreachable(f"cannot reach {target.origin} ({reason}); check --url and that the server runs") from None
+    try:
+        models = response.json()["data"] if response.status_code == 200 else []
+        return str(models[0]["id"]) if models else None
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+async def wait_healthy(
+    client: httpx.AsyncClient,
+    origin: str,
+    timeout_s: float,
+    *,
+    clock: Clock = time.monotonic,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+) -> None:
+    """Poll `/health` until it answers 200, or raise Unreachable after `timeout_s` seconds."""
+    deadline = clock() + timeout_s
+    while True:
+        try:
+            if (await client.get(f"{origin}/health")).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if clock() >= deadline:
+            raise Unreachable(f"the server at {origin} did not become healthy within {timeout_s:g} s")
+        await sleep(0.25)

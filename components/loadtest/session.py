@@ -1,0 +1,149 @@
+"""A whole load test as the CLI and the pipeline run it: requests, server checks, the run, its figures, the verdict.
+
+The steps are named in `run_loadtest`; everything a person may get wrong (the URL, the dataset, the plan) is
+checked before the first request and raises `LoadtestError` with one sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from components.loadtest.client import Unreachable, discover_model, parse_target, wait_healthy
+from components.loadtest.dataset import DatasetError, load_requests, synthetic_requests
+from components.loadtest.gate import SloVerdict, check_slo
+from components.loadtest.metrics import LoadMetrics, Slo, calculate_metrics, report_fields
+from components.loadtest.records import RequestRecord
+from components.loadtest.runner import LoadPlan, connector, run_load
+
+__all__ = ["LoadtestConfig", "LoadtestError", "Outcome", "build_config", "run_loadtest", "write_records"]
+
+
+class LoadtestError(Exception):
+    """The load test could not run: bad input or an unreachable server; one sentence."""
+
+
+class LoadtestConfig(BaseModel):
+    """Everything a load test needs to know."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    plan: LoadPlan
+    slo: Slo = Slo()
+    dataset: Path | None = None
+    max_tokens: int = 16
+    chat: bool = False
+    model: str | None = None  # None: the first model the server lists
+    timeout_s: float = 300.0
+    wait_healthy_s: float = 0.0  # > 0: poll /health this long before starting (the pipeline's server is loading)
+    api_key: str = ""
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        parse_target(url)  # raises ValueError with the reason
+        return url
+
+
+class Outcome(BaseModel):
+    """What a load test found."""
+
+    model_config = ConfigDict(frozen=True)
+
+    config: LoadtestConfig
+    model: str | None
+    endpoint: str
+    records: tuple[RequestRecord, ...]
+    metrics: LoadMetrics
+    verdict: SloVerdict
+
+    def summary(self) -> dict[str, Any]:
+        """One flat JSON object: where, how, every figure (`ttft_p95_ms`…), the SLOs and the verdict."""
+        plan, slo = self.config.plan, self.config.slo
+        rate = None if plan.rate is None else ("inf" if math.isinf(plan.rate) else plan.rate)
+        return {
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "concurrency": plan.concurrency,
+            "rate": rate,
+            "burstiness": plan.burstiness,
+            **report_fields(self.metrics),
+            "slo_ttft_ms": slo.ttft_ms,
+            "slo_tpot_ms": slo.tpot_ms,
+            "slo_e2el_ms": slo.e2el_ms,
+            "slo_percentile": slo.percentile,
+            "slo_passed": self.verdict.passed,
+            "slo_reason": self.verdict.reason,
+        }
+
+
+async def run_loadtest(config: LoadtestConfig) -> Outcome:
+    """Check the inputs, find the server (and its model), send the load, compute the figures, judge the SLOs."""
+    try:
+        target = parse_target(config.url, chat=config.chat)
+    except ValueError as err:
+        raise LoadtestError(str(err)) from None
+    try:
+        if config.dataset is not None:
+            specs = load_requests(config.dataset, config.plan.requests, max_tokens=config.max_tokens)
+        else:
+            specs = synthetic_requests(config.plan.requests, max_tokens=config.max_tokens, seed=config.plan.seed)
+    except DatasetError as err:
+        raise LoadtestError(str(err)) from None
+    connect = connector(timeout_s=config.timeout_s, api_key=config.api_key)
+    async with connect() as client:
+        try:
+            if config.wait_healthy_s > 0:
+                await wait_healthy(client, target.origin, config.wait_healthy_s)
+            model = config.model or await discover_model(client, target)
+        except Unreachable as err:
+            raise LoadtestError(str(err)) from None
+    target = target.model_copy(update={"model": model})
+    result = await run_load(config.plan, specs, target, connect)
+    metrics = calculate_metrics(result.records, result.duration_s, config.slo)
+    return Outcome(
+        config=config,
+        model=model,
+        endpoint=target.endpoint,
+        records=result.records,
+        metrics=metrics,
+        verdict=check_slo(metrics, config.slo),
+    )
+
+
+# Config fields as the command line spells them, for error messages.
+_FLAGS = {
+    "ttft_ms": "--slo-ttft-ms",
+    "tpot_ms": "--slo-tpot-ms",
+    "e2el_ms": "--slo-e2el-ms",
+    "percentile": "--slo-percentile",
+}
+
+
+def build_config(**fields: Any) -> LoadtestConfig:
+    """A config from the command line's values, or LoadtestError naming the first bad option in one sentence."""
+    try:
+        plan = LoadPlan.model_validate({k: fields.pop(k) for k in list(fields) if k in LoadPlan.model_fields})
+        slo = Slo.model_validate({k: fields.pop(k) for k in list(fields) if k in Slo.model_fields})
+        return LoadtestConfig.model_validate({"plan": plan, "slo": slo, **fields})
+    except ValidationError as err:
+        first = err.errors()[0]
+        message = first["msg"].removeprefix("Value error, ")
+        message = message[0].lower() + message[1:]
+        if not first["loc"]:
+            raise LoadtestError(message) from None
+        name = str(first["loc"][-1])
+        raise LoadtestError(f"{_FLAGS.get(name, '--' + name.replace('_', '-'))}: {message}") from None
+
+
+def write_records(path: Path, records: tuple[RequestRecord, ...]) -> None:
+    """One JSON line per request, in send order."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record.model_dump(mode="json")) + "\n")

@@ -1,0 +1,106 @@
+"""The fine-tuning set the logs hand to the next step: corrected requests as prompt/completion pairs.
+
+A user's correction is the answer the model should have given, so each corrected request becomes one JSONL line
+`{"prompt": ..., "completion": <the correction>}`. A prompt counts once (the first correction wins), and it goes
+to train or eval by a hash of the prompt: the split is the same on every run and machine, and a prompt never
+lands on both sides. Lines stream to disk; memory holds one digest per distinct prompt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from components.logs.records import RequestRecord
+
+__all__ = ["Curator", "DatasetSummary"]
+
+
+class DatasetSummary(BaseModel):
+    """Where the fine-tuning set is and what went into it."""
+
+    train: str
+    eval: str
+    train_examples: int = 0
+    eval_examples: int = 0
+    corrections: int = Field(default=0, description="corrected requests offered")
+    duplicates: int = Field(default=0, description="corrections of a prompt already in the set, dropped")
+    eval_fraction: float
+
+
+def _normalized(prompt: str) -> str:
+    return " ".join(prompt.split())
+
+
+class Curator:
+    """Writes `train.jsonl` and `eval.jsonl` into a directory from the corrected requests it is offered."""
+
+    def __init__(self, out_dir: Path, eval_fraction: float = 0.2) -> None:
+        if not 0.0 <= eval_fraction < 1.0:
+            raise ValueError(f"the eval fraction must be in [0, 1), got {eval_fraction}")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.summary = DatasetSummary(
+            train=str(out_dir / "train.jsonl"), eval=str(out_dir / "eval.jsonl"), eval_fraction=eval_fraction
+        )
+        self._seen: set[bytes] = set()
+        self._paths = {"train": out_dir / ".train.jsonl.tmp", "eval": out_dir / ".eval.jsonl.tmp"}
+        self._files = {split: path.open("w", encoding="utf-8") for split, path in self._paths.items()}
+        # The train example that moves to eval if hashing sent none there: (its hash position, its line number).
+        self._first_train: tuple[float, int] | None = None
+
+    def offer(self, record: RequestRecord) -> bool:
+        """Add the record if it carries a correction for a prompt not seen yet; returns whether it was added."""
+        if not record.correction or not record.correction.strip() or not record.prompt.strip():
+            return False
+        self.summary.corrections += 1
+        digest = hashlib.sha256(_normalized(record.prompt).encode("utf-8")).digest()
+        if digest in self._seen:
+            self.summary.duplicates += 1
+            return False
+        self._seen.add(digest)
+        position = int.from_bytes(digest[:8], "big") / 2**64
+        split = "eval" if position < self.summary.eval_fraction else "train"
+        line = json.dumps({"prompt": record.prompt, "completion": record.correction}, ensure_ascii=False)
+        self._files[split].write(line + "\n")
+        if split == "eval":
+            self.summary.eval_examples += 1
+        else:
+            if self._first_train is None or position < self._first_train[0]:
+                self._first_train = (position, self.summary.train_examples)
+            self.summary.train_examples += 1
+        return True
+
+    def close(self) -> DatasetSummary:
+        """Finish both files (atomically) and say what they hold."""
+        for handle in self._files.values():
+            handle.close()
+        summary = self.summary
+        if summary.eval_fraction > 0 and summary.eval_examples == 0 and summary.train_examples >= 2:
+            self._move_one_to_eval()
+        os.replace(self._paths["train"], summary.train)
+        os.replace(self._paths["eval"], summary.eval)
+        return summary
+
+    def _move_one_to_eval(self) -> None:
+        """Hashing sent nothing to eval (a small set): move the train example nearest to the eval side there."""
+        assert self._first_train is not None
+        index = self._first_train[1]
+        kept = self._paths["train"].with_suffix(".keep")
+        with self._paths["train"].open(encoding="utf-8") as source, kept.open("w", encoding="utf-8") as train:
+            with self._paths["eval"].open("a", encoding="utf-8") as evaluation:
+                for number, line in enumerate(source):
+                    (evaluation if number == index else train).write(line)
+        os.replace(kept, self._paths["train"])
+        self.summary.train_examples -= 1
+        self.summary.eval_examples += 1
+
+    def discard(self) -> None:
+        """Drop the unfinished files (the run failed before `close`)."""
+        for handle in self._files.values():
+            handle.close()
+        for path in self._paths.values():
+            path.unlink(missing_ok=True)

@@ -1,0 +1,135 @@
+"""What one log line says: a service log event (plain text or JSON) or one request the model served.
+
+The service writes two kinds of lines into the same sources: text logs (`2026-11-29 ... ERROR ...`) and JSON
+request records (`{"request_id": ..., "prompt": ..., "feedback": "negative", "correction": ...}`). Classifying
+a line here keeps everything downstream typed; a line that is neither is counted as malformed, not guessed at.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from components.logs.masking import ERROR_LEVELS, level_of, split_header
+from components.logs.reader import MAX_LINE_BYTES, Malformed, SourceLine, read_lines
+
+__all__ = ["Entry", "LogEvent", "RequestRecord", "classify", "read_entries"]
+
+Feedback = Literal["positive", "negative", "none"]
+_MESSAGE_KEYS = ("message", "msg", "log")
+_LEVEL_KEYS = ("level", "severity", "levelname")
+_OK_WORDS = frozenset({"ok", "success", "succeeded"})
+_ERROR_WORDS = frozenset({"error", "failed", "failure", "fail"})
+
+
+class RequestRecord(BaseModel):
+    """One request the model served, as the service logs it (one JSON object per line)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    prompt: str
+    completion: str = ""
+    request_id: str = ""
+    timestamp: str | None = None
+    latency_ms: float | None = Field(default=None, ge=0)
+    status: int = Field(default=200, description="HTTP status code; `ok`/`error` are read as 200/500")
+    feedback: Feedback = "none"
+    correction: str | None = None
+
+    @field_validator("timestamp", "request_id", mode="before")
+    @classmethod
+    def _as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int | float) else value
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status(cls, value: Any) -> Any:
+        """An HTTP status code, or a word: `ok` is 200, `error` is 500."""
+        if isinstance(value, str) and not value.strip().isdigit():
+            word = value.strip().lower()
+            if word in _OK_WORDS:
+                return 200
+            if word in _ERROR_WORDS:
+                return 500
+            raise ValueError(f"status {value!r} is neither an HTTP code nor one of ok, error")
+        return value
+
+    @field_validator("feedback", mode="before")
+    @classmethod
+    def _feedback(cls, value: Any) -> Any:
+        return "none" if value is None or value == "" else value
+
+    @property
+    def failed(self) -> bool:
+        """The server failed the request (5xx); a client error (4xx) is not the model's fault."""
+        return self.status >= 500
+
+
+@dataclass(slots=True)  # not frozen: a frozen dataclass costs 1 µs more per line
+class LogEvent:
+    """One service log line: its message without the header, and its level when it has one."""
+
+    message: str
+    level: str | None
+
+    @property
+    def failed(self) -> bool:
+        """The line reports an error (ERROR, FATAL, ... or an exception)."""
+        return self.level in ERROR_LEVELS
+
+
+Entry = LogEvent | RequestRecord
+
+
+def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
+    try:
+        data = json.loads(line.text)
+    except ValueError as err:
+        malformed.add("invalid_json", line.where, f"not complete JSON ({err})")
+        return None
+    if not isinstance(data, dict):
+        malformed.add("invalid_record", line.where, "a JSON line must be an object")
+        return None
+    if "prompt" in data:
+        try:
+            return RequestRecord.model_validate(data)
+        except ValidationError as err:
+            problem = err.errors()[0]
+            field = ".".join(str(part) for part in problem["loc"]) or "record"
+            malformed.add("invalid_record", line.where, f"{field}: {problem['msg']}")
+            return None
+    message = next((data[key] for key in _MESSAGE_KEYS if isinstance(data.get(key), str)), None)
+    if message is None:
+        malformed.add("invalid_record", line.where, "neither a request (no 'prompt') nor a log event (no 'message')")
+        return None
+    level = next((str(data[key]).upper() for key in _LEVEL_KEYS if data.get(key)), None)
+    return LogEvent(message, level or level_of("", message))
+
+
+def classify(line: SourceLine, malformed: Malformed) -> Entry | None:
+    """The entry a line holds, or None when it is blank or malformed (counted in `malformed`)."""
+    if line.problem is not None:
+        return None
+    text = line.text
+    stripped = text.lstrip()
+    if not stripped:
+        return None
+    if stripped[0] == "{":
+        return _from_json(line, malformed)
+    header, message = split_header(text)
+    return LogEvent(message.strip(), level_of(header, message))
+
+
+def read_entries(
+    files: Sequence[Path], malformed: Malformed, *, max_line_bytes: int = MAX_LINE_BYTES
+) -> Iterator[tuple[SourceLine, Entry]]:
+    """Stream (line, entry) pairs from `files`; blank lines are skipped, malformed ones counted."""
+    for line in read_lines(files, malformed, max_line_bytes=max_line_bytes):
+        entry = classify(line, malformed)
+        if entry is not None:
+            yield line, entry

@@ -1,0 +1,165 @@
+"""`vcpilot release register | rollback | show`: the registry's champion, moved and inspected from a shell."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from components.release.register import Registered
+
+__all__ = ["app", "register_model", "register_command", "rollback_command", "show_command"]
+
+app = typer.Typer(
+    help="Model versions in the MLflow registry: register with lineage, roll back, show.", no_args_is_help=True
+)
+
+Name = Annotated[str, typer.Option("--registered-model", help="The MLflow registered model.")]
+TrackingUri = Annotated[
+    str, typer.Option("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else local).")
+]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document and nothing else.")]
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def register_model(
+    model: Path,
+    name: str,
+    *,
+    dataset: Path | None = None,
+    base_model: str = "",
+    checkpoint: str = "",
+    metrics: Path | None = None,
+    workflow: str = "",
+    experiment: str = "",
+    promote: bool = True,
+    tracking_uri: str = "",
+) -> Registered:
+    """Check the inputs, then register `model` as a new version of `name` (and promote it unless told not to).
+
+    Everything local is checked before MLflow is contacted, so a bad input or an unreachable server changes
+    nothing. Raises ValueError or RegistryError with one sentence.
+    """
+    from components.release.register import lineage_from, read_metrics, register
+    from components.release.registry import connect, quiet_mlflow, resolve_tracking_uri
+
+    quiet_mlflow()
+    if not name:
+        raise ValueError("--registered-model is empty; name the registered model to add a version to")
+    if not model.is_dir():
+        raise ValueError(f"the model directory {model} does not exist")
+    lineage = lineage_from(
+        workflow=workflow or os.environ.get("VCPILOT_WORKFLOW", ""),
+        dataset=dataset,
+        base_model=base_model,
+        checkpoint=checkpoint,
+        metrics=read_metrics(metrics) if metrics else None,
+    )
+    client = connect(resolve_tracking_uri(tracking_uri))
+    experiment = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "llm-autopilot"
+    return register(client, name, model, lineage, experiment=experiment, promote=promote)
+
+
+@app.command("register")
+def register_command(
+    model: Annotated[Path, typer.Option("--model", help="The model directory to register (its files are logged).")],
+    name: Name,
+    dataset: Annotated[
+        Path | None, typer.Option("--dataset", help="The training set (file, or directory with train.jsonl).")
+    ] = None,
+    base_model: Annotated[str, typer.Option("--base-model", help="The model it was fine-tuned from.")] = "",
+    checkpoint: Annotated[str, typer.Option("--checkpoint", help="The checkpoint it was exported from.")] = "",
+    metrics: Annotated[
+        Path | None, typer.Option("--metrics", help="A JSON report whose numbers become metrics (evaluate's).")
+    ] = None,
+    workflow: Annotated[str, typer.Option("--workflow", help="The workflow run (default: $VCPILOT_WORKFLOW).")] = "",
+    experiment: Annotated[
+        str, typer.Option("--experiment", help="MLflow experiment (default: $MLFLOW_EXPERIMENT_NAME or llm-autopilot).")
+    ] = "",
+    promote: Annotated[bool, typer.Option("--promote/--no-promote", help="Move `champion` to the new version.")] = True,
+    tracking_uri: TrackingUri = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Register a model directory as a new version with its lineage, and make it the champion."""
+    from components.release.registry import RegistryError
+
+    try:
+        done = register_model(
+            model,
+            name,
+            dataset=dataset,
+            base_model=base_model,
+            checkpoint=checkpoint,
+            metrics=metrics,
+            workflow=workflow,
+            experiment=experiment,
+            promote=promote,
+            tracking_uri=tracking_uri,
+        )
+    except (ValueError, RegistryError) as err:
+        _fail(str(err))
+        return
+    if as_json:
+        typer.echo(done.model_dump_json(indent=2))
+        return
+    moved = f"champion is now {done.champion}" + (f", previous {done.previous}" if done.previous else "")
+    typer.echo(f"registered {model} as version {done.version} of {name}; {moved if done.promoted else 'not promoted'}")
+
+
+@app.command("rollback")
+def rollback_command(name: Name, tracking_uri: TrackingUri = "", as_json: JsonFlag = False) -> None:
+    """Make `previous` the champion again (and `previous` the version that one had replaced, if any)."""
+    from components.release.registry import RegistryError, connect, quiet_mlflow, resolve_tracking_uri, rollback
+
+    quiet_mlflow()
+    try:
+        done = rollback(connect(resolve_tracking_uri(tracking_uri)), name)
+    except RegistryError as err:
+        _fail(str(err))
+        return
+    if as_json:
+        typer.echo(done.model_dump_json(indent=2))
+        return
+    previous = f"previous is {done.previous}" if done.previous else "there is no previous version now"
+    typer.echo(f"{name}: champion is version {done.champion} again (was {done.rolled_back}); {previous}")
+
+
+@app.command("show")
+def show_command(name: Name, tracking_uri: TrackingUri = "", as_json: JsonFlag = False) -> None:
+    """Show where the aliases point and every version with its lineage."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from components.release.registry import RegistryError, connect, quiet_mlflow, resolve_tracking_uri, view
+
+    quiet_mlflow()
+    try:
+        shown = view(connect(resolve_tracking_uri(tracking_uri)), name)
+    except RegistryError as err:
+        _fail(str(err))
+        return
+    if as_json:
+        typer.echo(json.dumps(shown.model_dump(), indent=2))
+        return
+    aliases = ", ".join(f"{alias} → {version}" for alias, version in sorted(shown.aliases.items())) or "none"
+    table = Table("version", "aliases", "workflow", "dataset", "metrics", title=f"{name} (aliases: {aliases})")
+    for v in shown.versions:
+        metric_tags = {
+            k.removeprefix("vcpilot.metric."): t for k, t in v.tags.items() if k.startswith("vcpilot.metric.")
+        }
+        table.add_row(
+            v.version,
+            ", ".join(v.aliases) or "-",
+            v.tags.get("vcpilot.workflow", "-"),
+            v.tags.get("vcpilot.dataset_digest", "-")[:19],
+            ", ".join(f"{k}={t}" for k, t in sorted(metric_tags.items())) or "-",
+        )
+    Console().print(table)

@@ -1,0 +1,260 @@
+"""The MLflow model registry as vcpilot uses it: the aliases `champion` and `previous`, never stages.
+
+A registered model's versions point at run artifacts (the model directory as files). `champion` is the version
+the service should run; `previous` the one it replaced, so that a rollback is one alias move. Each promoted
+version carries the tag `vcpilot.replaced` with the version it replaced, which lets successive rollbacks walk
+back through the history.
+
+Every call that reaches MLflow goes through `mlflow_errors`, so a person sees one sentence, never a traceback;
+`connect` checks that an HTTP tracking server answers before anything is attempted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "CHAMPION",
+    "PREVIOUS",
+    "REPLACED_TAG",
+    "ROLLED_BACK_TAG",
+    "ModelVersion",
+    "RegistryError",
+    "RegistryView",
+    "Rollback",
+    "aliases",
+    "connect",
+    "download",
+    "find_alias",
+    "mlflow_errors",
+    "quiet_mlflow",
+    "resolve_tracking_uri",
+    "rollback",
+    "view",
+]
+
+CHAMPION, PREVIOUS = "champion", "previous"
+REPLACED_TAG = "vcpilot.replaced"
+ROLLED_BACK_TAG = "vcpilot.rolled_back"
+
+
+class RegistryError(RuntimeError):
+    """The registry cannot do what was asked; the message says why in one sentence."""
+
+
+class ModelVersion(BaseModel):
+    """One version of a registered model, as people look at it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    version: str
+    source: str
+    run_id: str | None = None
+    created_ms: int | None = None
+    aliases: list[str] = []
+    tags: dict[str, str] = {}
+
+
+class RegistryView(BaseModel):
+    """A registered model: where its aliases point and all its versions, newest first."""
+
+    name: str
+    aliases: dict[str, str]
+    versions: list[ModelVersion]
+
+
+class Rollback(BaseModel):
+    """What a rollback did: the version that is champion again, the one it replaced, and the new `previous`."""
+
+    name: str
+    champion: str
+    rolled_back: str | None
+    previous: str | None
+
+
+def resolve_tracking_uri(explicit: str | None = None) -> str:
+    """The tracking URI to use: the one given, else `MLFLOW_TRACKING_URI`, else the local store under VCPILOT_HOME."""
+    if explicit:
+        return explicit
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return os.environ["MLFLOW_TRACKING_URI"]
+    home = Path(os.environ.get("VCPILOT_HOME") or ".vcpilot").resolve()
+    return f"sqlite:///{home / 'mlflow.db'}"
+
+
+def quiet_mlflow() -> None:
+    """Keep MLflow's progress bars, "View run at" lines and INFO chatter out of our commands' output.
+
+    Settings a person made in the environment win; `MLFLOW_LOGGING_LEVEL=INFO` brings the chatter back.
+    """
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    # MLflow reads the level when it is first imported; a process that imported it already needs telling.
+    logging.getLogger("mlflow").setLevel(os.environ["MLFLOW_LOGGING_LEVEL"].upper())
+
+
+@contextlib.contextmanager
+def mlflow_errors(action: str) -> Iterator[None]:
+    """Turn whatever MLflow or the network raises while doing `action` into one RegistryError sentence."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        yield
+    except RegistryError:
+        raise
+    except (MlflowException, OSError) as err:
+        message = getattr(err, "message", None) or str(err)
+        first = message.strip().splitlines()[0] if message.strip() else type(err).__name__
+        raise RegistryError(f"{action} failed: {first.rstrip('.')}") from None
+    except Exception as err:  # requests' and sqlalchemy's errors do not share a base we could name here
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise RegistryError(f"{action} failed: {type(err).__name__} {first}".rstrip()) from None
+
+
+def connect(tracking_uri: str, *, timeout_s: float = 5.0) -> Any:
+    """An MlflowClient for `tracking_uri`, after checking that an HTTP server answers its /health endpoint.
+
+    The check makes an unreachable server one quick error instead of minutes of client retries.
+    """
+    if tracking_uri.startswith(("http://", "https://")):
+        url = tracking_uri.rstrip("/") + "/health"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310 (http(s) only, checked)
+                healthy = response.status == 200
+        except (urllib.error.URLError, OSError) as err:
+            reason = getattr(err, "reason", err)
+            raise RegistryError(
+                f"MLflow at {tracking_uri} is unreachable ({reason}); start the server or set MLFLOW_TRACKING_URI"
+            ) from None
+        if not healthy:
+            raise RegistryError(f"MLflow at {tracking_uri} is not healthy; check the server's log")
+    elif tracking_uri.startswith("sqlite:///"):
+        Path(tracking_uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    with mlflow_errors(f"connecting to MLflow at {tracking_uri}"):
+        from mlflow.tracking import MlflowClient  # imported here: MLflow takes seconds to import
+
+        return MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+
+
+def _is_missing(err: Exception) -> bool:
+    return getattr(err, "error_code", "") == "RESOURCE_DOES_NOT_EXIST"
+
+
+def aliases(client: Any, name: str) -> dict[str, str] | None:
+    """Alias → version of registered model `name`, or None when there is no such model."""
+    from mlflow.exceptions import MlflowException
+
+    with mlflow_errors(f"reading registered model {name}"):
+        try:
+            model = client.get_registered_model(name)
+        except MlflowException as err:
+            if _is_missing(err):
+                return None
+            raise
+        return {alias: str(version) for alias, version in (model.aliases or {}).items()}
+
+
+def _version(client: Any, name: str, version: str) -> ModelVersion:
+    with mlflow_errors(f"reading version {version} of {name}"):
+        mv = client.get_model_version(name, version)
+    return _to_view(mv)
+
+
+def _to_view(mv: Any) -> ModelVersion:
+    return ModelVersion(
+        name=mv.name,
+        version=str(mv.version),
+        source=mv.source,
+        run_id=mv.run_id or None,
+        created_ms=mv.creation_timestamp,
+        aliases=list(mv.aliases or []),
+        tags=dict(mv.tags or {}),
+    )
+
+
+def find_alias(client: Any, name: str, alias: str) -> ModelVersion | None:
+    """The version `alias` points at, or None when the model or the alias does not exist."""
+    found = aliases(client, name)
+    if not found or alias not in found:
+        return None
+    return _version(client, name, found[alias])
+
+
+def view(client: Any, name: str) -> RegistryView:
+    """The registered model's aliases and versions; RegistryError when there is no such model."""
+    found = aliases(client, name)
+    if found is None:
+        raise RegistryError(f"there is no registered model {name}; register one with `vcpilot release register`")
+    with mlflow_errors(f"listing the versions of {name}"):
+        found_versions = client.search_model_versions(f"name = '{name}'")
+    # Searches do not fill in a version's aliases on every store; the registered model's map is authoritative.
+    by_version: dict[str, list[str]] = {}
+    for alias, version in sorted(found.items()):
+        by_version.setdefault(version, []).append(alias)
+    versions = [
+        _to_view(mv).model_copy(update={"aliases": by_version.get(str(mv.version), [])}) for mv in found_versions
+    ]
+    versions.sort(key=lambda v: int(v.version) if v.version.isdigit() else 0, reverse=True)
+    return RegistryView(name=name, aliases=found, versions=versions)
+
+
+def download(client: Any, version: ModelVersion, destination: str | Path) -> Path:
+    """Download a version's files (its run artifacts) into `destination`; returns the model directory."""
+    from mlflow.artifacts import download_artifacts
+
+    Path(destination).mkdir(parents=True, exist_ok=True)
+    with mlflow_errors(f"downloading version {version.version} of {version.name}"):
+        path = download_artifacts(
+            artifact_uri=version.source, dst_path=str(destination), tracking_uri=client.tracking_uri
+        )
+    return Path(path)
+
+
+def rollback(client: Any, name: str) -> Rollback:
+    """Make `previous` the champion again.
+
+    `previous` then points at the version the restored champion had itself replaced when it was promoted (its
+    `vcpilot.replaced` tag), so rolling back again goes one step further back; it is removed when there is
+    none. The version rolled back from is tagged `vcpilot.rolled_back`.
+    """
+    found = aliases(client, name)
+    if found is None:
+        raise RegistryError(f"there is no registered model {name} to roll back")
+    if PREVIOUS not in found:
+        raise RegistryError(f"{name} has no previous version to roll back to (its champion is {found.get(CHAMPION)})")
+    restored = _version(client, name, found[PREVIOUS])
+    rolled_back = found.get(CHAMPION)
+    older = restored.tags.get(REPLACED_TAG)
+    with mlflow_errors(f"rolling back {name}"):
+        client.set_registered_model_alias(name, CHAMPION, restored.version)
+        if older and older not in (restored.version, rolled_back) and _exists(client, name, older):
+            client.set_registered_model_alias(name, PREVIOUS, older)
+        else:
+            older = None
+            client.delete_registered_model_alias(name, PREVIOUS)
+        if rolled_back:
+            client.set_model_version_tag(name, rolled_back, ROLLED_BACK_TAG, "true")
+    return Rollback(name=name, champion=restored.version, rolled_back=rolled_back, previous=older)
+
+
+def _exists(client: Any, name: str, version: str) -> bool:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client.get_model_version(name, version)
+    except MlflowException as err:
+        if _is_missing(err):
+            return False
+        raise
+    return True

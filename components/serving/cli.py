@@ -1,0 +1,69 @@
+"""`vcpilot serve` and `python -m components.serving`: serve a model directory over the OpenAI API."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import uvicorn
+
+from components.serving.app import create_app
+from components.serving.command import ENGINES, server_command
+from components.serving.engine import ModelLoadError, load_engine
+
+__all__ = ["app", "serve_command"]
+
+
+def _fail(message: str, code: int = 2) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise typer.Exit(code)
+
+
+def serve_command(
+    model: Annotated[Path, typer.Option(help="Model directory (Hugging Face format; ours or any causal LM).")],
+    port: Annotated[int, typer.Option(help="TCP port to listen on.")] = 8000,
+    host: Annotated[str, typer.Option(help="Address to bind (0.0.0.0: reachable from other pods).")] = "0.0.0.0",
+    engine: Annotated[str, typer.Option(help="Serving engine: ours, or vllm (must be installed).")] = "ours",
+    served_model_name: Annotated[
+        str, typer.Option(help="Name clients use in `model` (default: the --model path, as vLLM does).")
+    ] = "",
+    device: Annotated[str, typer.Option(help="Torch device (default: cuda when available, else cpu).")] = "",
+    cpu_threads: Annotated[
+        int, typer.Option(help="Torch threads on CPU (1 suits one decoding stream of a small model).")
+    ] = 1,
+    access_log: Annotated[bool, typer.Option(help="Log every request.")] = False,
+) -> None:
+    """Serve a model with /v1/completions, /v1/chat/completions (streaming or not), /v1/models and /health."""
+    if not 0 < port < 65536:
+        _fail(f"--port {port} is not a TCP port; use 1-65535")
+    if cpu_threads < 1:
+        _fail(f"--cpu-threads must be at least 1, got {cpu_threads}")
+    if engine not in ENGINES:
+        _fail(f"--engine {engine!r} is unknown; use one of {', '.join(ENGINES)}")
+    if engine == "vllm":
+        if importlib.util.find_spec("vllm") is None:
+            _fail("vllm is not installed in this environment; use --engine ours or an image with vLLM")
+        argv = server_command("vllm", str(model), port, host=host, served_model_name=served_model_name).argv
+        os.execvp(sys.executable, [sys.executable, *argv[1:]])
+
+    try:
+        loaded = load_engine(model, device or None)
+    except ModelLoadError as err:
+        _fail(str(err))
+        raise  # unreachable; keeps type checkers honest
+    import torch  # already loaded by load_engine
+
+    if loaded.device == "cpu":
+        # One request decodes at a time: extra intra-op threads only contend with the HTTP loop and each other.
+        torch.set_num_threads(cpu_threads)
+    name = served_model_name or str(model)
+    print(f"serving {name} on http://{host}:{port} ({loaded.device})", file=sys.stderr, flush=True)
+    uvicorn.run(create_app(loaded, name), host=host, port=port, log_level="warning", access_log=access_log)
+
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app.command()(serve_command)

@@ -1,0 +1,89 @@
+"""Distributed training that survives a killed rank: same global batch, same curve, same final loss after resume."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+STEPS, EVERY = 12, 4
+SHAPE = ("--max-steps", str(STEPS), "--checkpoint-every", str(EVERY), "--global-batch", "8", "--micro-batch", "2")
+WORKFLOW = "llm-autopilot-test"
+
+
+def losses(run):
+    return [m["loss"] for m in run.metrics()]
+
+
+@pytest.fixture(scope="module")
+def two_ranks(launch, dataset, tmp_path_factory):
+    """An uninterrupted run: 2 ranks x micro batch 2 x accumulation 2."""
+    root = tmp_path_factory.mktemp("two-ranks")
+    run = launch(2, dataset, root / "out", root / "checkpoints", *SHAPE)
+    assert run.wait() == [0, 0], run.stderr()
+    return run
+
+
+@pytest.fixture(scope="module")
+def one_rank(launch, dataset, tmp_path_factory):
+    """The same global batch on 1 rank x micro batch 2 x accumulation 4, logging to MLflow under a workflow."""
+    root = tmp_path_factory.mktemp("one-rank")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    run = launch(
+        1, dataset, root / "out", root / "checkpoints", *SHAPE, MLFLOW_TRACKING_URI=uri, VCPILOT_WORKFLOW=WORKFLOW
+    )
+    assert run.wait() == [0], run.stderr()
+    run.tracking_uri = uri
+    return run
+
+
+def test_two_ranks_with_accumulation_2_follow_the_loss_curve_of_one_rank_with_accumulation_4(two_ranks, one_rank):
+    assert (two_ranks.summary()["grad_accum"], one_rank.summary()["grad_accum"]) == (2, 4)
+    assert two_ranks.summary()["global_batch"] == one_rank.summary()["global_batch"] == 8
+    assert len(losses(two_ranks)) == STEPS
+    assert losses(two_ranks) == pytest.approx(losses(one_rank), rel=1e-4, abs=1e-6)
+    assert losses(two_ranks)[-1] < losses(two_ranks)[0] / 2, "the model learns"
+
+
+def test_rank_0_logs_every_step_to_a_child_run_of_the_workflow(one_rank):
+    from mlflow.tracking import MlflowClient
+
+    from components.tracking.runs import workflow_run
+
+    parent = workflow_run(one_rank.tracking_uri, "llm-autopilot", WORKFLOW)
+    client = MlflowClient(one_rank.tracking_uri)
+    experiment = client.get_run(parent).info.experiment_id
+    (child,) = client.search_runs([experiment], filter_string=f"tags.`mlflow.parentRunId` = '{parent}'")
+    assert child.info.status == "FINISHED"
+    history = sorted(client.get_metric_history(child.info.run_id, "loss"), key=lambda m: m.step)
+    assert [m.step for m in history] == list(range(1, STEPS + 1))
+    assert [m.value for m in history] == pytest.approx(losses(one_rank))
+    assert {"lr", "tokens_per_s", "step_time_s"} <= set(child.data.metrics)
+    assert child.data.params["global_batch"] == "8"
+
+
+def test_a_rank_killed_mid_training_resumes_with_exactly_the_same_final_loss(two_ranks, launch, dataset, tmp_path):
+    checkpoints = tmp_path / "checkpoints"
+    killed = launch(2, dataset, tmp_path / "killed", checkpoints, *SHAPE, VCPILOT_STEP_DELAY="0.4")
+    deadline = time.monotonic() + 180
+    while not ((checkpoints / "step-4" / "metadata.json").is_file() and len(killed.metrics()) >= EVERY + 2):
+        assert time.monotonic() < deadline, "the run never got past its first checkpoint"
+        assert all(p.poll() is None for p in killed.procs), killed.stderr()
+        time.sleep(0.1)
+    killed.procs[1].send_signal(signal.SIGKILL)
+    codes = killed.wait(timeout=120)
+    assert codes[1] == -signal.SIGKILL and codes[0] != 0, "the surviving rank fails instead of hanging"
+    done = len(killed.metrics())  # rank 0 cannot finish a step without rank 1, so this is final
+    assert done < STEPS
+
+    resumed = launch(2, dataset, tmp_path / "resumed", checkpoints, *SHAPE, "--resume", "auto")
+    assert resumed.wait() == [0, 0], resumed.stderr()
+    summary = resumed.summary()
+    resumed_step = int(str(summary["resumed_from"]).rsplit("step-", 1)[1])
+    assert done - resumed_step <= EVERY, f"lost {done - resumed_step} steps, more than one checkpoint interval"
+    assert summary["steps"] == STEPS and summary["steps_run"] == STEPS - resumed_step
+    assert summary["final_loss"] == two_ranks.summary()["final_loss"], "exactly, not approximately"
+    assert losses(resumed) == losses(two_ranks)[resumed_step:]

@@ -1,0 +1,113 @@
+"""Checkpoints count only when complete, are replaced atomically, pruned to the newest k, and restore RNG exactly."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from components.finetune.checkpoint import (
+    METADATA,
+    Checkpointer,
+    CheckpointMetadata,
+    TrainingState,
+    capture_rng,
+    restore_rng,
+)
+from components.finetune.errors import FinetuneError
+from components.finetune.optim import lr_factor
+
+
+def metadata(step):
+    return CheckpointMetadata(
+        step=step,
+        epoch=0,
+        offset=step * 4,
+        loss=1.0 / step,
+        global_batch=4,
+        world_size=1,
+        base_model="tiny",
+        lora=False,
+        seed=0,
+    )
+
+
+def state(value=0.0):
+    return TrainingState({"w": torch.full((2,), value)}, {"state": {}}, {"last_epoch": 1}, capture_rng())
+
+
+def test_a_save_is_a_complete_step_directory_and_the_latest_wins(tmp_path):
+    checkpoints = Checkpointer(tmp_path, keep=3)
+    checkpoints.save(metadata(5), state(5.0))
+    checkpoints.save(metadata(10), state(10.0))
+    assert checkpoints.latest() == tmp_path / "step-10"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step-10", "step-5"], "no temporary directory is left"
+    loaded_metadata, loaded = checkpoints.load(tmp_path / "step-10")
+    assert loaded_metadata == metadata(10)
+    assert loaded.model["w"].tolist() == [10.0, 10.0]
+
+
+def test_a_directory_without_metadata_is_not_a_checkpoint(tmp_path):
+    checkpoints = Checkpointer(tmp_path)
+    checkpoints.save(metadata(5), state())
+    (tmp_path / "step-10").mkdir()  # a copy or save that never finished
+    (tmp_path / "step-10" / "model.pt").write_bytes(b"half")
+    (tmp_path / ".tmp-step-15-abc").mkdir()  # a save killed before its rename
+    assert checkpoints.latest() == tmp_path / "step-5"
+    checkpoints.sweep()
+    assert not (tmp_path / ".tmp-step-15-abc").exists()
+    with pytest.raises(FinetuneError, match="incomplete"):
+        checkpoints.read_metadata(tmp_path / "step-10")
+
+
+def test_only_the_newest_k_are_kept(tmp_path):
+    checkpoints = Checkpointer(tmp_path, keep=2)
+    for step in (5, 10, 15, 20):
+        checkpoints.save(metadata(step), state())
+    assert [step for step, _ in checkpoints.complete()] == [15, 20]
+
+
+def test_saving_a_step_again_replaces_it_whole(tmp_path):
+    checkpoints = Checkpointer(tmp_path)
+    checkpoints.save(metadata(5), state(1.0))
+    checkpoints.save(metadata(5), state(2.0))
+    assert checkpoints.load(tmp_path / "step-5")[1].model["w"].tolist() == [2.0, 2.0]
+    assert [p.name for p in tmp_path.iterdir()] == ["step-5"]
+
+
+def test_metadata_is_written_last_inside_the_temporary_directory(tmp_path, monkeypatch):
+    # A crash between the tensors and the metadata leaves nothing that counts as a checkpoint.
+    checkpoints = Checkpointer(tmp_path)
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(CheckpointMetadata, "model_dump_json", crash)
+    with pytest.raises(OSError):
+        checkpoints.save(metadata(5), state())
+    assert checkpoints.latest() is None
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".tmp-step-")] == []
+
+
+def test_restored_rng_repeats_the_same_draws(tmp_path):
+    saved = capture_rng()
+    torch.save(saved, tmp_path / "rng.pt")
+    draws = (random.random(), torch.rand(3).tolist())
+    restore_rng(torch.load(tmp_path / "rng.pt", weights_only=True))
+    assert (random.random(), torch.rand(3).tolist()) == draws
+
+
+def test_foreign_metadata_is_refused(tmp_path):
+    (tmp_path / "step-3").mkdir()
+    (tmp_path / "step-3" / METADATA).write_text('{"step": 3}')
+    with pytest.raises(FinetuneError, match="not a vcpilot checkpoint"):
+        Checkpointer(tmp_path).read_metadata(tmp_path / "step-3")
+
+
+def test_the_schedule_warms_up_then_decays_to_a_tenth():
+    assert lr_factor(0, 10, 100) == pytest.approx(0.1)
+    assert lr_factor(9, 10, 100) == pytest.approx(1.0)
+    assert lr_factor(10, 10, 100) == pytest.approx(1.0)
+    assert lr_factor(100, 10, 100) == pytest.approx(0.1)
+    assert lr_factor(55, 10, 100) == pytest.approx(0.55)

@@ -1,0 +1,96 @@
+"""`vcpilot loadtest` input handling: datasets, bad options and an unreachable server, each in one sentence."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from typer.testing import CliRunner
+
+from components.loadtest.cli import EXIT_BAD_INPUT, EXIT_UNREACHABLE, app
+from components.loadtest.dataset import DatasetError, load_requests, synthetic_requests
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, list(args))
+
+
+def one_sentence_error(result, code, *fragments):
+    assert result.exit_code == code, result.output
+    text = result.stderr.strip()
+    assert text.startswith("error: ") and text.count("\n") == 0, text
+    assert "Traceback" not in result.output and result.stdout == ""
+    for fragment in fragments:
+        assert fragment in text
+
+
+@pytest.fixture
+def closed_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_dataset_requests_cycle_through_the_file(tmp_path):
+    path = tmp_path / "eval.jsonl"
+    path.write_text('{"prompt": "a", "completion": "1"}\n\n{"prompt": "b", "completion": "2"}\n')
+    specs = load_requests(path, 5, max_tokens=4)
+    assert [s.prompt for s in specs] == ["a", "b", "a", "b", "a"]
+    assert specs[1].expected == "2" and specs[0].max_tokens == 4
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (None, "does not exist"),
+        ("\n\n", "holds no requests"),
+        ('{"prompt": "a"}\n{"prompt": "b"', "line 2 of"),
+        ('{"completion": "x"}\n', 'string "prompt"'),
+    ],
+)
+def test_bad_datasets_are_named_in_one_sentence(tmp_path, content, fragment):
+    path = tmp_path / "eval.jsonl"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(DatasetError, match=fragment):
+        load_requests(path, 3)
+
+
+def test_synthetic_requests_are_seeded():
+    assert synthetic_requests(5, seed=1) == synthetic_requests(5, seed=1) != synthetic_requests(5, seed=2)
+    assert all(len(s.prompt.split()) == 6 for s in synthetic_requests(5))
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        ((), "give --concurrency C"),
+        (("--concurrency", "0"), "--concurrency: input should be greater than 0"),
+        (("--rate", "-2"), "--rate: input should be greater than 0"),
+        (("--concurrency", "2", "--requests", "0"), "--requests"),
+        (("--rate", "5", "--burstiness", "0"), "--burstiness"),
+        (("--concurrency", "2", "--slo-ttft-ms", "-1"), "--slo-ttft-ms"),
+        (("--concurrency", "2", "--slo-percentile", "75"), "--slo-percentile"),
+        (("--concurrency", "2", "--max-tokens", "0"), "--max-tokens"),
+    ],
+)
+def test_bad_options_get_one_sentence(args, fragment, closed_port):
+    one_sentence_error(invoke("--url", f"http://127.0.0.1:{closed_port}", *args), EXIT_BAD_INPUT, fragment)
+
+
+def test_a_bad_url_gets_one_sentence():
+    one_sentence_error(invoke("--url", "127.0.0.1:8000", "--concurrency", "1"), EXIT_BAD_INPUT, "not an http(s) URL")
+
+
+def test_a_missing_dataset_gets_one_sentence(tmp_path, closed_port):
+    url = f"http://127.0.0.1:{closed_port}"
+    result = invoke("--url", url, "--concurrency", "1", "--dataset", str(tmp_path / "nope.jsonl"))
+    one_sentence_error(result, EXIT_UNREACHABLE, "nope.jsonl does not exist")
+    (tmp_path / "empty.jsonl").write_text("")
+    result = invoke("--url", url, "--concurrency", "1", "--dataset", str(tmp_path / "empty.jsonl"))
+    one_sentence_error(result, EXIT_UNREACHABLE, "holds no requests")
+
+
+def test_an_unreachable_url_gets_one_sentence_and_a_nonzero_exit(closed_port):
+    result = invoke("--url", f"http://127.0.0.1:{closed_port}", "--concurrency", "2", "--requests", "3", "--json")
+    one_sentence_error(result, EXIT_UNREACHABLE, f"cannot reach http://127.0.0.1:{closed_port}", "--url")

@@ -1,0 +1,171 @@
+"""One streamed request, measured: SSE parsing, timings on a ticking clock, failures as records."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+
+from components.loadtest.client import Unreachable, discover_model, parse_target, send_request, wait_healthy
+from components.loadtest.records import RequestSpec
+
+SPEC = RequestSpec(prompt="hi", max_tokens=8)
+
+
+def sse(*events):
+    return b"".join(f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n".encode() for e in events)
+
+
+def text_chunk(text, finish=None):
+    return {"object": "text_completion", "choices": [{"index": 0, "text": text, "finish_reason": finish}]}
+
+
+def chat_chunk(delta, finish=None):
+    return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+class Ticks:
+    """A clock that advances 1 ms per reading: timings become exact counts of readings."""
+
+    def __init__(self):
+        self.readings = 0
+
+    def __call__(self):
+        self.readings += 1
+        return self.readings / 1000
+
+
+def send(handler, target=None, clock=None):
+    async def go():
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+            return await send_request(
+                client, target or parse_target("http://llm:8000"), SPEC, index=3, t0=0.0, clock=clock or Ticks()
+            )
+
+    return asyncio.run(go())
+
+
+def test_completion_stream_is_measured_chunk_by_chunk():
+    seen = {}
+
+    def handler(request):
+        seen["url"], seen["body"] = str(request.url), json.loads(request.content)
+        body = sse(text_chunk(""), text_chunk("a"), text_chunk("b"), text_chunk("c"), text_chunk("", "length"),
+                   {"choices": [], "usage": {"prompt_tokens": 2, "completion_tokens": 3}}, "[DONE]")  # fmt: skip
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    record = send(handler)
+    assert seen["url"] == "http://llm:8000/v1/completions"
+    assert seen["body"]["stream"] is True and seen["body"]["stream_options"] == {"include_usage": True}
+    assert seen["body"]["prompt"] == "hi" and seen["body"]["max_tokens"] == 8 and "model" not in seen["body"]
+    assert record.ok and record.output_text == "abc" and record.index == 3
+    # clock readings: start=1, a=2, b=3, c=4 (ms)
+    assert record.ttft_ms == pytest.approx(1.0)
+    assert record.itl_ms == pytest.approx((1.0, 1.0))
+    assert record.latency_ms == pytest.approx(3.0)
+    assert (record.prompt_tokens, record.output_tokens) == (2, 3)
+    assert record.tpot_ms == pytest.approx(1.0)
+
+
+def test_chat_stream_without_usage_counts_text_chunks():
+    def handler(request):
+        assert json.loads(request.content)["messages"] == [{"role": "user", "content": "hi"}]
+        body = sse(chat_chunk({"role": "assistant", "content": ""}), chat_chunk({"content": "Hel"}),
+                   chat_chunk({"content": "lo"}), chat_chunk({}, "stop"), "[DONE]")  # fmt: skip
+        return httpx.Response(200, content=body)
+
+    target = parse_target("http://llm:8000/v1", chat=True).model_copy(update={"model": "m"})
+    record = send(handler, target)
+    assert record.ok and record.output_text == "Hello" and record.output_tokens == 2
+
+
+@pytest.mark.parametrize(
+    ("response", "fragment"),
+    [
+        (httpx.Response(500, json={"error": {"message": "CUDA out of memory"}}), "HTTP 500: CUDA out of memory"),
+        (httpx.Response(429, text="slow down"), "HTTP 429: slow down"),
+        (httpx.Response(200, content=sse(text_chunk("a"), {"error": {"message": "died"}})), "error event: died"),
+        (httpx.Response(200, content=sse(text_chunk("a"))), "without [DONE]"),
+        (httpx.Response(200, content=b"data: {not json\n\n"), "JSONDecodeError"),
+        (httpx.Response(200, content=sse(["a list"])), "not a JSON object"),
+    ],
+)
+def test_a_failed_request_is_a_record_with_an_error_not_an_exception(response, fragment):
+    record = send(lambda request: response)
+    assert not record.ok and fragment in record.error
+    assert record.output_tokens == 0 and record.index == 3
+
+
+def test_a_refused_connection_is_a_record_too():
+    def handler(request):
+        raise httpx.ConnectError("Connection refused", request=request)
+
+    record = send(handler)
+    assert record.error == "ConnectError: Connection refused"
+
+
+def test_an_empty_completion_still_completes():
+    record = send(lambda request: httpx.Response(200, content=sse(text_chunk("", "stop"), "[DONE]")))
+    assert record.ok and record.output_tokens == 0 and record.ttft_ms == record.latency_ms > 0
+
+
+@pytest.mark.parametrize(
+    ("url", "chat", "endpoint"),
+    [
+        ("http://h:8000", False, "http://h:8000/v1/completions"),
+        ("http://h:8000/", True, "http://h:8000/v1/chat/completions"),
+        ("https://api.example.com/v1", False, "https://api.example.com/v1/completions"),
+        ("http://h/proxy", False, "http://h/proxy/v1/completions"),
+        ("http://h:1/v1/chat/completions", False, "http://h:1/v1/chat/completions"),
+    ],
+)
+def test_targets_from_base_or_endpoint_urls(url, chat, endpoint):
+    target = parse_target(url, chat=chat)
+    assert target.endpoint == endpoint and target.origin == url.split("/", 3)[0] + "//" + url.split("/")[2]
+    assert target.chat == endpoint.endswith("chat/completions")
+
+
+def test_a_url_that_is_not_http_is_refused_in_one_sentence():
+    with pytest.raises(ValueError, match=r"not an http\(s\) URL"):
+        parse_target("localhost:8000")
+
+
+def test_model_discovery_and_unreachable_servers():
+    def models(request):
+        return httpx.Response(200, json={"object": "list", "data": [{"id": "tiny"}]})
+
+    def refused(request):
+        raise httpx.ConnectError("All connection attempts failed", request=request)
+
+    async def go(handler):
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+            return await discover_model(client, parse_target("http://h:8000"))
+
+    assert asyncio.run(go(models)) == "tiny"
+    assert asyncio.run(go(lambda r: httpx.Response(404))) is None
+    with pytest.raises(Unreachable, match=r"cannot reach http://h:8000 \(ConnectError"):
+        asyncio.run(go(refused))
+
+
+def test_waiting_for_health_polls_until_ready_or_gives_up():
+    calls = []
+
+    def handler(request):
+        calls.append(request.url.path)
+        return httpx.Response(200 if len(calls) >= 3 else 503)
+
+    now = [0.0]
+
+    async def sleep(seconds):
+        now[0] += seconds
+
+    async def go(handler, timeout):
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+            await wait_healthy(client, "http://h:8000", timeout, clock=lambda: now[0], sleep=sleep)
+
+    asyncio.run(go(handler, 10))
+    assert calls == ["/health"] * 3
+    with pytest.raises(Unreachable, match="did not become healthy within 2 s"):
+        asyncio.run(go(lambda r: httpx.Response(503), 2))

@@ -1,0 +1,133 @@
+"""detect-logs end to end: a drifted window triggers for the right reason and leaves a report and a training set."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from components.logs.__main__ import main
+from components.logs.cli import app
+from components.logs.detect import PREVIOUS_WINDOW, detect
+from pipelines.rules import DetectReport
+
+WindowsFactory = Callable[..., Path]  # the make_windows fixture (conftest.py)
+
+
+def test_a_drifted_window_triggers_with_the_reason_and_writes_every_file(
+    make_windows: WindowsFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = make_windows()
+    report_path = tmp_path / "out" / "report.json"
+    assert main(["--source", str(source), "--report", str(report_path)]) == 0
+    assert capsys.readouterr().out.startswith("drift: negative feedback on template prompt:")
+
+    data = json.loads(report_path.read_text())
+    gate = DetectReport.model_validate(data)  # what the pipeline's gate reads
+    assert gate.drift is True and "'Reverse the word <*> please'" in gate.reason
+    assert data["compared_with"] == "baseline"
+    kinds = {(f["kind"], f["template"]) for f in data["findings"] if f["severity"] == "trigger"}
+    assert ("negative_feedback", "Reverse the word <*> please") in kinds
+    assert ("new_template", "model timeout after <*>") in kinds
+    assert ("error_rate", None) in kinds
+    feedback = next(f for f in data["findings"] if f["kind"] == "negative_feedback" and f["template"])
+    assert feedback["evidence"]["test"]["p_value"] < feedback["evidence"]["alpha"]
+    assert feedback["examples"] and "Reverse the word ticket" in feedback["examples"][0]
+
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert markdown.startswith("# Log drift report\n\n**Verdict: the model needs work**")
+    assert "two-proportion z-test" in markdown
+
+    train = [json.loads(line) for line in (tmp_path / "out" / "train.jsonl").read_text().splitlines()]
+    evaluation = [json.loads(line) for line in (tmp_path / "out" / "eval.jsonl").read_text().splitlines()]
+    assert train and evaluation and data["train_examples"] == len(train) and data["eval_examples"] == len(evaluation)
+    for row in train + evaluation:
+        ticket = row["prompt"].removeprefix("Reverse the word ticket").removesuffix(" please")
+        assert row["completion"] == f"{ticket[::-1]}tekcit"  # the user's correction, not the model's answer
+    assert len({row["prompt"] for row in train + evaluation}) == len(train) + len(evaluation)
+
+
+def test_a_calm_window_does_not_trigger(make_windows: WindowsFactory, tmp_path: Path) -> None:
+    source = make_windows(drift=False)
+    report = detect([source / "current"], tmp_path / "report.json", baseline=[source / "baseline"])
+    assert not report.drift
+    assert report.reason.startswith("no significant change against the baseline")
+    assert [f for f in report.findings if f.severity == "trigger"] == []
+
+
+def test_a_nightly_run_compares_with_the_window_the_previous_run_saved(
+    make_windows: WindowsFactory, tmp_path: Path
+) -> None:
+    source = make_windows()
+    state = tmp_path / "state"
+    first = detect([source / "baseline"], tmp_path / "night1" / "report.json", state_dir=state)
+    assert first.compared_with == "budgets" and (state / PREVIOUS_WINDOW).is_file()
+    second = detect([source / "current"], tmp_path / "night2" / "report.json", state_dir=state)
+    assert second.compared_with == "previous run" and second.drift
+    assert second.baseline is not None and second.baseline.requests == first.current.requests
+    # Yesterday's templates kept their ids: only tonight's new events are new.
+    new = {f.template for f in second.findings if f.kind == "new_template"}
+    assert new == {"model timeout after <*>", "Reverse the word <*> please"}
+
+
+def test_malformed_lines_are_reported_not_fatal(make_windows: WindowsFactory, tmp_path: Path) -> None:
+    source = make_windows()
+    with (source / "current" / "requests.jsonl").open("ab") as out:
+        out.write(b'{"prompt": "cut sho\n\x00\x00binary\n\xff\xfe not utf-8\n')
+    report = detect([source / "current"], tmp_path / "report.json", baseline=[source / "baseline"])
+    assert report.current.malformed.counts == {"invalid_json": 1, "binary": 1, "invalid_utf8": 1}
+    assert report.malformed_lines == 3 and report.drift
+    assert "| invalid_json | 0 | 1 |" in (tmp_path / "report.md").read_text()
+
+
+def test_detect_command_writes_into_out_dir(make_windows: WindowsFactory, tmp_path: Path) -> None:
+    source = make_windows()
+    out = tmp_path / "detect"
+    args = ["detect", "--baseline", str(source / "baseline"), "--current", str(source / "current"), "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("drift: ")
+    assert {p.name for p in out.iterdir()} == {"report.json", "report.md", "train.jsonl", "eval.jsonl"}
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("missing", "error: the log source {root}/nope does not exist: give a file, a directory or a glob"),
+        ("empty", "error: the current window ({root}/empty) holds no log lines: point it at the service's logs"),
+        (
+            "garbage",
+            "error: the current window ({root}/garbage) holds no log lines (2 malformed lines skipped): "
+            "point it at the service's logs",
+        ),
+    ],
+)
+def test_bad_input_is_one_sentence(tmp_path: Path, setup: str, message: str) -> None:
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "garbage").mkdir()
+    (tmp_path / "garbage" / "blob.bin").write_bytes(b"\x00\x01\x02\n\x03\x04\n")
+    current = {"missing": "nope", "empty": "empty", "garbage": "garbage"}[setup]
+    result = CliRunner().invoke(app, ["detect", "--current", str(tmp_path / current), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [message.format(root=tmp_path)]
+    assert not (tmp_path / "o" / "report.json").exists()
+
+
+def test_the_step_entry_point_rejects_a_missing_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--source", str(tmp_path / "nope"), "--report", str(tmp_path / "r.json")]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"error: the log source {tmp_path / 'nope'} does not exist: give a file, a directory or a glob"
+    ]
+
+
+def test_an_unwritable_output_is_one_sentence(make_windows: WindowsFactory, tmp_path: Path) -> None:
+    source = make_windows()
+    (tmp_path / "file").write_text("not a directory")
+    out = tmp_path / "file" / "detect"
+    result = CliRunner().invoke(app, ["detect", "--current", str(source / "current"), "--out", str(out)])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [f"error: cannot write {out}: Not a directory"]

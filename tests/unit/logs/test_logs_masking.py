@@ -1,0 +1,90 @@
+"""One generic header rule and one set of masks turn lines of every format into the same kind of message."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.logs.masking import level_of, mask_variables, message_tokens, split_header
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "081109 203615 148 INFO dfs.DataNode$PacketResponder: PacketResponder 1 for block blk_38 terminating",
+            "PacketResponder 1 for block blk_38 terminating",
+        ),
+        (
+            "[Sun Dec 04 04:47:44 2005] [notice] workerEnv.init() ok /etc/x.properties",
+            "workerEnv.init() ok /etc/x.properties",
+        ),
+        (
+            "Dec 10 06:55:46 LabSZ sshd[24200]: Invalid user webmaster from 173.234.31.186",
+            "Invalid user webmaster from 173.234.31.186",
+        ),
+        (
+            "2015-07-29 17:41:44,747 - INFO  [QuorumPeer[myid=1]/0:0:0:0:0:0:0:0:2181:FastLeaderElection@774] - "
+            "Notification time out: 3200",
+            "Notification time out: 3200",
+        ),
+        (
+            "2015-10-18 18:01:47,978 INFO [main] org.apache.hadoop.mapreduce.v2.app.MRAppMaster: Created MRAppMaster",
+            "Created MRAppMaster",
+        ),
+        (
+            "17/06/09 20:10:40 INFO spark.SecurityManager: Changing view acls to: yarn,curi",
+            "Changing view acls to: yarn,curi",
+        ),
+        ("2026-11-29T02:00:01Z ERROR request 1 served in 21 ms", "request 1 served in 21 ms"),
+        ("just a message without any header", "just a message without any header"),
+    ],
+)
+def test_the_header_of_every_format_is_stripped_by_one_rule(line: str, message: str) -> None:
+    assert split_header(line)[1] == message
+
+
+def test_a_word_with_a_colon_after_a_dash_separator_stays_in_the_message() -> None:
+    line = "2015-07-29 19:04:12,394 - WARN  [QuorumPeer:Learner@233] - Unexpected Exception:"
+    assert split_header(line)[1] == "Unexpected Exception:"
+
+
+@pytest.mark.parametrize(
+    ("line", "level"),
+    [
+        ("2026-11-29 ERROR db: connection lost", "ERROR"),
+        ("[Sun Dec 04 04:47:44 2005] [error] mod_jk child in error state 6", "ERROR"),
+        ("081109 203615 148 INFO dfs.DataNode: Receiving block", "INFO"),
+        ("worker crashed: Traceback (most recent call last)", "ERROR"),
+        ("all good", None),
+    ],
+)
+def test_levels_come_from_the_header_or_an_error_word(line: str, level: str | None) -> None:
+    header, message = split_header(line)
+    assert level_of(header, message) == level
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("from 10.251.73.220:50010 to 10.1.2.3", "from <*> to <*>"),
+        ("id 3f2504e0-4f89-11d3-9a0c-0305e82c3301 done", "id <*> done"),
+        ("addr 0x7ffd1a2b and deadbeef42", "addr <*> and <*>"),
+        ("wrote /var/log/app/out.log", "wrote <*>"),
+        ("at 2026-11-29T02:00:01.123Z", "at <*>"),
+        ("took 12.5 ms, retry -3", "took <*> ms, retry <*>"),
+        ("ssh2 and user_1x stay words", "ssh2 and user_1x stay words"),
+    ],
+)
+def test_variables_are_masked(text: str, masked: str) -> None:
+    assert mask_variables(text) == masked
+
+
+def test_a_token_holding_a_variable_becomes_one_wildcard_and_lists_collapse() -> None:
+    assert message_tokens("ask 10.0.0.1:50010 to delete blk_1 blk_-2 blk_3") == ["ask", "<*>", "to", "delete", "<*>"]
+    assert message_tokens("ask 10.0.0.1:50010 to delete blk_4") == ["ask", "<*>", "to", "delete", "<*>"]
+    # Two different variables side by side are two variables.
+    assert message_tokens("peer [1.2.3.4] 10.0.0.1:80 failed") == ["peer", "<*>", "<*>", "failed"]
+
+
+def test_long_lines_are_cut_for_matching() -> None:
+    assert len(message_tokens("word " * 500, max_tokens=100)) == 100

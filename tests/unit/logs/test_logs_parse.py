@@ -1,0 +1,97 @@
+"""`vcpilot logs parse` groups Loghub's lines at least as well as Drain's published figures, with one configuration."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from components.logs.cli import app
+from components.logs.parse import COLUMNS, MALFORMED_EVENT, grouping_accuracy, parse_files
+
+# Drain's grouping accuracy on the Loghub 2k datasets, as published with Loghub's benchmark.
+DRAIN_PUBLISHED = {
+    "HDFS": 0.998,
+    "Apache": 1.0,
+    "OpenSSH": 0.788,
+    "Zookeeper": 0.967,
+    "Hadoop": 0.948,
+    "Spark": 0.920,
+}
+
+
+def events(path: Path) -> list[str]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return [row["EventId"] for row in csv.DictReader(handle)]
+
+
+@pytest.mark.parametrize("dataset", sorted(DRAIN_PUBLISHED))
+def test_grouping_accuracy_on_loghub_is_at_least_drains(shared_dir: Path, tmp_path: Path, dataset: str) -> None:
+    folder = shared_dir / "datasets" / "loghub" / dataset
+    out = tmp_path / f"{dataset}.csv"
+    result = CliRunner().invoke(app, ["parse", str(folder / f"{dataset}_2k.log"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    truth = events(folder / f"{dataset}_2k.log_structured.csv")
+    predicted = events(out)
+    assert len(predicted) == len(truth) == 2000
+    accuracy = grouping_accuracy(truth, predicted)
+    assert accuracy >= DRAIN_PUBLISHED[dataset], f"{dataset}: {accuracy:.4f} < {DRAIN_PUBLISHED[dataset]}"
+
+
+def test_grouping_accuracy_counts_a_line_only_when_its_whole_group_is_right() -> None:
+    truth = ["A", "A", "B", "B", "C"]
+    # A is split in two (both lines wrong), B and C are exactly right.
+    assert grouping_accuracy(truth, ["1", "2", "3", "3", "4"]) == pytest.approx(3 / 5)
+    # B and C merged: only A's two lines are right.
+    assert grouping_accuracy(truth, ["1", "1", "2", "2", "2"]) == pytest.approx(2 / 5)
+    with pytest.raises(ValueError, match="line counts differ"):
+        grouping_accuracy(truth, ["1"])
+
+
+def test_every_input_line_gets_a_row_with_its_final_template(tmp_path: Path) -> None:
+    source = tmp_path / "app.log"
+    source.write_bytes(
+        b"2026-11-29 10:00:01 INFO [main] db.Pool: opened connection 1 to 10.0.0.1\n"
+        b"2026-11-29 10:00:02 INFO [main] db.Pool: opened connection 2 to 10.0.0.2\n"
+        b"\x00\x01binary\n"
+        b'{"prompt": "truncated\n'
+        b"2026-11-29 10:00:03 WARN [main] db.Pool: pool exhausted after 30 s\n"
+    )
+    out = tmp_path / "parsed.csv"
+    summary = parse_files([source], out)
+    with out.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert tuple(rows[0]) == COLUMNS
+    assert [r["LineId"] for r in rows] == ["1", "2", "3", "4", "5"]
+    assert rows[0]["EventId"] == rows[1]["EventId"] != rows[4]["EventId"]
+    assert rows[0]["EventTemplate"] == "opened connection <*> to <*>"
+    assert rows[2]["EventId"] == rows[3]["EventId"] == MALFORMED_EVENT
+    assert summary.lines == 5 and summary.templates == 2
+    assert summary.malformed.counts == {"binary": 1, "invalid_json": 1}
+
+
+def test_parse_rejects_a_missing_file_and_an_empty_one_with_one_sentence(tmp_path: Path) -> None:
+    runner = CliRunner()
+    missing = runner.invoke(app, ["parse", str(tmp_path / "nope.log"), "--out", str(tmp_path / "o.csv")])
+    assert missing.exit_code == 1
+    assert missing.output.strip().splitlines() == [
+        f"error: the log source {tmp_path / 'nope.log'} does not exist: give a file, a directory or a glob"
+    ]
+    (tmp_path / "empty.log").write_text("")
+    empty = runner.invoke(app, ["parse", str(tmp_path / "empty.log"), "--out", str(tmp_path / "o.csv")])
+    assert empty.exit_code == 1
+    assert empty.output.strip().splitlines() == [
+        f"error: {tmp_path / 'empty.log'} holds no log lines: nothing to parse"
+    ]
+
+
+def test_the_template_state_carries_ids_across_runs(tmp_path: Path) -> None:
+    state = tmp_path / "state" / "drain3.bin"
+    (tmp_path / "day1.log").write_text("INFO user 1 logged in\nINFO disk 90% full\n")
+    (tmp_path / "day2.log").write_text("INFO disk 95% full\nINFO user 7 logged in\nINFO cache cleared\n")
+    parse_files([tmp_path / "day1.log"], tmp_path / "day1.csv", state_file=state)
+    parse_files([tmp_path / "day2.log"], tmp_path / "day2.csv", state_file=state)
+    assert events(tmp_path / "day1.csv") == ["E1", "E2"]
+    assert events(tmp_path / "day2.csv") == ["E2", "E1", "E3"]

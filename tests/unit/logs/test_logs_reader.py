@@ -1,0 +1,93 @@
+"""Bad lines and bad files are counted by kind and skipped; only a missing source stops a run."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from components.logs.reader import LogSourceError, Malformed, expand_sources, read_lines
+from components.logs.records import LogEvent, RequestRecord, read_entries
+
+GOOD_REQUEST = {"request_id": "r1", "prompt": "hi", "completion": "hello", "latency_ms": 12, "feedback": "negative"}
+
+
+def _entries(*files: Path, **kwargs: int) -> tuple[list[object], Malformed]:
+    malformed = Malformed()
+    return [entry for _, entry in read_entries(list(files), malformed, **kwargs)], malformed
+
+
+def test_every_kind_of_malformed_line_is_counted_and_the_good_lines_still_come_through(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.log"
+    with path.open("wb") as out:
+        out.write(b"2026-11-29 INFO first good line\n")
+        out.write(b"\x00\x01\x02\x03binary\xff\xfe\n")
+        out.write(b"caf\xe9 latin-1 is not UTF-8\n")
+        out.write(b'{"request_id": "r2", "prompt": "truncat\n')
+        out.write(b"x" * (1 << 20) + b"\n")  # a 1 MiB line
+        out.write(b'{"prompt": "hi", "latency_ms": "slow"}\n')
+        out.write(b'{"unrelated": 1}\n')
+        out.write(json.dumps(GOOD_REQUEST).encode() + b"\n")
+        out.write(b"2026-11-29 ERROR last good line")  # no final newline
+    entries, malformed = _entries(path)
+    assert malformed.counts == {
+        "binary": 1,
+        "invalid_utf8": 1,
+        "invalid_json": 1,
+        "too_long": 1,
+        "invalid_record": 2,
+    }
+    assert [type(e).__name__ for e in entries] == ["LogEvent", "RequestRecord", "LogEvent"]
+    assert isinstance(entries[2], LogEvent) and entries[2].failed and entries[2].message == "last good line"
+    assert malformed.examples["invalid_json"][0].startswith(f"{path}:4: not complete JSON")
+    assert malformed.examples["too_long"] == [f"{path}:5: 1,048,576 bytes"]
+    assert "latency_ms" in malformed.examples["invalid_record"][0]
+
+
+def test_a_long_line_is_skipped_in_bounded_chunks_without_losing_the_next_line(tmp_path: Path) -> None:
+    path = tmp_path / "long.log"
+    path.write_bytes(b"short one\n" + b"y" * 5000 + b"\nshort two\n")
+    malformed = Malformed()
+    lines = [line for line in read_lines([path], malformed, max_line_bytes=64) if line.problem is None]
+    assert [(line.number, line.text) for line in lines] == [(1, "short one"), (3, "short two")]
+    assert malformed.counts == {"too_long": 1}
+
+
+def test_gzip_files_directories_and_globs_are_read(tmp_path: Path) -> None:
+    (tmp_path / "logs" / "nested").mkdir(parents=True)
+    with gzip.open(tmp_path / "logs" / "a.log.gz", "wt") as out:
+        out.write("INFO one\nINFO two\n")
+    (tmp_path / "logs" / "nested" / "b.jsonl").write_text(json.dumps(GOOD_REQUEST) + "\n")
+    (tmp_path / "logs" / ".hidden").write_text("ignored\n")
+    entries, malformed = _entries(*expand_sources([tmp_path / "logs"]))
+    assert len(entries) == 3 and malformed.total == 0
+    assert isinstance(entries[2], RequestRecord) and entries[2].feedback == "negative"
+    assert expand_sources([f"{tmp_path}/logs/**/*.jsonl"]) == [tmp_path / "logs" / "nested" / "b.jsonl"]
+
+
+def test_a_truncated_gzip_keeps_what_it_held_and_is_counted(tmp_path: Path) -> None:
+    whole = gzip.compress(b"".join(b"INFO line %d\n" % i for i in range(2000)))
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(whole[: len(whole) // 2])
+    (tmp_path / "fake.gz").write_bytes(b"not gzip at all\n")
+    entries, malformed = _entries(path, tmp_path / "fake.gz")
+    assert 0 < len(entries) < 2000
+    assert malformed.counts == {"truncated_gzip": 1, "unreadable_file": 1}
+
+
+def test_a_missing_source_is_one_sentence(tmp_path: Path) -> None:
+    with pytest.raises(
+        LogSourceError, match=r"^the log source .*nope does not exist: give a file, a directory or a glob$"
+    ):
+        expand_sources([tmp_path / "nope"])
+    with pytest.raises(LogSourceError, match="matches no file"):
+        expand_sources([f"{tmp_path}/*.log"])
+
+
+def test_json_log_events_and_blank_lines(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text('{"level": "error", "message": "db down"}\n\n   \n{"msg": "ok"}\n')
+    entries, malformed = _entries(path)
+    assert entries == [LogEvent("db down", "ERROR"), LogEvent("ok", None)] and malformed.total == 0
