@@ -1,4 +1,4 @@
-"""A tiny regression model and its deterministic data: what the minimal trainer and evaluator share."""
+"""The first pipeline's toy regression model and data, kept only for `components/evaluate/legacy.py` until it goes."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import string
 from pathlib import Path
+from typing import Any
 
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
@@ -58,7 +59,7 @@ def create_tiny_model(path: str | Path, *, hidden: int = 128, layers: int = 2, h
     return out
 
 
-def load(path: str | Path) -> tuple[torch.nn.Module, PreTrainedTokenizerFast]:
+def load(path: str | Path) -> tuple[Any, Any]:
     """Load a model directory (ours or any Hugging Face causal LM) for inference on CPU."""
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path)
@@ -67,7 +68,7 @@ def load(path: str | Path) -> tuple[torch.nn.Module, PreTrainedTokenizerFast]:
 
 
 @torch.no_grad()
-def generate(model: torch.nn.Module, tokenizer: PreTrainedTokenizerFast, prompt: str, max_new_tokens: int = 16) -> str:
+def generate(model: Any, tokenizer: Any, prompt: str, max_new_tokens: int = 16) -> str:
     """Greedy completion of `prompt`, stopped at the end-of-sequence token."""
     ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).input_ids
     out = model.generate(
