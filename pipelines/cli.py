@@ -6,6 +6,7 @@ import typer
 
 from components.demo import cli as demo_cli
 from components.evaluate import cli as evaluate_cli
+from components.finetune import cli as finetune_cli
 from components.loadtest import cli as loadtest_cli
 from components.logs import cli as logs_cli
 from components.release import cli as release_cli
@@ -27,6 +28,7 @@ app.command("submit")(cli_workflows.submit_command)
 app.command("run-workflow")(local_cli.run_workflow_command)
 app.command("resume")(local_cli.resume_command)
 app.command("run")(cli_run.run_command)
+app.command("finetune")(finetune_cli.finetune_command)
 app.command("loadtest")(loadtest_cli.loadtest_command)
 app.command("serve")(serving_cli.serve_command)
 app.command("evaluate")(evaluate_cli.evaluate_command)

@@ -2,8 +2,7 @@
 
 It scores the candidate and the registered model's `champion` on the evaluation set (`--eval-set`, by default
 `<dataset-dir>/eval.jsonl`), writes the report the release step reads, and prints it as one JSON line. MLflow
-is found from MLFLOW_TRACKING_URI (set in the pod) unless `--tracking-uri` says otherwise. A candidate that is
-still the minimal trainer's stand-in model (`model.pt`) is scored the old way (see `legacy.py`).
+is found from MLFLOW_TRACKING_URI (set in the pod) unless `--tracking-uri` says otherwise.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ import sys
 from pathlib import Path
 
 from components.evaluate.evaluation import evaluate, read_slo_outcome
-from components.evaluate.legacy import is_legacy_model, legacy_report
 from components.evaluate.model import quiet_progress
 from components.release.registry import RegistryError
 
@@ -44,24 +42,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     quiet_progress()  # a pod's log is not a terminal
     try:
-        if is_legacy_model(args.candidate):
-            report = legacy_report(args.candidate)
-        else:
-            eval_set = args.eval_set or (args.dataset_dir / "eval.jsonl" if args.dataset_dir else None)
-            if eval_set is None:
-                raise ValueError("no evaluation set: pass --eval-set FILE or --dataset-dir DIR holding eval.jsonl")
-            slo = None
-            if args.loadtest_report:
-                slo = read_slo_outcome(args.loadtest_report, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms)
-            report = evaluate(
-                args.candidate,
-                eval_set,
-                registered_model=args.registered_model,
-                tracking_uri=args.tracking_uri,
-                base_model=args.base_model,
-                margin=args.margin,
-                slo=slo,
-            ).model_dump()
+        eval_set = args.eval_set or (args.dataset_dir / "eval.jsonl" if args.dataset_dir else None)
+        if eval_set is None:
+            raise ValueError("no evaluation set: pass --eval-set FILE or --dataset-dir DIR holding eval.jsonl")
+        slo = None
+        if args.loadtest_report:
+            slo = read_slo_outcome(args.loadtest_report, slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms)
+        report = evaluate(
+            args.candidate,
+            eval_set,
+            registered_model=args.registered_model,
+            tracking_uri=args.tracking_uri,
+            base_model=args.base_model,
+            margin=args.margin,
+            slo=slo,
+        ).model_dump()
     except (ValueError, RegistryError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

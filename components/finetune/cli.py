@@ -17,7 +17,7 @@ from typing import Annotated, NoReturn
 import typer
 from pydantic import ValidationError
 
-from components.finetune.config import TrainConfig, describe_error
+from components.finetune.config import LORA_TARGETS, TrainConfig, describe_error
 from components.finetune.errors import FinetuneError, SimulatedFailure
 
 __all__ = ["app", "finetune_command", "main"]
@@ -32,7 +32,7 @@ def finetune_command(
     max_steps: Annotated[int, typer.Option(help="Optimizer steps to train in all (a resumed run counts on).")],
     checkpoint_every: Annotated[int, typer.Option(help="Steps between checkpoints.")] = 50,
     checkpoint_dir: Annotated[
-        Path | None, typer.Option(help="Where step-N/ checkpoints go (default: <out>/checkpoints).")
+        Path | None, typer.Option(help="Where step-N/ checkpoints go (default: <out>-checkpoints, beside the model).")
     ] = None,
     resume: Annotated[
         str, typer.Option(help="'none' starts fresh, 'auto' continues from the newest checkpoint, or a step-N path.")
@@ -82,7 +82,7 @@ def finetune_command(
             base_model=base_model,
             data=data,
             out=out,
-            checkpoint_dir=checkpoint_dir or out / "checkpoints",
+            checkpoint_dir=checkpoint_dir or out.with_name(f"{out.name}-checkpoints"),  # beside the model, not in it
             max_steps=max_steps,
             checkpoint_every=checkpoint_every,
             keep=keep,
@@ -96,7 +96,7 @@ def finetune_command(
             lora=lora,
             lora_r=lora_r,
             lora_alpha=lora_alpha,
-            lora_targets=tuple(lora_target) if lora_target else ("q_proj", "v_proj"),
+            lora_targets=tuple(lora_target) if lora_target else LORA_TARGETS,
             max_length=max_length,
             seed=seed,
             log_every=log_every,

@@ -15,9 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from components.finetune.errors import FinetuneError
 
-__all__ = ["TINY", "BatchShape", "TrainConfig", "describe_error", "resolve_batch"]
+__all__ = ["LORA_TARGETS", "TINY", "BatchShape", "TrainConfig", "describe_error", "resolve_batch"]
 
 TINY = "tiny"
+LORA_TARGETS = ("q_proj", "v_proj")  # the attention projections LoRA adapts in Llama-style models
 
 
 class TrainConfig(BaseModel):
@@ -43,7 +44,7 @@ class TrainConfig(BaseModel):
     lora: bool = False
     lora_r: Annotated[int, Field(gt=0)] = 8
     lora_alpha: Annotated[int, Field(gt=0)] = 16
-    lora_targets: tuple[str, ...] = ("q_proj", "v_proj")
+    lora_targets: tuple[str, ...] = LORA_TARGETS
     max_length: Annotated[int | None, Field(gt=1)] = None
     seed: int = 0
     log_every: Annotated[int, Field(gt=0)] = 10

@@ -144,6 +144,8 @@ class JobRow:
         task = next(t for t in self.spec.tasks if t.name == task_name)
         container = task.template.spec.containers[0]
         env = dict(os.environ)
+        # Local pods share a few cores: one math thread each unless told otherwise (torch would take them all).
+        env.setdefault("OMP_NUM_THREADS", "1")
         pod_name = f"{self.name}-{task_name}-{index}"
         for var in container.env or []:
             if var.value is not None:

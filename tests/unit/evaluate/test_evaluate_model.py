@@ -114,17 +114,6 @@ def test_a_directory_that_is_not_a_model_gets_one_sentence(tmp_path):
     assert "\n" not in str(err.value)
 
 
-def test_the_minimal_trainers_stand_in_model_is_still_scored_for_the_pipeline(tmp_path, capsys):
-    from components.finetune.tiny import make_model
-
-    (tmp_path / "model").mkdir()
-    torch.save(make_model().state_dict(), tmp_path / "model" / "model.pt")
-    report = tmp_path / "report.json"
-    assert main(["--candidate", str(tmp_path / "model"), "--report", str(report)]) == 0
-    written = json.loads(report.read_text())
-    assert written["metric"] == "neg_mse" and written["candidate_score"] < 0 and written["champion_score"] is None
-
-
 def test_the_cli_prints_the_scores_or_one_sentence(models, eval_set, tmp_path):
     app = typer.Typer()
     app.command()(evaluate_command)

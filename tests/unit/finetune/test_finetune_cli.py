@@ -61,9 +61,9 @@ def test_a_distributed_env_without_a_rendezvous(base_args):
 
 
 def test_a_fresh_start_over_existing_checkpoints_and_a_missing_resume_checkpoint(base_args, tmp_path):
-    (tmp_path / "out" / "checkpoints" / "step-5").mkdir(parents=True)
-    (tmp_path / "out" / "checkpoints" / "step-5" / METADATA).write_text("{}")
-    assert Checkpointer(tmp_path / "out" / "checkpoints").latest() is not None
+    (tmp_path / "out-checkpoints" / "step-5").mkdir(parents=True)
+    (tmp_path / "out-checkpoints" / "step-5" / METADATA).write_text("{}")
+    assert Checkpointer(tmp_path / "out-checkpoints").latest() is not None
     refused(invoke(base_args), "step-5", "--resume auto")
     refused(invoke(base_args, {"VCPILOT_RESUME": str(tmp_path / "step-9")}), "step-9")
 
@@ -72,7 +72,7 @@ def test_the_checkpoint_named_by_the_pipeline_wins_and_the_run_ends_on_the_same_
     args = [*base_args[:-1], "4", "--checkpoint-every", "2", "--micro-batch", "2", "--global-batch", "4", "--json"]
     first = invoke(args)
     assert first.exit_code == 0, first.output
-    chosen = tmp_path / "out" / "checkpoints" / "step-2"
+    chosen = tmp_path / "out-checkpoints" / "step-2"
     again = invoke(
         [*args, "--out", str(tmp_path / "again"), "--checkpoint-dir", str(chosen.parent)],
         {"VCPILOT_RESUME": str(chosen)},
