@@ -35,6 +35,10 @@ test: lint
 bench: venv
 	$(BIN)/python benchmarks/scheduler.py
 	$(BIN)/python benchmarks/runner.py
+	$(BIN)/python benchmarks/logs.py
+	$(BIN)/python benchmarks/train.py
+	command -v wrk >/dev/null || echo "benchmarks/loadgen.py compares with wrk: apt-get install -y wrk"
+	$(BIN)/python benchmarks/loadgen.py
 
 # Regenerate the pins after changing dependencies in pyproject.toml.
 constraints: venv
