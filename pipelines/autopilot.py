@@ -5,8 +5,9 @@
 
 Heavy steps (detect-logs, loadtest, evaluate) are small DAGs `plan ─> run`: a script renders the VCJob from
 pydantic models (`pipelines.vcjobs`) and the shared `vcjob` resource template creates it and waits for Volcano.
-Light steps are Hera runner scripts (`pipelines.steps`). Step inputs that share a workflow parameter's name are
-bound to it here, so every task passes exactly the inputs its template declares.
+Light steps are Hera runner scripts (`pipelines.steps`, and `pipelines.steps_training` for plan and diagnose,
+where the agent decides). Step inputs that share a workflow parameter's name are bound to it here, so every
+task passes exactly the inputs its template declares.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from hera.workflows import DAG, CronWorkflow, Parameter, Resource, Task, Workflo
 from hera.workflows.io import Input
 from hera.workflows.models import PersistentVolumeClaimVolumeSource, ValueFrom, Volume, WorkflowTemplateRef
 
-from pipelines import steps
+from pipelines import steps, steps_training
 
 __all__ = [
     "CRON_NAME",
     "DEFAULT_IMAGE",
     "MODES",
     "PARAMETERS",
+    "POLICIES",
     "TEMPLATE_NAME",
     "build_cron_workflow",
     "build_workflow_template",
@@ -35,6 +37,7 @@ TEMPLATE_NAME = "llm-autopilot"
 CRON_NAME = "llm-autopilot-nightly"
 DEFAULT_IMAGE = "ghcr.io/vcpilot/vcpilot:0.1.0"
 MODES = ["auto", "force", "dry-run"]
+POLICIES = ["rules", "llm"]
 _LABELS = {"app.kubernetes.io/name": TEMPLATE_NAME, "app.kubernetes.io/part-of": "vcpilot"}
 
 
@@ -66,6 +69,12 @@ PARAMETERS: tuple[Parameter, ...] = (
     _param("slo-tpot-ms", "50", "Load-test SLO: p95 time per output token, milliseconds"),
     _param("eval-margin", "0.01", "How much the candidate's score must beat the champion's to be released"),
     _param("max-recovery-attempts", "3", "Training attempts (the first included) before giving up"),
+    _param("agent-policy", "rules", "Who decides plan and diagnose: the rules, or an LLM (VCPILOT_LLM_URL)", POLICIES),
+    _param(
+        "max-plan-wait-s",
+        "60",
+        "Longest the planner waits for the cluster to free up before it takes the best size it can get",
+    ),
     _param("mlflow-tracking-uri", "", "MLflow tracking server; empty for MLflow's default (sqlite under VCPILOT_HOME)"),
     _param("mlflow-experiment", TEMPLATE_NAME, "MLflow experiment of the run"),
     _param("registered-model", TEMPLATE_NAME, "MLflow registered model whose champion alias the release moves"),
@@ -160,16 +169,19 @@ def _train_with_recovery(vcjob: Resource) -> DAG:
         inputs=[Parameter(name=name) for name in state],
         outputs=[Parameter(name="model-uri", value_from=ValueFrom(expression=_MODEL_URI))],
     ) as dag:
-        steps.plan_training(name="plan", arguments=_arguments(steps.plan_training, **own))
+        plan = steps_training.plan_training
+        plan(name="plan", arguments=_arguments(plan, **own))
         vcjob(
             name="train", depends="plan.Succeeded", arguments={"manifest": "{{tasks.plan.outputs.parameters.manifest}}"}
         )
-        steps.diagnose(
+        steps_training.diagnose(
             name="diagnose",
             depends="train.Failed",
             arguments=_arguments(
-                steps.diagnose,
+                steps_training.diagnose,
                 job_name="{{tasks.plan.outputs.parameters.job-name}}",
+                # The size this attempt trained at (the agent may have downscaled it), not the one asked for.
+                gpus="{{tasks.plan.outputs.parameters.gpus}}",
                 attempt=own["attempt"],
                 avoid_nodes=own["avoid-nodes"],
                 resume_checkpoint=own["resume-checkpoint"],
@@ -182,16 +194,16 @@ def _train_with_recovery(vcjob: Resource) -> DAG:
             when=f"'{diagnosis % 'action'}' == 'retry'",
             arguments={
                 "attempt": diagnosis % "next-attempt",
-                "gpus": "{{tasks.plan.outputs.parameters.gpus}}",
+                "gpus": diagnosis % "gpus",
                 "avoid-nodes": diagnosis % "avoid-nodes",
                 "resume-checkpoint": diagnosis % "resume-checkpoint",
             },
         )
-        steps.give_up(
+        steps_training.give_up(
             name="give-up",
             depends="diagnose.Succeeded",
             when=f"'{diagnosis % 'action'}' == 'abort'",
-            arguments=_arguments(steps.give_up, reason=diagnosis % "reason"),
+            arguments=_arguments(steps_training.give_up, reason=diagnosis % "reason"),
         )
     return dag
 

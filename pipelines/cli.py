@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from agent import cli as agent_cli
+from agent import mcp_server
 from components.demo import cli as demo_cli
 from components.evaluate import cli as evaluate_cli
 from components.finetune import cli as finetune_cli
@@ -35,6 +37,8 @@ app.command("evaluate")(evaluate_cli.evaluate_command)
 app.add_typer(release_cli.app, name="release")
 app.add_typer(demo_cli.app, name="demo")
 app.add_typer(logs_cli.app, name="logs")
+app.command("mcp")(mcp_server.mcp_command)
+app.command("plan")(agent_cli.plan_command)
 
 
 @app.callback()

@@ -4,6 +4,7 @@ Each script template runs `python -m hera.workflows.runner -e pipelines.steps:<f
 Hera maps the template's input parameters onto the function's `Input` model and writes the fields of the
 returned `Output` model to `$hera__outputs_directory/parameters/<name>`. Step bodies stay small: they read
 the workspace and the cluster, and leave decisions to `pipelines.rules` and manifests to `pipelines.vcjobs`.
+The finetune recursion's steps, where the agent decides, are in `pipelines.steps_training`.
 
 Hera 7.1 has no experimental features left — script annotations and pydantic IO are stable — so nothing is set
 on `global_config` (its `experimental_features` setter only emits a DeprecationWarning). The settings every
@@ -14,7 +15,6 @@ script template shares live in one place, `RUNNER`.
 # (inspect.signature without eval_str), so they must be real types, not strings.
 import functools
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
@@ -25,58 +25,39 @@ from hera.workflows.models import VolumeMount
 from pydantic import ValidationError
 
 from components.tracking.runs import close_workflow_run
-from components.volcano.cluster import Cluster, ClusterError, JobInfo, NodeInfo
-from components.volcano.cluster_local import LocalCluster
+from components.volcano.cluster import Cluster, ClusterError
+from components.volcano.connect import connect
 from components.volcano.models import Job
 from components.volcano.validation import describe_validation_error
-from pipelines.rules import (
-    DetectReport,
-    EvaluationReport,
-    LoadtestReport,
-    decide_gate,
-    decide_release,
-    decide_training,
-    diagnose_failure,
-)
-from pipelines.vcjobs import (
-    WORKFLOW_LABEL,
-    JobContext,
-    build_detect_job,
-    build_evaluate_job,
-    build_loadtest_job,
-    build_training_job_for,
-)
-from pipelines.workspace import RunPaths, latest_checkpoint, read_report, write_json
+from pipelines.rules import DetectReport, EvaluationReport, LoadtestReport, decide_gate, decide_release
+from pipelines.vcjobs import WORKFLOW_LABEL, JobContext, build_detect_job, build_evaluate_job, build_loadtest_job
+from pipelines.workspace import RunPaths, read_report, write_json
 
 __all__ = [
     "RUNNER",
     "WORKSPACE_VOLUME",
-    "Diagnosis",
-    "DiagnoseInput",
     "Finalized",
     "FinalizeInput",
     "Gate",
     "GateInput",
-    "GiveUpInput",
     "JobPlan",
+    "JobStepInput",
     "PlanDetectInput",
     "PlanEvaluateInput",
     "PlanLoadtestInput",
     "Release",
     "ReleaseInput",
-    "TrainingPlan",
-    "TrainingPlanInput",
+    "RunInput",
     "connect_cluster",
     "delete_workflow_jobs",
-    "diagnose",
     "finalize",
     "finalize_mlflow_run",
+    "for_people",
     "gate",
-    "give_up",
+    "manifest_json",
     "plan_detect",
     "plan_evaluate",
     "plan_loadtest",
-    "plan_training",
     "release",
 ]
 
@@ -95,7 +76,7 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-def _for_people(step: Callable[_P, _R]) -> Callable[_P, _R]:
+def for_people(step: Callable[_P, _R]) -> Callable[_P, _R]:
     """Make a step that fails on bad input or an unreachable cluster exit 1 with one sentence, not a traceback."""
 
     @functools.wraps(step)
@@ -154,6 +135,15 @@ class JobPlan(Output):
     report: str = ""
 
 
+def connect_cluster() -> Cluster | None:
+    """The cluster the steps observe (see `components.volcano.connect`); None, said on stdout, when unreachable."""
+    try:
+        return connect()
+    except ClusterError as err:
+        print(f"cannot reach the cluster, deciding without looking at it: {err}")
+        return None
+
+
 # ---- detect → gate ------------------------------------------------------------------------------------
 
 
@@ -164,7 +154,7 @@ class PlanDetectInput(JobStepInput):
 
 
 @script(**RUNNER)
-@_for_people
+@for_people
 def plan_detect(inputs: PlanDetectInput) -> JobPlan:
     """Render the detect-logs VCJob."""
     context = inputs.context()
@@ -187,149 +177,12 @@ class Gate(Output):
 
 
 @script(**RUNNER)
-@_for_people
+@for_people
 def gate(inputs: GateInput) -> Gate:
     """Decide from the detect report whether this run fine-tunes."""
     report = None if inputs.mode == "force" else read_report(inputs.report, DetectReport, "detect")
     decision = decide_gate(inputs.mode, report)
     return Gate(**decision.model_dump(), result=f"trigger={str(decision.trigger).lower()}: {decision.reason}")
-
-
-# ---- finetune: plan → train → diagnose → recurse | give-up ---------------------------------------------
-
-
-class TrainingPlanInput(JobStepInput):
-    """One training attempt: the recursion's state (attempt, gpus, avoid-nodes, resume-checkpoint) and the run's."""
-
-    attempt: int = 1
-    gpus: int
-    avoid_nodes: Annotated[list[str], Parameter(name="avoid-nodes")] = []
-    resume_checkpoint: Annotated[str, Parameter(name="resume-checkpoint")] = ""
-    gpus_min: Annotated[int, Parameter(name="gpus-min")] = 1
-    gpus_per_pod: Annotated[int, Parameter(name="gpus-per-pod")] = 1
-    global_batch: Annotated[int, Parameter(name="global-batch")]
-    micro_batch: Annotated[int, Parameter(name="micro-batch")]
-    fallback_queue: Annotated[str, Parameter(name="fallback-queue")] = ""
-    base_model: Annotated[str, Parameter(name="base-model")]
-    train_max_steps: Annotated[int, Parameter(name="train-max-steps")]
-    checkpoint_every: Annotated[int, Parameter(name="checkpoint-every")]
-
-
-class TrainingPlan(Output):
-    """The training VCJob and the decision behind it (gpus, micro-batch, grad-accum, queue)."""
-
-    manifest: str
-    job_name: Annotated[str, Parameter(name="job-name")]
-    gpus: int
-    micro_batch: Annotated[int, Parameter(name="micro-batch")]
-    grad_accum: Annotated[int, Parameter(name="grad-accum")]
-    queue: str
-    model_uri: Annotated[str, Parameter(name="model-uri")]
-    reason: str
-
-
-@script(**RUNNER)
-@_for_people
-def plan_training(inputs: TrainingPlanInput) -> TrainingPlan:
-    """Decide how this attempt trains and render its VCJob with a name fixed in advance."""
-    shape = decide_training(
-        attempt=inputs.attempt,
-        gpus=inputs.gpus,
-        gpus_min=inputs.gpus_min,
-        gpus_per_pod=inputs.gpus_per_pod,
-        global_batch=inputs.global_batch,
-        micro_batch=inputs.micro_batch,
-        queue=inputs.queue,
-        avoid_nodes=inputs.avoid_nodes,
-        resume_checkpoint=inputs.resume_checkpoint,
-    )
-    context = inputs.context(queue=shape.queue)
-    job = build_training_job_for(
-        context,
-        shape,
-        base_model=inputs.base_model,
-        # The fine-tuning set is the one detect-logs curated from corrected requests, next to its report.
-        dataset_dir=str(PurePosixPath(context.paths.detect_report).parent),
-        max_steps=inputs.train_max_steps,
-        checkpoint_every=inputs.checkpoint_every,
-    )
-    resume = f", resuming from {shape.resume_checkpoint}" if shape.resume_checkpoint else ""
-    reason = (
-        f"attempt {shape.attempt}: {shape.gpus} GPUs in queue {shape.queue}, micro-batch {shape.micro_batch} × "
-        f"grad-accum {shape.grad_accum} keeps global batch {shape.global_batch}{resume}"
-    )
-    return TrainingPlan(
-        manifest=_json(job.to_dict()),
-        job_name=job.metadata.name or "",
-        gpus=shape.gpus,
-        micro_batch=shape.micro_batch,
-        grad_accum=shape.grad_accum,
-        queue=shape.queue,
-        model_uri=context.paths.model(shape.attempt),
-        reason=reason,
-        result=reason,
-    )
-
-
-class DiagnoseInput(RunInput):
-    """The failed attempt: its VCJob and the recursion's state."""
-
-    job_name: Annotated[str, Parameter(name="job-name")]
-    attempt: int
-    max_recovery_attempts: Annotated[int, Parameter(name="max-recovery-attempts")]
-    avoid_nodes: Annotated[list[str], Parameter(name="avoid-nodes")] = []
-    resume_checkpoint: Annotated[str, Parameter(name="resume-checkpoint")] = ""
-
-
-class Diagnosis(Output):
-    """Retry from a checkpoint (avoiding nodes) or abort, and why."""
-
-    action: Literal["retry", "abort"]
-    next_attempt: Annotated[int, Parameter(name="next-attempt")]
-    avoid_nodes: Annotated[list[str], Parameter(name="avoid-nodes")]
-    resume_checkpoint: Annotated[str, Parameter(name="resume-checkpoint")]
-    reason: str
-
-
-def connect_cluster() -> Cluster | None:
-    """The cluster the steps observe: LocalCluster when `VCPILOT_HOME` is set; None until KubeCluster exists."""
-    return LocalCluster() if os.environ.get("VCPILOT_HOME") else None
-
-
-@script(**RUNNER)
-@_for_people
-def diagnose(inputs: DiagnoseInput) -> Diagnosis:
-    """Look at the failed VCJob and the nodes, then decide retry-from-checkpoint or abort."""
-    cluster = connect_cluster()
-    job: JobInfo | None = None
-    nodes: list[NodeInfo] = []
-    if cluster is not None:
-        try:
-            job, nodes = cluster.get(inputs.job_name, inputs.namespace), cluster.nodes()
-        except ClusterError as err:  # not found, or the cluster is unreachable: decide without looking
-            print(f"diagnose: cannot inspect job {inputs.job_name}: {err}")
-    checkpoint = latest_checkpoint(RunPaths(workspace=inputs.workspace, workflow=inputs.workflow_name).checkpoints)
-    decision = diagnose_failure(
-        job,
-        nodes,
-        attempt=inputs.attempt,
-        max_attempts=inputs.max_recovery_attempts,
-        avoid_nodes=inputs.avoid_nodes,
-        checkpoint=checkpoint or inputs.resume_checkpoint,
-    )
-    return Diagnosis(**decision.model_dump(), result=decision.reason)
-
-
-class GiveUpInput(Input):
-    """Why the pipeline stops."""
-
-    reason: str
-
-
-@script(**RUNNER)
-def give_up(inputs: GiveUpInput) -> Output:
-    """Fail on purpose: an abort must end in a failing leaf, or Argo reports the DAG as Succeeded."""
-    return Output(exit_code=1, result=f"giving up: {inputs.reason}")
 
 
 # ---- loadtest → evaluate → release ---------------------------------------------------------------------
@@ -344,7 +197,7 @@ class PlanLoadtestInput(JobStepInput):
 
 
 @script(**RUNNER)
-@_for_people
+@for_people
 def plan_loadtest(inputs: PlanLoadtestInput) -> JobPlan:
     """Render the loadtest VCJob: one gang of a server and a client."""
     context = inputs.context()
@@ -364,7 +217,7 @@ class PlanEvaluateInput(JobStepInput):
 
 
 @script(**RUNNER)
-@_for_people
+@for_people
 def plan_evaluate(inputs: PlanEvaluateInput) -> JobPlan:
     """Render the evaluate VCJob: candidate and champion on `<dataset-dir>/eval.jsonl`."""
     context = inputs.context()
@@ -401,7 +254,7 @@ class Release(Output):
 
 
 @script(**RUNNER)
-@_for_people
+@for_people
 def release(inputs: ReleaseInput) -> Release:
     """Decide from the load test and the evaluation whether the candidate is released, and record it."""
     decision = decide_release(
@@ -494,7 +347,7 @@ def finalize_mlflow_run(summary: dict[str, Any], tracking_uri: str, experiment: 
 
 
 @script(**RUNNER)
-@_for_people
+@for_people
 def finalize(inputs: FinalizeInput) -> Finalized:
     """Delete this workflow's VCJobs unless it succeeded, write the run summary, close the MLflow run."""
     deleted: list[str] = []
@@ -516,8 +369,9 @@ def finalize(inputs: FinalizeInput) -> Finalized:
 
 def _job_plan(job: Job, report: str) -> JobPlan:
     name = job.metadata.name or ""
-    return JobPlan(manifest=_json(job.to_dict()), job_name=name, report=report, result=f"rendered VCJob {name}")
+    return JobPlan(manifest=manifest_json(job.to_dict()), job_name=name, report=report, result=f"rendered VCJob {name}")
 
 
-def _json(manifest: dict[str, Any]) -> str:
+def manifest_json(manifest: dict[str, Any]) -> str:
+    """A manifest as compact JSON: what a resource template receives (no `{{` inside, one line)."""
     return json.dumps(manifest, separators=(",", ":"))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
@@ -16,10 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from components.volcano.validation import describe_validation_error
 
-__all__ = ["CHECKPOINT_METADATA", "RunPaths", "latest_checkpoint", "read_report", "write_json"]
-
-# A checkpoint directory `step-N/` counts only once the trainer has written this file into it (torchtitan's rule).
-CHECKPOINT_METADATA = "metadata.json"
+__all__ = ["RunPaths", "read_report", "write_json"]
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -81,17 +77,6 @@ def read_report(path: str, model: type[_M], what: str) -> _M:
         return model.model_validate_json(file.read_text())
     except ValidationError as err:
         raise ValueError(f"the {what} report {path} is not valid: {describe_validation_error(err, model)}") from None
-
-
-def latest_checkpoint(directory: str) -> str | None:
-    """The newest complete `step-N/` under `directory` (one with its metadata file), or None."""
-    steps: list[tuple[int, Path]] = []
-    root = Path(directory)
-    for child in root.iterdir() if root.is_dir() else ():
-        match = re.fullmatch(r"step-(\d+)", child.name)
-        if match and (child / CHECKPOINT_METADATA).is_file():
-            steps.append((int(match.group(1)), child))
-    return str(max(steps)[1]) if steps else None
 
 
 def write_json(path: str, data: dict[str, Any]) -> None:

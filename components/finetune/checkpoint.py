@@ -2,7 +2,7 @@
 
 A save writes the tensors and the training state into a hidden temporary directory, writes `metadata.json` last,
 and renames the directory to `step-N` in one `os.replace`. A reader — `--resume auto`, or the pipeline's
-diagnose step (pipelines/workspace.py `latest_checkpoint`) — therefore sees a checkpoint whole or not at all, and
+agent's observation (agent/observe.py `find_checkpoint`) — therefore sees a checkpoint whole or not at all, and
 a crash mid-save leaves only a temporary directory that the next run sweeps away. The state holds everything a
 run needs to continue exactly where it stopped: weights, optimizer, scheduler, RNG states, step and data position.
 """

@@ -1,5 +1,5 @@
 """The llm-autopilot pipeline: committed YAML is current and valid Argo, the DAG recovers and aborts as designed,
-plan renders a valid VCJob that keeps the global batch, diagnose tells faults from bugs, submit talks to Argo."""
+plan renders a valid VCJob that keeps the global batch and records its decision, submit talks to Argo."""
 
 from __future__ import annotations
 
@@ -19,19 +19,12 @@ import pytest
 import yaml
 from hera.workflows._runner.util import _runner
 
-from components.volcano.cluster import JobInfo, NodeInfo, PodInfo
+from components.volcano.cluster import JobInfo
 from components.volcano.models import parse_job, validate_job
-from pipelines import steps
+from pipelines import steps, steps_training
 from pipelines.autopilot import PARAMETERS, build_cron_workflow, build_workflow_template
 from pipelines.compile import SubmitError, compile_all, render_all, submit
-from pipelines.rules import (
-    DetectReport,
-    EvaluationReport,
-    LoadtestReport,
-    decide_gate,
-    decide_release,
-    diagnose_failure,
-)
+from pipelines.rules import DetectReport, EvaluationReport, LoadtestReport, decide_gate, decide_release
 from pipelines.vcjobs import (
     STEP_LABEL,
     WORKFLOW_LABEL,
@@ -41,7 +34,6 @@ from pipelines.vcjobs import (
     build_loadtest_job,
     job_name,
 )
-from pipelines.workspace import CHECKPOINT_METADATA, latest_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy" / "argo"
@@ -148,9 +140,12 @@ def test_training_recovers_by_recursion_and_an_abort_ends_in_a_failing_leaf(temp
     assert tasks["recurse"]["template"] == "train-with-recovery"
     recurse_args = {p["name"]: p["value"] for p in tasks["recurse"]["arguments"]["parameters"]}
     assert recurse_args["attempt"] == "{{tasks.diagnose.outputs.parameters.next-attempt}}"
+    # A downscaled retry keeps its size: the next attempt's GPUs come from diagnose, which got this one's from plan.
+    assert recurse_args["gpus"] == "{{tasks.diagnose.outputs.parameters.gpus}}"
     # The failed train node has no outputs: diagnose gets the job's name from plan.
     diagnose_args = {p["name"]: p["value"] for p in tasks["diagnose"]["arguments"]["parameters"]}
     assert diagnose_args["job-name"] == "{{tasks.plan.outputs.parameters.job-name}}"
+    assert diagnose_args["gpus"] == "{{tasks.plan.outputs.parameters.gpus}}"
     (model_uri,) = templates["train-with-recovery"]["outputs"]["parameters"]
     expression = model_uri["valueFrom"]["expression"]
     assert "tasks.train.status == 'Succeeded'" in expression and "tasks.recurse.outputs" in expression
@@ -159,7 +154,9 @@ def test_training_recovers_by_recursion_and_an_abort_ends_in_a_failing_leaf(temp
 def test_give_up_exits_non_zero_through_the_hera_runner(tmp_path: Path, monkeypatch) -> None:
     # `_runner` is what `python -m hera.workflows.runner` calls in the pod; its exit code becomes the node's phase.
     monkeypatch.setenv("hera__outputs_directory", str(tmp_path))
-    result = _runner("pipelines.steps:give_up", [{"name": "reason", "value": "abort: every pod exited with code 1"}])
+    result = _runner(
+        "pipelines.steps_training:give_up", [{"name": "reason", "value": "abort: every pod exited with code 1"}]
+    )
     assert result.exit_code == 1
     assert result.result == "giving up: abort: every pod exited with code 1"
 
@@ -251,10 +248,10 @@ def crd_errors(schema: jsonschema.protocols.Validator, manifest: dict[str, Any])
     return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in schema.iter_errors(manifest)]
 
 
-def plan_input(**changes: Any) -> steps.TrainingPlanInput:
+def plan_input(workspace: Path, **changes: Any) -> steps_training.TrainingPlanInput:
     values: dict[str, Any] = {
         "workflow_name": WF,
-        "workspace": "/workspace",
+        "workspace": str(workspace),
         "workspace_pvc": "vcpilot-workspace",
         "image": "ghcr.io/vcpilot/vcpilot:0.1.0",
         "attempt": 1,
@@ -263,35 +260,43 @@ def plan_input(**changes: Any) -> steps.TrainingPlanInput:
         "global_batch": 32,
         "micro_batch": 4,
         "base_model": "Qwen/Qwen2.5-0.5B-Instruct",
-        "dataset_dir": "/workspace/data",
         "train_max_steps": 200,
         "checkpoint_every": 50,
     }
-    return steps.TrainingPlanInput(**{**values, **changes})
+    return steps_training.TrainingPlanInput(**{**values, **changes})
 
 
 @pytest.mark.parametrize("gpus", [4, 2])
-def test_plan_renders_a_valid_vcjob_that_keeps_the_global_batch(job_schema, gpus: int) -> None:
-    plan = steps.plan_training(plan_input(gpus=gpus, attempt=2, avoid_nodes=["node-1"]))
+def test_plan_renders_a_valid_vcjob_that_keeps_the_global_batch(job_schema, tmp_path: Path, monkeypatch, gpus) -> None:
+    # In a pod whose API server cannot be reached: the agent takes the size asked for.
+    monkeypatch.delenv("VCPILOT_HOME", raising=False)
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "9")
+    plan = steps_training.plan_training(plan_input(tmp_path, gpus=gpus, attempt=2, avoid_nodes=["node-1"]))
     manifest = json.loads(plan.manifest)
     assert "{{" not in plan.manifest
     assert crd_errors(job_schema, manifest) == []
     job = parse_job(manifest)
     validate_job(job)
     assert plan.job_name == job.metadata.name == f"{WF}-train-2"
+    assert plan.action == "proceed" and plan.gpus == gpus
     assert plan.gpus * plan.micro_batch * plan.grad_accum == 32
     env = {e.name: e.value for e in job.spec.tasks[0].template.spec.containers[0].env or []}
     assert env["VCPILOT_GLOBAL_BATCH"] == "32" and env["VCPILOT_GRAD_ACCUM"] == str(plan.grad_accum)
     assert job.spec.min_available == gpus // 2 and job.spec.scheduler_name == "volcano" and job.spec.max_retry
     assert job.metadata.labels and job.metadata.labels[WORKFLOW_LABEL] == WF
-    assert job.spec.volumes == [{"mountPath": "/workspace", "volumeClaimName": "vcpilot-workspace"}]
-    assert plan.model_uri == f"/workspace/runs/{WF}/train-2/model"
+    assert job.spec.volumes == [{"mountPath": str(tmp_path), "volumeClaimName": "vcpilot-workspace"}]
+    assert plan.model_uri == f"{tmp_path}/runs/{WF}/train-2/model"
     assert "node-1" in plan.manifest
+    # The decision is recorded where diagnose and people find it, and says why the cluster was not consulted.
+    record = json.loads((tmp_path / "runs" / WF / "decisions" / "plan-2.json").read_text())
+    assert record["action"]["kind"] == "proceed" and "could not be observed" in record["action"]["rationale"]
+    assert "could not be observed" in plan.reason
 
 
-def test_plan_refuses_a_batch_the_gpus_cannot_split_in_one_sentence() -> None:
+def test_plan_refuses_a_batch_the_gpus_cannot_split_in_one_sentence(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as caught:
-        steps.plan_training(plan_input(global_batch=30))
+        steps_training.plan_training(plan_input(tmp_path, global_batch=30))
     message = str(caught.value)
     assert message.startswith("plan-training: global-batch 30 is not a multiple of gpus × micro-batch = 4 × 4")
     assert "\n" not in message
@@ -341,70 +346,6 @@ def test_gate_step_reads_the_report_and_says_when_it_is_missing(tmp_path: Path) 
         steps.gate(steps.GateInput(mode="auto", report=str(tmp_path / "none.json")))
 
 
-def pod(name: str, node: str | None, phase: str = "Failed", reason: str | None = None, code: int | None = None):
-    return PodInfo(name=name, task="master", index=0, node=node, phase=phase, reason=reason, exit_code=code)
-
-
-def job_info(*pods: PodInfo) -> JobInfo:
-    return JobInfo(name=f"{WF}-train-1", uid="u", queue="default", phase="Failed", min_available=2, pods=list(pods))
-
-
-NODES = [
-    NodeInfo(name=n, ready=n != "node-2", gpu_capacity=4, gpu_allocatable=4, gpu_allocated=0)
-    for n in ("node-0", "node-1", "node-2")
-]
-
-
-def test_an_evicted_pod_is_retried_from_the_checkpoint_off_its_node() -> None:
-    job = job_info(pod("m-0", "node-1", reason="Evicted", code=137), pod("w-0", "node-0", reason="Error", code=1))
-    decision = diagnose_failure(job, NODES, attempt=1, max_attempts=3, avoid_nodes=["node-5"], checkpoint="/c/step-40")
-    assert decision.action == "retry" and decision.next_attempt == 2
-    assert decision.avoid_nodes == ["node-5", "node-1"] and decision.resume_checkpoint == "/c/step-40"
-    assert decision.reason.startswith("retry from /c/step-40:") and "Evicted" in decision.reason
-
-
-def test_a_pod_on_a_not_ready_node_is_retried_off_that_node() -> None:
-    decision = diagnose_failure(job_info(pod("m-0", "node-2", code=1)), NODES, attempt=1, max_attempts=3)
-    assert decision.action == "retry" and decision.avoid_nodes == ["node-2"]
-
-
-def test_the_same_exit_code_everywhere_is_a_bug_and_aborts() -> None:
-    job = job_info(pod("m-0", "node-0", reason="Error", code=1), pod("w-0", "node-1", reason="Error", code=1))
-    decision = diagnose_failure(job, NODES, attempt=1, max_attempts=3)
-    assert decision.action == "abort" and "exited with code 1" in decision.reason
-
-
-def test_pods_killed_after_the_first_failure_do_not_hide_a_bug() -> None:
-    """Rank 0 crashes with code 3; the controller then kills rank 1 (Terminated): still a bug, not a fault."""
-    job = job_info(pod("m-0", "node-0", reason="Error", code=3), pod("w-0", "node-0", reason="Terminated", code=137))
-    decision = diagnose_failure(job, NODES, attempt=1, max_attempts=3)
-    assert decision.action == "abort" and "code 3" in decision.reason
-
-
-def test_no_retry_once_the_attempts_are_spent() -> None:
-    job = job_info(pod("m-0", "node-1", reason="Evicted"))
-    decision = diagnose_failure(job, NODES, attempt=3, max_attempts=3)
-    assert decision.action == "abort" and "attempt 3 of 3 was the last" in decision.reason
-
-
-def test_a_killed_pod_is_retried_anywhere_and_an_unseen_job_is_retried_blind() -> None:
-    killed = diagnose_failure(
-        job_info(pod("m-0", "node-0", reason="Killed", code=137)), NODES, attempt=1, max_attempts=3
-    )
-    assert killed.action == "retry" and killed.avoid_nodes == []
-    blind = diagnose_failure(None, [], attempt=1, max_attempts=3)
-    assert blind.action == "retry" and "could not be inspected" in blind.reason
-
-
-def test_latest_checkpoint_counts_only_complete_ones(tmp_path: Path) -> None:
-    for step, complete in ((10, True), (20, True), (30, False)):
-        (tmp_path / f"step-{step}").mkdir()
-        if complete:
-            (tmp_path / f"step-{step}" / CHECKPOINT_METADATA).write_text("{}")
-    assert latest_checkpoint(str(tmp_path)) == str(tmp_path / "step-20")
-    assert latest_checkpoint(str(tmp_path / "absent")) is None
-
-
 def test_release_needs_the_slos_and_a_margin_over_the_champion() -> None:
     fast = LoadtestReport(ttft_p95_ms=300, tpot_p95_ms=30)
     better = EvaluationReport(candidate_score=0.82, champion_score=0.80)
@@ -420,7 +361,7 @@ def test_release_needs_the_slos_and_a_margin_over_the_champion() -> None:
 
 
 def test_finalize_writes_the_summary_and_leaves_jobs_of_a_successful_run(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.delenv("VCPILOT_HOME", raising=False)
+    monkeypatch.setenv("VCPILOT_HOME", str(tmp_path / "cluster"))
     inputs = steps.FinalizeInput(workflow_name=WF, workspace=str(tmp_path), workflow_status="Succeeded")
     assert steps.finalize(inputs).deleted_jobs == []
     summary = json.loads((tmp_path / "runs" / WF / "summary.json").read_text())

@@ -26,6 +26,15 @@ def mlflow_run(home, workflow):
     return run
 
 
+def mlflow_children(home, parent):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{home / 'mlflow.db'}")
+    return client.search_runs(
+        [parent.info.experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'"
+    )
+
+
 def by_path(result):
     """Leaf and DAG nodes as 'parent/child' display paths (e.g. 'finetune/recurse/train') -> phase."""
     nodes = result.status["nodes"]
@@ -62,18 +71,36 @@ def test_a_killed_training_pod_is_diagnosed_and_retried_from_its_checkpoint(tmp_
     run = mlflow_run(tmp_path, "recover")
     assert run.info.status == "FINISHED" and run.data.tags["vcpilot.status"] == "Succeeded"
     assert "evaluate.candidate_score" in run.data.metrics
+    # The agent's decisions: in the workspace, and as child runs of the workflow's MLflow run.
+    decisions = tmp_path / "workspace" / "runs" / "recover" / "decisions"
+    retry = json.loads((decisions / "diagnose-1.json").read_text())["action"]
+    assert retry["kind"] == "retry" and "/checkpoints/step-" in retry["checkpoint"] and retry["avoid_nodes"] == []
+    assert "ended from outside the job" in retry["rationale"]
+    children = mlflow_children(tmp_path, run)
+    assert {"plan-1", "diagnose-1", "plan-2"} <= {child.info.run_name for child in children}
 
 
-def test_a_deterministic_crash_is_aborted_and_fails_the_workflow(tmp_path):
+def test_a_deterministic_crash_is_retried_once_then_aborted_and_fails_the_workflow(tmp_path):
     result = run_autopilot("code-bug", QUICK, home=tmp_path, name="bug", bootstrap=False)
     phases = by_path(result)
     assert result.phase == "Failed"
-    assert phases["finetune/train"] == "Failed"
-    assert phases["finetune/recurse"] == "Skipped"
-    assert phases["finetune/give-up"] == "Failed"
+    # The first crash might be transient: retried once. The same crash from the same step again: aborted.
+    assert phases["finetune/train"] == "Failed" and phases["finetune/give-up"] == "Skipped"
+    assert phases["finetune/recurse/train"] == "Failed"
+    assert phases["finetune/recurse/recurse"] == "Skipped"
+    assert phases["finetune/recurse/give-up"] == "Failed"
     assert phases["loadtest"] == "Omitted" and phases["release"] == "Omitted"
-    diagnose = next(n for n in result.status["nodes"].values() if n["displayName"] == "diagnose")
-    assert "abort" in diagnose["outputs"]["result"]
+    diagnoses = [n for n in result.status["nodes"].values() if n["displayName"] == "diagnose"]
+    results = sorted(n["outputs"]["result"] for n in diagnoses)
+    assert results[0].startswith("diagnose: abort by rules: training fails deterministically")
+    assert "exited with code 3" in results[0] and results[1].startswith("diagnose: retry by rules")
+    decisions = tmp_path / "workspace" / "runs" / "bug" / "decisions"
+    assert sorted(p.name for p in decisions.iterdir()) == [
+        "diagnose-1.json",
+        "diagnose-2.json",
+        "plan-1.json",
+        "plan-2.json",
+    ]
     assert mlflow_run(tmp_path, "bug").info.status == "FAILED"
 
 

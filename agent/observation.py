@@ -1,0 +1,97 @@
+"""What the agent sees when it decides: a frozen, serializable snapshot, so any decision can be replayed.
+
+`agent.observe` fills it from a `Cluster`, the workspace and MLflow; the policies read nothing else. Times are
+seconds; GPU counts are whole GPUs (`nvidia.com/gpu`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from components.volcano.cluster import Event, JobInfo, NodeInfo, QueueSnapshot
+
+__all__ = ["AttemptRecord", "CheckpointInfo", "Observation", "PlanRequest", "Throughput"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PlanRequest(_Frozen):
+    """What the run asks for: the training's size, batch and budget (the workflow's parameters)."""
+
+    gpus: int = Field(gt=0)  # wanted
+    gpus_min: int = Field(default=1, gt=0)
+    gpus_per_pod: int = Field(default=1, gt=0)
+    global_batch: int = Field(gt=0)
+    micro_batch: int = Field(gt=0)
+    queue: str = "default"
+    fallback_queue: str = ""
+    priority_class: str = ""
+    namespace: str = "default"
+    max_steps: int = Field(default=1, gt=0)
+    attempt: int = Field(default=1, ge=1)
+    max_attempts: int = Field(default=3, ge=1)
+    avoid_nodes: list[str] = Field(default_factory=list)
+    resume_checkpoint: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> PlanRequest:
+        if self.gpus_min > self.gpus:
+            raise ValueError(f"gpus-min {self.gpus_min} is above gpus {self.gpus}")
+        if self.gpus % self.gpus_per_pod:
+            raise ValueError(f"gpus {self.gpus} is not a multiple of gpus-per-pod {self.gpus_per_pod}")
+        if self.global_batch % (self.gpus * self.micro_batch):
+            raise ValueError(
+                f"global-batch {self.global_batch} is not a multiple of gpus × micro-batch = "
+                f"{self.gpus} × {self.micro_batch}"
+            )
+        return self
+
+
+class CheckpointInfo(_Frozen):
+    """The latest complete checkpoint (its metadata file written) and the step it holds."""
+
+    path: str
+    step: int = Field(ge=0)
+
+
+class Throughput(_Frozen):
+    """Measured training speed: samples per second at `gpus` GPUs (from MLflow, or the configured prior)."""
+
+    samples_per_s: float = Field(gt=0)
+    gpus: int = Field(gt=0)
+    source: Literal["mlflow", "prior"] = "prior"
+
+
+class AttemptRecord(_Frozen):
+    """How an earlier attempt of this training ended (read back from the decision records of this run)."""
+
+    attempt: int = Field(ge=1)
+    job: str
+    gpus: int = Field(ge=0)
+    outcome: str  # the job's final phase
+    exit_codes: list[int] = Field(default_factory=list)  # of the pods that failed by themselves
+    failed_ranks: int = 0
+    ranks: int = 0
+    checkpoint_step: int = 0  # the latest complete checkpoint's step when the attempt ended
+    nodes: list[str] = Field(default_factory=list)  # nodes blamed for the failure
+
+
+class Observation(_Frozen):
+    """Everything a policy may look at, at `time` (seconds since the epoch, or a simulator's clock)."""
+
+    time: float
+    request: PlanRequest
+    queue: QueueSnapshot | None = None
+    fallback_queue: QueueSnapshot | None = None
+    nodes: list[NodeInfo] = Field(default_factory=list)
+    job: JobInfo | None = None  # the failed attempt, at diagnose time
+    events: list[Event] = Field(default_factory=list)
+    history: list[AttemptRecord] = Field(default_factory=list)
+    checkpoint: CheckpointInfo | None = None
+    throughput: Throughput | None = None
+    # Why parts are missing (the cluster unreachable, MLflow down): policies say so in their rationale.
+    notes: list[str] = Field(default_factory=list)

@@ -1,0 +1,168 @@
+"""What the agent looks at before it decides: the cluster, the failed job, the checkpoints, the measured speed.
+
+`observe` is the only place the policies' input is gathered, and it never fails: an unreachable cluster, a job
+that is gone or a missing checkpoint directory becomes a note in the observation, which the policies repeat
+in their rationale. `measured_throughput` reads what `components.finetune` logged to MLflow for this workflow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import statistics
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from agent.observation import AttemptRecord, CheckpointInfo, Observation, PlanRequest, Throughput
+from components.volcano.cluster import Cluster, ClusterError, Event, JobInfo, NodeInfo, QueueSnapshot
+
+__all__ = ["CHECKPOINT_METADATA", "bounded_mlflow_retries", "find_checkpoint", "measured_throughput", "observe"]
+
+# A `step-N/` directory counts as a checkpoint only once the trainer wrote this file into it, last.
+CHECKPOINT_METADATA = "metadata.json"
+_STEP = re.compile(r"step-(\d+)")
+_T = TypeVar("_T")
+
+
+def observe(
+    cluster: Cluster | None,
+    request: PlanRequest,
+    *,
+    job_name: str | None = None,
+    checkpoints: str | None = None,
+    history: Iterable[AttemptRecord] = (),
+    throughput: Throughput | None = None,
+    now: float | None = None,
+) -> Observation:
+    """Snapshot the queues, nodes, the failed job (with its events) and the latest complete checkpoint.
+
+    Whatever cannot be read is left out with a note saying why; nothing here raises for the cluster's sake.
+    """
+    notes: list[str] = []
+
+    def look(what: str, read: Callable[[], _T]) -> _T | None:
+        try:
+            return read()
+        except ClusterError as err:
+            notes.append(f"could not read {what}: {err}")
+            return None
+
+    queue: QueueSnapshot | None = None
+    fallback: QueueSnapshot | None = None
+    job: JobInfo | None = None
+    nodes: list[NodeInfo] = []
+    events: list[Event] = []
+    if cluster is None:
+        notes.append("no cluster to observe from this step")
+    else:
+        queue = look(f"queue {request.queue}", lambda: cluster.queue(request.queue))
+        if request.fallback_queue and request.fallback_queue != request.queue:
+            fallback = look(f"queue {request.fallback_queue}", lambda: cluster.queue(request.fallback_queue))
+        nodes = look("the nodes", cluster.nodes) or []
+        if job_name:
+            job = look(f"job {job_name}", lambda: cluster.get(job_name, request.namespace))
+            if job is not None:
+                events = look(f"events of job {job_name}", lambda: cluster.events(job_name, request.namespace)) or []
+    checkpoint = None
+    if checkpoints is not None:
+        checkpoint = find_checkpoint(checkpoints)
+        if checkpoint is None:
+            notes.append(f"no complete checkpoint under {checkpoints}")
+    return Observation(
+        time=time.time() if now is None else now,
+        request=request,
+        queue=queue,
+        fallback_queue=fallback,
+        nodes=nodes,
+        job=job,
+        events=events,
+        history=list(history),
+        checkpoint=checkpoint,
+        throughput=throughput,
+        notes=notes,
+    )
+
+
+def find_checkpoint(directory: str) -> CheckpointInfo | None:
+    """The newest complete `step-N/` under `directory` and the step its metadata names; None when there is none."""
+    found: list[tuple[int, Path]] = []
+    root = Path(directory)
+    with contextlib.suppress(OSError):
+        for child in root.iterdir() if root.is_dir() else ():
+            match = _STEP.fullmatch(child.name)
+            if match and (child / CHECKPOINT_METADATA).is_file():
+                found.append((int(match.group(1)), child))
+    if not found:
+        return None
+    step, path = max(found)
+    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+        step = int(json.loads((path / CHECKPOINT_METADATA).read_text()).get("step", step))
+    return CheckpointInfo(path=str(path), step=step)
+
+
+def measured_throughput(tracking_uri: str, experiment: str, workflow: str) -> Throughput | None:
+    """Samples per second of this workflow's latest training attempt, from MLflow; None when unknown or unreachable.
+
+    `components.finetune` logs each optimizer step's `step_time_s` and the params `global_batch` and
+    `world_size` (GPUs) to a child run of the workflow's parent run: samples/s = global batch ÷ median step time,
+    the first step (warm-up) left out.
+    """
+    if not tracking_uri or not workflow:
+        return None
+    try:
+        with bounded_mlflow_retries():
+            return _read_throughput(tracking_uri, experiment, workflow)
+    except Exception:  # MLflow down, or a run without the metrics: the prior stands in, nothing fails
+        return None
+
+
+def _read_throughput(tracking_uri: str, experiment: str, workflow: str) -> Throughput | None:
+    from mlflow.tracking import MlflowClient  # imported here: MLflow takes seconds to import
+
+    from components.tracking.runs import WORKFLOW_TAG
+
+    client: Any = MlflowClient(tracking_uri=tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return None
+    ids = [found.experiment_id]
+    parents = client.search_runs(ids, filter_string=f"tags.`{WORKFLOW_TAG}` = '{workflow}'", max_results=1)
+    if not parents:
+        return None
+    children = client.search_runs(
+        ids,
+        filter_string=f"tags.`mlflow.parentRunId` = '{parents[0].info.run_id}' and tags.`vcpilot.step` = 'finetune'",
+        order_by=["attribute.start_time DESC"],
+        max_results=5,
+    )
+    for run in children:
+        params = run.data.params
+        history = sorted(client.get_metric_history(run.info.run_id, "step_time_s"), key=lambda m: m.step)
+        steady = [m.value for m in history[1:] or history]
+        if not steady or "global_batch" not in params or "world_size" not in params:
+            continue
+        median = statistics.median(steady)
+        if median > 0:
+            samples = int(params["global_batch"]) / median
+            return Throughput(samples_per_s=samples, gpus=int(params["world_size"]), source="mlflow")
+    return None
+
+
+@contextlib.contextmanager
+def bounded_mlflow_retries() -> Iterator[None]:
+    """Within this block an unreachable tracking server fails in seconds, not after MLflow's minutes of retries.
+
+    A value the user set in the environment wins.
+    """
+    wanted = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
+    added = [key for key in wanted if key not in os.environ]
+    os.environ.update({key: wanted[key] for key in added})
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)

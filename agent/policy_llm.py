@@ -1,0 +1,322 @@
+"""The LLM policy: ask any OpenAI-compatible chat endpoint for one action, check it hard, and fall back to the rules.
+
+The model sees the observation (cluster text quoted as data, see `agent.prompts`), may call the read-only tools
+of `agent.tools` for a few rounds, and must answer with exactly one call of a `decide` function whose arguments
+are one action. The answer is used only when it is a valid action for the stage, passes the guardrails and keeps
+the request's invariants (`check_answer`); anything else — a timeout, an HTTP error, a reply that is not JSON,
+no `decide` call, an action out of bounds — hands the decision to the fallback policy (the rules), and the
+Decision says why in one sentence. The API key travels only in the Authorization header: it is scrubbed from
+every message this module writes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from agent.actions import Abort, Action, Downscale, RetryFromCheckpoint, Wait, action_schema, parse_action
+from agent.guardrails import Guardrails, GuardrailViolation
+from agent.observation import Observation
+from agent.policy import Decision, Policy, Stage
+from agent.policy_rules import RulePolicy
+from agent.prompts import ALLOWED_KINDS, SYSTEM_PROMPT, render_observation, render_tool_result
+from agent.tools import TOOLS, ToolContext, call_tool, openai_tools
+
+__all__ = ["LLMPolicy", "check_answer"]
+
+log = logging.getLogger(__name__)
+
+DECIDE = "decide"
+_GPU_RULES = ("max_gpus_per_job", "requested_gpus")  # refusals best told by the GPU count asked
+
+
+class _Unusable(Exception):
+    """Why the LLM's answer is not used: `reason` for the Decision, `refusal` when a limit refused it."""
+
+    def __init__(self, reason: str, refusal: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.refusal = refusal
+
+
+def check_answer(action: Action, observation: Observation, stage: Stage) -> None:
+    """Raise a one-sentence ValueError unless `action` is allowed at `stage` and keeps the request's invariants.
+
+    The invariants: the global batch is unchanged, the GPUs stay within [gpus_min, gpus] in whole pods, the queue
+    is the request's or its fallback, the priority class is not raised, a downscale starts from the request's
+    GPUs, and a retry keeps off the nodes already avoided and resumes only from the checkpoint observed.
+    """
+    if action.kind not in ALLOWED_KINDS[stage]:
+        raise ValueError(f"{action.kind} is not allowed at {stage}, which takes {_either(stage)}")
+    if isinstance(action, Wait | Abort):
+        return
+    request = observation.request
+    if not request.gpus_min <= action.gpus <= request.gpus:
+        raise ValueError(f"the action asks {action.gpus} GPUs, outside the request's {request.gpus_min}–{request.gpus}")
+    if action.gpus % request.gpus_per_pod:
+        raise ValueError(f"the action asks {action.gpus} GPUs, not a multiple of {request.gpus_per_pod} per pod")
+    if action.global_batch != request.global_batch:
+        raise ValueError(
+            f"the action's global batch {action.gpus} × {action.micro_batch} × {action.grad_accum} = "
+            f"{action.global_batch} is not the request's {request.global_batch}"
+        )
+    queues = {request.queue, request.fallback_queue} - {""}
+    if action.queue not in queues:
+        raise ValueError(f"the action's queue {action.queue!r} is neither the request's queue nor its fallback")
+    if action.priority_class not in ("", request.priority_class):
+        raise ValueError(f"the action raises the priority class to {action.priority_class!r}")
+    if action.kind == "proceed" and action.gpus != request.gpus:
+        raise ValueError(
+            f"a proceed must use the {request.gpus} GPUs asked for, not {action.gpus}; that is a downscale"
+        )
+    if isinstance(action, Downscale) and action.from_gpus != request.gpus:
+        raise ValueError(f"a downscale must start from the request's {request.gpus} GPUs")
+    if isinstance(action, RetryFromCheckpoint):
+        dropped = sorted(set(request.avoid_nodes) - set(action.avoid_nodes))
+        if dropped:
+            raise ValueError(f"the retry drops avoided node(s) {', '.join(dropped)}")
+        known = {"", request.resume_checkpoint}
+        if observation.checkpoint is not None:
+            known.add(observation.checkpoint.path)
+        if action.checkpoint not in known:
+            raise ValueError(
+                f"the retry resumes from {action.checkpoint!r}, a checkpoint the observation does not name"
+            )
+
+
+class LLMPolicy:
+    """A `Policy` backed by an OpenAI-compatible chat endpoint with tool calling; the rules decide when it cannot."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        api_key: str | None = None,
+        *,
+        timeout_s: float = 30,
+        max_rounds: int = 4,
+        guardrails: Guardrails,
+        tools_context: ToolContext | None = None,
+        fallback: Policy | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        endpoint = url.strip().rstrip("/").removesuffix("/chat/completions")
+        if not endpoint.startswith(("http://", "https://")):
+            raise ValueError(f"the LLM URL {_display(endpoint)!r} is not http(s): give the API's base, e.g. .../v1")
+        if timeout_s <= 0 or max_rounds < 1:
+            raise ValueError(f"the LLM policy needs timeout_s > 0 and max_rounds ≥ 1, not {timeout_s} and {max_rounds}")
+        self.url = endpoint
+        self.model = model
+        self.timeout_s = timeout_s
+        self.max_rounds = max_rounds
+        self.guardrails = guardrails
+        self.tools_context = tools_context
+        self.fallback: Policy = fallback if fallback is not None else RulePolicy()
+        self._api_key = api_key or None
+        self._transport = transport
+
+    @classmethod
+    def from_env(
+        cls,
+        *,
+        guardrails: Guardrails | None = None,
+        tools_context: ToolContext | None = None,
+        fallback: Policy | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> LLMPolicy:
+        """The policy from VCPILOT_LLM_URL, VCPILOT_LLM_MODEL and VCPILOT_LLM_API_KEY (or OPENAI_API_KEY)."""
+        env = os.environ if environ is None else environ
+        url = env.get("VCPILOT_LLM_URL", "").strip()
+        if not url:
+            raise ValueError(
+                "VCPILOT_LLM_URL is not set: point it at an OpenAI-compatible API (e.g. http://localhost:8000/v1) "
+                "or use the rule policy"
+            )
+        model = env.get("VCPILOT_LLM_MODEL", "").strip()
+        if not model:
+            raise ValueError("VCPILOT_LLM_MODEL is not set: name the model the endpoint at VCPILOT_LLM_URL serves")
+        key = env.get("VCPILOT_LLM_API_KEY") or env.get("OPENAI_API_KEY") or None
+        return cls(
+            url,
+            model,
+            key,
+            guardrails=guardrails if guardrails is not None else Guardrails.from_env(),
+            tools_context=tools_context,
+            fallback=fallback,
+        )
+
+    def __repr__(self) -> str:
+        return f"LLMPolicy(url={_display(self.url)!r}, model={self.model!r})"  # never the key
+
+    def decide(self, observation: Observation, stage: Stage) -> Decision:
+        """Ask the model; use its action when it passes every check, or let the fallback decide and say why."""
+        refusals: list[str] = []  # met on the way: tool calls refused, then the answer itself
+        try:
+            action = self._converse(observation, stage, refusals)
+        except _Unusable as why:
+            reason = self._scrub(why.reason)
+            refusals += [why.refusal] if why.refusal else []
+            log.warning("the LLM policy fell back to %s: %s", self.fallback.name, reason)
+            decision = self.fallback.decide(observation, stage)
+            mine = [self._scrub(r) for r in refusals]
+            return decision.model_copy(update={"fallback": reason, "refusals": [*mine, *decision.refusals]})
+        return Decision(
+            stage=stage,
+            policy=self.name,
+            action=action,
+            observation=observation,
+            refusals=[self._scrub(r) for r in refusals],
+        )
+
+    # -- the conversation ------------------------------------------------------------------------------------
+
+    def _converse(self, observation: Observation, stage: Stage, refusals: list[str]) -> Action:
+        readers = openai_tools(read_only=True) if self.tools_context is not None else []
+        offered = {spec["function"]["name"] for spec in readers}
+        decide_spec = {
+            "type": "function",
+            "function": {
+                "name": DECIDE,
+                "description": f"Answer with one action; at {stage} its kind is {_either(stage)}.",
+                # Top-level "type" too: OpenAI refuses function parameters that are not declared an object.
+                "parameters": {"type": "object", **action_schema()},
+            },
+        }
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": render_observation(observation, stage)},
+        ]
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        with httpx.Client(timeout=self.timeout_s, headers=headers, transport=self._transport) as client:
+            for _ in range(self.max_rounds):
+                message = self._complete(client, messages, [*readers, decide_spec])
+                calls = message.get("tool_calls") or []
+                if not isinstance(calls, list) or not all(isinstance(call, dict) for call in calls):
+                    raise _Unusable("the LLM endpoint's tool_calls is not a list of calls: not an OpenAI completion")
+                decides = [call for call in calls if _function(call).get("name") == DECIDE]
+                if len(decides) > 1:
+                    raise _Unusable(f"the LLM called decide {len(decides)} times in one answer instead of once")
+                if decides:
+                    return self._check(decides[0], observation, stage)
+                if not calls:
+                    raise _Unusable("the LLM answered without calling decide")
+                messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": calls})
+                for i, call in enumerate(calls):
+                    content = self._run_tool(call, offered, refusals)
+                    call_id = call.get("id") or f"call_{len(messages)}_{i}"
+                    messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        raise _Unusable(f"the LLM did not call decide within {self.max_rounds} rounds")
+
+    def _complete(self, client: httpx.Client, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict:
+        body = {"model": self.model, "messages": messages, "tools": tools, "tool_choice": "auto", "temperature": 0}
+        try:
+            response = client.post(f"{self.url}/chat/completions", json=body)
+        except httpx.TimeoutException:
+            raise _Unusable(f"the LLM endpoint timed out after {self.timeout_s:g} s") from None
+        except httpx.HTTPError as err:
+            raise _Unusable(f"the LLM endpoint at {_display(self.url)} could not be reached ({err})") from None
+        if response.status_code >= 400:
+            raise _Unusable(f"the LLM endpoint answered HTTP {response.status_code}{_error_detail(response)}")
+        try:
+            message = response.json()["choices"][0]["message"]
+        except ValueError:
+            raise _Unusable("the LLM endpoint's reply is not JSON") from None
+        except (KeyError, IndexError, TypeError):
+            raise _Unusable("the LLM endpoint's reply has no choices[0].message: it is not a chat completion") from None
+        if not isinstance(message, dict):
+            raise _Unusable("the LLM endpoint's choices[0].message is not an object")
+        return message
+
+    def _run_tool(self, call: dict[str, Any], offered: set[str], refusals: list[str]) -> str:
+        name = str(_function(call).get("name"))
+        tool = TOOLS.get(name)
+        if name not in offered and tool is not None and tool.mutating:
+            # Never run, whatever the guardrails' read-only switch says: a policy decides, the pipeline acts.
+            refusals.append(f"the LLM called {name}, which changes the cluster: the LLM policy only reads")
+            result: dict[str, Any] = {"ok": False, "error": f"{name} cannot be called: it changes the cluster"}
+        elif name not in offered:
+            result = {"ok": False, "error": f"{name} cannot be called: it is not offered"}
+        else:
+            try:
+                arguments = _arguments(call)
+            except ValueError as err:
+                result = {"ok": False, "error": f"the arguments are {err}"}
+            else:
+                assert self.tools_context is not None  # tools are offered only with a context
+                outcome = call_tool(self.tools_context, name, arguments)
+                if outcome.rule:
+                    refusals.append(outcome.error)
+                result = outcome.model_dump(mode="json", exclude_defaults=True)
+        return render_tool_result(name, result)
+
+    def _check(self, call: dict[str, Any], observation: Observation, stage: Stage) -> Action:
+        try:
+            action = parse_action(_arguments(call))
+        except ValueError as err:
+            raise _Unusable(f"the LLM's decide arguments are {err}") from None
+        if action.kind not in ALLOWED_KINDS[stage]:
+            raise _Unusable(f"the LLM answered {action.kind} at {stage}, which takes only {_either(stage)}")
+        try:
+            self.guardrails.check_action(action, observation.request)
+        except GuardrailViolation as err:
+            if err.rule in _GPU_RULES and not isinstance(action, Wait | Abort):
+                reason = f"the LLM's action asks {action.gpus} GPUs: refused by guardrail {err.rule}"
+            else:
+                reason = f"the LLM's {action.kind} action was {err}"
+            raise _Unusable(reason, str(err)) from None
+        try:
+            check_answer(action, observation, stage)
+        except ValueError as err:
+            raise _Unusable(f"the LLM's action was refused: {err}", str(err)) from None
+        return action
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+
+def _either(stage: Stage) -> str:
+    *rest, last = ALLOWED_KINDS[stage]
+    return f"{', '.join(rest)} or {last}" if rest else last
+
+
+def _function(call: Any) -> dict[str, Any]:
+    function = call.get("function") if isinstance(call, dict) else None
+    return function if isinstance(function, dict) else {}
+
+
+def _arguments(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call's arguments: a JSON object, sent as text by the API (some servers send the object itself)."""
+    raw = _function(call).get("arguments")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw or "{}")
+        except ValueError:
+            raise ValueError("not valid JSON") from None
+    if not isinstance(raw, dict):
+        raise ValueError("not a JSON object")
+    return raw
+
+
+def _error_detail(response: httpx.Response) -> str:
+    """The error message an OpenAI-style API puts in its body, one line, short."""
+    try:
+        detail = response.json()["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        detail = response.text
+    detail = " ".join(str(detail).split())[:200]
+    return f" ({detail})" if detail else ""
+
+
+def _display(url: str) -> str:
+    """The URL without user info or query, where a key could hide."""
+    try:
+        return str(httpx.URL(url).copy_with(userinfo=b"", query=None))
+    except (httpx.InvalidURL, TypeError):
+        return "<invalid URL>"

@@ -1,0 +1,399 @@
+"""The rule policy: plan the size that finishes first, and retry an infrastructure fault but never a bug twice.
+
+Pure: it reads the observation and nothing else, so replaying a recorded observation gives the same decision.
+docs/agent.md explains the model: at plan time, for every GPU count the request allows in the target and the
+fallback queue, finish = expected wait for the gang + remaining work ÷ throughput at that size; at diagnose
+time, the failed pods' reasons and exit codes tell an infrastructure fault (retried from the latest complete
+checkpoint, off the bad nodes, smaller when the healthy GPUs no longer suffice) from a deterministic failure
+(aborted the second time it happens the same way).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.actions import Abort, Action, Candidate, Downscale, Proceed, RetryFromCheckpoint, Wait
+from agent.failures import Failure, attempt_record, classify_failure, same_failure
+from agent.observation import Observation, PlanRequest
+from agent.policy import Decision, Stage
+from components.volcano.cluster import NodeInfo, QueueSnapshot
+from components.volcano.resources import GPU
+
+__all__ = ["RulePolicy", "RulesConfig", "allowed_sizes", "usable_nodes"]
+
+_BLOCKING_TAINTS = ("NoSchedule", "NoExecute")
+
+
+class _Shape(TypedDict):
+    """The fields every training action shares."""
+
+    gpus: int
+    micro_batch: int
+    grad_accum: int
+    queue: str
+    priority_class: str
+
+
+class RulesConfig(BaseModel):
+    """The rule policy's assumptions; the defaults suit a modest cluster and are all overridable."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # Fraction of per-GPU throughput kept at each doubling of the GPU count (communication overhead).
+    scaling_efficiency: float = Field(default=0.9, gt=0, le=1)
+    # Samples per second one GPU trains when nothing was measured yet.
+    prior_samples_per_gpu_s: float = Field(default=1.0, gt=0)
+    # How long, on average, a running job still holds its GPUs: how fast busy GPUs free up.
+    mean_remaining_s: float = Field(default=1800.0, gt=0)
+    # How soon a Wait looks again (never later than the wait it expects).
+    recheck_s: float = Field(default=60.0, gt=0)
+
+
+def allowed_sizes(request: PlanRequest) -> list[int]:
+    """GPU counts from gpus_min to gpus in whole pods that split the global batch evenly, largest first."""
+    return [
+        n
+        for n in range(request.gpus, request.gpus_min - 1, -1)
+        if n % request.gpus_per_pod == 0 and request.global_batch % (n * request.micro_batch) == 0
+    ]
+
+
+def usable_nodes(nodes: Sequence[NodeInfo], avoid: Sequence[str]) -> list[NodeInfo]:
+    """Nodes a training pod can land on: ready, schedulable, without a blocking taint, not avoided."""
+    return [
+        node
+        for node in nodes
+        if node.ready
+        and not node.unschedulable
+        and node.name not in avoid
+        and not any(taint.get("effect") in _BLOCKING_TAINTS for taint in node.taints)
+    ]
+
+
+class RulePolicy:
+    """The `Policy` that decides by the rules of docs/agent.md; the LLM policy falls back to it."""
+
+    name = "rules"
+
+    def __init__(self, config: RulesConfig | None = None) -> None:
+        self.config = config or RulesConfig()
+
+    def decide(self, observation: Observation, stage: Stage) -> Decision:
+        """Plan (Proceed, Downscale, Wait or Abort) or diagnose (RetryFromCheckpoint or Abort)."""
+        action = self.plan(observation) if stage == "plan" else self.diagnose(observation)
+        return Decision(stage=stage, policy=self.name, action=action, observation=observation)
+
+    # ---- plan ------------------------------------------------------------------------------------------
+
+    def plan(self, observation: Observation, *, may_wait: bool = True) -> Action:
+        """The size and queue that finish first; Wait only when nothing can start now but something will.
+
+        With `may_wait` False (the pipeline waited as long as it may) the best candidate is taken anyway.
+        """
+        request = observation.request
+        if not observation.nodes:
+            seen = "; ".join(observation.notes) or "no nodes were observed"
+            return Proceed(
+                **_shape(request, request.gpus, request.queue),
+                rationale=f"the cluster could not be observed ({seen}): training at {_gpus(request.gpus)} asked "
+                f"for in queue {request.queue} and letting Volcano queue it",
+            )
+        candidates = self.candidates(observation)
+        feasible = [c for c in candidates if c.feasible]
+        if not feasible:
+            why = "; ".join(dict.fromkeys(c.note for c in candidates))
+            return Abort(
+                reason=f"no allowed size ({request.gpus_min}–{request.gpus} GPUs) can ever run: {why}",
+                rationale=f"every candidate is impossible: {why}; lower gpus-min or add capacity to the queue",
+                candidates=candidates,
+            )
+        best = min(feasible, key=lambda c: (round(c.finish_s, 3), -c.gpus, c.queue != request.queue))
+        situation = self._situation(observation)
+        if may_wait and all(c.wait_s > 0 for c in feasible):
+            soonest = min(feasible, key=lambda c: c.wait_s)
+            recheck = max(1.0, min(self.config.recheck_s, soonest.wait_s))
+            reason = (
+                f"nothing can start now ({situation}); the soonest, {_gpus(soonest.gpus)} in queue {soonest.queue}, "
+                f"should start in ~{_duration(soonest.wait_s)}"
+            )
+            return Wait(
+                reason=reason,
+                recheck_s=recheck,
+                rationale=f"{reason}; looking again in {_duration(recheck)}",
+                candidates=candidates,
+            )
+        rationale = f"{situation}; {self._comparison(best, candidates, request)}"
+        if best.gpus < request.gpus:
+            rationale += f" (grad-accum {best.grad_accum} keeps global batch {request.global_batch})"
+            return Downscale(
+                **_shape(request, best.gpus, best.queue),
+                from_gpus=request.gpus,
+                rationale=rationale,
+                candidates=candidates,
+            )
+        return Proceed(**_shape(request, best.gpus, best.queue), rationale=rationale, candidates=candidates)
+
+    def candidates(self, observation: Observation) -> list[Candidate]:
+        """Every allowed size in the target queue, then in the fallback queue, with its estimated finish."""
+        request = observation.request
+        queues = [(request.queue, observation.queue)]
+        if request.fallback_queue and request.fallback_queue != request.queue:
+            queues.append((request.fallback_queue, observation.fallback_queue))
+        pool = _Pool.of(observation.nodes, request)
+        return [
+            self._estimate(observation, n, _QueueState.of(name, snapshot), pool)
+            for name, snapshot in queues
+            for n in allowed_sizes(request)
+        ]
+
+    def run_s(self, observation: Observation, gpus: int) -> float:
+        """Seconds to train what is left (from the latest checkpoint) on `gpus` GPUs."""
+        request = observation.request
+        done = observation.checkpoint.step if observation.checkpoint else 0
+        work = max(0, request.max_steps - done) * request.global_batch
+        measured = observation.throughput
+        per_gpu = measured.samples_per_s / measured.gpus if measured else self.config.prior_samples_per_gpu_s
+        at = measured.gpus if measured else 1
+        speed = per_gpu * gpus * self.config.scaling_efficiency ** math.log2(gpus / at)
+        return work / speed
+
+    def _estimate(self, observation: Observation, n: int, queue: _QueueState, pool: _Pool) -> Candidate:
+        request = observation.request
+        accum = request.global_batch // (n * request.micro_batch)
+        run_s = self.run_s(observation, n)
+        never = queue.never(n) or pool.never(n)
+        if never:  # wait_s stays finite: JSON has no infinity, and a record must read back equal
+            return Candidate(
+                gpus=n, queue=queue.name, grad_accum=accum, wait_s=0, run_s=run_s, feasible=False, note=never
+            )
+        wait_s = queue.wait_s(n, pool, self.config.mean_remaining_s)
+        note = f"{'starts now' if wait_s == 0 else f'waits ~{_duration(wait_s)}'}, trains ~{_duration(run_s)}"
+        return Candidate(gpus=n, queue=queue.name, grad_accum=accum, wait_s=wait_s, run_s=run_s, note=note)
+
+    def _situation(self, observation: Observation) -> str:
+        request = observation.request
+        queue = _QueueState.of(request.queue, observation.queue)
+        facts = []
+        if queue.ahead:
+            facts.append(f"{_gpus(queue.ahead)} pending ahead")
+        if queue.capability is not None:
+            facts.append(f"{queue.allocated:g} of its {queue.capability:g} GPUs allocated")
+        free = _Pool.of(observation.nodes, request).free
+        queued = _join(facts or ["nothing pending ahead"])
+        return f"queue {request.queue} has {queued}; {_gpus(free)} free on healthy nodes"
+
+    def _comparison(self, best: Candidate, candidates: Sequence[Candidate], request: PlanRequest) -> str:
+        def where(c: Candidate) -> str:
+            return "" if c.queue == request.queue else f" in queue {c.queue}"
+
+        start = "now" if best.wait_s == 0 else f"after ~{_duration(best.wait_s)} waiting"
+        told = f"{_gpus(best.gpus)}{where(best)} {start} finishes in ~{_duration(best.finish_s)}"
+        wanted = next(c for c in candidates if c.gpus == request.gpus and c.queue == request.queue)
+        if wanted == best:
+            runner_up = [c for c in candidates if c.feasible and c != best]
+            if not runner_up:
+                return told
+            other = min(runner_up, key=lambda c: c.finish_s)
+            return f"{told}, the fastest (next: {_gpus(other.gpus)}{where(other)} in ~{_duration(other.finish_s)})"
+        if not wanted.feasible:
+            return f"{told}; {_gpus(request.gpus)} can never run here: {wanted.note}"
+        if wanted.wait_s > 0:
+            return f"{told} vs ~{_duration(wanted.finish_s)} waiting for {request.gpus}"
+        return f"{told} vs ~{_duration(wanted.finish_s)} at {request.gpus}"
+
+    # ---- diagnose --------------------------------------------------------------------------------------
+
+    def diagnose(self, observation: Observation) -> Action:
+        """Retry an infrastructure fault from the latest checkpoint off the bad nodes; abort a repeated bug."""
+        request = observation.request
+        failure = classify_failure(observation.job, observation)
+        if failure.kind == "bug":
+            previous = next((h for h in observation.history if h.attempt == request.attempt - 1), None)
+            current = attempt_record(observation)
+            if previous is not None and current is not None and same_failure(previous, current):
+                reason = (
+                    f"training fails deterministically: {failure.cause}, exactly as attempt {previous.attempt} did "
+                    f"from the same checkpoint (step {current.checkpoint_step}); a retry would repeat it, so fix "
+                    "the code or data and run again"
+                )
+                return Abort(reason=reason, rationale=reason)
+        if request.attempt >= request.max_attempts:
+            reason = (
+                f"{failure.cause}, and attempt {request.attempt} of {request.max_attempts} was the last "
+                "(max-recovery-attempts)"
+            )
+            return Abort(reason=reason, rationale=reason)
+        return self._retry(observation, failure)
+
+    def _retry(self, observation: Observation, failure: Failure) -> Action:
+        request = observation.request
+        avoid = list(dict.fromkeys([*request.avoid_nodes, *failure.bad_nodes]))
+        queue = observation.job.queue if observation.job else request.queue
+        checkpoint = observation.checkpoint.path if observation.checkpoint else request.resume_checkpoint
+        step = observation.checkpoint.step if observation.checkpoint else 0
+        healthy = usable_nodes(observation.nodes, avoid)
+        capacity = sum(_whole_pods(node.gpu_allocatable, request.gpus_per_pod) for node in healthy)
+        gpus, size_note = request.gpus, ""
+        candidates: list[Candidate] = []
+        if observation.nodes:
+            for n in allowed_sizes(request):
+                fits = n <= capacity
+                note = "fits the healthy nodes" if fits else f"the healthy nodes offer only {_gpus(capacity)}"
+                candidates.append(
+                    Candidate(
+                        gpus=n,
+                        queue=queue,
+                        grad_accum=request.global_batch // (n * request.micro_batch),
+                        wait_s=0,
+                        run_s=self.run_s(observation, n),
+                        feasible=fits,
+                        note=note,
+                    )
+                )
+            fitting = [c.gpus for c in candidates if c.feasible]
+            if not fitting:
+                reason = (
+                    f"{failure.cause}, and the healthy nodes now offer only {_gpus(capacity)}, fewer than "
+                    f"gpus-min {request.gpus_min}"
+                )
+                return Abort(
+                    reason=reason, rationale=f"{reason}; recover the nodes and run again", candidates=candidates
+                )
+            if request.gpus not in fitting:
+                gpus = fitting[0]
+                size_note = f" at {_gpus(gpus)} (the healthy nodes offer only {capacity}; grad-accum raised to keep "
+                size_note += f"global batch {request.global_batch})"
+        start = f"from step {step} ({checkpoint})" if checkpoint else "from scratch (no complete checkpoint)"
+        off = f" off {', '.join(avoid)}" if avoid else ""
+        rationale = f"{failure.cause}: {failure.verdict}; retrying {start}{off}{size_note}"
+        return RetryFromCheckpoint(
+            **_shape(request, gpus, queue),
+            checkpoint=checkpoint,
+            checkpoint_step=step,
+            avoid_nodes=avoid,
+            rationale=rationale,
+            candidates=candidates,
+        )
+
+
+# ---- the cluster as the estimates see it ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """The GPUs of the nodes a training pod may use, in whole pods."""
+
+    free: int  # unallocated now
+    capacity: int  # the most they could ever give one job
+    busy: int  # allocated now, to be freed as running jobs end
+
+    @classmethod
+    def of(cls, nodes: Sequence[NodeInfo], request: PlanRequest) -> _Pool:
+        usable = usable_nodes(nodes, request.avoid_nodes)
+        per_pod = request.gpus_per_pod
+        return cls(
+            free=sum(_whole_pods(n.gpu_allocatable - n.gpu_allocated, per_pod) for n in usable),
+            capacity=sum(_whole_pods(n.gpu_allocatable, per_pod) for n in usable),
+            busy=sum(n.gpu_allocated for n in usable),
+        )
+
+    def never(self, gpus: int) -> str:
+        """Why `gpus` GPUs can never be placed here ("" when they can)."""
+        if gpus > self.capacity:
+            return f"the healthy nodes offer at most {_gpus(self.capacity)} in whole pods"
+        return ""
+
+
+@dataclass(frozen=True)
+class _QueueState:
+    """A queue's room and the demand queued ahead in it; an unobserved queue is taken as open and unlimited."""
+
+    name: str
+    open: bool = True
+    capability: float | None = None
+    allocated: float = 0.0
+    ahead: int = 0  # GPUs of PodGroups pending or inqueue
+    ahead_groups: int = 0
+
+    @classmethod
+    def of(cls, name: str, snapshot: QueueSnapshot | None) -> _QueueState:
+        if snapshot is None:
+            return cls(name=name)
+        return cls(
+            name=name,
+            open=snapshot.state == "Open",
+            capability=snapshot.capability.get(GPU),
+            allocated=snapshot.allocated.get(GPU, 0.0),
+            ahead=snapshot.pending_gpus + snapshot.inqueue_gpus,
+            ahead_groups=snapshot.pending + snapshot.inqueue,
+        )
+
+    def never(self, gpus: int) -> str:
+        """Why `gpus` GPUs can never run in this queue ("" when they can)."""
+        if not self.open:
+            return f"queue {self.name} is closed"
+        if self.capability is not None and gpus > self.capability:
+            return f"queue {self.name}'s capability is {self.capability:g} GPUs"
+        return ""
+
+    def wait_s(self, gpus: int, pool: _Pool, mean_remaining_s: float) -> float:
+        """Expected seconds until a gang of `gpus` is admitted and placed (see docs/agent.md).
+
+        Now, when it fits in what is free (within the queue's room) after the gangs ahead that fit there; else
+        the GPUs it lacks, the gangs ahead included, free up at `busy / mean_remaining_s` per second.
+        """
+        room = math.inf if self.capability is None else self.capability - self.allocated
+        available = min(pool.free, room)
+        taken = 0.0
+        if self.ahead_groups:
+            # Only totals are known: gangs of the average size ahead take the free GPUs first, as many as fit;
+            # one that does not fit does not block the smaller ones behind it (Volcano does not hold a place).
+            size = self.ahead / self.ahead_groups
+            taken = size * min(self.ahead_groups, math.floor(available / size)) if size else 0.0
+        if gpus <= available - taken:
+            return 0.0
+        lack_nodes = gpus + self.ahead - pool.free
+        lack_queue = gpus + self.ahead - room
+        return mean_remaining_s * max(
+            lack_nodes / max(pool.busy, 1) if lack_nodes > 0 else 0.0,
+            lack_queue / max(self.allocated, 1.0) if lack_queue > 0 else 0.0,
+        )
+
+
+# ---- helpers --------------------------------------------------------------------------------------------
+
+
+def _shape(request: PlanRequest, gpus: int, queue: str) -> _Shape:
+    return {
+        "gpus": gpus,
+        "micro_batch": request.micro_batch,
+        "grad_accum": request.global_batch // (gpus * request.micro_batch),
+        "queue": queue,
+        "priority_class": request.priority_class,
+    }
+
+
+def _whole_pods(gpus: int, per_pod: int) -> int:
+    return max(0, gpus) // per_pod * per_pod
+
+
+def _gpus(count: float) -> str:
+    return f"{count:g} GPU" if count == 1 else f"{count:g} GPUs"
+
+
+def _join(parts: Sequence[str]) -> str:
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def _duration(seconds: float) -> str:
+    """`45 s`, `12 min`, `2.1 h`: precise enough for a person comparing options."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -1,0 +1,220 @@
+"""A Volcano cluster on a virtual clock: LocalCluster's pure scheduling core without processes or SQLite.
+
+Gangs wait Pending, are admitted Inqueue and bound all at once by `components.volcano.scheduler.schedule` — the
+same function LocalCluster's controller calls — so gang admission, queue capability, queue weights and
+priority behave as they do there. Nodes fail and recover on the trace's schedule; pods on a failed node die.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from components.volcano.cluster import NodeInfo, QueueSnapshot
+from components.volcano.resources import GPU
+from components.volcano.scheduler import Gang, NodeState, PodRequest, QueueState, schedule
+
+__all__ = ["SimJob", "Simulation"]
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
+@dataclass(eq=False)
+class SimJob:
+    """A VCJob of `pods` pods × `gpus_per_pod` GPUs (minAvailable = pods: all start together or none)."""
+
+    key: str
+    queue: str
+    pods: int
+    gpus_per_pod: int
+    priority: int = 0
+    avoid_nodes: tuple[str, ...] = ()
+    on_start: Callable[[SimJob], None] = lambda job: None
+    on_lost: Callable[[SimJob, str], None] = lambda job, node: None  # the job's pods died with this node
+    phase: str = "Pending"  # the PodGroup's: Pending, Inqueue, Running
+    order: int = 0  # creation order; a Volcano RestartJob keeps it
+    nodes: tuple[str, ...] = ()  # where each pod runs, once Running
+    started_s: float = 0.0
+    run: int = 0  # bumped at every start, so a stale completion event can tell it is stale
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the whole gang holds once running."""
+        return self.pods * self.gpus_per_pod
+
+
+class Simulation:
+    """The event loop and the cluster state; strategies and tenants drive it through callbacks."""
+
+    def __init__(self, nodes: tuple[str, ...], gpus_per_node: int, queues: tuple[QueueState, ...], start_s: float):
+        self.now = start_s
+        self.gpus_per_node = gpus_per_node
+        self.ready = dict.fromkeys(nodes, True)
+        self.queues = {q.name: q for q in queues}
+        self.jobs: dict[str, SimJob] = {}
+        self._events: list[tuple[float, int, Callable[[], None]]] = []
+        self._tick = itertools.count()
+        self._order = itertools.count()
+        self.sessions = 0
+
+    # -- the clock --------------------------------------------------------------------------------------
+
+    def at(self, time_s: float, action: Callable[[], None]) -> None:
+        """Run `action` at `time_s` (never in the past)."""
+        heapq.heappush(self._events, (max(time_s, self.now), next(self._tick), action))
+
+    def run(self, done: Callable[[], bool], horizon_s: float) -> None:
+        """Process events in time order, scheduling after each instant, until `done()` or the horizon."""
+        while self._events and not done():
+            time_s = self._events[0][0]
+            if time_s > horizon_s:
+                break
+            self.now = time_s
+            while self._events and self._events[0][0] == time_s:
+                heapq.heappop(self._events)[2]()
+            self._schedule()
+
+    # -- what Volcano does ------------------------------------------------------------------------------
+
+    def submit(self, job: SimJob, *, keep_order: bool = False) -> None:
+        """Create the job's PodGroup (Pending); a RestartJob keeps the job's place with `keep_order`."""
+        if not keep_order:
+            job.order = next(self._order)
+        job.phase, job.nodes = "Pending", ()
+        self.jobs[job.key] = job
+
+    def finish(self, job: SimJob) -> None:
+        """The job completed: its pods end and free their GPUs."""
+        self.jobs.pop(job.key, None)
+        job.phase, job.nodes = "Completed", ()
+
+    def fail_node(self, node: str) -> None:
+        """The node goes NotReady: every job with a pod there loses it and is told so."""
+        self.ready[node] = False
+        for job in [j for j in self.jobs.values() if j.phase == "Running" and node in j.nodes]:
+            self.jobs.pop(job.key)
+            job.phase = "Failed"
+            job.on_lost(job, node)
+
+    def recover_node(self, node: str) -> None:
+        """The node is Ready again."""
+        self.ready[node] = True
+
+    def _schedule(self) -> None:
+        """Scheduler sessions until one changes nothing (Volcano runs one a second; no time passes here)."""
+        while True:
+            waiting = [j for j in self.jobs.values() if j.phase != "Running"]
+            if not waiting:
+                return
+            self.sessions += 1
+            session = schedule(self._node_states(), self._queue_states(), [_gang(j) for j in waiting])
+            changed = False
+            for key in session.enqueued:
+                self.jobs[key].phase, changed = "Inqueue", True
+            placed: dict[str, list[tuple[int, str]]] = {}
+            for pod, node in session.bindings.items():
+                key, index = pod.rsplit("#", 1)
+                placed.setdefault(key, []).append((int(index), node))
+            for key, pods in sorted(placed.items(), key=lambda item: self.jobs[item[0]].order):
+                job = self.jobs[key]
+                job.phase, job.nodes, job.started_s = "Running", tuple(n for _, n in sorted(pods)), self.now
+                job.run += 1
+                job.on_start(job)
+                changed = True
+            if not changed:
+                return
+
+    def _used(self) -> dict[str, float]:
+        used = dict.fromkeys(self.ready, 0.0)
+        for job in self.jobs.values():
+            if job.phase == "Running":
+                for node in job.nodes:
+                    used[node] += job.gpus_per_pod
+        return used
+
+    def _node_states(self) -> list[NodeState]:
+        used = self._used()
+        return [
+            NodeState(
+                name=name,
+                ready=ready,
+                allocatable={GPU: float(self.gpus_per_node)},
+                used={GPU: used[name]},
+                labels={HOSTNAME: name},
+            )
+            for name, ready in self.ready.items()
+        ]
+
+    def _allocated(self, queue: str) -> float:
+        return float(sum(j.gpus for j in self.jobs.values() if j.queue == queue and j.phase == "Running"))
+
+    def _queue_states(self) -> list[QueueState]:
+        return [
+            QueueState(q.name, weight=q.weight, capability=q.capability, allocated={GPU: self._allocated(q.name)})
+            for q in self.queues.values()
+        ]
+
+    # -- what `agent.observe` would read ----------------------------------------------------------------
+
+    def queue_snapshot(self, name: str) -> QueueSnapshot:
+        """The queue as `Cluster.queue` reports it: PodGroups counted by phase, with the GPUs they ask for."""
+        queue = self.queues[name]
+        counts = {"Pending": [0, 0], "Inqueue": [0, 0], "Running": [0, 0]}
+        for job in self.jobs.values():
+            if job.queue == name:
+                counts[job.phase][0] += 1
+                counts[job.phase][1] += job.gpus
+        return QueueSnapshot(
+            name=name,
+            state="Open",
+            weight=queue.weight,
+            capability=dict(queue.capability),
+            allocated={GPU: self._allocated(name)},
+            pending=counts["Pending"][0],
+            inqueue=counts["Inqueue"][0],
+            running=counts["Running"][0],
+            pending_gpus=counts["Pending"][1],
+            inqueue_gpus=counts["Inqueue"][1],
+            running_gpus=counts["Running"][1],
+        )
+
+    def node_infos(self) -> list[NodeInfo]:
+        """Every node as `Cluster.nodes` reports it (a NotReady node has nothing allocatable)."""
+        used = self._used()
+        return [
+            NodeInfo(
+                name=name,
+                ready=ready,
+                gpu_capacity=self.gpus_per_node,
+                gpu_allocatable=self.gpus_per_node if ready else 0,
+                gpu_allocated=int(used[name]),
+                labels={HOSTNAME: name},
+            )
+            for name, ready in self.ready.items()
+        ]
+
+
+def _gang(job: SimJob) -> Gang:
+    affinity = None
+    if job.avoid_nodes:
+        expression = {"key": HOSTNAME, "operator": "NotIn", "values": list(job.avoid_nodes)}
+        affinity = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [expression]}]
+                }
+            }
+        }
+    resources = {GPU: float(job.gpus_per_pod)}
+    return Gang(
+        key=job.key,
+        queue=job.queue,
+        phase=job.phase,
+        min_member=job.pods,
+        min_resources={GPU: float(job.gpus)},
+        pods=tuple(PodRequest(f"{job.key}#{i}", resources, affinity=affinity) for i in range(job.pods)),
+        priority=job.priority,
+        order=job.order,
+    )

@@ -1,0 +1,101 @@
+"""The agent and MLflow: decisions become child runs of the workflow's run; measured speed is read back from it.
+
+MLflow is a view: when it is down the workspace record is still written and the planner falls back to its prior.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import pytest
+
+from agent.observation import Observation, PlanRequest, Throughput
+from agent.observe import measured_throughput
+from agent.policy_rules import RulePolicy
+from agent.records import write_decision
+from components.volcano.cluster import NodeInfo
+
+pytestmark = pytest.mark.integration
+
+UNREACHABLE = "http://127.0.0.1:9"  # nothing listens on the discard port
+
+
+@pytest.fixture(scope="module")
+def tracking(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+
+
+def decision():
+    nodes = [NodeInfo(name="node-0", ready=True, gpu_capacity=4, gpu_allocatable=4, gpu_allocated=2)]
+    observation = Observation(time=1.0, request=PlanRequest(gpus=4, global_batch=16, micro_batch=4), nodes=nodes)
+    return RulePolicy().decide(observation, "plan")
+
+
+def test_a_decision_is_a_child_run_of_the_workflows_run_with_its_rationale_and_record(
+    tracking: str, tmp_path: Path
+) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from components.tracking.runs import workflow_run
+
+    chosen = decision()
+    write_decision(chosen, tmp_path, workflow="wf-records", tracking_uri=tracking, experiment="llm-autopilot")
+    client = MlflowClient(tracking)
+    parent = workflow_run(tracking, "llm-autopilot", "wf-records")
+    experiment = client.get_experiment_by_name("llm-autopilot").experiment_id
+    (child,) = client.search_runs([experiment], filter_string=f"tags.`mlflow.parentRunId` = '{parent}'")
+    assert child.info.run_name == "plan-1" and child.info.status == "FINISHED"
+    assert "vcpilot.workflow" not in child.data.tags  # that tag marks the parent, which steps find by it
+    assert child.data.tags["vcpilot.rationale"] == chosen.action.rationale
+    assert child.data.params == {
+        "stage": "plan",
+        "policy": "rules",
+        "action": "downscale",
+        "attempt": "1",
+        "gpus": "2",
+        "micro_batch": "4",
+        "grad_accum": "2",
+        "queue": "default",
+        "from_gpus": "4",
+    }
+    artifact = client.download_artifacts(child.info.run_id, "decision.json", str(tmp_path / "download"))
+    assert json.loads(Path(artifact).read_text()) == chosen.model_dump(mode="json")
+
+
+def test_with_mlflow_down_the_record_is_still_written_and_one_line_warns(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="agent.records"):
+        path = write_decision(decision(), tmp_path, workflow="wf", tracking_uri=UNREACHABLE)
+    assert time.monotonic() - started < 30
+    assert path.is_file()
+    (warning,) = caplog.messages
+    assert warning.startswith("decision not logged to MLflow (") and "\n" not in warning
+    assert warning.endswith(f"it is in {path}")
+
+
+def test_measured_throughput_reads_what_finetune_logs(tracking: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The contract with components.finetune: its MLflow sink's params and step times give samples per second."""
+    from components.finetune.tracking import MlflowSink
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking)  # as in a training pod; else MLflow's flush makes ./mlflow.db
+
+    sink = MlflowSink(tracking, "llm-autopilot", "wf-speed")
+    sink.log_params({"global_batch": 32, "world_size": 4, "micro_batch": 4, "grad_accum": 2})
+    for step, seconds in enumerate([9.0, 2.0, 2.0, 2.0], start=1):  # the first step warms up and is left out
+        sink.log_metrics(step, {"step_time_s": seconds, "loss": 1.0})
+    sink.finish(succeeded=False)
+    measured = measured_throughput(tracking, "llm-autopilot", "wf-speed")
+    assert measured == Throughput(samples_per_s=16.0, gpus=4, source="mlflow")
+    assert measured_throughput(tracking, "llm-autopilot", "another-run") is None
+
+
+def test_measured_throughput_is_none_without_tracking_or_when_mlflow_is_unreachable() -> None:
+    assert measured_throughput("", "llm-autopilot", "wf") is None
+    started = time.monotonic()
+    assert measured_throughput(UNREACHABLE, "llm-autopilot", "wf") is None
+    assert time.monotonic() - started < 30

@@ -1,0 +1,199 @@
+"""An MCP client (the SDK's own) lists the agent's tools and calls them; read-only mode refuses at call time."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import typer
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
+from typer.testing import CliRunner
+
+from agent.guardrails import DEFAULT_IMAGE, Guardrails
+from agent.mcp_server import build_server, mcp_command
+from agent.tools import TOOLS, ToolContext
+from components.volcano.cluster_local import LocalCluster
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+TRAINING: dict[str, Any] = {
+    "name": "ft",
+    "image": f"{DEFAULT_IMAGE}:0.1.0",
+    "command": ["python", "-m", "components.finetune.train"],
+    "total_gpus": 8,
+    "gpus_per_pod": 4,
+    "micro_batch": 2,
+    "grad_accum": 2,
+    "global_batch": 32,
+}
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    c = LocalCluster(tmp_path / "home")
+    yield c
+    for job in c.list_jobs():
+        c.delete(job.name, job.namespace, missing_ok=True)
+    c.close()
+
+
+def text(result: CallToolResult) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+def test_a_client_lists_the_tools_with_their_schemas_and_calls_them(cluster):
+    async def session() -> None:
+        async with Client(build_server(ToolContext(cluster, Guardrails()))) as client:
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert list(listed) == list(TOOLS)
+            plan = listed["plan_training_job"]
+            assert {"total_gpus", "image", "global_batch"} <= set(plan.input_schema["properties"])
+            assert "manifest" in (plan.output_schema or {})["properties"]
+            assert plan.annotations is not None and plan.annotations.read_only_hint is True
+            submit = listed["submit_training_job"].annotations
+            assert submit is not None and submit.read_only_hint is False
+
+            queue = await client.call_tool("get_queue_status", {"queue": "default"})
+            assert not queue.is_error
+            assert queue.structured_content is not None
+            assert (queue.structured_content["name"], queue.structured_content["state"]) == ("default", "Open")
+
+            planned = await client.call_tool("plan_training_job", TRAINING)
+            assert not planned.is_error, text(planned)
+            assert planned.structured_content is not None
+            manifest = planned.structured_content["manifest"]
+            assert manifest["kind"] == "Job" and manifest["spec"]["minAvailable"] == 2
+            assert '"submitted": false' in text(planned)
+
+            refused = await client.call_tool("plan_training_job", {**TRAINING, "total_gpus": 512, "global_batch": 2048})
+            assert refused.is_error
+            assert text(refused) == "refused by guardrail max_gpus_per_job: job ft asks 512 GPUs, the cap is 8"
+
+            bad = await client.call_tool("get_job_status", {"name": "ft", "namespac": "ml"})
+            assert bad.is_error
+            assert text(bad) == "bad arguments for get_job_status: unknown field namespac (did you mean namespace?)"
+
+    anyio.run(session)
+    assert cluster.list_jobs() == []
+
+
+def test_read_only_mode_lists_submit_but_refuses_it_and_submits_nothing(cluster):
+    async def session() -> None:
+        async with Client(build_server(ToolContext(cluster, Guardrails(read_only=True)))) as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            assert "submit_training_job" in names and "cancel_job" in names
+            result = await client.call_tool("submit_training_job", TRAINING)
+            assert result.is_error
+            assert "refused by guardrail read_only" in text(result)
+            assert "Error executing tool" not in text(result)
+            assert not (await client.call_tool("plan_training_job", TRAINING)).is_error
+
+    anyio.run(session)
+    assert cluster.list_jobs() == []
+
+
+def test_explain_pending_over_mcp_for_a_gang_short_of_gpus(cluster, tmp_path):
+    busy = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "busy"},
+        "spec": {
+            "schedulerName": "volcano",
+            "minAvailable": 1,
+            "tasks": [
+                {
+                    "name": "main",
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": "busybox",
+                                    "command": ["sh", "-c", "sleep 30"],
+                                    "resources": {"limits": {"nvidia.com/gpu": 4}},
+                                }
+                            ],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    cluster.submit(busy)
+    cluster.wait("busy", {"Running"}, timeout=10)
+
+    async def session() -> str:
+        async with Client(build_server(ToolContext(cluster, Guardrails()))) as client:
+            submitted = await client.call_tool("submit_training_job", TRAINING)
+            assert not submitted.is_error, text(submitted)
+            why = await client.call_tool("explain_pending", {"name": "ft"})
+            assert not why.is_error and why.structured_content is not None
+            assert (why.structured_content["short_by"], why.structured_content["gpus_free"]) == (4, 4)
+            return str(why.structured_content["summary"])
+
+    summary = anyio.run(session)
+    assert "the gang is short by 4 GPUs: its 2 pods need 8 GPUs at once and the nodes it may use have 4 free" in summary
+
+
+def _server_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("VCPILOT_KUBECONFIG", "VCPILOT_GUARDRAILS", "VCPILOT_WORKSPACE")}
+    return {**env, "VCPILOT_HOME": str(tmp_path / "home")}
+
+
+def test_the_command_serves_stdio_and_refuses_a_submit_in_read_only_mode(tmp_path):
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "agent.mcp_server", "--read-only"],
+        env=_server_env(tmp_path),
+        cwd=str(ROOT),
+    )
+
+    async def session() -> None:
+        async with Client(params) as client:
+            assert len((await client.list_tools()).tools) == len(TOOLS)
+            nodes = await client.call_tool("list_nodes", {})
+            assert not nodes.is_error and nodes.structured_content is not None
+            assert len(nodes.structured_content["nodes"]) == 2
+            refused = await client.call_tool("submit_training_job", TRAINING)
+            assert refused.is_error and text(refused).startswith("refused by guardrail read_only:")
+
+    anyio.run(session)
+    home = LocalCluster(tmp_path / "home")
+    try:
+        assert home.list_jobs() == []
+    finally:
+        home.close()
+
+
+def _cli() -> typer.Typer:
+    app = typer.Typer()
+    app.command()(mcp_command)
+    return app
+
+
+def test_a_bad_guardrails_file_stops_the_command_with_one_sentence(tmp_path):
+    bad = tmp_path / "guardrails.yaml"
+    bad.write_text("max_gpu_per_job: 4\n")
+    done = CliRunner().invoke(_cli(), ["--guardrails", str(bad)], env=_server_env(tmp_path))
+    assert done.exit_code == 1 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        f"error: the guardrails file {bad}: unknown field max_gpu_per_job (did you mean max_gpus_per_job?)"
+    ]
+
+
+def test_a_kubeconfig_that_cannot_be_served_is_said_in_one_sentence(tmp_path):
+    env = {**_server_env(tmp_path), "VCPILOT_KUBECONFIG": str(tmp_path / "missing-config")}
+    done = CliRunner().invoke(_cli(), [], env=env)
+    assert done.exit_code == 1 and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert not (tmp_path / "home").exists(), "no LocalCluster was opened instead"
