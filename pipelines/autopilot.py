@@ -161,7 +161,9 @@ def _job_step(name: str, plan: Callable[..., Any], vcjob: Resource, inputs: tupl
 
 def _train_with_recovery(vcjob: Resource) -> DAG:
     """One training attempt; on failure diagnose it, then recurse with attempt + 1 or end in a failing leaf."""
-    state = ("attempt", "gpus", "avoid-nodes", "resume-checkpoint")
+    # Every attempt plans from the GPUs the run asks for: a retry downscaled off a dead node may scale back up
+    # once the node is back, and the plan respects the nodes the diagnosis says to avoid.
+    state = ("attempt", "avoid-nodes", "resume-checkpoint")
     own = {name: f"{{{{inputs.parameters.{name}}}}}" for name in state}
     diagnosis = "{{tasks.diagnose.outputs.parameters.%s}}"
     with DAG(
@@ -170,7 +172,7 @@ def _train_with_recovery(vcjob: Resource) -> DAG:
         outputs=[Parameter(name="model-uri", value_from=ValueFrom(expression=_MODEL_URI))],
     ) as dag:
         plan = steps_training.plan_training
-        plan(name="plan", arguments=_arguments(plan, **own))
+        plan(name="plan", arguments=_arguments(plan, **own, gpus="{{workflow.parameters.gpus-wanted}}"))
         vcjob(
             name="train", depends="plan.Succeeded", arguments={"manifest": "{{tasks.plan.outputs.parameters.manifest}}"}
         )
@@ -194,7 +196,6 @@ def _train_with_recovery(vcjob: Resource) -> DAG:
             when=f"'{diagnosis % 'action'}' == 'retry'",
             arguments={
                 "attempt": diagnosis % "next-attempt",
-                "gpus": diagnosis % "gpus",
                 "avoid-nodes": diagnosis % "avoid-nodes",
                 "resume-checkpoint": diagnosis % "resume-checkpoint",
             },
@@ -225,7 +226,6 @@ def _main() -> DAG:
             when="'{{tasks.gate.outputs.parameters.trigger}}' == 'true'",
             arguments={
                 "attempt": "1",
-                "gpus": "{{workflow.parameters.gpus-wanted}}",
                 "avoid-nodes": "[]",
                 "resume-checkpoint": "",
             },

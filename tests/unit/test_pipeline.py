@@ -140,8 +140,10 @@ def test_training_recovers_by_recursion_and_an_abort_ends_in_a_failing_leaf(temp
     assert tasks["recurse"]["template"] == "train-with-recovery"
     recurse_args = {p["name"]: p["value"] for p in tasks["recurse"]["arguments"]["parameters"]}
     assert recurse_args["attempt"] == "{{tasks.diagnose.outputs.parameters.next-attempt}}"
-    # A downscaled retry keeps its size: the next attempt's GPUs come from diagnose, which got this one's from plan.
-    assert recurse_args["gpus"] == "{{tasks.diagnose.outputs.parameters.gpus}}"
+    # Every attempt plans from the GPUs the run wants (a retry downscaled off a dead node may scale back up).
+    assert "gpus" not in recurse_args
+    plan_args = {p["name"]: p["value"] for p in tasks["plan"]["arguments"]["parameters"]}
+    assert plan_args["gpus"] == "{{workflow.parameters.gpus-wanted}}"
     # The failed train node has no outputs: diagnose gets the job's name from plan.
     diagnose_args = {p["name"]: p["value"] for p in tasks["diagnose"]["arguments"]["parameters"]}
     assert diagnose_args["job-name"] == "{{tasks.plan.outputs.parameters.job-name}}"
