@@ -37,8 +37,17 @@ bench: venv
 	$(BIN)/python benchmarks/runner.py
 	$(BIN)/python benchmarks/logs.py
 	$(BIN)/python benchmarks/train.py
+	$(BIN)/python benchmarks/agent.py
 	command -v wrk >/dev/null || echo "benchmarks/loadgen.py compares with wrk: apt-get install -y wrk"
 	$(BIN)/python benchmarks/loadgen.py
+
+# The real control plane (deploy/e2e/, docs/e2e.md): build it once into ~/.cache/vcpilot-e2e, start it on
+# loopback, run the contract and e2e tests against it, and stop every process it started, whatever the tests did.
+e2e: venv
+	deploy/e2e/build.sh
+	trap 'deploy/e2e/down.sh' EXIT; trap 'exit 130' INT TERM; \
+	deploy/e2e/up.sh && \
+	VCPILOT_E2E_KUBECONFIG=$$(deploy/e2e/up.sh --print-kubeconfig) $(BIN)/pytest -q -m e2e tests/contract tests/e2e
 
 # Regenerate the pins after changing dependencies in pyproject.toml.
 constraints: venv

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Builds the e2e control plane (etcd, Kubernetes, Volcano, kwok) from Go modules, once, into a cache outside the repo.
+#
+#   deploy/e2e/build.sh            build what is missing; print the bin directory on the last line
+#   deploy/e2e/build.sh --bin-dir  print the bin directory only (builds nothing)
+#
+# VCPILOT_E2E_CACHE moves the cache (default ~/.cache/vcpilot-e2e); VCPILOT_E2E_VOLCANO_BIN names a directory
+# with vc-scheduler and vc-controller-manager built elsewhere, and then Volcano is not built here.
+#
+# The cache directory is named after a hash of versions.env and every build file, so a change to either builds
+# afresh and an unchanged tree reuses the binaries. Needs only Go and the Go module proxy.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=deploy/e2e/lib.sh
+source "$here/lib.sh"
+
+if [[ ${1:-} == --bin-dir ]]; then
+  echo "$E2E_BIN"
+  exit 0
+fi
+
+export CGO_ENABLED=0
+export GOFLAGS="-trimpath -buildvcs=false -mod=mod"
+go_jobs=${VCPILOT_E2E_GO_JOBS:-2}
+
+command -v go >/dev/null || die "Go is not installed: install Go ${GO_MIN} or newer, then run this again."
+
+# The go.mod files pin the versions themselves; refuse to build when they disagree with versions.env.
+check_pin() { # module-dir module version
+  grep -Eq "^[[:space:]]*(require )?$2 $3( |$)" "$here/modules/$1/go.mod" ||
+    die "deploy/e2e/modules/$1/go.mod does not require $2 $3 as versions.env says: make them agree."
+}
+check_pin kubernetes k8s.io/kubernetes "$KUBERNETES_VERSION"
+check_pin volcano volcano.sh/volcano "$VOLCANO_VERSION"
+check_pin volcano volcano.sh/apis "$VOLCANO_APIS_VERSION"
+check_pin kwok sigs.k8s.io/kwok "$KWOK_VERSION"
+check_pin etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
+
+mkdir -p "$E2E_BIN" "$E2E_BUILD/logs"
+failed=()
+
+# build NAME MODULE-DIR LDFLAGS PACKAGE... — builds into a scratch copy of the module (so the repo is never
+# written to), then moves the binaries into bin/ only when all of them linked.
+build() {
+  local name=$1 module=$2 ldflags=$3
+  shift 3
+  local want=() pkg
+  for pkg in "$@"; do want+=("$E2E_BIN/$(binary_name "$pkg")"); done
+  if all_exist "${want[@]}"; then
+    log "$name: cached"
+    return 0
+  fi
+  local src="$E2E_BUILD/src/$module" out="$E2E_BUILD/out/$module" logf="$E2E_BUILD/logs/$module.log"
+  rm -rf "$src" "$out"
+  mkdir -p "$src" "$out"
+  cp "$here/modules/$module"/* "$src/"
+  log "$name: building (log: $logf)"
+  local start=$SECONDS
+  if (cd "$src" && go build -p "$go_jobs" -ldflags "-s -w $ldflags" -o "$out/" "$@") >"$logf" 2>&1; then
+    for pkg in "$@"; do
+      # `go build -o dir/ .` names the binary after the module path, whose last element is the module's directory.
+      local built=${pkg##*/}
+      [[ $pkg == . ]] && built=$module
+      mv "$out/$built" "$E2E_BIN/$(binary_name "$pkg")"
+    done
+    log "$name: built in $((SECONDS - start)) s"
+  else
+    log "$name: FAILED after $((SECONDS - start)) s; last lines of $logf:"
+    tail -n 5 "$logf" | sed 's/^/    /' >&2
+    failed+=("$name")
+  fi
+}
+
+# Upstream's binaries are named after their cmd directory; Volcano's two would both be "scheduler"-ish, so they
+# get the names of Volcano's images.
+binary_name() {
+  case $1 in
+    volcano.sh/volcano/cmd/scheduler) echo vc-scheduler ;;
+    volcano.sh/volcano/cmd/controller-manager) echo vc-controller-manager ;;
+    .) echo etcd ;;
+    *) basename "$1" ;;
+  esac
+}
+
+all_exist() {
+  local f
+  for f in "$@"; do [[ -x $f ]] || return 1; done
+}
+
+total_start=$SECONDS
+log "cache: $E2E_HOME"
+
+# Without the version variables the API server's /version is empty, and Volcano refuses to start.
+k8s_minor=${KUBERNETES_VERSION#v1.}
+k8s_minor=${k8s_minor%%.*}
+k8s_ldflags=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  k8s_ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor"
+  k8s_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+done
+
+build etcd etcd "" .
+build kubernetes kubernetes "$k8s_ldflags" \
+  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+build kwok kwok "" \
+  sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl
+if [[ -n ${VCPILOT_E2E_VOLCANO_BIN:-} ]]; then
+  all_exist "$VCPILOT_E2E_VOLCANO_BIN"/vc-{scheduler,controller-manager} ||
+    die "VCPILOT_E2E_VOLCANO_BIN=$VCPILOT_E2E_VOLCANO_BIN has no vc-scheduler and vc-controller-manager."
+  log "volcano: using the binaries in $VCPILOT_E2E_VOLCANO_BIN"
+else
+  build volcano volcano "-X volcano.sh/volcano/pkg/version.Version=$VOLCANO_VERSION $k8s_ldflags" \
+    volcano.sh/volcano/cmd/scheduler volcano.sh/volcano/cmd/controller-manager
+  if [[ " ${failed[*]} " == *" volcano "* ]] && grep -q 'volcano.sh/apis.*403' "$E2E_BUILD/logs/volcano.log"; then
+    log "volcano: the Go module proxy refuses volcano.sh/apis@$VOLCANO_APIS_VERSION (403), so Volcano cannot be" \
+      "built here; see docs/e2e.md (VCPILOT_E2E_VOLCANO_BIN, VCPILOT_E2E_VOLCANO=off)"
+  fi
+fi
+
+log "done in $((SECONDS - total_start)) s"
+if ((${#failed[@]})); then
+  die "could not build: ${failed[*]} (see $E2E_BUILD/logs/); the rest is in $E2E_BIN."
+fi
+echo "$E2E_BIN"

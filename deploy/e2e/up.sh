@@ -1,0 +1,278 @@
+#!/usr/bin/env bash
+# Starts the e2e control plane on loopback: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, Volcano's
+# scheduler and controller-manager, and kwok playing the kubelets of fake GPU nodes; prints the kubeconfig path.
+#
+#   deploy/e2e/up.sh                     (after deploy/e2e/build.sh); stop it with deploy/e2e/down.sh
+#   deploy/e2e/up.sh --print-kubeconfig  print where the kubeconfig is (starts nothing)
+#
+# Every start is a fresh cluster (etcd's data is wiped); the PKI and the kubeconfig are kept across starts.
+# Environment: VCPILOT_E2E_RUN (state, default ~/.cache/vcpilot-e2e/run), VCPILOT_E2E_CACHE (binaries),
+# VCPILOT_E2E_PORT (API server port, default 16443; the others follow it), VCPILOT_E2E_NODES (2),
+# VCPILOT_E2E_GPUS_PER_NODE (4), VCPILOT_E2E_VOLCANO_BIN (Volcano's binaries built elsewhere),
+# VCPILOT_E2E_VOLCANO=off (start without Volcano, for when it could not be built; the default queue is made here).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=deploy/e2e/lib.sh
+source "$here/lib.sh"
+
+if [[ ${1:-} == --print-kubeconfig ]]; then
+  echo "$E2E_RUN/kubeconfig"
+  exit 0
+fi
+
+nodes=${VCPILOT_E2E_NODES:-2}
+gpus=${VCPILOT_E2E_GPUS_PER_NODE:-4}
+volcano=${VCPILOT_E2E_VOLCANO:-on}
+api_port=${VCPILOT_E2E_PORT:-16443}
+etcd_port=$((api_port + 1))
+etcd_peer_port=$((api_port + 2))
+kcm_port=$((api_port + 3))
+sched_port=$((api_port + 4))
+kwok_port=$((api_port + 5))
+vc_sched_metrics=$((api_port + 6))
+vc_sched_healthz=$((api_port + 7))
+vc_cm_metrics=$((api_port + 8))
+vc_cm_healthz=$((api_port + 9))
+shared=${VCPILOT_E2E_SHARED:-$(cd "$here/../../.." && pwd)/shared}/schemas/volcano-$VOLCANO_VERSION
+
+run=$E2E_RUN
+pki=$run/pki
+kubeconfig=$run/kubeconfig
+bin=$E2E_BIN
+kubectl() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
+
+vc_bin=${VCPILOT_E2E_VOLCANO_BIN:-$bin}
+need=("$bin"/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kwok})
+[[ $volcano == off ]] || need+=("$vc_bin"/{vc-scheduler,vc-controller-manager})
+for b in "${need[@]}"; do
+  [[ -x $b ]] || die "$b is missing: run deploy/e2e/build.sh first (or VCPILOT_E2E_VOLCANO=off to start without Volcano)."
+done
+command -v openssl >/dev/null || die "openssl is needed to make the cluster's certificates: apt-get install -y openssl."
+
+start_time=$SECONDS
+if compgen -G "$run/pids/*.pid" >/dev/null; then
+  log "stopping what a previous start left running"
+  "$here/down.sh"
+fi
+for port in "$api_port" "$etcd_port" "$etcd_peer_port" "$kcm_port" "$sched_port" "$kwok_port" \
+  "$vc_sched_metrics" "$vc_sched_healthz" "$vc_cm_metrics" "$vc_cm_healthz"; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    die "port $port is in use (another e2e cluster?): stop it, or start this one with another VCPILOT_E2E_PORT."
+  fi
+done
+mkdir -p "$pki" "$run/logs" "$run/pids" "$run/manifests"
+rm -rf "$run/etcd"
+
+# Whatever stops the start half-way (a failed step, a component that exits) stops what was started.
+on_exit() {
+  local rc=$?
+  if ((rc)); then
+    log "start failed; the logs are in $run/logs/"
+    "$here/down.sh" || true
+  fi
+  exit "$rc"
+}
+trap on_exit EXIT
+
+# ---- certificates: a CA, the API server's serving cert, an admin client cert, the service-account key pair -------
+make_pki() {
+  local ext
+  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=vcpilot-e2e-ca \
+    -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
+  sign() { # name subject extensions
+    openssl req -newkey rsa:2048 -nodes -subj "$2" -keyout "$pki/$1.key" -out "$pki/$1.csr" 2>/dev/null
+    ext=$(mktemp)
+    printf '%s\n' "$3" >"$ext"
+    openssl x509 -req -in "$pki/$1.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 3650 \
+      -extfile "$ext" -out "$pki/$1.crt" 2>/dev/null
+    rm -f "$ext" "$pki/$1.csr"
+  }
+  sign apiserver /CN=kube-apiserver "$(printf '%s\n' \
+    'subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local' \
+    'extendedKeyUsage=serverAuth' 'keyUsage=critical,digitalSignature,keyEncipherment')"
+  # system:masters: the admin may do anything, impersonation included (RBAC is tested by impersonating others).
+  sign admin "/O=system:masters/CN=vcpilot-e2e-admin" "$(printf '%s\n' \
+    'extendedKeyUsage=clientAuth' 'keyUsage=critical,digitalSignature,keyEncipherment')"
+  openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+}
+[[ -s $pki/sa.pub && -s $pki/admin.crt ]] || {
+  log "making certificates in $pki"
+  make_pki
+}
+
+cat >"$kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: vcpilot-e2e
+  cluster:
+    server: https://127.0.0.1:$api_port
+    certificate-authority: $pki/ca.crt
+users:
+- name: vcpilot-e2e-admin
+  user:
+    client-certificate: $pki/admin.crt
+    client-key: $pki/admin.key
+contexts:
+- name: vcpilot-e2e
+  context: {cluster: vcpilot-e2e, user: vcpilot-e2e-admin}
+current-context: vcpilot-e2e
+EOF
+
+# ---- processes -------------------------------------------------------------------------------------------------
+# start NAME ARGS... — runs in its own session (a Ctrl-C in the caller's terminal reaches down.sh, not them).
+start() {
+  local name=$1
+  shift
+  setsid "$@" >"$run/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$run/pids/$name.pid"
+}
+
+alive() { kill -0 "$(cat "$run/pids/$1.pid")" 2>/dev/null; }
+
+# all_alive — fails, showing the end of its log, as soon as a started process has exited (a port in use, a bad
+# flag), so that a start never waits out a timeout for something that is already dead.
+all_alive() {
+  local f name
+  for f in "$run"/pids/*.pid; do
+    name=$(basename "$f" .pid)
+    if ! alive "$name"; then
+      log "$name exited; the end of $run/logs/$name.log:"
+      tail -n 5 "$run/logs/$name.log" | sed 's/^/    /' >&2
+      return 1
+    fi
+  done
+}
+
+# wait_for WHAT SECONDS COMMAND... — polls until COMMAND succeeds.
+wait_for() {
+  local what=$1 limit=$2 deadline=$((SECONDS + $2))
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    all_alive || return 1
+    if ((SECONDS >= deadline)); then
+      log "gave up after ${limit}s waiting for $what"
+      return 1
+    fi
+    sleep 0.5
+  done
+  log "$what: ok ($((SECONDS - start_time)) s)"
+}
+api_get() {
+  curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
+    "https://127.0.0.1:$api_port$1"
+}
+
+log "starting etcd on 127.0.0.1:$etcd_port (state: $run)"
+start etcd "$bin/etcd" --name e2e --data-dir "$run/etcd" \
+  --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+  --listen-peer-urls "http://127.0.0.1:$etcd_peer_port" \
+  --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer_port" \
+  --initial-cluster "e2e=http://127.0.0.1:$etcd_peer_port" \
+  --unsafe-no-fsync --log-level warn
+wait_for etcd 30 curl -fsS "http://127.0.0.1:$etcd_port/health"
+
+log "starting kube-apiserver on https://127.0.0.1:$api_port"
+start kube-apiserver "$bin/kube-apiserver" \
+  --etcd-servers "http://127.0.0.1:$etcd_port" \
+  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+  --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+  --client-ca-file "$pki/ca.crt" \
+  --service-account-issuer https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+  --service-cluster-ip-range 10.96.0.0/16 \
+  --authorization-mode Node,RBAC \
+  --allow-privileged=true \
+  --default-not-ready-toleration-seconds 5 --default-unreachable-toleration-seconds 5 \
+  --profiling=false
+wait_for "kube-apiserver /readyz" 90 api_get /readyz
+version=$(api_get /version | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p')
+[[ -n $version ]] || die "kube-apiserver reports no version: it was built without the version ldflags."
+
+# ---- Volcano's CRDs: those in shared/ first, the rest from the Volcano module that build.sh downloaded ---------
+# (Asked from outside any module, so that no go.sum in the repo is touched.)
+volcano_src=$(cd "$E2E_HOME" && GOFLAGS="" go mod download -json "volcano.sh/volcano@$VOLCANO_VERSION" |
+  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+[[ -d $volcano_src/config/crd ]] || die "Volcano $VOLCANO_VERSION's CRDs are not in the Go module cache: run deploy/e2e/build.sh."
+crds=()
+for f in "$volcano_src"/config/crd/volcano/bases/*.yaml "$volcano_src"/config/crd/jobflow/bases/*.yaml; do
+  if [[ -f $shared/$(basename "$f") ]]; then crds+=("$shared/$(basename "$f")"); else crds+=("$f"); fi
+done
+log "applying ${#crds[@]} Volcano CRDs"
+# Server-side: the Job CRD is too large for the last-applied annotation of a client-side apply.
+for f in "${crds[@]}"; do kubectl apply --server-side --force-conflicts -f "$f" >/dev/null; done
+kubectl wait --for condition=Established --timeout 60s crd --all >/dev/null
+
+# ---- controllers -------------------------------------------------------------------------------------------------
+log "starting kube-controller-manager, kube-scheduler and kwok"
+start kube-controller-manager "$bin/kube-controller-manager" --kubeconfig "$kubeconfig" \
+  --bind-address 127.0.0.1 --secure-port "$kcm_port" --leader-elect=false \
+  --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+  --controllers '*,-nodeipam' --node-monitor-grace-period 20s --profiling=false
+start kube-scheduler "$bin/kube-scheduler" --kubeconfig "$kubeconfig" \
+  --bind-address 127.0.0.1 --secure-port "$sched_port" --leader-elect=false --profiling=false
+start kwok "$bin/kwok" --kubeconfig "$kubeconfig" --config "$here/config/kwok.yaml" \
+  --server-address "127.0.0.1:$kwok_port" --cidr 10.244.0.1/16 --node-ip 10.0.0.1
+
+if [[ $volcano != off ]]; then
+  log "starting the Volcano controller-manager and scheduler"
+  start vc-controller-manager "$vc_bin/vc-controller-manager" --kubeconfig "$kubeconfig" --leader-elect=false \
+    --listen-address "127.0.0.1:$vc_cm_metrics" --healthz-address "127.0.0.1:$vc_cm_healthz" --enable-healthz
+  start vc-scheduler "$vc_bin/vc-scheduler" --kubeconfig "$kubeconfig" --leader-elect=false \
+    --scheduler-conf "$here/config/volcano-scheduler.yaml" --schedule-period 200ms \
+    --listen-address "127.0.0.1:$vc_sched_metrics" --healthz-address "127.0.0.1:$vc_sched_healthz" \
+    --enable-healthz --cache-dumper=false
+fi
+
+# ---- fake GPU nodes ----------------------------------------------------------------------------------------------
+nodes_file=$run/manifests/nodes.yaml
+: >"$nodes_file"
+for ((i = 0; i < nodes; i++)); do
+  cat >>"$nodes_file" <<EOF
+apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-node-$i
+  labels:
+    type: kwok
+    kubernetes.io/hostname: gpu-node-$i
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    nvidia.com/gpu.present: "true"
+    nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3
+    nvidia.com/gpu.count: "$gpus"
+  annotations:
+    kwok.x-k8s.io/node: fake
+status:
+  allocatable: {cpu: "32", memory: 256Gi, pods: "110", nvidia.com/gpu: "$gpus"}
+  capacity: {cpu: "32", memory: 256Gi, pods: "110", nvidia.com/gpu: "$gpus"}
+---
+EOF
+done
+kubectl apply -f "$nodes_file" >/dev/null
+
+nodes_ready() {
+  [[ $(kubectl get nodes -l type=kwok \
+    -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True) -eq $nodes ]]
+}
+wait_for "$nodes fake GPU nodes Ready" 60 nodes_ready
+wait_for "the default service account" 60 kubectl get serviceaccount default -n default
+if [[ $volcano != off ]]; then
+  wait_for "Volcano's default queue" 90 kubectl get queue default
+else
+  log "VCPILOT_E2E_VOLCANO=off: no Volcano scheduler or controller; creating the default queue by hand"
+  kubectl apply -f - >/dev/null <<EOF
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: default}
+spec: {weight: 1, reclaimable: true}
+EOF
+fi
+
+sleep 1 # a process that fails on its first API call (a bad flag, a missing CRD) has exited by now
+all_alive
+trap - EXIT
+log "cluster up in $((SECONDS - start_time)) s: Kubernetes $version, $nodes nodes x $gpus nvidia.com/gpu"
+echo "export KUBECONFIG=$kubeconfig"
