@@ -6,9 +6,17 @@ chunks, usage, [DONE]): a raw asyncio HTTP/1.1 server (as fast as Python serves)
 
 - peak request rate at `--concurrency` connections (closed loop): ours (`run_loadtest`, streaming, with
   per-request records and metrics) vs wrk; the goal is ours >= 0.5x wrk;
-- sustained open-loop rate: our Poisson arrivals at 80% of our peak, and the rate actually achieved;
+- CPU time per request of each generator during those runs (user + system): unlike the rates, it does not
+  depend on how busy the machine is, and its ratio is what the rates would be if both generators saturated
+  an equal core;
+- sustained open-loop rate: our Poisson arrivals at 80%, 60%, 40%, then 20% of our peak, until one is achieved
+  within 5% without errors; in flight capped at 4x `--concurrency`, so that a generator falling behind queues
+  instead of opening a connection per late request (thousands, until the server runs out of file descriptors);
 - added latency at p50 over one connection: our end-to-end p50 minus wrk's p50, and minus the server's own
-  handling time (which each server measures and reports at GET /stats).
+  handling time (which each server measures and reports at GET /stats);
+- where our CPU per request goes, layer by layer, at `--concurrency` connections: a bare asyncio-streams loop
+  that writes the request and reads the response without looking at it; our HTTP/1.1 client reading the
+  response's lines; `send_request` (that plus SSE and JSON parsing, timestamps and the request record).
 
 With two CPUs or more the server is pinned to the first and the clients to the others. Best of `--rounds`.
 Prints one JSON document. wrk comes from the distribution (`apt-get install -y wrk`); without it the wrk figures
@@ -23,6 +31,7 @@ import json
 import multiprocessing
 import os
 import re
+import resource
 import shutil
 import socket
 import statistics
@@ -39,6 +48,9 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 import uvicorn  # noqa: E402
 
+from components.loadtest.client import encode_request, parse_target, send_request  # noqa: E402
+from components.loadtest.http1 import Http1Client  # noqa: E402
+from components.loadtest.records import RequestSpec  # noqa: E402
 from components.loadtest.session import build_config, run_loadtest  # noqa: E402
 
 PIECES = ["The", " model", " is", " fine", "."]
@@ -142,12 +154,16 @@ def run_server(kind: str, sock: socket.socket, cpu: int | None) -> None:
 # ---- the clients ------------------------------------------------------------------------------------------------
 
 
-def ours(url: str, *, requests: int, concurrency: int | None = None, rate: float | None = None) -> dict:
+def ours(
+    url: str, *, requests: int, concurrency: int | None = None, rate: float | None = None, errors_ok: bool = False
+) -> dict:
     config = build_config(url=url, requests=requests, concurrency=concurrency, rate=rate, model="fixed")
+    cpu = time.process_time()  # the whole run_loadtest: prompts, model lookup, the run, the metrics
     m = asyncio.run(run_loadtest(config)).metrics
-    if m.errors:
+    cpu_us = (time.process_time() - cpu) / requests * 1e6
+    if m.errors and not errors_ok:
         raise SystemExit(f"our generator saw {m.errors} errors: {m.top_errors}")
-    return {"rps": m.request_throughput_rps, "p50_ms": m.e2el_ms.p50}
+    return {"rps": m.request_throughput_rps, "p50_ms": m.e2el_ms.p50, "cpu_us": cpu_us, "errors": m.errors}
 
 
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
@@ -161,13 +177,64 @@ def wrk(url: str, *, connections: int, seconds: float, cpus: set[int] | None) ->
     command.append(f"{url}/v1/completions")
     if cpus:
         command = ["taskset", "-c", ",".join(map(str, sorted(cpus))), *command]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if "Non-2xx" in out or "Socket errors" in out:
         raise SystemExit(f"wrk saw errors:\n{out}")
     rps = re.search(r"Requests/sec:\s*([\d.]+)", out)
     p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)\b", out)
-    assert rps and p50, out
-    return {"rps": float(rps.group(1)), "p50_ms": float(p50.group(1)) * _UNITS[p50.group(2)]}
+    sent = re.search(r"(\d+) requests in", out)
+    assert rps and p50 and sent, out
+    return {
+        "rps": float(rps.group(1)),
+        "p50_ms": float(p50.group(1)) * _UNITS[p50.group(2)],
+        "cpu_us": cpu_s / int(sent.group(1)) * 1e6,
+    }
+
+
+def breakdown(url: str, *, connections: int, requests: int) -> dict[str, float]:
+    """CPU microseconds per request of each layer of our generator, each driving `connections` connections."""
+    target = parse_target(url).model_copy(update={"model": "fixed"})
+    spec = RequestSpec(prompt="model latency token cluster queue stream", max_tokens=16)
+    body = encode_request(target, spec)
+    port = int(url.rsplit(":", 1)[1])
+    raw_request = b"POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+    raw_request += b"content-length: %d\r\n\r\n%s" % (len(body), body)
+    json_type = {"content-type": "application/json"}
+
+    async def bare(count: int) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        for _ in range(count):
+            writer.write(raw_request)
+            await writer.drain()
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = re.search(rb"(?i)content-length:\s*(\d+)", head)
+            assert length, head
+            await reader.readexactly(int(length.group(1)))
+        writer.close()
+
+    async def client_lines(count: int) -> None:
+        async with Http1Client() as client:
+            for _ in range(count):
+                async with client.stream("POST", target.endpoint, content=body, headers=json_type) as response:
+                    async for _line in response.aiter_lines():
+                        pass
+
+    async def requests_measured(count: int) -> None:
+        async with Http1Client() as client:
+            for _ in range(count):
+                record = await send_request(client, target, spec, clock=time.perf_counter, body=body)
+                assert record.ok, record.error
+
+    async def drive(layer: Any) -> float:
+        cpu = time.process_time()
+        await asyncio.gather(*(layer(requests // connections) for _ in range(connections)))
+        return (time.process_time() - cpu) / (requests // connections * connections) * 1e6
+
+    layers = {"bare_asyncio_streams": bare, "our_http1_client_lines": client_lines, "send_request": requests_measured}
+    return {name: round(min(asyncio.run(drive(layer)) for _ in range(2)), 1) for name, layer in layers.items()}
 
 
 def bench_server(kind: str, args: argparse.Namespace, server_cpu: int | None, client_cpus: set[int] | None) -> dict:
@@ -189,17 +256,27 @@ def bench_server(kind: str, args: argparse.Namespace, server_cpu: int | None, cl
                 time.sleep(0.05)
         warm = ours(url, requests=500, concurrency=args.concurrency)
         requests = max(1000, int(warm["rps"] * args.seconds))
-        peak, wrk_peak, single, wrk_single, handling = [], [], [], [], []
+        peak, wrk_peak, single, wrk_single, handling, cpu, wrk_cpu = [], [], [], [], [], [], []
         for _ in range(args.rounds):
-            peak.append(ours(url, requests=requests, concurrency=args.concurrency)["rps"])
+            run = ours(url, requests=requests, concurrency=args.concurrency)
+            peak.append(run["rps"])
+            cpu.append(run["cpu_us"])
             httpx.get(f"{url}/stats")  # reset the server's handling times
             single.append(ours(url, requests=requests // 4, concurrency=1)["p50_ms"])
             handling.append(json.loads(httpx.get(f"{url}/stats").content)["p50_ms"])
             if has_wrk:
-                wrk_peak.append(wrk(url, connections=args.concurrency, seconds=args.seconds, cpus=client_cpus)["rps"])
+                run = wrk(url, connections=args.concurrency, seconds=args.seconds, cpus=client_cpus)
+                wrk_peak.append(run["rps"])
+                wrk_cpu.append(run["cpu_us"])
                 wrk_single.append(wrk(url, connections=1, seconds=args.seconds, cpus=client_cpus)["p50_ms"])
-        target = round(max(peak) * 0.8)
-        sustained = ours(url, requests=max(500, int(target * args.seconds)), rate=float(target))["rps"]
+        layers = breakdown(url, connections=args.concurrency, requests=min(requests, 20_000))
+        for share in (0.8, 0.6, 0.4, 0.2):
+            target = round(max(peak) * share)
+            count = max(500, int(target * args.seconds))
+            run = ours(url, requests=count, rate=float(target), concurrency=4 * args.concurrency, errors_ok=True)
+            sustained = run["rps"]
+            if sustained >= 0.95 * target and not run["errors"]:
+                break
     finally:
         process.terminate()
         process.join(5)
@@ -207,6 +284,9 @@ def bench_server(kind: str, args: argparse.Namespace, server_cpu: int | None, cl
         "ours_peak_rps": round(max(peak), 1),
         "wrk_peak_rps": round(max(wrk_peak), 1) if has_wrk else None,
         "ratio_vs_wrk": round(max(peak) / max(wrk_peak), 3) if has_wrk else None,
+        "ours_cpu_us_per_request": round(min(cpu), 1),
+        "wrk_cpu_us_per_request": round(min(wrk_cpu), 1) if has_wrk else None,
+        "cpu_ratio_vs_wrk": round(min(wrk_cpu) / min(cpu), 3) if has_wrk else None,
         "open_loop_target_rps": target,
         "open_loop_achieved_rps": round(sustained, 1),
         "ours_p50_ms_one_connection": round(min(single), 3),
@@ -214,6 +294,7 @@ def bench_server(kind: str, args: argparse.Namespace, server_cpu: int | None, cl
         "server_handling_p50_ms": round(min(handling), 4),
         "added_p50_ms_vs_wrk": round(min(single) - min(wrk_single), 3) if has_wrk else None,
         "added_p50_ms_vs_server": round(min(single) - min(handling), 3),
+        "cpu_us_per_request_by_layer": layers,
     }
     return result
 

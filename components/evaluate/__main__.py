@@ -13,9 +13,33 @@ import os
 import sys
 from pathlib import Path
 
-from components.evaluate.evaluation import evaluate, read_slo_outcome
+from components.evaluate.evaluation import EvaluationReport, evaluate, read_slo_outcome
 from components.evaluate.model import quiet_progress
 from components.release.registry import RegistryError
+from components.tracking.steps import StepLog, log_step_run, report_metrics
+
+__all__ = ["main", "step_log"]
+
+
+def step_log(report: EvaluationReport, path: Path) -> StepLog:
+    """What evaluate records in its MLflow child run: both scores and perplexities, the decision, the report."""
+    figures = ("candidate_score", "champion_score", "candidate_perplexity", "champion_perplexity", "promote")
+    tags = {"metric": report.metric, "candidate": report.candidate}
+    if report.promote is not None:
+        tags["promote"] = str(report.promote).lower()
+    optional = {"reason": report.reason, "champion_version": report.champion_version}
+    tags.update({key: value for key, value in optional.items() if value})
+    return StepLog(
+        step="evaluate",
+        metrics=report_metrics(report.model_dump(), keys=(*figures, "examples")),
+        params={
+            "registered_model": report.registered_model,
+            "eval_set": report.eval_set,
+            "base_model": report.base_model,
+        },
+        tags=tags,
+        artifacts=(path,),
+    )
 
 
 def _write(path: Path, report: dict[str, object]) -> None:
@@ -56,12 +80,13 @@ def main(argv: list[str] | None = None) -> int:
             base_model=args.base_model,
             margin=args.margin,
             slo=slo,
-        ).model_dump()
+        )
     except (ValueError, RegistryError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    _write(args.report, report)
-    print(json.dumps(report))
+    _write(args.report, report.model_dump())
+    print(json.dumps(report.model_dump()))
+    log_step_run(step_log(report, args.report))  # in a workflow: a child run of its MLflow run; else nothing
     return 0
 
 

@@ -17,9 +17,28 @@ from typing import Annotated
 
 import typer
 
-from components.loadtest.session import LoadtestError, build_config, run_loadtest, write_records
+from components.loadtest.session import LoadtestError, Outcome, build_config, run_loadtest, write_records
+from components.tracking.steps import StepLog, log_step_run, report_metrics
 
-__all__ = ["pipeline_command"]
+__all__ = ["pipeline_command", "step_log"]
+
+
+def step_log(outcome: Outcome, report: Path, records: Path) -> StepLog:
+    """What the load test records in its MLflow child run: every figure, the SLO verdict, the report and records."""
+    summary = outcome.summary()
+    settings = ("concurrency", "rate", "burstiness", "slo_ttft_ms", "slo_tpot_ms", "slo_e2el_ms", "slo_percentile")
+    return StepLog(
+        step="loadtest",
+        metrics=report_metrics({k: v for k, v in summary.items() if k not in settings}),
+        params={key: str(summary[key]) for key in settings if summary[key] is not None},
+        tags={
+            "slo_passed": str(outcome.verdict.passed).lower(),
+            "slo_reason": outcome.verdict.reason,
+            "endpoint": outcome.endpoint,
+            "model": outcome.model or "",
+        },
+        artifacts=(report, records),
+    )
 
 
 def pipeline_command(
@@ -57,8 +76,10 @@ def pipeline_command(
     summary = outcome.summary()
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(json.dumps(summary, indent=2))
-    write_records(records or report.with_name("records.jsonl"), outcome.records)
+    records = records or report.with_name("records.jsonl")
+    write_records(records, outcome.records)
     print(json.dumps({k: summary[k] for k in ("ttft_p95_ms", "tpot_p95_ms", "errors", "slo_passed", "slo_reason")}))
+    log_step_run(step_log(outcome, report, records))  # in a workflow: a child run of its MLflow run
 
 
 if __name__ == "__main__":

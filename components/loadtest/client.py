@@ -1,7 +1,9 @@
 """One streamed request to an OpenAI-compatible server, measured; and the checks that the server is there.
 
-`send_request` never raises for a failed request: a refused connection, an HTTP error, a broken stream or an
-error event all become a record with `error` set, so one bad request cannot end a load test.
+`send_request` never raises for a failed request: a refused connection, an HTTP error status, a timeout, a
+stream the server cut short or an error event all become a record with `error` set, so one bad request cannot
+end a load test. The HTTP client is anything with httpx's streaming interface (`HttpClient`): our lean HTTP/1.1
+client (`components.loadtest.http1`) for http://, an `httpx.AsyncClient` for https:// and in tests.
 """
 
 from __future__ import annotations
@@ -9,18 +11,66 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
 from pydantic import BaseModel, ConfigDict
 
 from components.loadtest.records import RequestRecord, RequestSpec
+from components.loadtest.wire import HttpError
 
-__all__ = ["Target", "Unreachable", "discover_model", "parse_target", "send_request", "wait_healthy"]
+__all__ = [
+    "HttpClient",
+    "StreamedResponse",
+    "Target",
+    "Unreachable",
+    "discover_model",
+    "encode_request",
+    "parse_target",
+    "send_request",
+    "wait_healthy",
+]
 
 Clock = Callable[[], float]
+
+# What a failed exchange raises: httpx's errors or ours, the socket's (OSError); a malformed body adds ValueError.
+_TRANSPORT = (httpx.HTTPError, HttpError, OSError)
+_FAILURES = (*_TRANSPORT, ValueError)
+
+
+class StreamedResponse(Protocol):
+    """The part of a response the load generator reads (httpx.Response and http1.Http1Response have it)."""
+
+    @property
+    def status_code(self) -> int:
+        """The HTTP status."""
+
+    async def aread(self) -> bytes:
+        """The whole body."""
+
+    def aiter_lines(self) -> AsyncIterator[str]:
+        """The body's lines as they arrive."""
+
+    def json(self) -> Any:
+        """The body read so far, parsed as JSON."""
+
+
+class HttpClient(Protocol):
+    """The part of an HTTP client the load generator uses (httpx.AsyncClient and http1.Http1Client have it)."""
+
+    def stream(
+        self, method: str, url: str, *, content: bytes | None = None, headers: Mapping[str, str] | None = None
+    ) -> AbstractAsyncContextManager[StreamedResponse]:
+        """Send a request with `content` as its body; the response's body is read inside the block."""
+
+    async def get(self, url: str) -> StreamedResponse:
+        """GET a URL and read the whole response."""
+
+    async def aclose(self) -> None:
+        """Close the client's connections."""
 
 
 class Unreachable(Exception):
@@ -52,6 +102,15 @@ def parse_target(url: str, *, chat: bool = False) -> Target:
     return Target(origin=origin, endpoint=f"{origin}{path}/{'chat/completions' if chat else 'completions'}", chat=chat)
 
 
+_JSON = {"content-type": "application/json"}
+_decode = json.JSONDecoder().raw_decode  # json.loads without its per-call checks: one chunk per token adds up
+
+
+def encode_request(target: Target, spec: RequestSpec) -> bytes:
+    """The JSON body of `spec`'s streaming request (a runner encodes them all before its clock starts)."""
+    return json.dumps(_payload(target, spec), separators=(",", ":"), ensure_ascii=False).encode()
+
+
 def _payload(target: Target, spec: RequestSpec) -> dict[str, Any]:
     body: dict[str, Any] = {
         "max_tokens": spec.max_tokens,
@@ -69,12 +128,13 @@ def _payload(target: Target, spec: RequestSpec) -> dict[str, Any]:
 
 
 def _chunk_text(chunk: dict[str, Any], chat: bool) -> str:
-    choices = chunk.get("choices")
-    first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
-    if chat:
-        delta = first.get("delta")
-        return str(delta.get("content") or "") if isinstance(delta, dict) else ""
-    return str(first.get("text") or "")
+    """The text a stream chunk carries ("" for role, usage and finish chunks); called once per token, so lean."""
+    try:
+        first = chunk["choices"][0]
+        text = first["delta"]["content"] if chat else first["text"]
+    except (KeyError, IndexError, TypeError):
+        return ""
+    return text if isinstance(text, str) else ""
 
 
 def _error_message(body: bytes) -> str:
@@ -91,9 +151,21 @@ def _describe(err: BaseException) -> str:
 
 
 async def send_request(
-    client: httpx.AsyncClient, target: Target, spec: RequestSpec, *, index: int = 0, t0: float = 0.0, clock: Clock
+    client: HttpClient,
+    target: Target,
+    spec: RequestSpec,
+    *,
+    index: int = 0,
+    t0: float = 0.0,
+    clock: Clock,
+    body: bytes | None = None,
 ) -> RequestRecord:
-    """Send one streaming request and measure TTFT, inter-token gaps and latency (ms); never raises for failures."""
+    """Send one streaming request and measure TTFT, inter-token gaps and latency (ms); never raises for failures.
+
+    `body` is `encode_request(target, spec)` when the caller has it already.
+    """
+    if body is None:
+        body = encode_request(target, spec)
     start = clock()
     ttft = 0.0
     itl: list[float] = []
@@ -106,10 +178,10 @@ async def send_request(
         return RequestRecord(index=index, start_s=start - t0, error=error)
 
     try:
-        async with client.stream("POST", target.endpoint, json=_payload(target, spec)) as response:
+        async with client.stream("POST", target.endpoint, content=body, headers=_JSON) as response:
             if response.status_code != 200:
                 return failed(f"HTTP {response.status_code}: {_error_message(await response.aread())}")
-            done = False
+            done, chat = False, target.chat
             async for line in response.aiter_lines():
                 # Read to the end even after [DONE]: a response left unread cannot go back to the connection pool.
                 if done or not line.startswith("data:"):
@@ -118,15 +190,17 @@ async def send_request(
                 if data == "[DONE]":
                     done = True
                     continue
-                chunk = json.loads(data)
+                chunk, end = _decode(data)
+                if end != len(data):
+                    raise ValueError(f"the server sent a chunk with text after its JSON: {data[:80]}")
                 if not isinstance(chunk, dict):
                     return failed(f"the server sent a chunk that is not a JSON object: {data[:80]}")
                 if "error" in chunk:
                     return failed(f"error event: {_error_message(data.encode())}")
-                if isinstance(usage := chunk.get("usage"), dict):
+                if (usage := chunk.get("usage")) and isinstance(usage, dict):
                     usage_tokens = usage.get("completion_tokens")
                     prompt_tokens = usage.get("prompt_tokens") or 0
-                if text := _chunk_text(chunk, target.chat):
+                if text := _chunk_text(chunk, chat):
                     now = clock()
                     if pieces:
                         itl.append((now - last) * 1000)
@@ -136,7 +210,7 @@ async def send_request(
                     pieces.append(text)
             if not done:
                 return failed("the stream ended without [DONE]")
-    except (httpx.HTTPError, ValueError, OSError) as err:
+    except _FAILURES as err:
         return failed(_describe(err))
     latency = (last - start) * 1000
     if not pieces:  # an empty completion: the first (and last) token is the end of the stream
@@ -153,11 +227,11 @@ async def send_request(
     )
 
 
-async def discover_model(client: httpx.AsyncClient, target: Target) -> str | None:
+async def discover_model(client: HttpClient, target: Target) -> str | None:
     """The first model the server lists at /v1/models (None when it lists none); Unreachable if it is not there."""
     try:
         response = await client.get(f"{target.origin}/v1/models")
-    except httpx.HTTPError as err:
+    except _TRANSPORT as err:
         reason = _describe(err)
         raise Unreachable(f"cannot reach {target.origin} ({reason}); check --url and that the server runs") from None
     try:
@@ -168,7 +242,7 @@ async def discover_model(client: httpx.AsyncClient, target: Target) -> str | Non
 
 
 async def wait_healthy(
-    client: httpx.AsyncClient,
+    client: HttpClient,
     origin: str,
     timeout_s: float,
     *,
@@ -181,7 +255,7 @@ async def wait_healthy(
         try:
             if (await client.get(f"{origin}/health")).status_code == 200:
                 return
-        except httpx.HTTPError:
+        except _TRANSPORT:
             pass
         if clock() >= deadline:
             raise Unreachable(f"the server at {origin} did not become healthy within {timeout_s:g} s")

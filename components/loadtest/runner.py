@@ -1,9 +1,10 @@
 """Drive a server with a load plan: a fixed number of requests in flight, or arrivals at a rate (optionally capped).
 
 The runner only sends and records; everything it measured is in the returned records, and the figures are
-computed afterwards by `metrics.calculate_metrics`. Each request in flight has an HTTP client (and a kept-alive
-connection) of its own: httpcore's pool scans all of its connections for every request, which with dozens of
-connections costs more than the request itself.
+computed afterwards by `metrics.calculate_metrics`. Each request in flight has an HTTP client with one kept-alive
+connection of its own, so the connections in use are exactly the requests in flight: for http:// that is our
+lean HTTP/1.1 client (`http1.Http1Client`); for https:// it is httpx, whose pool would otherwise scan all of its
+connections for every request, which with dozens of connections costs more than the request itself.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from components.loadtest.arrivals import arrival_offsets, paced
-from components.loadtest.client import Target, send_request
+from components.loadtest.client import HttpClient, Target, encode_request, send_request
+from components.loadtest.http1 import Http1Client
 from components.loadtest.records import RequestRecord, RequestSpec
 
 __all__ = ["Connect", "LoadPlan", "LoadResult", "connector", "run_load"]
 
-Connect = Callable[[], httpx.AsyncClient]
+Connect = Callable[[], HttpClient]
 
 
 class LoadPlan(BaseModel):
@@ -61,19 +63,33 @@ class LoadResult(BaseModel):
     duration_s: float
 
 
-def connector(*, timeout_s: float = 300.0, api_key: str = "", connections: int = 1) -> Connect:
-    """A factory of HTTP clients with `connections` kept-alive connections each, the request timeout and auth."""
+def connector(*, timeout_s: float = 300.0, api_key: str = "", connections: int = 1, tls: bool = False) -> Connect:
+    """A factory of HTTP clients with `connections` kept-alive connections each, the request timeout and auth.
+
+    Plain HTTP gets our lean HTTP/1.1 client; `tls` (an https:// server) gets httpx, which speaks TLS.
+    """
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+    connect_timeout_s = min(timeout_s, 10.0)
+    if not tls:
+        return lambda: Http1Client(
+            connections=connections, timeout_s=timeout_s, connect_timeout_s=connect_timeout_s, headers=headers
+        )
+    return _httpx_connector(timeout_s, connect_timeout_s, headers, connections)
+
+
+def _httpx_connector(
+    timeout_s: float, connect_timeout_s: float, headers: dict[str, str] | None, connections: int
+) -> Connect:
     if importlib.util.find_spec("sniffio") is None:
         # httpcore tries `import sniffio` on every request; a module that is absent is searched for on disk each
         # time. Recording the absence makes that failed import instant (and changes nothing else).
         sys.modules.setdefault("sniffio", None)  # type: ignore[arg-type]
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
     # One TLS context for all clients: each client would otherwise load the CA bundle again (tens of ms).
     tls = ssl.create_default_context(cafile=certifi.where())
 
     def connect() -> httpx.AsyncClient:
         return httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0), pool=None),
+            timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s, pool=None),
             limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
             headers=headers,
             verify=tls,
@@ -87,17 +103,17 @@ class _Clients:
 
     def __init__(self, connect: Connect):
         self._connect = connect
-        self._idle: list[httpx.AsyncClient] = []
-        self._made: list[httpx.AsyncClient] = []
+        self._idle: list[HttpClient] = []
+        self._made: list[HttpClient] = []
 
-    def take(self) -> httpx.AsyncClient:
+    def take(self) -> HttpClient:
         if self._idle:
             return self._idle.pop()
         client = self._connect()
         self._made.append(client)
         return client
 
-    def give(self, client: httpx.AsyncClient) -> None:
+    def give(self, client: HttpClient) -> None:
         self._idle.append(client)
 
     async def aclose(self) -> None:
@@ -117,14 +133,19 @@ async def run_load(
     if not specs:
         raise ValueError("there are no requests to send")
     records: list[RequestRecord | None] = [None] * plan.requests
+    # Encoded before the clock starts, as wrk prepares its requests: the run measures sending, not JSON encoding.
+    specs = specs[: plan.requests]
+    bodies = [encode_request(target, spec) for spec in specs]
     clients = _Clients(connect)
     t0 = clock()
 
     async def one(index: int) -> None:
         client = clients.take()
         try:
-            spec = specs[index % len(specs)]
-            records[index] = await send_request(client, target, spec, index=index, t0=t0, clock=clock)
+            at = index % len(specs)
+            records[index] = await send_request(
+                client, target, specs[at], index=index, t0=t0, clock=clock, body=bodies[at]
+            )
         finally:
             clients.give(client)
 

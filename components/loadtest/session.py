@@ -95,14 +95,16 @@ async def run_loadtest(config: LoadtestConfig) -> Outcome:
             specs = synthetic_requests(config.plan.requests, max_tokens=config.max_tokens, seed=config.plan.seed)
     except DatasetError as err:
         raise LoadtestError(str(err)) from None
-    connect = connector(timeout_s=config.timeout_s, api_key=config.api_key)
-    async with connect() as client:
-        try:
-            if config.wait_healthy_s > 0:
-                await wait_healthy(client, target.origin, config.wait_healthy_s)
-            model = config.model or await discover_model(client, target)
-        except Unreachable as err:
-            raise LoadtestError(str(err)) from None
+    connect = connector(timeout_s=config.timeout_s, api_key=config.api_key, tls=target.origin.startswith("https:"))
+    client = connect()
+    try:
+        if config.wait_healthy_s > 0:
+            await wait_healthy(client, target.origin, config.wait_healthy_s)
+        model = config.model or await discover_model(client, target)
+    except Unreachable as err:
+        raise LoadtestError(str(err)) from None
+    finally:
+        await client.aclose()
     target = target.model_copy(update={"model": model})
     result = await run_load(config.plan, specs, target, connect)
     metrics = calculate_metrics(result.records, result.duration_s, config.slo)

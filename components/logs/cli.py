@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -12,8 +13,9 @@ from components.logs.detect import default_state_dir, detect, split_source
 from components.logs.parse import parse_files
 from components.logs.reader import LogSourceError, Malformed
 from components.logs.report import DetectionReport
+from components.tracking.steps import StepLog, log_step_run, report_metrics
 
-__all__ = ["app", "detect_command", "parse_command", "step_app", "step_command"]
+__all__ = ["app", "detect_command", "parse_command", "step_app", "step_command", "step_log"]
 
 app = typer.Typer(
     help="Mine log templates (Drain3) and detect drift in the service's logs.",
@@ -118,6 +120,38 @@ def detect_command(
     _print(report, path, as_json)
 
 
+def step_log(report: DetectionReport, path: Path) -> StepLog:
+    """What the detect-logs step records in its MLflow child run: finding counts, the trigger, the report files."""
+    metrics = report_metrics(report.model_dump(), keys=_COUNTS)
+    metrics.update({f"findings.{kind}": n for kind, n in Counter(f.kind for f in report.findings).items()})
+    metrics.update({f"findings.{level}": n for level, n in Counter(f.severity for f in report.findings).items()})
+    for window in (report.baseline, report.current):
+        if window is not None:
+            rates = report_metrics(window.model_dump(), keys=("log_error_rate", "negative_share", "latency_p95_ms"))
+            metrics.update({f"{window.name}.{key}": value for key, value in rates.items()})
+    return StepLog(
+        step="detect-logs",
+        metrics=metrics,
+        params={key: str(value) for key, value in report.policy.model_dump().items()},
+        tags={"trigger": str(report.trigger).lower(), "reason": report.reason, "compared_with": report.compared_with},
+        artifacts=(path, path.with_name("report.md")),
+    )
+
+
+_COUNTS = (
+    "drift",
+    "trigger",
+    "lines",
+    "templates",
+    "new_templates",
+    "findings_count",
+    "omitted_findings",
+    "malformed_lines",
+    "train_examples",
+    "eval_examples",
+)
+
+
 @step_app.command()
 def step_command(
     source: Annotated[
@@ -135,3 +169,4 @@ def step_command(
     policy = DetectPolicy(alpha=alpha, min_sample=min_sample)
     result = _run([current], [baseline] if baseline else None, report, state, policy, eval_fraction)
     _print(result, report, as_json)
+    log_step_run(step_log(result, report))  # in a workflow: a child run of its MLflow run; else nothing

@@ -145,7 +145,11 @@ def test_explain_pending_over_mcp_for_a_gang_short_of_gpus(cluster, tmp_path):
 
 
 def _server_env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("VCPILOT_KUBECONFIG", "VCPILOT_GUARDRAILS", "VCPILOT_WORKSPACE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("VCPILOT_KUBECONFIG", "VCPILOT_GUARDRAILS", "VCPILOT_WORKSPACE")
+    }
     return {**env, "VCPILOT_HOME": str(tmp_path / "home")}
 
 

@@ -1,0 +1,311 @@
+"""The lean HTTP/1.1 client against scripted loopback servers: framing, streaming, keep-alive, failures as errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx
+import pytest
+
+from components.loadtest.client import parse_target, send_request
+from components.loadtest.http1 import ConnectError, Http1Client, RemoteProtocolError
+from components.loadtest.records import RequestSpec
+from components.loadtest.runner import connector
+from components.loadtest.session import build_config, run_loadtest
+
+SPEC = RequestSpec(prompt="hi", max_tokens=8)
+
+
+def event(text=None, **fields):
+    chunk = {"choices": [{"index": 0, "text": text}]} if text is not None else fields
+    return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
+USAGE = event(choices=[], usage={"prompt_tokens": 2, "completion_tokens": 2})
+SSE = event("a") + event("b") + USAGE + b"data: [DONE]\n\n"
+
+
+class Server:
+    """A loopback HTTP/1.1 server whose answers a test scripts: `respond(writer, request_number, request)`.
+
+    It records the requests it read and how many connections were opened and open at once.
+    """
+
+    def __init__(self, respond):
+        self.respond = respond
+        self.requests: list[bytes] = []
+        self.connections = self.open = self.peak_open = 0
+
+    async def __aenter__(self):
+        self.server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *exc):
+        self.server.close()
+
+    async def _connection(self, reader, writer):
+        self.connections += 1
+        self.open += 1
+        self.peak_open = max(self.peak_open, self.open)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                body = await reader.readexactly(length)
+                self.requests.append(head + body)
+                if await self.respond(writer, len(self.requests), head + body) is False:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            pass  # the client hung up, or the test is over
+        finally:
+            self.open -= 1
+            writer.close()
+
+
+def fixed(status=200, body=b"", headers=b"content-type: text/event-stream\r\n"):
+    async def respond(writer, number, request):
+        writer.write(b"HTTP/1.1 %d X\r\n%scontent-length: %d\r\n\r\n%s" % (status, headers, len(body), body))
+        await writer.drain()
+
+    return respond
+
+
+def chunked(*pieces, pause=0.0):
+    async def respond(writer, number, request):
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        for piece in pieces:
+            writer.write(b"%x;ext=1\r\n%s\r\n" % (len(piece), piece))
+            await writer.drain()
+            await asyncio.sleep(pause)
+        writer.write(b"0\r\nx-trailer: yes\r\n\r\n")
+        await writer.drain()
+
+    return respond
+
+
+def measure(respond, *, timeout_s=5.0, requests=1):
+    """Send `requests` streaming requests one after another through one client; the records and the server."""
+
+    async def go():
+        async with Server(respond) as server:
+            client = Http1Client(timeout_s=timeout_s)
+            try:
+                target = parse_target(server.url)
+                records = [
+                    await send_request(client, target, SPEC, index=i, clock=time.perf_counter) for i in range(requests)
+                ]
+            finally:
+                await client.aclose()
+            return records, server
+
+    return asyncio.run(go())
+
+
+def test_content_length_stream_is_measured_and_the_connection_is_kept():
+    records, server = measure(fixed(body=SSE), requests=3)
+    assert all(r.ok and r.output_text == "ab" for r in records), records
+    assert (records[0].prompt_tokens, records[0].output_tokens) == (2, 2)
+    assert server.connections == 1, "keep-alive: three requests, one connection"
+    head, _, body = server.requests[0].partition(b"\r\n\r\n")
+    assert head.startswith(b"POST /v1/completions HTTP/1.1\r\n") and b"content-type: application/json" in head
+    assert json.loads(body)["stream"] is True and json.loads(body)["prompt"] == "hi"
+
+
+def test_chunked_stream_with_extensions_and_trailers():
+    records, server = measure(chunked(event("x"), event("y") + event("z"), b"data: [DONE]\n\n", pause=0.01), requests=2)
+    assert [r.output_text for r in records] == ["xyz", "xyz"]
+    assert records[0].output_tokens == 3
+    assert len(records[0].itl_ms) == 2 and records[0].itl_ms[0] >= 9, "x and y came 10 ms apart"
+    assert server.connections == 1
+
+
+def test_sse_events_split_across_tcp_reads_are_put_together_and_timed_on_arrival():
+    first, second = event("He"), event("llo")
+
+    async def respond(writer, number, request):
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+        for piece in (first[:9], first[9:], second[:4], second[4:-1], second[-1:] + b"data: [DONE]\n\n"):
+            writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            await writer.drain()
+            await asyncio.sleep(0.03)
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+
+    (record,), _ = measure(respond)
+    assert record.ok, record.error
+    assert record.output_text == "Hello" and record.output_tokens == 2
+    # "He" is whole with the 2nd piece (30 ms), "llo" with the 4th (60 ms later): each timed when its line is whole.
+    assert record.ttft_ms >= 25
+    assert record.itl_ms[0] >= 55
+
+
+def test_a_500_is_a_request_error_and_the_connection_serves_the_next_request():
+    error, stream = fixed(500, b'{"error": {"message": "boom"}}'), fixed(body=SSE)
+
+    async def respond(writer, number, request):
+        await (error if number == 1 else stream)(writer, number, request)
+
+    (failed, ok), server = measure(respond, requests=2)
+    assert failed.error == "HTTP 500: boom" and failed.output_tokens == 0
+    assert ok.ok and server.connections == 1
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_a_server_closing_the_connection_mid_stream_is_an_error(framing):
+    async def respond(writer, number, request):
+        if framing == "chunked":
+            writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n%x\r\n%s" % (100, event("a")))
+        else:
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 1000\r\n\r\n%s" % event("a"))
+        await writer.drain()
+        return False  # hang up
+
+    (record,), _ = measure(respond)
+    assert not record.ok
+    assert record.error.startswith("RemoteProtocolError: the server closed the connection while sending")
+
+
+def test_a_body_that_ends_with_the_connection_is_read_to_its_end():
+    async def respond(writer, number, request):
+        writer.write(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n" + SSE)
+        await writer.drain()
+        return False
+
+    records, server = measure(respond, requests=2)
+    assert [r.output_text for r in records] == ["ab", "ab"]
+    assert server.connections == 2, "the server said close: a new connection for the second request"
+
+
+def test_a_silent_server_times_out_as_a_request_error():
+    async def respond(writer, number, request):
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(5)
+
+    started = time.perf_counter()
+    (record,), _ = measure(respond, timeout_s=0.2)
+    assert record.error == "ReadTimeout: the server sent nothing for 0.2 s while sending a chunk's size"
+    assert time.perf_counter() - started < 3
+
+
+def test_a_refused_connection_is_a_connect_error(unused_port):
+    async def go():
+        async with Http1Client() as client:
+            target = parse_target(f"http://127.0.0.1:{unused_port}")
+            record = await send_request(client, target, SPEC, clock=time.perf_counter)
+            with pytest.raises(ConnectError, match=f"cannot connect to 127.0.0.1:{unused_port}"):
+                await client.get(f"http://127.0.0.1:{unused_port}/health")
+            return record
+
+    record = asyncio.run(go())
+    assert record.error.startswith(f"ConnectError: cannot connect to 127.0.0.1:{unused_port} (")
+
+
+def test_a_kept_connection_the_server_closed_is_replaced_once_without_an_error():
+    async def respond(writer, number, request):
+        await fixed(body=SSE)(writer, number, request)
+        return False  # closes after every response without saying so
+
+    async def go():
+        async with Server(respond) as server:
+            async with Http1Client() as client:
+                first = await client.request("POST", server.url + "/v1/completions", json={})
+                await asyncio.sleep(0.05)  # the close reaches us: the idle connection is seen closed
+                second = await client.request("POST", server.url + "/v1/completions", json={})
+            return first, second, server
+
+    first, second, server = asyncio.run(go())
+    assert first.status_code == second.status_code == 200 and server.connections == 2
+
+
+def test_a_kept_connection_that_dies_with_the_next_request_is_retried_once_on_a_new_one():
+    async def respond(writer, number, request):
+        if number == 2:
+            return False  # the server dropped the kept connection just as the second request came in
+        await fixed(body=b"{}", headers=b"")(writer, number, request)
+
+    async def go():
+        async with Server(respond) as server, Http1Client() as client:
+            statuses = [(await client.get(server.url + "/health")).status_code for _ in range(3)]
+            return statuses, server
+
+    statuses, server = asyncio.run(go())
+    assert statuses == [200, 200, 200]
+    assert len(server.requests) == 4 and server.connections == 2, "the second request was sent twice"
+
+
+def test_a_server_that_hangs_up_without_answering_is_a_protocol_error():
+    async def respond(writer, number, request):
+        return False
+
+    async def go():
+        async with Server(respond) as server, Http1Client() as client:
+            with pytest.raises(RemoteProtocolError, match="without answering"):
+                await client.get(server.url + "/health")
+
+    asyncio.run(go())
+
+
+def test_the_pool_never_opens_more_connections_than_allowed():
+    async def respond(writer, number, request):
+        await asyncio.sleep(0.02)
+        await fixed(body=b'{"ok": true}', headers=b"")(writer, number, request)
+
+    async def go():
+        async with Server(respond) as server:
+            async with Http1Client(connections=2) as client:
+                responses = await asyncio.gather(*(client.get(server.url + "/x") for _ in range(6)))
+            return responses, server
+
+    responses, server = asyncio.run(go())
+    assert [r.json() for r in responses] == [{"ok": True}] * 6
+    assert server.peak_open <= 2 and server.connections == 2
+    assert responses[0].headers["content-length"] == "12"
+
+
+def test_only_http_is_spoken_and_https_goes_through_httpx():
+    async def go():
+        async with Http1Client() as client:
+            with pytest.raises(ValueError, match="not an http:// URL"):
+                await client.get("https://example.com/")
+
+    asyncio.run(go())
+    assert isinstance(connector(tls=True)(), httpx.AsyncClient)
+    assert isinstance(connector()(), Http1Client)
+
+
+def test_a_whole_load_test_runs_on_the_lean_client():
+    async def respond(writer, number, request):
+        if request.startswith(b"GET /v1/models"):
+            await fixed(body=b'{"data": [{"id": "m"}]}', headers=b"")(writer, number, request)
+        elif number % 4 == 0:
+            await fixed(503, b"overloaded")(writer, number, request)
+        else:
+            await chunked(event("o"), event("k"), b"data: [DONE]\n\n")(writer, number, request)
+
+    async def go():
+        async with Server(respond) as server:
+            outcome = await run_loadtest(build_config(url=server.url, requests=20, concurrency=4))
+            return outcome, server
+
+    outcome, server = asyncio.run(go())
+    assert outcome.model == "m" and len(outcome.records) == 20
+    assert outcome.metrics.errors == 5 and outcome.metrics.top_errors == {"HTTP 503: overloaded": 5}
+    assert outcome.metrics.completed == 15 and outcome.metrics.total_output_tokens == 30
+    assert server.connections <= 5, "4 in flight plus the model lookup, each kept alive"
+    assert not outcome.verdict.passed and "5 of 20 requests failed" in outcome.verdict.reason
+
+
+@pytest.fixture
+def unused_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
