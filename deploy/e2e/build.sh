@@ -5,7 +5,8 @@
 #   deploy/e2e/build.sh --bin-dir  print the bin directory only (builds nothing)
 #
 # VCPILOT_E2E_CACHE moves the cache (default ~/.cache/vcpilot-e2e); VCPILOT_E2E_VOLCANO_BIN names a directory
-# with vc-scheduler and vc-controller-manager built elsewhere, and then Volcano is not built here.
+# with vc-scheduler and vc-controller-manager built elsewhere, and then Volcano is not built here;
+# VCPILOT_E2E_VOLCANO_SRC names a Volcano source checkout at VOLCANO_VERSION to build them from (into the cache).
 #
 # The cache directory is named after a hash of versions.env and every build file, so a change to either builds
 # afresh and an unchanged tree reuses the binaries. Needs only Go and the Go module proxy.
@@ -106,16 +107,30 @@ build kubernetes kubernetes "$k8s_ldflags" \
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 build kwok kwok "" \
   sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl
-if [[ -n ${VCPILOT_E2E_VOLCANO_BIN:-} ]]; then
+volcano_ldflags="-X volcano.sh/volcano/pkg/version.Version=$VOLCANO_VERSION $k8s_ldflags"
+if [[ -n ${VCPILOT_E2E_VOLCANO_SRC:-} ]] && ! all_exist "$E2E_BIN"/vc-{scheduler,controller-manager}; then
+  # A Volcano source tree (git clone -b $VOLCANO_VERSION): its go.mod finds volcano.sh/apis in its staging copy.
+  [[ -f $VCPILOT_E2E_VOLCANO_SRC/go.mod ]] && grep -q '^module volcano.sh/volcano$' "$VCPILOT_E2E_VOLCANO_SRC/go.mod" ||
+    die "VCPILOT_E2E_VOLCANO_SRC=$VCPILOT_E2E_VOLCANO_SRC is not a Volcano source tree (no go.mod of volcano.sh/volcano)."
+  start=$SECONDS
+  for cmd in scheduler controller-manager; do
+    (cd "$VCPILOT_E2E_VOLCANO_SRC" && go build -p "$go_jobs" -ldflags "-s -w $volcano_ldflags" \
+      -o "$E2E_BIN/vc-$cmd" "./cmd/$cmd") || die "volcano: building cmd/$cmd in $VCPILOT_E2E_VOLCANO_SRC failed."
+  done
+  log "volcano: built from $VCPILOT_E2E_VOLCANO_SRC in $((SECONDS - start)) s"
+fi
+if all_exist "$E2E_BIN"/vc-{scheduler,controller-manager}; then
+  log "volcano: cached"
+elif [[ -n ${VCPILOT_E2E_VOLCANO_BIN:-} ]]; then
   all_exist "$VCPILOT_E2E_VOLCANO_BIN"/vc-{scheduler,controller-manager} ||
     die "VCPILOT_E2E_VOLCANO_BIN=$VCPILOT_E2E_VOLCANO_BIN has no vc-scheduler and vc-controller-manager."
   log "volcano: using the binaries in $VCPILOT_E2E_VOLCANO_BIN"
 else
-  build volcano volcano "-X volcano.sh/volcano/pkg/version.Version=$VOLCANO_VERSION $k8s_ldflags" \
+  build volcano volcano "$volcano_ldflags" \
     volcano.sh/volcano/cmd/scheduler volcano.sh/volcano/cmd/controller-manager
   if [[ " ${failed[*]} " == *" volcano "* ]] && grep -q 'volcano.sh/apis.*403' "$E2E_BUILD/logs/volcano.log"; then
     log "volcano: the Go module proxy refuses volcano.sh/apis@$VOLCANO_APIS_VERSION (403), so Volcano cannot be" \
-      "built here; see docs/e2e.md (VCPILOT_E2E_VOLCANO_BIN, VCPILOT_E2E_VOLCANO=off)"
+      "built here; see docs/e2e.md (VCPILOT_E2E_VOLCANO_SRC, VCPILOT_E2E_VOLCANO_BIN, VCPILOT_E2E_VOLCANO=off)"
   fi
 fi
 
