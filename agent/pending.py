@@ -17,10 +17,9 @@ from agent.guardrails import pod_gpus
 from components.volcano.cluster import JobInfo, NodeInfo, QueueSnapshot
 from components.volcano.models import Job, PodSpec
 from components.volcano.resources import GPU
+from components.volcano.scheduler import BLOCKING_EFFECTS, affinity_allows, tolerates
 
 __all__ = ["PendingExplanation", "explain", "node_refusal"]
-
-_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 
 
 class PendingExplanation(BaseModel):
@@ -145,13 +144,12 @@ def node_refusal(node: NodeInfo, spec: PodSpec) -> str:
         return "cordoned (unschedulable)"
     tolerations = spec.tolerations or []
     for taint in node.taints:
-        if taint.get("effect") in _BLOCKING_EFFECTS and not _tolerated(tolerations, taint):
+        if taint.get("effect") in BLOCKING_EFFECTS and not tolerates(tolerations, taint):
             return f"taint {taint.get('key', '')}={taint.get('value', '')}:{taint['effect']} not tolerated"
     for key, value in (spec.node_selector or {}).items():
         if node.labels.get(key) != value:
             return f"node selector {key}={value} does not match"
-    terms = ((spec.affinity or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-    if terms and not any(_term_matches(term, node) for term in terms.get("nodeSelectorTerms") or []):
+    if not affinity_allows(spec.affinity, node.name, node.labels):
         return "excluded by the job's node affinity"
     return ""
 
@@ -192,49 +190,3 @@ def _fits(asks: Sequence[int], nodes: Sequence[NodeInfo]) -> bool:
         else:
             return False
     return True
-
-
-def _tolerated(tolerations: Sequence[Mapping[str, Any]], taint: Mapping[str, str]) -> bool:
-    for tol in tolerations:
-        if tol.get("effect") and tol["effect"] != taint.get("effect"):
-            continue
-        operator = tol.get("operator") or "Equal"
-        if not tol.get("key"):
-            if operator == "Exists":
-                return True
-            continue
-        if tol["key"] == taint.get("key") and (
-            operator == "Exists" or (tol.get("value") or "") == (taint.get("value") or "")
-        ):
-            return True
-    return False
-
-
-def _term_matches(term: Mapping[str, Any], node: NodeInfo) -> bool:
-    expressions = term.get("matchExpressions") or []
-    fields = term.get("matchFields") or []
-    if not expressions and not fields:  # Kubernetes: an empty term matches no node
-        return False
-    return all(_expression(e, node.labels) for e in expressions) and all(
-        _expression(f, {"metadata.name": node.name}) for f in fields
-    )
-
-
-def _expression(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    key, operator = expression.get("key", ""), expression.get("operator", "")
-    values = [str(v) for v in expression.get("values") or []]
-    if operator == "Exists":
-        return key in labels
-    if operator == "DoesNotExist":
-        return key not in labels
-    if operator == "NotIn":
-        return labels.get(key) not in values
-    if operator == "In":
-        return labels.get(key) in values
-    if operator in ("Gt", "Lt") and key in labels and len(values) == 1:
-        try:
-            have, bound = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return have > bound if operator == "Gt" else have < bound
-    return False

@@ -10,13 +10,23 @@ from typing import Any
 
 from components.volcano.resources import GPU
 
-__all__ = ["Gang", "NodeState", "PodRequest", "QueueState", "Session", "schedule"]
+__all__ = [
+    "BLOCKING_EFFECTS",
+    "Gang",
+    "NodeState",
+    "PodRequest",
+    "QueueState",
+    "Session",
+    "affinity_allows",
+    "schedule",
+    "tolerates",
+]
 
 # binpack weights (Volcano's binpack.cpu / binpack.memory / binpack.resources.nvidia.com/gpu); other resources
 # are checked for fit but do not steer the choice of node, as upstream skips resources it has no weight for.
 _BINPACK_WEIGHTS = {GPU: 10.0, "cpu": 1.0, "memory": 1.0}
 _EPS = 1e-9
-_BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 # Why nodes refuse a pod, said of one node and of many ("is not ready", "are not ready") -> how many nodes.
 _Refusals = Counter[tuple[str, str]]
 
@@ -340,17 +350,17 @@ def _static_refusal(node: NodeState, pod: PodRequest) -> tuple[str, str] | None:
     if node.unschedulable:
         return "is unschedulable", "are unschedulable"
     for taint in node.taints:
-        if taint.get("effect") in _BLOCKING_EFFECTS and not _tolerated(pod.tolerations, taint):
+        if taint.get("effect") in BLOCKING_EFFECTS and not tolerates(pod.tolerations, taint):
             return "has a taint the pod does not tolerate", "have a taint the pod does not tolerate"
     if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
         return "does not match the pod's node selector", "do not match the pod's node selector"
-    terms = _required_terms(pod.affinity)
-    if terms is not None and not any(_term_matches(t, node) for t in terms):
+    if not affinity_allows(pod.affinity, node.name, node.labels):
         return "does not match the pod's node affinity", "do not match the pod's node affinity"
     return None
 
 
-def _tolerated(tolerations: Sequence[Mapping[str, Any]], taint: Mapping[str, str]) -> bool:
+def tolerates(tolerations: Sequence[Mapping[str, Any]], taint: Mapping[str, str]) -> bool:
+    """True when one of the pod's tolerations matches the taint (Kubernetes' rules)."""
     for tol in tolerations:
         if tol.get("effect") and tol["effect"] != taint.get("effect"):
             continue
@@ -366,21 +376,22 @@ def _tolerated(tolerations: Sequence[Mapping[str, Any]], taint: Mapping[str, str
     return False
 
 
-def _required_terms(affinity: Mapping[str, Any] | None) -> list[Mapping[str, Any]] | None:
+def affinity_allows(affinity: Mapping[str, Any] | None, name: str, labels: Mapping[str, str]) -> bool:
+    """True when the pod's required node affinity lets it on the node `name` with `labels` (or it has none)."""
     node_affinity = (affinity or {}).get("nodeAffinity") or {}
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if not required:
-        return None
-    return list(required.get("nodeSelectorTerms") or [])
+        return True
+    return any(_term_matches(term, name, labels) for term in required.get("nodeSelectorTerms") or [])
 
 
-def _term_matches(term: Mapping[str, Any], node: NodeState) -> bool:
+def _term_matches(term: Mapping[str, Any], name: str, labels: Mapping[str, str]) -> bool:
     expressions = term.get("matchExpressions") or []
     fields = term.get("matchFields") or []
     if not expressions and not fields:  # Kubernetes: an empty term matches no node
         return False
-    return all(_expression_matches(e, node.labels) for e in expressions) and all(
-        _expression_matches(f, {"metadata.name": node.name}) for f in fields
+    return all(_expression_matches(e, labels) for e in expressions) and all(
+        _expression_matches(f, {"metadata.name": name}) for f in fields
     )
 
 
