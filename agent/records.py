@@ -20,6 +20,7 @@ from agent.failures import attempt_record
 from agent.observation import AttemptRecord
 from agent.observe import bounded_mlflow_retries
 from agent.policy import Decision, Policy
+from components.tracking.steps import DEFAULT_EXPERIMENT
 from components.volcano.validation import describe_validation_error
 
 __all__ = [
@@ -32,7 +33,6 @@ __all__ = [
     "write_decision",
 ]
 
-DEFAULT_EXPERIMENT = "llm-autopilot"
 _MAX_TAG = 5000  # MLflow caps tag values (8000 characters in MLflow 3); a rationale fits well within this
 _MAX_PARAM = 500
 

@@ -8,13 +8,21 @@ asynchronously, so a slow tracking store does not slow the train loop; `finish` 
 
 from __future__ import annotations
 
+import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-__all__ = ["MetricsSink", "MlflowSink", "NullSink", "open_sink"]
+from components.tracking.steps import (
+    DEFAULT_EXPERIMENT,
+    STEP_TAG,
+    TrackingTarget,
+    first_line,
+    start_child_run,
+    unreachable,
+)
 
-DEFAULT_EXPERIMENT = "llm-autopilot"
+__all__ = ["MetricsSink", "MlflowSink", "NullSink", "open_sink"]
 
 
 class MetricsSink(Protocol):
@@ -44,29 +52,46 @@ class NullSink:
 
 
 class MlflowSink:
-    """One MLflow run, child of the workflow's parent run when there is a workflow."""
+    """One MLflow run, child of the workflow's parent run when there is a workflow.
+
+    A tracking server that fails mid-training costs one warning line, never the training: from then on the
+    metrics go nowhere, and the checkpoints and the final model are written as always.
+    """
 
     def __init__(self, tracking_uri: str, experiment: str, workflow: str | None, run_name: str = "finetune") -> None:
         from mlflow.tracking import MlflowClient  # imported here: MLflow takes seconds to import
 
-        from components.tracking.runs import workflow_run
-
         self.client = MlflowClient(tracking_uri=tracking_uri)
-        tags = {"vcpilot.step": "finetune"}
+        self.tracking_uri = tracking_uri
+        self.broken = False
         if workflow:
-            parent = workflow_run(tracking_uri, experiment, workflow)
-            experiment_id = self.client.get_run(parent).info.experiment_id
-            tags["mlflow.parentRunId"] = parent
+            target = TrackingTarget(tracking_uri=tracking_uri, experiment=experiment, workflow=workflow)
+            self.run_id = start_child_run(self.client, target, run_name)
         else:
             found = self.client.get_experiment_by_name(experiment)
             experiment_id = found.experiment_id if found else self.client.create_experiment(experiment)
-        self.run_id: str = self.client.create_run(experiment_id, run_name=run_name, tags=tags).info.run_id
+            tags = {STEP_TAG: "finetune"}
+            self.run_id = str(self.client.create_run(experiment_id, run_name=run_name, tags=tags).info.run_id)
+
+    def _safely(self, what: str, call: Callable[[], Any]) -> None:
+        if self.broken:
+            return
+        try:
+            call()
+        except Exception as err:  # MLflow's, requests' and sqlalchemy's errors share no base we could name
+            self.broken = True
+            print(
+                f"warning: MLflow at {self.tracking_uri} failed to {what} ({first_line(err)}); "
+                "training goes on without tracking",
+                file=sys.stderr,
+            )
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         """Record the run's settings as MLflow params."""
         from mlflow.entities import Param
 
-        self.client.log_batch(self.run_id, params=[Param(key, str(value)) for key, value in params.items()])
+        batch = [Param(key, str(value)) for key, value in params.items()]
+        self._safely("record the parameters", lambda: self.client.log_batch(self.run_id, params=batch))
 
     def log_metrics(self, step: int, metrics: Mapping[str, float]) -> None:
         """Queue the metrics of `step`; they are written in the background."""
@@ -74,20 +99,31 @@ class MlflowSink:
 
         now = int(time.time() * 1000)
         batch = [Metric(key, float(value), now, step) for key, value in metrics.items()]
-        self.client.log_batch(self.run_id, metrics=batch, synchronous=False)
+        self._safely("record metrics", lambda: self.client.log_batch(self.run_id, metrics=batch, synchronous=False))
 
     def finish(self, succeeded: bool) -> None:
         """Wait for queued metrics, then end the run FINISHED or FAILED."""
         import mlflow
 
-        mlflow.flush_async_logging()
-        self.client.set_terminated(self.run_id, status="FINISHED" if succeeded else "FAILED")
+        self._safely("write the queued metrics", mlflow.flush_async_logging)
+        status = "FINISHED" if succeeded else "FAILED"
+        self._safely("close the run", lambda: self.client.set_terminated(self.run_id, status=status))
 
 
 def open_sink(env: Mapping[str, str], is_main: bool) -> MetricsSink:
-    """Rank 0's MLflow run when `MLFLOW_TRACKING_URI` is set, else a sink that records nothing."""
+    """Rank 0's MLflow run when `MLFLOW_TRACKING_URI` is set, else a sink that records nothing.
+
+    A tracking server that does not answer costs one warning line on stderr, and the training runs untracked.
+    """
     uri = env.get("MLFLOW_TRACKING_URI", "")
     if not is_main or not uri:
         return NullSink()
     experiment = env.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
-    return MlflowSink(uri, experiment, env.get("VCPILOT_WORKFLOW") or None)
+    reason = unreachable(uri, timeout_s=5.0)
+    if reason is None:
+        try:
+            return MlflowSink(uri, experiment, env.get("VCPILOT_WORKFLOW") or None)
+        except Exception as err:  # as in MlflowSink._safely
+            reason = first_line(err)
+    print(f"warning: MLflow at {uri} is unreachable ({reason}); training goes on without tracking", file=sys.stderr)
+    return NullSink()

@@ -32,11 +32,13 @@ __all__ = [
     "PARENT_TAG",
     "STEP_TAG",
     "StepLog",
+    "first_line",
     "TrackingTarget",
     "log_step_run",
     "report_metrics",
     "start_child_run",
     "tracking_target",
+    "unreachable",
 ]
 
 DEFAULT_EXPERIMENT = "llm-autopilot"
@@ -102,7 +104,7 @@ def start_child_run(client: Any, target: TrackingTarget, step: str, tags: Mappin
     return str(run.info.run_id)
 
 
-def _unreachable(tracking_uri: str, timeout_s: float) -> str | None:
+def unreachable(tracking_uri: str, timeout_s: float) -> str | None:
     """Why an HTTP tracking server does not answer /health (None when it does, or is not HTTP).
 
     Asked first because MLflow's client retries a dead server for minutes before it gives up.
@@ -128,7 +130,8 @@ def _quiet() -> None:
     logging.getLogger("mlflow").setLevel(os.environ["MLFLOW_LOGGING_LEVEL"].upper())  # if imported already
 
 
-def _first_line(err: BaseException) -> str:
+def first_line(err: BaseException) -> str:
+    """`Type: first line of the message`, at most 200 characters: an MLflow error fit for a one-line warning."""
     text = (getattr(err, "message", None) or str(err)).strip()
     return f"{type(err).__name__}: {text.splitlines()[0][:200]}" if text else type(err).__name__
 
@@ -145,7 +148,7 @@ def log_step_run(
     if target is None:
         return None
     out = warn or sys.stderr
-    if reason := _unreachable(target.tracking_uri, timeout_s):
+    if reason := unreachable(target.tracking_uri, timeout_s):
         print(
             f"warning: MLflow at {target.tracking_uri} is unreachable ({reason}); "
             f"the {log.step} step's record is in its report files only",
@@ -172,7 +175,7 @@ def log_step_run(
         client.set_terminated(run_id, status="FINISHED")
     except Exception as err:  # MLflow's, requests' and sqlalchemy's errors share no base we could name
         print(
-            f"warning: could not log the {log.step} step to MLflow at {target.tracking_uri} ({_first_line(err)}); "
+            f"warning: could not log the {log.step} step to MLflow at {target.tracking_uri} ({first_line(err)}); "
             "its report files have everything",
             file=out,
         )
