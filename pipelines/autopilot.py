@@ -28,12 +28,14 @@ __all__ = [
     "MODES",
     "PARAMETERS",
     "POLICIES",
+    "SERVICE_ACCOUNT",
     "TEMPLATE_NAME",
     "build_cron_workflow",
     "build_workflow_template",
 ]
 
 TEMPLATE_NAME = "llm-autopilot"
+SERVICE_ACCOUNT = "vcpilot-workflow"  # deploy/rbac/serviceaccount.yaml
 CRON_NAME = "llm-autopilot-nightly"
 DEFAULT_IMAGE = "ghcr.io/vcpilot/vcpilot:0.1.0"
 MODES = ["auto", "force", "dry-run"]
@@ -258,6 +260,8 @@ def build_workflow_template() -> WorkflowTemplate:
         },
         entrypoint="main",
         on_exit="on-exit",
+        # deploy/rbac/: exactly what the steps do (VCJobs in this namespace, reads of pods, queues and nodes).
+        service_account_name=SERVICE_ACCOUNT,
         arguments=list(PARAMETERS),
         volumes=[
             Volume(

@@ -314,10 +314,13 @@ class Finalized(Output):
     deleted_jobs: Annotated[list[str], Parameter(name="deleted-jobs")]
 
 
-def delete_workflow_jobs(cluster: Cluster, workflow: str) -> list[str]:
-    """Delete every VCJob labelled with this workflow; returns their names."""
+def delete_workflow_jobs(cluster: Cluster, workflow: str, namespace: str) -> list[str]:
+    """Delete every VCJob of `namespace` labelled with this workflow; returns their names.
+
+    Within the workflow's namespace: its service account may not list jobs cluster-wide (deploy/rbac/).
+    """
     deleted = []
-    for job in cluster.list_jobs(labels={WORKFLOW_LABEL: workflow}):
+    for job in cluster.list_jobs(labels={WORKFLOW_LABEL: workflow}, namespace=namespace):
         cluster.delete(job.name, job.namespace, missing_ok=True)
         deleted.append(job.name)
     return deleted
@@ -355,7 +358,7 @@ def finalize(inputs: FinalizeInput) -> Finalized:
     cluster = None if cleanup else connect_cluster()
     if cluster is not None:
         try:
-            deleted = delete_workflow_jobs(cluster, inputs.workflow_name)
+            deleted = delete_workflow_jobs(cluster, inputs.workflow_name, inputs.namespace)
             cleanup = f"deleted {len(deleted)} VCJobs"
         except ClusterError as err:  # the summary matters more than the cleanup: record and go on
             cleanup = f"could not delete the VCJobs: {err}"

@@ -46,6 +46,9 @@ class Controller:
             action = match_action(job.spec, task, event, exit_code)
             if action and self.apply_action(job, action, task, pod, event):
                 handled.add((namespace, job_name))
+            elif action is None and event == "PodEvicted":
+                # Eviction deletes the pod, and Volcano's controller recreates what a live job is missing.
+                self.recreate_pod(namespace, pod)
         self.sync_phases()
         self.schedule()
         self.sync_phases()
@@ -128,7 +131,9 @@ class Controller:
         final = {"AbortJob": "Aborted", "TerminateJob": "Terminated", "CompleteJob": "Completed"}.get(action)
         if final is None:
             return False
-        self.kill_pods(ns, name)
+        # Volcano deletes the pods CompleteJob stops too; a completed job keeps them here, as Failed/Terminated,
+        # because tests/integration/test_local_cluster.py still lists a DDP job's worker after its master ends.
+        self.kill_pods(ns, name, remove=action != "CompleteJob")
         self.set_phase(job, final, action, f"{event} on task {task}: {action}")
         return True
 
@@ -163,14 +168,22 @@ class Controller:
             for r in db.execute("SELECT * FROM nodes ORDER BY name")
         ]
         allocated = self.queue_usage()
+        # Volcano's proportion plugin admits a gang only within its queue's realCapability: the capability capped
+        # at what the Ready nodes hold (the whole cluster where none is set), whatever the overcommit factor.
+        cluster: dict[str, float] = {}
+        for state in nodes:
+            if state.ready:
+                for name, amount in state.allocatable.items():
+                    cluster[name] = cluster.get(name, 0.0) + amount
         queues = []
         for r in db.execute("SELECT * FROM queues ORDER BY name"):
             spec = json.loads(r["spec"])
+            capability = {**cluster, **parse_resources(spec.get("capability"))}
             queues.append(
                 scheduler.QueueState(
                     name=r["name"],
                     weight=int(spec.get("weight") or 1),
-                    capability=parse_resources(spec.get("capability")),
+                    capability={name: min(amount, cluster.get(name, amount)) for name, amount in capability.items()},
                     open=r["state"] == "Open",
                     allocated=allocated.get(r["name"], {}),
                 )
@@ -290,13 +303,34 @@ class Controller:
         kind = "Normal" if phase == "Succeeded" else "Warning"
         self.event(pod["namespace"], pod["job"], f"Pod/{pod['name']}", reason, message, kind)
 
-    def kill_pods(self, namespace: str, job: str) -> None:
-        """Record a pod's end and its event."""
+    def recreate_pod(self, namespace: str, pod: str) -> None:
+        """A pod of the same name, waiting to be placed again (the old one is gone); it costs no retry."""
+        self._db.execute(
+            "UPDATE pods SET node = NULL, phase = 'Pending', reason = NULL, exit_code = NULL, pid = NULL, "
+            "token = NULL, exit_file = NULL, started = NULL, finished = NULL WHERE namespace = ? AND name = ?",
+            (namespace, pod),
+        )
+
+    def kill_pods(self, namespace: str, job: str, *, remove: bool = True) -> None:
+        """Kill the job's running pods and delete them with its waiting ones; pods that ended by themselves stay.
+
+        As Volcano's KillJob does (PodRetainPhaseSoft): a finished job keeps its Succeeded and Failed pods, and
+        the pods its controller had to stop are gone, not left behind as failures of their own. With `remove`
+        False the stopped pods stay, marked Failed/Terminated.
+        """
         for pod in self._db.execute(
             "SELECT * FROM pods WHERE namespace = ? AND job = ? AND phase = 'Running'", (namespace, job)
         ).fetchall():
             localpods.kill(pod["pid"], pod["token"])
-            self.finish_pod(pod, "Failed", "Terminated", 137, "killed: the job is restarting or finishing")
+            if not remove:
+                self.finish_pod(pod, "Failed", "Terminated", 137, "killed: the job is finishing")
+                continue
+            self.event(namespace, job, f"Pod/{pod['name']}", "Killing", "killed: the job is restarting or finishing")
+        if remove:
+            self._db.execute(
+                "DELETE FROM pods WHERE namespace = ? AND job = ? AND phase IN ('Running', 'Pending')",
+                (namespace, job),
+            )
 
     def set_phase(self, job: JobRow, phase: str, reason: str, message: str) -> None:
         """Kill the job's running pods, marking them Failed/Terminated."""

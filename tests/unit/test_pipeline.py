@@ -374,8 +374,10 @@ def test_cleanup_deletes_exactly_the_workflows_jobs() -> None:
     class Jobs:
         def __init__(self) -> None:
             self.jobs = {"a": {WORKFLOW_LABEL: WF}, "b": {WORKFLOW_LABEL: WF}, "c": {WORKFLOW_LABEL: "other"}}
+            self.namespaces: list[str | None] = []
 
-        def list_jobs(self, labels: dict[str, str]) -> list[JobInfo]:
+        def list_jobs(self, labels: dict[str, str], namespace: str | None = None) -> list[JobInfo]:
+            self.namespaces.append(namespace)
             chosen = [n for n, have in self.jobs.items() if labels.items() <= have.items()]
             return [JobInfo(name=n, uid=n, queue="q", phase="Failed", min_available=1) for n in chosen]
 
@@ -383,8 +385,9 @@ def test_cleanup_deletes_exactly_the_workflows_jobs() -> None:
             del self.jobs[name]
 
     cluster = Jobs()
-    assert steps.delete_workflow_jobs(cluster, WF) == ["a", "b"]  # type: ignore[arg-type]
+    assert steps.delete_workflow_jobs(cluster, WF, "ml") == ["a", "b"]  # type: ignore[arg-type]
     assert list(cluster.jobs) == ["c"]
+    assert cluster.namespaces == ["ml"]  # never cluster-wide: the workflow's service account may not
 
 
 # ---- submit ----------------------------------------------------------------------------------------------

@@ -1,0 +1,346 @@
+"""API-server objects (as JSON) turned into the Cluster protocol's JobInfo, QueueSnapshot, NodeInfo and Event.
+
+Pure functions over the dicts the API server returns, so KubeCluster's reading of Volcano can be tested with
+recorded objects. Two readings are worth knowing:
+
+- Queue demand is counted from PodGroups by `spec.queue` and phase (Volcano >= 1.11 no longer writes the
+  counts into `queue.status`); only `status.allocated` is read from the queue.
+- A pod deleted by node eviction is gone from the API, but the job's diagnosis needs it: the cluster still
+  records it in events (the scheduler's `Scheduled` names the node, the taint-eviction controller's
+  `TaintManagerEviction` the deletion), so such a pod is reported as Failed/Evicted on its node until a newer
+  pod of the same name replaces it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from components.volcano.cluster import Event, JobInfo, NodeInfo, PodInfo, QueueSnapshot
+from components.volcano.resources import GPU, parse_quantity, parse_resources
+
+__all__ = [
+    "Obj",
+    "TASK_INDEX",
+    "TASK_SPEC",
+    "JOB_NAME",
+    "event_from",
+    "expected_pods",
+    "job_events",
+    "job_info",
+    "node_info",
+    "parse_time",
+    "pending_reason",
+    "pod_gpus",
+    "pod_info",
+    "podgroup_name",
+    "queue_snapshot",
+]
+
+# A JSON object as the API server returns it.
+Obj = dict[str, Any]
+
+# Keys Volcano's job controller puts on every pod it creates (volcano.sh/apis batch/v1alpha1 labels.go).
+JOB_NAME = "volcano.sh/job-name"
+TASK_SPEC = "volcano.sh/task-spec"
+TASK_INDEX = "volcano.sh/task-index"
+
+_TERMINAL = frozenset({"Succeeded", "Failed"})
+_QUEUE_PHASES = ("Pending", "Inqueue", "Running")
+_ASSIGNED = re.compile(r"assigned \S+ to (\S+)$")
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("status") or {}
+
+
+def parse_time(value: str | None) -> float | None:
+    """An RFC 3339 timestamp (`2026-01-02T03:04:05Z`, with or without microseconds) as epoch seconds."""
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def podgroup_name(job: Mapping[str, Any]) -> str:
+    """The PodGroup Volcano (>= 1.5) creates for a job: `<job name>-<job uid>`."""
+    return f"{_meta(job).get('name')}-{_meta(job).get('uid')}"
+
+
+def pod_gpus(pod_spec: Mapping[str, Any]) -> int:
+    """GPUs a pod asks for: the sum over its containers, a container's limits standing in for missing requests."""
+    total = 0.0
+    for container in pod_spec.get("containers") or []:
+        resources = container.get("resources") or {}
+        amount = (resources.get("requests") or {}).get(GPU, (resources.get("limits") or {}).get(GPU, 0))
+        total += parse_quantity(amount)
+    return int(total)
+
+
+def expected_pods(job: Mapping[str, Any]) -> dict[str, tuple[str, int, int]]:
+    """Every pod name the job's tasks give (`<job>-<task>-<index>`), with its task, index and GPUs."""
+    name = _meta(job).get("name")
+    out: dict[str, tuple[str, int, int]] = {}
+    for task in (job.get("spec") or {}).get("tasks") or []:
+        gpus = pod_gpus(((task.get("template") or {}).get("spec")) or {})
+        for index in range(int(task.get("replicas") or 0)):
+            out[f"{name}-{task['name']}-{index}"] = (task["name"], index, gpus)
+    return out
+
+
+def _terminated(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The first container's terminated state (Volcano reads the exit code of the first container too)."""
+    for status in _status(pod).get("containerStatuses") or []:
+        state = (status.get("state") or {}).get("terminated")
+        if state:
+            return state
+    return {}
+
+
+def _pod_reason(pod: Mapping[str, Any]) -> str | None:
+    status = _status(pod)
+    for condition in status.get("conditions") or []:
+        # Set by the taint-eviction controller before it deletes a pod from a NotReady node.
+        if condition.get("type") == "DisruptionTarget" and condition.get("reason") == "DeletionByTaintManager":
+            return "Evicted"
+    if status.get("reason"):
+        return str(status["reason"])
+    if status.get("phase") in _TERMINAL:
+        return _terminated(pod).get("reason")
+    return None
+
+
+def pod_info(pod: Mapping[str, Any]) -> PodInfo:
+    """A pod as PodInfo: task and index from Volcano's labels, reason and exit code from its status."""
+    meta, spec, status = _meta(pod), pod.get("spec") or {}, _status(pod)
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    name = str(meta.get("name"))
+    task = annotations.get(TASK_SPEC) or labels.get(TASK_SPEC) or ""
+    index = labels.get(TASK_INDEX) or annotations.get(TASK_INDEX)
+    if index is None:
+        index = name.rsplit("-", 1)[-1]
+    code = _terminated(pod).get("exitCode") if status.get("phase") in _TERMINAL else None
+    reason = _pod_reason(pod)
+    # A pod the taint manager is deleting has failed, whatever its last reported phase.
+    phase = "Failed" if reason == "Evicted" else status.get("phase") or "Pending"
+    return PodInfo(
+        name=name,
+        task=task,
+        index=int(index) if str(index).isdigit() else 0,
+        node=spec.get("nodeName") or None,
+        phase=phase,
+        reason=reason,
+        exit_code=int(code) if code is not None else None,
+        gpus=pod_gpus(spec),
+    )
+
+
+def _evicted(expected: Mapping[str, tuple[str, int, int]], present: set[str], events: Sequence[Obj]) -> list[PodInfo]:
+    """Pods of the job that node eviction deleted, rebuilt from events, unless a newer pod took the name."""
+    placed: dict[str, tuple[float, str]] = {}
+    evicted: dict[str, float] = {}
+    for event in events:
+        kind, name = _target(event)
+        if kind != "Pod" or name not in expected or name in present:
+            continue
+        when = _event_time(event)
+        if event.get("reason") == "Scheduled":
+            match = _ASSIGNED.search(event.get("message") or "")
+            if match and when >= placed.get(name, (float("-inf"), ""))[0]:
+                placed[name] = (when, match.group(1))
+        elif event.get("reason") == "TaintManagerEviction" and (event.get("message") or "").startswith("Marking"):
+            evicted[name] = max(when, evicted.get(name, float("-inf")))
+    out = []
+    for name, when in evicted.items():
+        if name in placed and placed[name][0] <= when:
+            task, index, gpus = expected[name]
+            out.append(
+                PodInfo(
+                    name=name, task=task, index=index, node=placed[name][1], phase="Failed", reason="Evicted", gpus=gpus
+                )
+            )
+    return out
+
+
+def pending_reason(podgroup: Mapping[str, Any] | None, events: Sequence[Obj] = ()) -> str | None:
+    """Why the scheduler leaves a gang waiting: the PodGroup's Unschedulable condition, else its latest events.
+
+    A gang the enqueue action refuses (queue quota, cluster idle resources) gets no condition, only
+    `Unschedulable` events on the PodGroup; those of the latest second are joined into one sentence.
+    """
+    if podgroup is None:
+        return None
+    for condition in reversed(_status(podgroup).get("conditions") or []):
+        if condition.get("type") == "Unschedulable" and condition.get("status") == "True":
+            return condition.get("message") or condition.get("reason")
+    name = _meta(podgroup).get("name")
+    mine = [e for e in events if _target(e) == ("PodGroup", name) and e.get("reason") == "Unschedulable"]
+    if not mine:
+        return None
+    latest = max(int(_event_time(e)) for e in mine)
+    messages = [" ".join(str(e.get("message") or "").split()) for e in mine if int(_event_time(e)) == latest]
+    return "; ".join(sorted(dict.fromkeys(m for m in messages if m), key=lambda m: "gang" in m)) or None
+
+
+def _owned_by(obj: Mapping[str, Any], uid: str | None) -> bool:
+    return any(ref.get("uid") == uid for ref in _meta(obj).get("ownerReferences") or [])
+
+
+def job_info(
+    job: Mapping[str, Any],
+    pods: Iterable[Mapping[str, Any]],
+    podgroup: Mapping[str, Any] | None = None,
+    events: Sequence[Obj] = (),
+) -> JobInfo:
+    """A Volcano Job and what belongs to it as JobInfo; pods of another job of the same name are ignored.
+
+    `events` are the namespace's events, as far as read: Pod events to rebuild evicted pods of a finished
+    job, PodGroup events to say why a pending job waits.
+    """
+    meta, spec, status = _meta(job), job.get("spec") or {}, _status(job)
+    state = status.get("state") or {}
+    uid = meta.get("uid")
+    mine = [p for p in pods if _owned_by(p, uid) and (_meta(p).get("labels") or {}).get(JOB_NAME) == meta.get("name")]
+    # A pod being deleted is gone as far as the job is concerned, unless node eviction is what deletes it.
+    infos = [pod_info(p) for p in mine if not _meta(p).get("deletionTimestamp") or _pod_reason(p) == "Evicted"]
+    if podgroup is not None and not _owned_by(podgroup, uid):
+        podgroup = None
+    infos += _evicted(expected_pods(job), {i.name for i in infos}, events)
+    phase = state.get("phase") or "Pending"
+    waiting = pending_reason(podgroup, events) if phase == "Pending" else None
+    return JobInfo(
+        name=str(meta.get("name")),
+        namespace=str(meta.get("namespace") or "default"),
+        uid=str(uid or ""),
+        queue=spec.get("queue") or "default",
+        phase=phase,
+        retry_count=int(status.get("retryCount") or 0),
+        min_available=int(spec.get("minAvailable") or 0),
+        labels=dict(meta.get("labels") or {}),
+        pods=sorted(infos, key=lambda p: (p.task, p.index)),
+        podgroup_phase=_status(podgroup).get("phase") if podgroup else None,
+        reason=state.get("reason") or None,
+        message=waiting or state.get("message") or None,
+    )
+
+
+def queue_snapshot(queue: Mapping[str, Any], podgroups: Iterable[Mapping[str, Any]]) -> QueueSnapshot:
+    """A queue with its demand counted from the PodGroups that name it, by phase (GPUs from `minResources`)."""
+    meta, spec, status = _meta(queue), queue.get("spec") or {}, _status(queue)
+    name = meta.get("name")
+    counts = {phase: [0, 0] for phase in _QUEUE_PHASES}
+    for pg in podgroups:
+        pg_spec = pg.get("spec") or {}
+        phase = _status(pg).get("phase") or "Pending"
+        if (pg_spec.get("queue") or "default") != name or phase not in counts or _meta(pg).get("deletionTimestamp"):
+            continue
+        counts[phase][0] += 1
+        counts[phase][1] += int(parse_quantity((pg_spec.get("minResources") or {}).get(GPU, 0)))
+    return QueueSnapshot(
+        name=str(name),
+        state=status.get("state") or "Open",
+        weight=int(spec.get("weight") or 1),
+        capability=parse_resources(spec.get("capability")),
+        allocated=parse_resources(status.get("allocated")),
+        pending=counts["Pending"][0],
+        inqueue=counts["Inqueue"][0],
+        running=counts["Running"][0],
+        pending_gpus=counts["Pending"][1],
+        inqueue_gpus=counts["Inqueue"][1],
+        running_gpus=counts["Running"][1],
+    )
+
+
+def _ready(node: Mapping[str, Any]) -> bool:
+    for condition in _status(node).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return False
+
+
+def node_info(node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> NodeInfo:
+    """A node with readiness from its Ready condition and GPUs allocated to the non-terminal pods bound to it.
+
+    A NotReady node can take nothing, so its allocatable GPUs count as 0 (as on LocalCluster).
+    """
+    meta, spec, status = _meta(node), node.get("spec") or {}, _status(node)
+    name = meta.get("name")
+    ready = _ready(node)
+    used = sum(
+        pod_gpus(p.get("spec") or {})
+        for p in pods
+        if (p.get("spec") or {}).get("nodeName") == name and _status(p).get("phase") not in _TERMINAL
+    )
+    return NodeInfo(
+        name=str(name),
+        ready=ready,
+        gpu_capacity=int(parse_quantity((status.get("capacity") or {}).get(GPU, 0))),
+        gpu_allocatable=int(parse_quantity((status.get("allocatable") or {}).get(GPU, 0))) if ready else 0,
+        gpu_allocated=used,
+        labels=dict(meta.get("labels") or {}),
+        taints=[{k: str(v) for k, v in taint.items()} for taint in spec.get("taints") or []],
+        unschedulable=bool(spec.get("unschedulable")),
+    )
+
+
+def _event_time(event: Mapping[str, Any]) -> float:
+    """When the event last happened, to the nanosecond where the API allows.
+
+    Timestamps have whole seconds, which cannot order a pod's placement and its eviction in the same second;
+    but client-go names an event `<object>.<hex UnixNano of its first occurrence>`, exact for an event seen
+    once.
+    """
+    when = 0.0
+    for value in (
+        event.get("lastTimestamp"),
+        event.get("eventTime"),
+        (event.get("series") or {}).get("lastObservedTime"),
+        event.get("firstTimestamp"),
+        _meta(event).get("creationTimestamp"),
+    ):
+        parsed = parse_time(value)
+        if parsed is not None:
+            when = parsed
+            break
+    if (event.get("count") or 1) == 1:
+        try:
+            exact = int(str(_meta(event).get("name", "")).rsplit(".", 1)[-1], 16) / 1e9
+        except ValueError:
+            return when
+        if abs(exact - when) < 2.0 or not when:
+            return exact
+    return when
+
+
+def _target(event: Mapping[str, Any]) -> tuple[str, str]:
+    target = event.get("involvedObject") or {}
+    return str(target.get("kind")), str(target.get("name"))
+
+
+def event_from(event: Mapping[str, Any]) -> Event:
+    """A core/v1 Event as the protocol's Event (`object` is `Kind/name`)."""
+    target = event.get("involvedObject") or {}
+    return Event(
+        time=_event_time(event),
+        object=f"{target.get('kind')}/{target.get('name')}",
+        type=event.get("type") or "Normal",
+        reason=event.get("reason") or "",
+        message=" ".join(str(event.get("message") or "").split()),
+    )
+
+
+def job_events(job: Mapping[str, Any], events: Iterable[Mapping[str, Any]], limit: int = 50) -> list[Event]:
+    """The most recent events of the job, its PodGroup and its pods (by the names its tasks give), oldest first."""
+    name = _meta(job).get("name")
+    wanted = {("Job", name), ("PodGroup", podgroup_name(job))} | {("Pod", pod) for pod in expected_pods(job)}
+    mine = [e for e in events if _target(e) in wanted]
+    ordered = sorted((event_from(e) for e in mine), key=lambda e: e.time)
+    return ordered[-limit:] if limit > 0 else []
