@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
+from agent import observe as observe_module
+from agent import policy_rules
+from agent.actions import Abort, Proceed, RetryFromCheckpoint
+from agent.failures import attempt_record
+from agent.observation import PlanRequest
 from components.volcano.builder import TrainingRequest, build_training_job
 
 pytestmark = pytest.mark.e2e
 
-policy_rules = pytest.importorskip("agent.policy_rules", reason="the agent's rule policy is not there yet")
-observe_module = pytest.importorskip("agent.observe", reason="the agent's observe is not there yet")
-from agent.actions import Abort, Proceed, RetryFromCheckpoint  # noqa: E402
-from agent.failures import attempt_record  # noqa: E402
-from agent.observation import PlanRequest  # noqa: E402
 
 KWOK_COMPLETE = "pod-complete.stage.kwok.x-k8s.io"
 KWOK_FAILED = "pod-failed.stage.kwok.x-k8s.io"
