@@ -161,23 +161,13 @@ class Simulation:
     def queue_snapshot(self, name: str) -> QueueSnapshot:
         """The queue as `Cluster.queue` reports it: PodGroups counted by phase, with the GPUs they ask for."""
         queue = self.queues[name]
-        counts = {"Pending": [0, 0], "Inqueue": [0, 0], "Running": [0, 0]}
-        for job in self.jobs.values():
-            if job.queue == name:
-                counts[job.phase][0] += 1
-                counts[job.phase][1] += job.gpus
-        return QueueSnapshot(
+        return QueueSnapshot.counted(
+            ((job.phase, job.gpus) for job in self.jobs.values() if job.queue == name),
             name=name,
             state="Open",
             weight=queue.weight,
             capability=dict(queue.capability),
             allocated={GPU: self._allocated(name)},
-            pending=counts["Pending"][0],
-            inqueue=counts["Inqueue"][0],
-            running=counts["Running"][0],
-            pending_gpus=counts["Pending"][1],
-            inqueue_gpus=counts["Inqueue"][1],
-            running_gpus=counts["Running"][1],
         )
 
     def node_infos(self) -> list[NodeInfo]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -116,6 +116,28 @@ class QueueSnapshot(_Frozen):
     pending_gpus: int = 0
     inqueue_gpus: int = 0
     running_gpus: int = 0
+
+    @classmethod
+    def counted(cls, podgroups: Iterable[tuple[str, int]], **queue: Any) -> QueueSnapshot:
+        """The queue (`name`, `state`, …) with its PodGroups, given as (phase, GPUs), counted by phase.
+
+        Only Pending, Inqueue and Running PodGroups are demand; the others are left out.
+        """
+        counts = {phase: [0, 0] for phase in ("Pending", "Inqueue", "Running")}
+        for phase, gpus in podgroups:
+            if phase in counts:
+                counts[phase][0] += 1
+                counts[phase][1] += gpus
+        (pending, pending_gpus), (inqueue, inqueue_gpus), (running, running_gpus) = counts.values()
+        return cls(
+            **queue,
+            pending=pending,
+            inqueue=inqueue,
+            running=running,
+            pending_gpus=pending_gpus,
+            inqueue_gpus=inqueue_gpus,
+            running_gpus=running_gpus,
+        )
 
 
 class NodeInfo(_Frozen):

@@ -401,26 +401,20 @@ class LocalCluster:
         if row is None:
             raise QueueNotFound(f"queue {name!r} does not exist.")
         spec = json.loads(row["spec"])
-        counts = {"Pending": [0, 0], "Inqueue": [0, 0], "Running": [0, 0]}
+        demand = []
         for job_row in self._db.execute(
             "SELECT * FROM jobs WHERE phase NOT IN ('Completed','Failed','Aborted','Terminated')"
         ):
             job = JobRow.from_row(job_row)
-            if (job.spec.queue or "default") == name and job.pg_phase in counts:
-                counts[job.pg_phase][0] += 1
-                counts[job.pg_phase][1] += int(job.min_resources().get(GPU, 0))
-        return QueueSnapshot(
+            if (job.spec.queue or "default") == name:
+                demand.append((job.pg_phase, int(job.min_resources().get(GPU, 0))))
+        return QueueSnapshot.counted(
+            demand,
             name=name,
             state=row["state"],
             weight=int(spec.get("weight") or 1),
             capability=parse_resources(spec.get("capability")),
             allocated=self._ctl.queue_usage().get(name, {}),
-            pending=counts["Pending"][0],
-            inqueue=counts["Inqueue"][0],
-            running=counts["Running"][0],
-            pending_gpus=counts["Pending"][1],
-            inqueue_gpus=counts["Inqueue"][1],
-            running_gpus=counts["Running"][1],
         )
 
     def _info(self, job: JobRow) -> JobInfo:

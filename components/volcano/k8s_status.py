@@ -48,7 +48,6 @@ TASK_SPEC = "volcano.sh/task-spec"
 TASK_INDEX = "volcano.sh/task-index"
 
 _TERMINAL = frozenset({"Succeeded", "Failed"})
-_QUEUE_PHASES = ("Pending", "Inqueue", "Running")
 _ASSIGNED = re.compile(r"assigned \S+ to (\S+)$")
 
 
@@ -236,26 +235,20 @@ def queue_snapshot(queue: Mapping[str, Any], podgroups: Iterable[Mapping[str, An
     """A queue with its demand counted from the PodGroups that name it, by phase (GPUs from `minResources`)."""
     meta, spec, status = _meta(queue), queue.get("spec") or {}, _status(queue)
     name = meta.get("name")
-    counts = {phase: [0, 0] for phase in _QUEUE_PHASES}
+    demand = []
     for pg in podgroups:
         pg_spec = pg.get("spec") or {}
-        phase = _status(pg).get("phase") or "Pending"
-        if (pg_spec.get("queue") or "default") != name or phase not in counts or _meta(pg).get("deletionTimestamp"):
+        if (pg_spec.get("queue") or "default") != name or _meta(pg).get("deletionTimestamp"):
             continue
-        counts[phase][0] += 1
-        counts[phase][1] += int(parse_quantity((pg_spec.get("minResources") or {}).get(GPU, 0)))
-    return QueueSnapshot(
+        gpus = int(parse_quantity((pg_spec.get("minResources") or {}).get(GPU, 0)))
+        demand.append((_status(pg).get("phase") or "Pending", gpus))
+    return QueueSnapshot.counted(
+        demand,
         name=str(name),
         state=status.get("state") or "Open",
         weight=int(spec.get("weight") or 1),
         capability=parse_resources(spec.get("capability")),
         allocated=parse_resources(status.get("allocated")),
-        pending=counts["Pending"][0],
-        inqueue=counts["Inqueue"][0],
-        running=counts["Running"][0],
-        pending_gpus=counts["Pending"][1],
-        inqueue_gpus=counts["Inqueue"][1],
-        running_gpus=counts["Running"][1],
     )
 
 
