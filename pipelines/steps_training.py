@@ -19,12 +19,13 @@ from agent.guardrails import Guardrails
 from agent.observation import PlanRequest, Throughput
 from agent.observe import measured_throughput, observe
 from agent.policies import decide, plan_within, select_policy
-from agent.policy import Decision
+from agent.policy import Decision, Policy
 from agent.records import decisions_dir, read_history, write_decision
 from agent.tools import ToolContext
+from components.tracking.steps import DEFAULT_EXPERIMENT
 from components.volcano.cluster import Cluster
 from pipelines.steps import RUNNER, JobStepInput, connect_cluster, for_people, manifest_json
-from pipelines.vcjobs import JobContext, TrainingShape, build_training_job_for
+from pipelines.vcjobs import TrainingShape, build_training_job_for
 
 __all__ = [
     "DiagnoseInput",
@@ -81,8 +82,15 @@ class TrainingRunInput(JobStepInput):
 
     def throughput(self) -> Throughput | None:
         """The speed the earlier attempts of this run measured, when MLflow has it."""
-        experiment = self.mlflow_experiment or "llm-autopilot"
+        experiment = self.mlflow_experiment or DEFAULT_EXPERIMENT
         return measured_throughput(self.mlflow_tracking_uri, experiment, self.workflow_name)
+
+    def policy(self, cluster: Cluster | None) -> tuple[Policy, str]:
+        """The policy `agent-policy` names and why another stands in; the LLM's read-only tools see `cluster`."""
+        tools = None
+        if self.agent_policy == "llm" and cluster is not None:
+            tools = ToolContext(cluster, Guardrails.from_env(), Path(self.context().paths.checkpoints))
+        return select_policy(self.agent_policy, tools_context=tools)
 
     def record(self, decision: Decision) -> None:
         """Keep the decision in the workspace and, when tracking is on, in MLflow."""
@@ -127,7 +135,7 @@ def plan_training(inputs: TrainingPlanInput) -> TrainingPlan:
     request = inputs.plan_request()
     cluster = connect_cluster()
     context = inputs.context()
-    policy, fallback = select_policy(inputs.agent_policy, tools_context=_tools(inputs.agent_policy, cluster, context))
+    policy, fallback = inputs.policy(cluster)
     throughput = inputs.throughput() if inputs.attempt > 1 else None  # attempt 1 has measured nothing yet
     decision = plan_within(
         lambda: observe(cluster, request, checkpoints=context.paths.checkpoints, throughput=throughput),
@@ -206,9 +214,7 @@ def diagnose(inputs: DiagnoseInput) -> Diagnosis:
     """Ask the agent what the failed attempt calls for, given how the earlier ones failed; record why."""
     request = inputs.plan_request()
     cluster = connect_cluster()
-    policy, fallback = select_policy(
-        inputs.agent_policy, tools_context=_tools(inputs.agent_policy, cluster, inputs.context())
-    )
+    policy, fallback = inputs.policy(cluster)
     history = [h for h in read_history(inputs.decisions) if h.attempt < inputs.attempt]
     observation = observe(
         cluster,
@@ -260,10 +266,3 @@ class GiveUpInput(Input):
 def give_up(inputs: GiveUpInput) -> Output:
     """Fail on purpose: an abort must end in a failing leaf, or Argo reports the DAG as Succeeded."""
     return Output(exit_code=1, result=f"giving up: {inputs.reason}")
-
-
-def _tools(policy: str, cluster: Cluster | None, context: JobContext) -> ToolContext | None:
-    """What the LLM policy's read-only tools look at: this cluster, the guardrails, this run's checkpoints."""
-    if policy != "llm" or cluster is None:
-        return None
-    return ToolContext(cluster, Guardrails.from_env(), Path(context.paths.checkpoints))
