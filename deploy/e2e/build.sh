@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the e2e control plane (etcd, Kubernetes, Volcano, kwok) from Go modules, once, into a cache outside the repo.
+# Builds the e2e cluster (etcd, Kubernetes with kubelet and kube-proxy, Volcano, kwok, CoreDNS) from Go modules, once,
+# into a cache outside the repo.
 #
 #   deploy/e2e/build.sh            build what is missing; print the bin directory on the last line
 #   deploy/e2e/build.sh --bin-dir  print the bin directory only (builds nothing)
@@ -7,6 +8,8 @@
 # VCPILOT_E2E_CACHE moves the cache (default ~/.cache/vcpilot-e2e); VCPILOT_E2E_VOLCANO_BIN names a directory
 # with vc-scheduler and vc-controller-manager built elsewhere, and then Volcano is not built here;
 # VCPILOT_E2E_VOLCANO_SRC names a Volcano source checkout at VOLCANO_VERSION to build them from (into the cache).
+# Otherwise Volcano is built from the module proxy with volcano.sh/apis taken from VCPILOT_E2E_VOLCANO_APIS
+# (default ../shared/third_party/volcano-apis-v1.15.1 beside the checkout; the proxy refuses that module).
 #
 # The cache directory is named after a hash of versions.env and every build file, so a change to either builds
 # afresh and an unchanged tree reuses the binaries. Needs only Go and the Go module proxy.
@@ -37,6 +40,7 @@ check_pin volcano volcano.sh/volcano "$VOLCANO_VERSION"
 check_pin volcano volcano.sh/apis "$VOLCANO_APIS_VERSION"
 check_pin kwok sigs.k8s.io/kwok "$KWOK_VERSION"
 check_pin etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
+check_pin coredns github.com/coredns/coredns "$COREDNS_VERSION"
 
 mkdir -p "$E2E_BIN" "$E2E_BUILD/logs"
 failed=()
@@ -56,6 +60,9 @@ build() {
   rm -rf "$src" "$out"
   mkdir -p "$src" "$out"
   cp "$here/modules/$module"/* "$src/"
+  if [[ -n ${VOLCANO_APIS_DIR:-} ]]; then
+    (cd "$src" && go mod edit -replace "volcano.sh/apis=$VOLCANO_APIS_DIR")
+  fi
   log "$name: building (log: $logf)"
   local start=$SECONDS
   if (cd "$src" && go build -p "$go_jobs" -ldflags "-s -w $ldflags" -o "$out/" "$@") >"$logf" 2>&1; then
@@ -104,7 +111,9 @@ done
 build etcd etcd "" .
 build kubernetes kubernetes "$k8s_ldflags" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
+  k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
+build coredns coredns "" github.com/coredns/coredns
 build kwok kwok "" \
   sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl
 volcano_ldflags="-X volcano.sh/volcano/pkg/version.Version=$VOLCANO_VERSION $k8s_ldflags"
@@ -126,12 +135,17 @@ elif [[ -n ${VCPILOT_E2E_VOLCANO_BIN:-} ]]; then
     die "VCPILOT_E2E_VOLCANO_BIN=$VCPILOT_E2E_VOLCANO_BIN has no vc-scheduler and vc-controller-manager."
   log "volcano: using the binaries in $VCPILOT_E2E_VOLCANO_BIN"
 else
-  build volcano volcano "$volcano_ldflags" \
+  apis=${VCPILOT_E2E_VOLCANO_APIS:-$here/../../../shared/third_party/volcano-apis-$VOLCANO_APIS_VERSION}
+  [[ -f $apis/go.mod ]] && grep -q '^module volcano.sh/apis$' "$apis/go.mod" ||
+    die "volcano: no volcano.sh/apis module at $apis (the Go module proxy refuses it): put ../shared beside the" \
+      "checkout, or set VCPILOT_E2E_VOLCANO_APIS, VCPILOT_E2E_VOLCANO_SRC or VCPILOT_E2E_VOLCANO_BIN (docs/e2e.md)."
+  # The build may write (go.sum, vendor metadata): it reads a copy in the cache, never ../shared itself.
+  rm -rf "$E2E_BUILD/volcano-apis"
+  mkdir -p "$E2E_BUILD"
+  cp -r "$apis" "$E2E_BUILD/volcano-apis"
+  chmod -R u+w "$E2E_BUILD/volcano-apis"
+  VOLCANO_APIS_DIR=$E2E_BUILD/volcano-apis build volcano volcano "$volcano_ldflags" \
     volcano.sh/volcano/cmd/scheduler volcano.sh/volcano/cmd/controller-manager
-  if [[ " ${failed[*]} " == *" volcano "* ]] && grep -q 'volcano.sh/apis.*403' "$E2E_BUILD/logs/volcano.log"; then
-    log "volcano: the Go module proxy refuses volcano.sh/apis@$VOLCANO_APIS_VERSION (403), so Volcano cannot be" \
-      "built here; see docs/e2e.md (VCPILOT_E2E_VOLCANO_SRC, VCPILOT_E2E_VOLCANO_BIN, VCPILOT_E2E_VOLCANO=off)"
-  fi
 fi
 
 log "done in $((SECONDS - total_start)) s"

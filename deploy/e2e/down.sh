@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Stops every process that deploy/e2e/up.sh started (by the pid files it wrote), controllers first, etcd last.
+# Stops every process that deploy/e2e/up.sh started (by the pid files it wrote), kubelets and controllers first, etcd
+# last; then what the real nodes leave behind: their containers, mounts, cgroups, pod network namespaces, and the
+# cluster's network namespace with its veth pair. Safe to run twice, and after a start that failed half-way.
 #
 #   deploy/e2e/down.sh            stop; keep the run directory (logs, PKI, kubeconfig)
 #   deploy/e2e/down.sh --purge    stop and delete the run directory
@@ -10,12 +12,12 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
 
 run=$E2E_RUN
-order=(vc-scheduler vc-controller-manager kwok kube-scheduler kube-controller-manager kube-apiserver etcd)
+order=(vc-scheduler vc-controller-manager kwok kube-scheduler kube-controller-manager)
 
 # ours PID NAME — true when PID still runs the binary of that name (a pid file can outlive its process and the
 # number be reused by something else, which must not be killed).
 ours() {
-  [[ -r /proc/$1/cmdline ]] && tr '\0' '\n' <"/proc/$1/cmdline" | head -n 1 | grep -q "/$2\$"
+  [[ -r /proc/$1/cmdline ]] && tr '\0' '\n' <"/proc/$1/cmdline" | head -n 1 | grep -q "/${2%%-real-node-*}\$"
 }
 
 stop() { # name
@@ -37,9 +39,42 @@ stop() { # name
   rm -f "$f"
 }
 
-for name in "${order[@]}"; do stop "$name"; done
+clean_node_leftovers() {
+  local m ns dir
+  # Mounts (container root filesystems, pod volumes, netns bind mounts) under the nodes' directories, deepest first.
+  for dir in "$E2E_NODE_STATE" "$run/nodes" "$E2E_IMAGES_STORE"; do
+    awk -v d="$dir/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do
+      umount -l "$m" 2>/dev/null || true
+    done
+  done
+  rm -rf "$E2E_NODE_STATE"
+  # The pods' network namespaces that containerd made during this start (up.sh listed those that were there before).
+  if [[ -f $run/netns-before ]]; then
+    for ns in $(ip netns list 2>/dev/null | awk '$1 ~ /^cni-/ {print $1}'); do
+      grep -qxF "$ns" "$run/netns-before" || ip netns delete "$ns" 2>/dev/null || true
+    done
+    rm -f "$run/netns-before"
+  fi
+  # The nodes' cgroups, leaves first (a cgroup is removed with rmdir once it holds no process).
+  for dir in /sys/fs/cgroup/*/vcpilot-e2e; do
+    [[ -d $dir ]] && { find "$dir" -depth -type d -exec rmdir {} \; 2>/dev/null || true; }
+  done
+  if ip netns list 2>/dev/null | grep -qw "$E2E_NETNS"; then
+    ip netns delete "$E2E_NETNS"
+    log "removed the network namespace $E2E_NETNS"
+  fi
+  ip link delete "$E2E_VETH_HOST" 2>/dev/null || true
+}
+
+# Real nodes first: their kubelets, then the pods' processes, then the runtimes.
+for f in "$run"/pids/kubelet-*.pid; do [[ -e $f ]] && stop "$(basename "$f" .pid)"; done
+kill_node_processes
+for f in "$run"/pids/containerd-*.pid; do [[ -e $f ]] && stop "$(basename "$f" .pid)"; done
+kill_node_processes # (shims that exited with their runtime leave nothing; a shim started during the stop is caught here)
+for name in "${order[@]}" coredns kube-proxy kube-apiserver etcd; do stop "$name"; done
 # Anything else up.sh may start in a later version has a pid file too.
 for f in "$run"/pids/*.pid; do [[ -e $f ]] && stop "$(basename "$f" .pid)"; done
+clean_node_leftovers
 
 if [[ ${1:-} == --purge ]]; then
   rm -rf "$run"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Starts the e2e control plane on loopback: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, Volcano's
-# scheduler and controller-manager, and kwok playing the kubelets of fake GPU nodes; prints the kubeconfig path.
+# Starts the e2e cluster in a network namespace of its own (lib.sh): etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, Volcano's scheduler and controller-manager, kwok playing the kubelets of fake GPU nodes, and real
+# nodes (nodes.sh: kubelets on containerd, CNI, CoreDNS, kube-proxy) running the step image; prints the kubeconfig.
 #
 #   deploy/e2e/up.sh                     (after deploy/e2e/build.sh); stop it with deploy/e2e/down.sh
 #   deploy/e2e/up.sh --print-kubeconfig  print where the kubeconfig is (starts nothing)
@@ -9,7 +10,9 @@
 # Environment: VCPILOT_E2E_RUN (state, default ~/.cache/vcpilot-e2e/run), VCPILOT_E2E_CACHE (binaries),
 # VCPILOT_E2E_PORT (API server port, default 16443; the others follow it), VCPILOT_E2E_NODES (2),
 # VCPILOT_E2E_GPUS_PER_NODE (4), VCPILOT_E2E_VOLCANO_BIN (Volcano's binaries built elsewhere),
-# VCPILOT_E2E_VOLCANO=off (start without Volcano, for when it could not be built; the default queue is made here).
+# VCPILOT_E2E_VOLCANO=off (start without Volcano, for when it could not be built; the default queue is made here),
+# VCPILOT_E2E_REAL_NODES (2; 0 starts none), VCPILOT_E2E_REAL_GPUS (nvidia.com/gpu each real node advertises, 2).
+# Needs root (network namespaces, mounts, cgroups) for real nodes.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -55,12 +58,10 @@ if compgen -G "$run/pids/*.pid" >/dev/null; then
   log "stopping what a previous start left running"
   "$here/down.sh"
 fi
-for port in "$api_port" "$etcd_port" "$etcd_peer_port" "$kcm_port" "$sched_port" "$kwok_port" \
-  "$vc_sched_metrics" "$vc_sched_healthz" "$vc_cm_metrics" "$vc_cm_healthz"; do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-    die "port $port is in use (another e2e cluster?): stop it, or start this one with another VCPILOT_E2E_PORT."
-  fi
-done
+if ip netns list | grep -qw "$E2E_NETNS"; then
+  log "stopping what a previous start left running"
+  "$here/down.sh"
+fi
 mkdir -p "$pki" "$run/logs" "$run/pids" "$run/manifests"
 rm -rf "$run/etcd"
 
@@ -74,6 +75,21 @@ on_exit() {
   exit "$rc"
 }
 trap on_exit EXIT
+
+# ---- the network namespace, joined to the host by a veth pair ---------------------------------------------------
+ip netns list | awk '$1 ~ /^cni-/ {print $1}' >"$run/netns-before"
+ip netns add "$E2E_NETNS"
+ip link add "$E2E_VETH_HOST" type veth peer name "$E2E_VETH_NS"
+ip link set "$E2E_VETH_NS" netns "$E2E_NETNS"
+ip addr add "$E2E_HOST_IP/24" dev "$E2E_VETH_HOST"
+ip link set "$E2E_VETH_HOST" up
+in_netns ip link set lo up
+in_netns ip addr add "$E2E_CP_IP/24" dev "$E2E_VETH_NS"
+in_netns ip link set "$E2E_VETH_NS" up
+# The host reaches pods and Services through the namespace (tests read the in-cluster MLflow this way).
+ip route add "$E2E_POD_CIDR" via "$E2E_CP_IP"
+ip route add "$E2E_SERVICE_CIDR" via "$E2E_CP_IP"
+in_netns sysctl -qw net.ipv4.ip_forward=1
 
 # ---- certificates: a CA, the API server's serving cert, an admin client cert, the service-account key pair -------
 make_pki() {
@@ -89,7 +105,7 @@ make_pki() {
     rm -f "$ext" "$pki/$1.csr"
   }
   sign apiserver /CN=kube-apiserver "$(printf '%s\n' \
-    'subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local' \
+    "subjectAltName=IP:127.0.0.1,IP:$E2E_CP_IP,"'IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local' \
     'extendedKeyUsage=serverAuth' 'keyUsage=critical,digitalSignature,keyEncipherment')"
   # system:masters: the admin may do anything, impersonation included (RBAC is tested by impersonating others).
   sign admin "/O=system:masters/CN=vcpilot-e2e-admin" "$(printf '%s\n' \
@@ -97,6 +113,8 @@ make_pki() {
   openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
   openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
 }
+# (A PKI from before the network namespace has no certificate for its address: it is made anew.)
+openssl x509 -in "$pki/apiserver.crt" -noout -text 2>/dev/null | grep -q "IP Address:$E2E_CP_IP" || rm -f "$pki/sa.pub"
 [[ -s $pki/sa.pub && -s $pki/admin.crt ]] || {
   log "making certificates in $pki"
   make_pki
@@ -108,7 +126,7 @@ kind: Config
 clusters:
 - name: vcpilot-e2e
   cluster:
-    server: https://127.0.0.1:$api_port
+    server: https://$E2E_CP_IP:$api_port
     certificate-authority: $pki/ca.crt
 users:
 - name: vcpilot-e2e-admin
@@ -126,7 +144,7 @@ EOF
 start() {
   local name=$1
   shift
-  setsid "$@" >"$run/logs/$name.log" 2>&1 </dev/null &
+  setsid nsenter --net="/run/netns/$E2E_NETNS" "$@" >"$run/logs/$name.log" 2>&1 </dev/null &
   echo $! >"$run/pids/$name.pid"
 }
 
@@ -162,7 +180,7 @@ wait_for() {
 }
 api_get() {
   curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
-    "https://127.0.0.1:$api_port$1"
+    "https://$E2E_CP_IP:$api_port$1"
 }
 
 log "starting etcd on 127.0.0.1:$etcd_port (state: $run)"
@@ -172,18 +190,20 @@ start etcd "$bin/etcd" --name e2e --data-dir "$run/etcd" \
   --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer_port" \
   --initial-cluster "e2e=http://127.0.0.1:$etcd_peer_port" \
   --unsafe-no-fsync --log-level warn
-wait_for etcd 30 curl -fsS "http://127.0.0.1:$etcd_port/health"
+wait_for etcd 30 in_netns curl -fsS "http://127.0.0.1:$etcd_port/health"
 
-log "starting kube-apiserver on https://127.0.0.1:$api_port"
+log "starting kube-apiserver on https://$E2E_CP_IP:$api_port"
 start kube-apiserver "$bin/kube-apiserver" \
   --etcd-servers "http://127.0.0.1:$etcd_port" \
-  --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+  --bind-address 0.0.0.0 --advertise-address "$E2E_CP_IP" --secure-port "$api_port" \
   --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
   --client-ca-file "$pki/ca.crt" \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
   --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
   --service-cluster-ip-range 10.96.0.0/16 \
   --authorization-mode Node,RBAC \
+  --kubelet-client-certificate "$pki/admin.crt" --kubelet-client-key "$pki/admin.key" \
+  --kubelet-preferred-address-types InternalIP \
   --allow-privileged=true \
   --default-not-ready-toleration-seconds 5 --default-unreachable-toleration-seconds 5 \
   --profiling=false
@@ -271,8 +291,14 @@ spec: {weight: 1, reclaimable: true}
 EOF
 fi
 
+# ---- real nodes (nodes.sh) ------------------------------------------------------------------------------------------
+# shellcheck source=deploy/e2e/nodes.sh
+source "$here/nodes.sh"
+start_real_nodes
+
 sleep 1 # a process that fails on its first API call (a bad flag, a missing CRD) has exited by now
 all_alive
 trap - EXIT
-log "cluster up in $((SECONDS - start_time)) s: Kubernetes $version, $nodes nodes x $gpus nvidia.com/gpu"
+log "cluster up in $((SECONDS - start_time)) s: Kubernetes $version, $nodes fake nodes x $gpus nvidia.com/gpu," \
+  "$real_nodes real nodes x $real_gpus"
 echo "export KUBECONFIG=$kubeconfig"

@@ -1,6 +1,7 @@
 // Builds Volcano's scheduler and controller-manager. Volcano's own go.mod replaces volcano.sh/apis with a staging
-// path that its published module zip does not contain, so here it comes from the published volcano.sh/apis; the
-// other replace directives are Volcano's own, copied.
+// path that its published module zip does not contain, and the module proxy refuses volcano.sh/apis, so build.sh
+// adds `replace volcano.sh/apis => <a copy of ../shared/third_party/volcano-apis-v1.15.1>` to a scratch copy of
+// this file; the other replace directives are Volcano's own, copied.
 module vcpilot.local/e2e/volcano
 
 go 1.25.0

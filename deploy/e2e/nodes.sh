@@ -1,0 +1,249 @@
+# Real nodes of the e2e cluster, sourced by up.sh once the control plane runs: CoreDNS and kube-proxy for the
+# cluster, then for each node a containerd of its own (root, state, socket, CNI config) and a kubelet built from the
+# same Kubernetes module, each with its own root directory, cgroup root and address in the cluster's network
+# namespace. Every node advertises nvidia.com/gpu so that Volcano gangs real pods by GPU count while they compute on
+# CPU; the nodes carry the label type=real and the taint vcpilot.io/real-node:NoSchedule, so that only pods that ask
+# for them (tolerate and select type=real) land there, and kwok's fake nodes keep the contract suite to themselves.
+# shellcheck shell=bash
+# Uses from up.sh: start, wait_for, all_alive, kubectl, log, die, $run, $pki, $bin, $kubeconfig, $api_port.
+
+real_nodes=${VCPILOT_E2E_REAL_NODES:-2}
+real_gpus=${VCPILOT_E2E_REAL_GPUS:-2}
+REAL_TAINT=vcpilot.io/real-node
+# docker-archive tars to import into every node's containerd (image.sh prints them), and the sandbox image's name.
+images=${VCPILOT_E2E_IMAGES:-}
+sandbox_image=${VCPILOT_E2E_SANDBOX_IMAGE:-}
+coredns_port_base=$((api_port + 20))
+
+node_cert() { # name: a client certificate in group system:nodes, which the Node authorizer admits
+  local name=$1 ext
+  [[ -s $pki/$name.crt ]] && return 0
+  ext=$(mktemp)
+  printf '%s\n' 'extendedKeyUsage=clientAuth' 'keyUsage=critical,digitalSignature,keyEncipherment' >"$ext"
+  openssl req -newkey rsa:2048 -nodes -subj "/O=system:nodes/CN=system:node:$name" \
+    -keyout "$pki/$name.key" -out "$pki/$name.csr" 2>/dev/null
+  openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 3650 \
+    -extfile "$ext" -out "$pki/$name.crt" 2>/dev/null
+  rm -f "$ext" "$pki/$name.csr"
+}
+
+client_kubeconfig() { # file name: a kubeconfig for the client certificate pki/<name>.crt
+  cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: vcpilot-e2e
+  cluster: {server: "https://$E2E_CP_IP:$api_port", certificate-authority: "$pki/ca.crt"}
+users:
+- name: $2
+  user: {client-certificate: "$pki/$2.crt", client-key: "$pki/$2.key"}
+contexts:
+- name: vcpilot-e2e
+  context: {cluster: vcpilot-e2e, user: $2}
+current-context: vcpilot-e2e
+EOF
+}
+
+# ---- cluster DNS and Services -------------------------------------------------------------------------------------
+start_cluster_network() {
+  local dir=$run/net
+  mkdir -p "$dir"
+  # Pods reach a Service's cluster IP through kube-proxy's rules in this namespace; bridged traffic must cross them.
+  in_netns sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null ||
+    log "net.bridge.bridge-nf-call-iptables cannot be set: Service traffic between pods on one bridge relies on masquerade"
+  cat >"$dir/Corefile" <<EOF
+.:53 {
+    bind $E2E_CP_IP
+    errors
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig $kubeconfig vcpilot-e2e
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    cache 5
+    health 127.0.0.1:$coredns_port_base
+}
+EOF
+  log "starting CoreDNS on $E2E_CP_IP:53 and kube-proxy"
+  start coredns "$bin/coredns" -conf "$dir/Corefile"
+  cat >"$dir/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: "$kubeconfig"}
+mode: iptables
+clusterCIDR: $E2E_POD_CIDR
+hostnameOverride: real-node-0
+bindAddress: $E2E_CP_IP
+healthzBindAddress: 127.0.0.1:$((coredns_port_base + 1))
+metricsBindAddress: 127.0.0.1:$((coredns_port_base + 2))
+iptables: {masqueradeAll: true}
+conntrack: {maxPerCore: 0}
+EOF
+  # One kube-proxy serves every node: they share this network namespace and so its iptables.
+  start kube-proxy "$bin/kube-proxy" --config "$dir/kube-proxy.yaml"
+  wait_for "CoreDNS" 30 in_netns curl -fsS "http://127.0.0.1:$coredns_port_base/health"
+}
+
+# ---- one node -----------------------------------------------------------------------------------------------------
+start_real_node() { # index
+  local i=$1 name=real-node-$1 ip dir state sock cgroup ctrl
+  ip=$(real_node_ip "$i")
+  dir=$run/nodes/$name
+  state=$E2E_NODE_STATE/$name
+  sock=$state/containerd.sock
+  cgroup=/vcpilot-e2e/$name
+  rm -rf "$dir/ipam"
+  mkdir -p "$dir"/{cni,ipam,kubelet} "$state" "$E2E_IMAGES_STORE/$name"
+  in_netns ip addr add "$ip/24" dev "$E2E_VETH_NS"
+  # The node's cgroup root in every v1 hierarchy: the kubelet puts its pods under it, down.sh kills what is in it.
+  for ctrl in /sys/fs/cgroup/*/; do
+    [[ $ctrl == */unified/ ]] || mkdir -p "$ctrl${cgroup#/}"
+  done
+
+  cat >"$dir/cni/10-vcpilot.conflist" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "vcpilot-e2e",
+  "plugins": [
+    {"type": "bridge", "bridge": "$E2E_BRIDGE", "isGateway": true, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": "$dir/ipam",
+              "ranges": [[{"subnet": "$E2E_POD_CIDR", "gateway": "$E2E_POD_GATEWAY",
+                           "rangeStart": "10.245.$((1 + i)).2", "rangeEnd": "10.245.$((1 + i)).254"}]],
+              "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+EOF
+  # Images live under the cache (root), so that a second start imports nothing; state is per start.
+  cat >"$dir/containerd.toml" <<EOF
+version = 2
+root = "$E2E_IMAGES_STORE/$name"
+state = "$state/state"
+[grpc]
+  address = "$sock"
+[ttrpc]
+  address = "$sock.ttrpc"
+[metrics]
+  address = ""
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$sandbox_image"
+  # The sandbox lacks CAP_SYS_RESOURCE: runc cannot give the pause container a negative oom_score_adj.
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "$CNI_BIN_DIR"
+    conf_dir = "$dir/cni"
+EOF
+  start "containerd-$name" "$CONTAINERD" --config "$dir/containerd.toml"
+  wait_for "containerd of $name" 30 ctr --address "$sock" version
+  # What a killed earlier start left in the kept image store is removed before the kubelet sees it.
+  local c
+  for c in $(ctr --address "$sock" -n k8s.io tasks ls -q 2>/dev/null); do
+    ctr --address "$sock" -n k8s.io tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true
+  done
+  for c in $(ctr --address "$sock" -n k8s.io containers ls -q 2>/dev/null); do
+    ctr --address "$sock" -n k8s.io tasks delete -f "$c" >/dev/null 2>&1 || true
+    ctr --address "$sock" -n k8s.io containers rm "$c" >/dev/null 2>&1 || true
+  done
+  import_images "$name" "$sock"
+
+  node_cert "$name"
+  client_kubeconfig "$dir/kubeconfig" "$name"
+  cat >"$dir/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+# This machine mounts the cgroup v1 controllers (cgroup2 has none), which kubelet 1.35 refuses unless told.
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: $cgroup
+containerRuntimeEndpoint: unix://$sock
+address: $ip
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $((coredns_port_base + 10 + i))
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: "$pki/ca.crt"}
+authorization: {mode: AlwaysAllow}
+clusterDNS: [$E2E_CP_IP]
+clusterDomain: cluster.local
+resolvConf: ""
+registerWithTaints: [{key: $REAL_TAINT, effect: NoSchedule}]
+# Disk is shared with the rest of the machine: never evict or collect images for it.
+evictionHard: {memory.available: 100Mi, nodefs.available: "1%", imagefs.available: "1%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+failSwapOn: false
+serializeImagePulls: false
+shutdownGracePeriod: 0s
+EOF
+  log "starting the kubelet of $name on $ip"
+  start "kubelet-$name" "$bin/kubelet" --config "$dir/kubelet.yaml" --kubeconfig "$dir/kubeconfig" \
+    --root-dir "$dir/kubelet" --hostname-override "$name" --node-ip "$ip" \
+    --node-labels "type=real,vcpilot.io/node-kind=real"
+}
+
+import_images() { # node socket: import every image tar whose reference the node does not hold yet
+  local name=$1 sock=$2 tar ref
+  for tar in $images; do
+    ref=$(image_ref "$tar")
+    if ctr --address "$sock" -n k8s.io images ls -q | grep -qxF "$ref"; then
+      continue
+    fi
+    log "$name: importing $ref"
+    ctr --address "$sock" -n k8s.io images import --no-unpack=false "$tar" >/dev/null ||
+      die "$name: containerd could not import $tar."
+  done
+}
+
+# The reference a docker-archive holds (its manifest.json's first RepoTag), with docker.io's implicit prefix.
+image_ref() {
+  local tag
+  tag=$(tar -xOf "$1" manifest.json | sed -n 's/.*"RepoTags":\["\([^"]*\)".*/\1/p')
+  [[ -n $tag ]] || die "$1 is not a docker-archive image (no RepoTags in manifest.json)."
+  [[ $tag == */* ]] || tag=library/$tag
+  [[ ${tag%%/*} == *.* || ${tag%%/*} == *:* || ${tag%%/*} == localhost ]] || tag=docker.io/$tag
+  echo "$tag"
+}
+
+real_nodes_ready() {
+  [[ $(kubectl get nodes -l type=real \
+    -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True) -eq $real_nodes ]]
+}
+
+start_real_nodes() {
+  ((real_nodes > 0)) || return 0
+  CONTAINERD=$(command -v containerd) || die "containerd is needed for real nodes: apt-get install -y containerd runc containernetworking-plugins."
+  command -v runc >/dev/null || die "runc is needed for real nodes: apt-get install -y runc."
+  CNI_BIN_DIR=${VCPILOT_E2E_CNI_BIN:-/usr/lib/cni}
+  [[ -x $CNI_BIN_DIR/bridge && -x $CNI_BIN_DIR/host-local && -x $CNI_BIN_DIR/loopback ]] ||
+    die "the CNI plugins are not in $CNI_BIN_DIR: apt-get install -y containernetworking-plugins."
+  [[ -n $sandbox_image ]] || die "VCPILOT_E2E_SANDBOX_IMAGE is unset: real nodes need a pause image (deploy/e2e/image.sh)."
+  ((EUID == 0)) || die "real nodes need root (network namespaces, mounts, cgroups): run as root or VCPILOT_E2E_REAL_NODES=0."
+  start_cluster_network
+  local i
+  for ((i = 0; i < real_nodes; i++)); do start_real_node "$i"; done
+  wait_for "$real_nodes real nodes Ready" 120 real_nodes_ready
+  # An extended resource is advertised by patching the node's status (as a device plugin would report it).
+  for ((i = 0; i < real_nodes; i++)); do
+    kubectl patch node "real-node-$i" --subresource status --type json \
+      -p "[{\"op\":\"add\",\"path\":\"/status/capacity/nvidia.com~1gpu\",\"value\":\"$real_gpus\"}]" >/dev/null
+  done
+  wait_for "nvidia.com/gpu on the real nodes" 30 real_gpus_advertised
+}
+
+real_gpus_advertised() {
+  [[ $(kubectl get nodes -l type=real -o jsonpath='{range .items[*]}{.status.allocatable.nvidia\.com/gpu}{"\n"}{end}' |
+    grep -c "^$real_gpus\$") -eq $real_nodes ]]
+}
