@@ -1,8 +1,9 @@
-"""Why a training attempt failed, read from its pods: a node, one rank's GPU or memory, an outside kill, or a bug.
+"""Why a training attempt failed: a node, preemption, one rank's GPU or memory, an outside kill or stop, or a bug.
 
-Pure. The rule policy retries every kind but a bug that repeats; the decision records keep each attempt's
-`AttemptRecord` (built here) so that the next diagnose can tell a repeat from a first time. Pods that the job
-controller killed because another one failed (reason `Terminated`) say nothing about the cause and are ignored.
+Pure, read from the failed job's pods and events. The rule policy retries every kind but a bug that repeats;
+the decision records keep each attempt's `AttemptRecord` (built here) so that the next diagnose can tell a repeat
+from a first time. Pods that the job controller killed because another one failed (reason `Terminated`) say
+nothing about the cause and are ignored.
 """
 
 from __future__ import annotations
@@ -13,20 +14,26 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agent.observation import AttemptRecord, Observation
+from components.finetune.errors import EXIT_STOPPED
 from components.volcano.cluster import JobInfo, PodInfo
 
 __all__ = ["Failure", "FailureKind", "attempt_record", "classify_failure", "same_failure"]
 
-# Pod reasons that blame the node, that say something outside the job ended the pod, and that the controller
-# gives the pods it kills after another failed.
-_NODE_FAULTS = frozenset({"Evicted", "NodeLost"})
+# Pod reasons that blame the node, that say the scheduler took the pod's place for other work (components/volcano/
+# k8s_status.py reads both from the pod's DisruptionTarget condition and Volcano's events), that say something
+# outside the job ended the pod, and that the controller gives the pods it kills after another failed.
+_NODE_FAULTS = frozenset({"Evicted", "NodeLost", "NodeShutdown"})
+_PREEMPTED = {
+    "Preempted": "preempted (a higher-priority job took its place)",
+    "Reclaimed": "reclaimed (another queue took back its share)",
+}
 _EXTERNAL = frozenset({"Killed", "Lost"})
 _COLLATERAL = frozenset({"Terminated"})
 _OOM = "OOMKilled"
 # How a GPU fault shows in a pod's reason or in a Warning event about the pod (NVIDIA Xid, ECC, CUDA errors).
 _GPU_FAULT = re.compile(r"\bxid\b|gpu ?error|gpu has fallen off|\becc\b|cuda error|device error", re.IGNORECASE)
 
-FailureKind = Literal["node", "rank", "external", "bug", "other", "unseen"]
+FailureKind = Literal["node", "preempted", "rank", "external", "bug", "other", "unseen"]
 
 
 @dataclass(frozen=True)
@@ -47,9 +54,11 @@ UNSEEN = Failure("unseen", "the failed job could not be inspected", verdict="the
 def classify_failure(job: JobInfo | None, observation: Observation) -> Failure:
     """Tell the kind of failure from the pods' reasons, exit codes and nodes, and the GPU warnings in the events.
 
-    In order: pods Evicted, NodeLost or on a NotReady node (a node fault); exactly one rank out of memory or
-    with a GPU error (that rank's fault, its node blamed for a GPU error); pods Killed or Lost (ended from
-    outside); every pod that failed by itself exited with the same non-zero code (a bug); anything else.
+    In order: pods Evicted, NodeLost, NodeShutdown or on a NotReady node (a node fault); pods Preempted or
+    Reclaimed (the scheduler's doing: no fault, no node blamed); exactly one rank out of memory or with a GPU
+    error (that rank's fault, its node blamed for a GPU error); pods Killed, Lost or stopped on SIGTERM (exit code
+    EXIT_STOPPED: ended from outside); every pod that failed by itself exited with the same non-zero code (a bug);
+    anything else.
     """
     if job is None:
         return UNSEEN
@@ -57,7 +66,10 @@ def classify_failure(job: JobInfo | None, observation: Observation) -> Failure:
     by_itself = [
         p
         for p in job.pods
-        if p.phase == "Failed" and p.reason not in _COLLATERAL | _EXTERNAL | _NODE_FAULTS and p.node not in not_ready
+        if p.phase == "Failed"
+        and p.reason not in _COLLATERAL | _EXTERNAL | _NODE_FAULTS | _PREEMPTED.keys()
+        and p.node not in not_ready
+        and not _stopped(p)
     ]
     exits = {p.exit_code for p in by_itself}
     codes = tuple(sorted(code for code in exits if code is not None))
@@ -70,6 +82,11 @@ def classify_failure(job: JobInfo | None, observation: Observation) -> Failure:
         state = f" ({', '.join(down)} NotReady)" if down else ""
         cause = f"{_pods(node_faults)} {reasons} on {', '.join(bad)}{state}"
         return Failure("node", cause, codes=codes, failed_ranks=ranks, bad_nodes=bad)
+    preempted = [p for p in job.pods if p.reason in _PREEMPTED]
+    if preempted:
+        how = " and ".join(sorted({_PREEMPTED[p.reason or ""] for p in preempted}))
+        # No exit codes: the ranks that failed with the preempted ones never make a repeated bug of it.
+        return Failure("preempted", f"{_pods(preempted)} {how}", verdict="neither a bug nor a fault of its nodes")
     gpu_faulty = _gpu_faults(job, observation)
     if ranks == 1 and (by_itself[0].reason == _OOM or by_itself[0].name in gpu_faulty):
         pod = by_itself[0]
@@ -78,9 +95,14 @@ def classify_failure(job: JobInfo | None, observation: Observation) -> Failure:
         cause = f"only rank {pod.name} {what} (on {pod.node or 'an unknown node'})"
         bad = (pod.node,) if gpu and pod.node else ()
         return Failure("rank", cause, codes=codes, failed_ranks=ranks, bad_nodes=bad)
-    external = [p for p in job.pods if p.reason in _EXTERNAL]
+    external = [p for p in job.pods if p.reason in _EXTERNAL or _stopped(p)]
     if external:
-        cause = f"{_pods(external)} ended from outside the job (killed or lost)"
+        stopped = sum(map(_stopped, external))
+        if stopped == len(external):
+            how = "stopped on SIGTERM"
+        else:
+            how = "killed, lost or stopped on SIGTERM" if stopped else "killed or lost"
+        cause = f"{_pods(external)} ended from outside the job ({how})"
         return Failure("external", cause, codes=codes, failed_ranks=ranks)
     if by_itself and len(exits) == 1 and None not in exits and 0 not in exits:
         who = "the one rank that failed by itself" if ranks == 1 else f"all {ranks} ranks that failed by themselves"
@@ -134,6 +156,11 @@ def _gpu_faults(job: JobInfo, observation: Observation) -> set[str]:
         if kind == "Pod" and event.type == "Warning" and _GPU_FAULT.search(f"{event.reason} {event.message}"):
             faulty.add(name)
     return faulty
+
+
+def _stopped(pod: PodInfo) -> bool:
+    """Whether the pod's trainer exited because it was told to stop (SIGTERM), not because it crashed."""
+    return pod.phase == "Failed" and pod.exit_code == EXIT_STOPPED and pod.reason not in _COLLATERAL
 
 
 def _pods(pods: Sequence[PodInfo]) -> str:

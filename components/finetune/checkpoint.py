@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -25,13 +25,24 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from components.finetune.errors import FinetuneError
 
-__all__ = ["METADATA", "CheckpointMetadata", "Checkpointer", "TrainingState", "capture_rng", "restore_rng"]
+__all__ = [
+    "METADATA",
+    "CheckpointMetadata",
+    "CheckpointReason",
+    "Checkpointer",
+    "TrainingState",
+    "capture_rng",
+    "restore_rng",
+]
 
 METADATA = "metadata.json"  # the completion marker: a step-N/ without it is not a checkpoint
 MODEL_FILE = "model.pt"
 STATE_FILE = "train_state.pt"
 _STEP = re.compile(r"step-(\d+)")
 _TEMP_PREFIX = ".tmp-step-"
+
+# Why a checkpoint was written: every K steps, at the last step, or when the run was told to stop (SIGTERM).
+CheckpointReason = Literal["periodic", "final", "stop-signal"]
 
 
 class CheckpointMetadata(BaseModel):
@@ -48,6 +59,7 @@ class CheckpointMetadata(BaseModel):
     base_model: str
     lora: bool
     seed: int
+    reason: CheckpointReason = "periodic"  # the default reads checkpoints written before the field existed
 
 
 @dataclass

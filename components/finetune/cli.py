@@ -4,7 +4,8 @@ People write `--data` and `--out`; the pipeline's VCJob writes `--dataset-dir` a
 batch shape in the env (VCPILOT_MICRO_BATCH, VCPILOT_GRAD_ACCUM, VCPILOT_GLOBAL_BATCH) and, on a retry, the
 checkpoint to continue from (VCPILOT_RESUME, which wins over --resume). Pods resume on their own (`main` adds
 `--resume auto`), so a pod that Volcano restarts continues instead of failing. Bad input ends with one sentence
-and exit code 2; the simulated bug of VCPILOT_FAIL_AT_STEP with exit code 3.
+and exit code 2; the simulated bug of VCPILOT_FAIL_AT_STEP with exit code 3; SIGTERM (a pod being preempted,
+evicted or deleted) with a checkpoint of the step every rank stopped at and exit code 143 (EXIT_STOPPED).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import typer
 from pydantic import ValidationError
 
 from components.finetune.config import LORA_TARGETS, TrainConfig, describe_error
-from components.finetune.errors import FinetuneError, SimulatedFailure
+from components.finetune.errors import EXIT_STOPPED, FinetuneError, SimulatedFailure, Stopped
 
 __all__ = ["app", "finetune_command", "main"]
 
@@ -129,6 +130,10 @@ def _run(config: TrainConfig, json_output: bool) -> None:
             print(f"error: {err}", file=sys.stderr, flush=True)
             os._exit(EXIT_SIMULATED_BUG)
         _fail(str(err), EXIT_SIMULATED_BUG)
+    except Stopped as err:
+        # Not an error, but not a success either: a pod that exits 0 would count Succeeded, its job Completed.
+        typer.echo(str(err), err=True)
+        raise typer.Exit(EXIT_STOPPED) from None
     finally:
         dist.close()
     if not dist.is_main:
@@ -154,11 +159,11 @@ app.command()(finetune_command)
 
 def main(argv: list[str] | None = None) -> None:
     """The pod entry point (exits the process): one process per GPU via torchrun, resuming by default."""
-    from components.finetune.launch import torchrun_command
+    from components.finetune.launch import run_torchrun, torchrun_args
 
     args = list(sys.argv[1:] if argv is None else argv)
-    relaunch = torchrun_command(os.environ, args)
+    relaunch = torchrun_args(os.environ, args)
     if relaunch is not None:
-        os.execv(relaunch[0], relaunch)
+        sys.exit(run_torchrun(relaunch))
     # A later --resume on the command line overrides this one.
     app(args=["--resume", "auto", *args], prog_name="python -m components.finetune")

@@ -88,6 +88,14 @@ class Distributed:
             dist.all_reduce(value, op=dist.ReduceOp.SUM)
         return value
 
+    def any_rank(self, flag: bool) -> bool:
+        """Whether `flag` is set on any rank; every rank gets the same answer (one all-reduce of one number)."""
+        if not self.active:
+            return flag
+        value = torch.tensor([float(flag)], device=self.device)
+        dist.all_reduce(value, op=dist.ReduceOp.MAX)
+        return bool(value.item())
+
     def broadcast(self, value: Any) -> Any:
         """Rank 0's `value`, on every rank (so all ranks agree on, say, which checkpoint to resume)."""
         if not self.active:

@@ -1,8 +1,13 @@
-"""The two ways a fine-tuning run ends early on purpose: a mistake a person can fix, and the simulated bug."""
+"""The ways a fine-tuning run ends early on purpose: a mistake a person can fix, the simulated bug, a stop signal."""
 
 from __future__ import annotations
 
-__all__ = ["FinetuneError", "SimulatedFailure"]
+__all__ = ["EXIT_STOPPED", "FinetuneError", "SimulatedFailure", "Stopped"]
+
+# The exit code of a trainer that stopped on SIGTERM after writing its checkpoint: 128 + SIGTERM, what a shell
+# reports for a process SIGTERM ended. Non-zero, so Kubernetes and Volcano count the pod Failed, never Succeeded;
+# the pipeline's diagnose step (agent/failures.py) reads it as "told to stop from outside", never as a bug.
+EXIT_STOPPED = 143
 
 
 class FinetuneError(Exception):
@@ -11,3 +16,12 @@ class FinetuneError(Exception):
 
 class SimulatedFailure(Exception):
     """`VCPILOT_FAIL_AT_STEP` reached: the same crash on every rank, so the pipeline can tell bugs from faults."""
+
+
+class Stopped(Exception):
+    """Every rank stopped at the same step on SIGTERM, after a checkpoint of that step was written."""
+
+    def __init__(self, step: int) -> None:
+        saved = "its checkpoint is written" if step else "nothing was trained yet"
+        super().__init__(f"stopped on SIGTERM at step {step}; {saved}, and --resume auto continues from there")
+        self.step = step

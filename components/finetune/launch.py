@@ -1,27 +1,35 @@
-"""Several GPUs in one pod: re-launch the trainer under torchrun, one process per GPU.
+"""Several GPUs in one pod: run the trainer under torchrun, one process per GPU, and exit as one trainer would.
 
 Volcano's `pytorch` plugin starts one process per pod and counts pods in WORLD_SIZE and RANK. A pod that holds
 several GPUs hands those to torchrun as the node count and node rank; torchrun then starts one trainer per GPU
 with WORLD_SIZE, RANK and LOCAL_RANK recomputed, so that the world size counts GPUs as the global batch does.
+
+torchrun is the pod's main process, so the kubelet's SIGTERM reaches it alone; it passes the signal on to the
+trainers, which checkpoint and exit EXIT_STOPPED, and then exits 1 itself. `run_torchrun` gives the pod the exit
+code a single trainer would have: EXIT_STOPPED, also when the stop came from another pod's trainers.
 """
 
 from __future__ import annotations
 
-import sys
+import os
+import signal
 from collections.abc import Mapping
 
-__all__ = ["torchrun_command"]
+from components.finetune.errors import EXIT_STOPPED
+
+__all__ = ["run_torchrun", "torchrun_args"]
+
+# torchrun sends SIGKILL to trainers still running this long after it passed SIGTERM on (its default is 30 s).
+# The pod's terminationGracePeriodSeconds is the limit that counts, so torchrun's own is out of the way.
+_SHUTDOWN_TIMEOUT_S = str(24 * 3600)
 
 
-def torchrun_command(env: Mapping[str, str], argv: list[str]) -> list[str] | None:
-    """The torchrun command line for this pod, or None when one process suffices (or torchrun already ran us)."""
+def torchrun_args(env: Mapping[str, str], argv: list[str]) -> list[str] | None:
+    """The arguments of torchrun for this pod, or None when one process suffices (or torchrun already ran us)."""
     per_pod = int(env.get("VCPILOT_GPUS_PER_POD") or 1)
     if per_pod <= 1 or "LOCAL_RANK" in env:
         return None
     return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
         f"--nnodes={env.get('WORLD_SIZE') or 1}",
         f"--node-rank={env.get('RANK') or 0}",
         f"--nproc-per-node={per_pod}",
@@ -31,3 +39,23 @@ def torchrun_command(env: Mapping[str, str], argv: list[str]) -> list[str] | Non
         "components.finetune",
         *argv,
     ]
+
+
+def run_torchrun(args: list[str]) -> int:
+    """Run torchrun in this process with `args`; the pod's exit code (EXIT_STOPPED when its trainers stopped)."""
+    os.environ.setdefault("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", _SHUTDOWN_TIMEOUT_S)
+    from torch.distributed.elastic.multiprocessing import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import main as torchrun
+
+    try:
+        torchrun(args)
+    except SignalException as err:
+        if err.sigval != signal.SIGTERM:
+            raise
+        return EXIT_STOPPED  # this pod was told to stop, and torchrun stopped its trainers
+    except ChildFailedError as err:
+        if any(failure.exitcode != EXIT_STOPPED for failure in err.failures.values()):
+            raise
+        return EXIT_STOPPED  # another pod was told to stop, and this pod's trainers stopped with it
+    return 0

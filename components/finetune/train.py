@@ -4,6 +4,8 @@ Each step takes the next global batch from the data stream, runs this rank's mic
 all-reduced only on the last one), and normalises the loss by the completion tokens of the *whole* global batch,
 which every rank can count from the data alone. So the update is the same whatever the world size and the
 accumulation, up to the order of float additions. Rank 0 alone writes checkpoints, metrics and the final model.
+Told to stop (SIGTERM on any rank, stop_signal.py), every rank stops at the same step boundary, that step's
+checkpoint is written, and `train` raises `Stopped`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from pydantic import BaseModel
 
-from components.finetune.checkpoint import Checkpointer, CheckpointMetadata, TrainingState, capture_rng, restore_rng
+from components.finetune.checkpoint import (
+    Checkpointer,
+    CheckpointMetadata,
+    CheckpointReason,
+    TrainingState,
+    capture_rng,
+    restore_rng,
+)
 from components.finetune.config import BatchShape, TrainConfig, resolve_batch
 from components.finetune.data import (
     IGNORE,
@@ -37,9 +46,10 @@ from components.finetune.data import (
     tokenize,
 )
 from components.finetune.distributed import Distributed
-from components.finetune.errors import FinetuneError, SimulatedFailure
+from components.finetune.errors import FinetuneError, SimulatedFailure, Stopped
 from components.finetune.model import context_length, load_model, load_trainable_state, save_final, trainable_state
 from components.finetune.optim import build_optimizer, build_scheduler
+from components.finetune.stop_signal import StopSignal
 from components.finetune.tracking import MetricsSink, open_sink
 
 __all__ = ["Summary", "train"]
@@ -67,9 +77,12 @@ class Summary(BaseModel):
 
 
 def train(config: TrainConfig, dist: Distributed, env: Mapping[str, str] = os.environ) -> Summary:
-    """Train as `config` says on this rank; returns the summary (its eval loss only on rank 0)."""
-    with _deterministic(dist.device):
-        return _train(config, dist, env)
+    """Train as `config` says on this rank; returns the summary (its eval loss only on rank 0).
+
+    Raises `Stopped` when SIGTERM reached any rank before the last step, once that step's checkpoint is written.
+    """
+    with _deterministic(dist.device), StopSignal().listen() as stop:
+        return _train(config, dist, env, stop)
 
 
 @contextlib.contextmanager
@@ -83,7 +96,7 @@ def _deterministic(device: torch.device) -> Iterator[None]:
         torch.use_deterministic_algorithms(before)
 
 
-def _train(config: TrainConfig, dist: Distributed, env: Mapping[str, str]) -> Summary:
+def _train(config: TrainConfig, dist: Distributed, env: Mapping[str, str], stop: StopSignal) -> Summary:
     shape = resolve_batch(dist.world_size, config.micro_batch, config.grad_accum, config.global_batch)
     records = load_examples(config.data)  # before the model loads: bad data fails in a second, not a minute
     eval_records = load_examples(config.data, "eval", required=False)
@@ -112,13 +125,39 @@ def _train(config: TrainConfig, dist: Distributed, env: Mapping[str, str]) -> Su
         restore_rng(state.rng)
         step, position, loss = metadata.step, DataPosition(metadata.epoch, metadata.offset), metadata.loss
 
+    def save(step: int, position: DataPosition, loss: float, reason: CheckpointReason) -> None:
+        """Rank 0 writes `step-N/`, with the data position to continue from."""
+        metadata = CheckpointMetadata(
+            step=step,
+            epoch=position.epoch,
+            offset=position.offset,
+            loss=loss,
+            global_batch=shape.global_batch,
+            world_size=dist.world_size,
+            base_model=config.base_model,
+            lora=config.lora,
+            seed=config.seed,
+            reason=reason,
+        )
+        state = TrainingState(trainable_state(model), optimizer.state_dict(), scheduler.state_dict(), capture_rng())
+        checkpointer.save(metadata, state)
+
     ddp = dist.wrap(model)
     sink = open_sink(env, dist.is_main)
     sink.log_params({**config.model_dump(mode="json"), **shape.model_dump(), "resumed_from": resumed_from})
     metrics_log = _open_metrics(config.out) if dist.is_main else None
     first_step, step_times, tokens_seen, succeeded = step, [], 0, False
+    checkpointed = step  # the newest step a checkpoint holds (every rank knows it: saves happen at fixed steps)
     try:
         while step < config.max_steps:
+            # Told to stop (SIGTERM on any rank)? Then every rank stops here, at the same step: this step's
+            # checkpoint is written (unless one holds it already) and no rank leaves before it is whole.
+            if dist.any_rank(stop.received):
+                if step > checkpointed and dist.is_main:
+                    save(step, position, loss, "stop-signal")
+                dist.barrier()
+                raise Stopped(step)
+
             if config.fail_at_step == step + 1:
                 raise SimulatedFailure(f"simulated bug at step {config.fail_at_step} (VCPILOT_FAIL_AT_STEP)")
 
@@ -137,23 +176,11 @@ def _train(config: TrainConfig, dist: Distributed, env: Mapping[str, str]) -> Su
             record = {"loss": loss, "lr": lr, "tokens_per_s": tokens / elapsed, "step_time_s": elapsed}
             _report(step, config, record, sink, metrics_log, dist)
 
-            # Checkpoint every K steps and at the end (rank 0), with the data position to continue from.
-            if dist.is_main and (step % config.checkpoint_every == 0 or step == config.max_steps):
-                metadata = CheckpointMetadata(
-                    step=step,
-                    epoch=position.epoch,
-                    offset=position.offset,
-                    loss=loss,
-                    global_batch=shape.global_batch,
-                    world_size=dist.world_size,
-                    base_model=config.base_model,
-                    lora=config.lora,
-                    seed=config.seed,
-                )
-                tensors = trainable_state(model)
-                checkpointer.save(
-                    metadata, TrainingState(tensors, optimizer.state_dict(), scheduler.state_dict(), capture_rng())
-                )
+            # Checkpoint every K steps and at the end (rank 0).
+            if step % config.checkpoint_every == 0 or step == config.max_steps:
+                if dist.is_main:
+                    save(step, position, loss, "final" if step == config.max_steps else "periodic")
+                checkpointed = step
             if config.step_delay:
                 time.sleep(config.step_delay)  # lets tests and demos catch a run mid-way
 

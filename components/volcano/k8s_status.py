@@ -5,10 +5,13 @@ recorded objects. Two readings are worth knowing:
 
 - Queue demand is counted from PodGroups by `spec.queue` and phase (Volcano >= 1.11 no longer writes the
   counts into `queue.status`); only `status.allocated` is read from the queue.
-- A pod deleted by node eviction is gone from the API, but the job's diagnosis needs it: the cluster still
-  records it in events (the scheduler's `Scheduled` names the node, the taint-eviction controller's
-  `TaintManagerEviction` the deletion), so such a pod is reported as Failed/Evicted on its node until a newer
-  pod of the same name replaces it.
+- A pod that was ended from outside is told by its DisruptionTarget condition (`_DISRUPTIONS`): node eviction
+  (Evicted), its node gone (NodeLost) or shutting down (NodeShutdown), or preemption (Preempted; Reclaimed when
+  Volcano's evictor says its reclaim action did it). Such a pod reads as Failed, even while being deleted.
+- A pod deleted by eviction is gone from the API, but the job's diagnosis needs it: the cluster still records it
+  in events (the scheduler's `Scheduled` names the node; the taint-eviction controller's `TaintManagerEviction`,
+  Volcano's `Evict` or kube-scheduler's `Preempted` the eviction), so such a pod is reported as Failed with that
+  reason on its node until a newer pod of the same name replaces it.
 """
 
 from __future__ import annotations
@@ -49,6 +52,19 @@ TASK_INDEX = "volcano.sh/task-index"
 
 _TERMINAL = frozenset({"Succeeded", "Failed"})
 _ASSIGNED = re.compile(r"assigned \S+ to (\S+)$")
+
+# The reason a pod's DisruptionTarget condition gives (k8s.io/api core/v1; set by the taint-eviction and pod GC
+# controllers, kube-scheduler, and Volcano's evictor for its preempt and reclaim actions alike), as a pod reason.
+_DISRUPTIONS = {
+    "DeletionByTaintManager": "Evicted",
+    "DeletionByPodGC": "NodeLost",
+    "PreemptionByScheduler": "Preempted",
+}
+# TerminationByKubelet: the kubelet's status reason says why (node pressure, a critical pod, node shutdown).
+_BY_KUBELET = {"Evicted": "Evicted", "Preempting": "Preempted", "Terminated": "NodeShutdown"}
+_DISRUPTED = frozenset({*_DISRUPTIONS.values(), *_BY_KUBELET.values(), "Reclaimed"})
+# Volcano's evictor (pkg/scheduler/cache/cache.go) in its Warning event and the pod's Ready condition.
+_VOLCANO_EVICT = re.compile(r"Pod is evicted, because of (\w+)")
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -104,12 +120,36 @@ def _terminated(pod: Mapping[str, Any]) -> Mapping[str, Any]:
     return {}
 
 
+def _volcano_eviction(message: str) -> str | None:
+    """Reclaimed or Preempted, from Volcano's "Pod is evicted, because of reclaim" (preempt, shuffle: Preempted)."""
+    match = _VOLCANO_EVICT.search(message)
+    if match is None:
+        return None
+    return "Reclaimed" if match.group(1) == "reclaim" else "Preempted"
+
+
+def _disruption(status: Mapping[str, Any]) -> str | None:
+    """The pod reason its DisruptionTarget condition gives, or None."""
+    conditions = status.get("conditions") or []
+    for condition in conditions:
+        if condition.get("type") != "DisruptionTarget" or condition.get("status") != "True":
+            continue
+        if condition.get("reason") == "TerminationByKubelet":
+            return _BY_KUBELET.get(status.get("reason") or "")
+        reason = _DISRUPTIONS.get(condition.get("reason") or "")
+        if reason == "Preempted":  # or reclaimed: Volcano's evictor says which in the Ready condition it sets
+            for ready in conditions:
+                if ready.get("reason") == "Evict":
+                    reason = _volcano_eviction(str(ready.get("message") or "")) or reason
+        return reason
+    return None
+
+
 def _pod_reason(pod: Mapping[str, Any]) -> str | None:
     status = _status(pod)
-    for condition in status.get("conditions") or []:
-        # Set by the taint-eviction controller before it deletes a pod from a NotReady node.
-        if condition.get("type") == "DisruptionTarget" and condition.get("reason") == "DeletionByTaintManager":
-            return "Evicted"
+    disrupted = _disruption(status)
+    if disrupted:
+        return disrupted
     if status.get("reason"):
         return str(status["reason"])
     if status.get("phase") in _TERMINAL:
@@ -128,8 +168,8 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         index = name.rsplit("-", 1)[-1]
     code = _terminated(pod).get("exitCode") if status.get("phase") in _TERMINAL else None
     reason = _pod_reason(pod)
-    # A pod the taint manager is deleting has failed, whatever its last reported phase.
-    phase = "Failed" if reason == "Evicted" else status.get("phase") or "Pending"
+    # A pod that eviction or preemption is deleting has failed, whatever its last reported phase.
+    phase = "Failed" if reason in _DISRUPTED else status.get("phase") or "Pending"
     return PodInfo(
         name=name,
         task=task,
@@ -142,10 +182,22 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
     )
 
 
+def _eviction(event: Mapping[str, Any]) -> str | None:
+    """The reason for the pod an event says is being evicted, or None."""
+    reason, message = event.get("reason"), str(event.get("message") or "")
+    if reason == "TaintManagerEviction" and message.startswith("Marking"):
+        return "Evicted"
+    if reason == "Evict":  # Volcano's evictor: "Pod is evicted, because of preempt"
+        return _volcano_eviction(message)
+    if reason == "Preempted":  # kube-scheduler: "Preempted by pod <uid> on node <node>"
+        return "Preempted"
+    return None
+
+
 def _evicted(expected: Mapping[str, tuple[str, int, int]], present: set[str], events: Sequence[Obj]) -> list[PodInfo]:
-    """Pods of the job that node eviction deleted, rebuilt from events, unless a newer pod took the name."""
+    """Pods of the job that eviction or preemption deleted, rebuilt from events, unless a newer pod took the name."""
     placed: dict[str, tuple[float, str]] = {}
-    evicted: dict[str, float] = {}
+    evicted: dict[str, tuple[float, str]] = {}
     for event in events:
         kind, name = _target(event)
         if kind != "Pod" or name not in expected or name in present:
@@ -155,15 +207,15 @@ def _evicted(expected: Mapping[str, tuple[str, int, int]], present: set[str], ev
             match = _ASSIGNED.search(event.get("message") or "")
             if match and when >= placed.get(name, (float("-inf"), ""))[0]:
                 placed[name] = (when, match.group(1))
-        elif event.get("reason") == "TaintManagerEviction" and (event.get("message") or "").startswith("Marking"):
-            evicted[name] = max(when, evicted.get(name, float("-inf")))
+        elif (reason := _eviction(event)) and when >= evicted.get(name, (float("-inf"), ""))[0]:
+            evicted[name] = (when, reason)
     out = []
-    for name, when in evicted.items():
+    for name, (when, reason) in evicted.items():
         if name in placed and placed[name][0] <= when:
             task, index, gpus = expected[name]
             out.append(
                 PodInfo(
-                    name=name, task=task, index=index, node=placed[name][1], phase="Failed", reason="Evicted", gpus=gpus
+                    name=name, task=task, index=index, node=placed[name][1], phase="Failed", reason=reason, gpus=gpus
                 )
             )
     return out
@@ -208,8 +260,8 @@ def job_info(
     state = status.get("state") or {}
     uid = meta.get("uid")
     mine = [p for p in pods if _owned_by(p, uid) and (_meta(p).get("labels") or {}).get(JOB_NAME) == meta.get("name")]
-    # A pod being deleted is gone as far as the job is concerned, unless node eviction is what deletes it.
-    infos = [pod_info(p) for p in mine if not _meta(p).get("deletionTimestamp") or _pod_reason(p) == "Evicted"]
+    # A pod being deleted is gone as far as the job is concerned, unless eviction or preemption deletes it.
+    infos = [pod_info(p) for p in mine if not _meta(p).get("deletionTimestamp") or _pod_reason(p) in _DISRUPTED]
     if podgroup is not None and not _owned_by(podgroup, uid):
         podgroup = None
     infos += _evicted(expected_pods(job), {i.name for i in infos}, events)

@@ -1,11 +1,14 @@
-"""Distributed training that survives a killed rank: same global batch, same curve, same final loss after resume."""
+"""Distributed training that survives a killed or stopped rank: same global batch, same curve, same final loss."""
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 
 import pytest
+
+from components.finetune.errors import EXIT_STOPPED
 
 pytestmark = pytest.mark.integration
 
@@ -87,3 +90,95 @@ def test_a_rank_killed_mid_training_resumes_with_exactly_the_same_final_loss(two
     assert summary["steps"] == STEPS and summary["steps_run"] == STEPS - resumed_step
     assert summary["final_loss"] == two_ranks.summary()["final_loss"], "exactly, not approximately"
     assert losses(resumed) == losses(two_ranks)[resumed_step:]
+
+
+# ---- told to stop: SIGTERM, as the kubelet sends it to a pod that is preempted, evicted or deleted ----------
+
+NO_PERIODIC = ("--checkpoint-every", "100")  # the only checkpoint a stopped run writes is the one it stops at
+
+
+def wait_for_steps(run, steps):
+    deadline = time.monotonic() + 180
+    while len(run.metrics()) < steps:
+        assert time.monotonic() < deadline, "the run never reached the steps to stop at"
+        assert all(p.poll() is None for p in run.procs), run.stderr()
+        time.sleep(0.05)
+
+
+def stop_checkpoint(run):
+    """The one checkpoint the stopped run wrote, as (directory name, metadata)."""
+    (checkpoint,) = run.checkpoints.iterdir()
+    return checkpoint.name, json.loads((checkpoint / "metadata.json").read_text())
+
+
+def test_sigterm_writes_the_checkpoint_of_the_step_it_stops_at_and_the_resumed_run_ends_on_the_same_loss(
+    one_rank, launch, dataset, tmp_path
+):
+    checkpoints = tmp_path / "checkpoints"
+    stopped = launch(1, dataset, tmp_path / "stopped", checkpoints, *SHAPE, *NO_PERIODIC, VCPILOT_STEP_DELAY="0.4")
+    wait_for_steps(stopped, 2)
+    stopped.procs[0].send_signal(signal.SIGTERM)
+    stopped.procs[0].send_signal(signal.SIGTERM)  # a second one (the kubelet, or a person, insisting) changes nothing
+    assert stopped.wait(timeout=60) == [EXIT_STOPPED]
+    done = len(stopped.metrics())
+    assert 2 <= done < STEPS
+    assert stopped.stderr().strip().splitlines()[-1] == (
+        f"stopped on SIGTERM at step {done}; its checkpoint is written, and --resume auto continues from there"
+    )
+    name, metadata = stop_checkpoint(stopped)
+    assert (name, metadata["step"], metadata["reason"]) == (f"step-{done}", done, "stop-signal")
+    assert not (tmp_path / "stopped" / "summary.json").exists()
+
+    resumed = launch(1, dataset, tmp_path / "resumed", checkpoints, *SHAPE, "--resume", "auto")
+    assert resumed.wait() == [0], resumed.stderr()
+    summary = resumed.summary()
+    assert summary["resumed_from"] == str(checkpoints / f"step-{done}")
+    assert summary["steps"] == STEPS and summary["steps_run"] == STEPS - done
+    assert summary["final_loss"] == one_rank.summary()["final_loss"], "exactly, not approximately"
+    assert losses(resumed) == losses(one_rank)[done:]
+
+
+def test_sigterm_to_one_rank_stops_both_at_the_same_step_with_one_checkpoint_that_resumes_exactly(
+    two_ranks, launch, dataset, tmp_path
+):
+    checkpoints = tmp_path / "checkpoints"
+    stopped = launch(2, dataset, tmp_path / "stopped", checkpoints, *SHAPE, *NO_PERIODIC, VCPILOT_STEP_DELAY="0.4")
+    wait_for_steps(stopped, 2)
+    stopped.procs[1].send_signal(signal.SIGTERM)  # the worker's pod is evicted; the master's is not told yet
+    assert stopped.wait(timeout=60) == [EXIT_STOPPED, EXIT_STOPPED]
+    done = len(stopped.metrics())  # rank 0's record of the steps both ranks took
+    assert 2 <= done < STEPS
+    for rank in (0, 1):
+        assert stopped.stderr(rank).strip().splitlines()[-1].startswith(f"stopped on SIGTERM at step {done};")
+    name, metadata = stop_checkpoint(stopped)
+    assert (name, metadata["step"], metadata["reason"], metadata["world_size"]) == (
+        f"step-{done}",
+        done,
+        "stop-signal",
+        2,
+    )
+
+    resumed = launch(2, dataset, tmp_path / "resumed", checkpoints, *SHAPE, "--resume", "auto")
+    assert resumed.wait() == [0, 0], resumed.stderr()
+    assert resumed.summary()["steps_run"] == STEPS - done
+    assert resumed.summary()["final_loss"] == two_ranks.summary()["final_loss"], "exactly, not approximately"
+    assert losses(resumed) == losses(two_ranks)[done:]
+
+
+def test_a_pod_with_two_trainers_under_torchrun_stops_the_same_way(launch, dataset, tmp_path):
+    """The kubelet signals the pod's main process, torchrun; its trainers stop, and the pod still exits 143."""
+    args = (*SHAPE, *NO_PERIODIC)
+    stopped = launch(
+        1,
+        dataset,
+        tmp_path / "out",
+        tmp_path / "checkpoints",
+        *args,
+        VCPILOT_STEP_DELAY="0.4",
+        VCPILOT_GPUS_PER_POD="2",
+    )
+    wait_for_steps(stopped, 2)
+    stopped.procs[0].send_signal(signal.SIGTERM)
+    assert stopped.wait(timeout=60) == [EXIT_STOPPED]
+    name, metadata = stop_checkpoint(stopped)
+    assert (name, metadata["reason"], metadata["world_size"]) == (f"step-{len(stopped.metrics())}", "stop-signal", 2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -103,6 +104,17 @@ def test_foreign_metadata_is_refused(tmp_path):
     (tmp_path / "step-3" / METADATA).write_text('{"step": 3}')
     with pytest.raises(FinetuneError, match="not a vcpilot checkpoint"):
         Checkpointer(tmp_path).read_metadata(tmp_path / "step-3")
+
+
+def test_the_reason_is_recorded_and_a_checkpoint_from_before_reasons_reads_as_periodic(tmp_path):
+    checkpoints = Checkpointer(tmp_path)
+    checkpoints.save(metadata(7).model_copy(update={"reason": "stop-signal"}), state())
+    assert checkpoints.read_metadata(tmp_path / "step-7").reason == "stop-signal"
+    older = metadata(5).model_dump()
+    del older["reason"]
+    (tmp_path / "step-5").mkdir()
+    (tmp_path / "step-5" / METADATA).write_text(json.dumps(older))
+    assert checkpoints.read_metadata(tmp_path / "step-5").reason == "periodic"
 
 
 def test_the_schedule_warms_up_then_decays_to_a_tenth():
