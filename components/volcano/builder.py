@@ -79,6 +79,9 @@ class TrainingRequest(BaseModel):
     memory_per_pod: str = "8Gi"
     max_retry: int = 3
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+    # Between SIGTERM and SIGKILL the trainer finishes its step and writes a checkpoint (components.finetune):
+    # this must exceed the longest step plus one save, minutes for a model of billions of parameters.
+    termination_grace_period_s: int = Field(default=300, ge=0)
 
     def __init__(self, **data: Any) -> None:
         # Keyword construction reports like parse_request: one sentence, not pydantic's report.
@@ -287,6 +290,7 @@ def _task(
         restart_policy="Never",
         priority_class_name=request.priority_class,
         affinity=_avoid(request.avoid_nodes),
+        termination_grace_period_seconds=request.termination_grace_period_s,
     )
     return TaskSpec(
         name=name,
