@@ -41,13 +41,21 @@ bench: venv
 	command -v wrk >/dev/null || echo "benchmarks/loadgen.py compares with wrk: apt-get install -y wrk"
 	$(BIN)/python benchmarks/loadgen.py
 
-# The real control plane (deploy/e2e/, docs/e2e.md): build it once into ~/.cache/vcpilot-e2e, start it on
-# loopback, run the contract and e2e tests against it, and stop every process it started, whatever the tests did.
+# The real cluster (deploy/e2e/, docs/e2e.md): build it once into ~/.cache/vcpilot-e2e (binaries from Go modules, the
+# step and pause images without Docker), start it in a network namespace of its own, run the tests, and stop every
+# process and mount it started, whatever the tests did. First the contract suite and the agent on kwok's fake
+# nodes alone (their figures assume them), then a fresh cluster with real nodes for the tests on real pods.
 e2e: venv
+	deploy/e2e/host-deps.sh
 	deploy/e2e/build.sh
+	deploy/e2e/image.sh
 	trap 'deploy/e2e/down.sh' EXIT; trap 'exit 130' INT TERM; \
+	export VCPILOT_E2E_KUBECONFIG=$$(deploy/e2e/up.sh --print-kubeconfig); \
+	VCPILOT_E2E_REAL_NODES=0 deploy/e2e/up.sh && \
+	$(BIN)/pytest -q -m "e2e and not real_pods" tests/contract tests/e2e && \
 	deploy/e2e/up.sh && \
-	VCPILOT_E2E_KUBECONFIG=$$(deploy/e2e/up.sh --print-kubeconfig) $(BIN)/pytest -q -m e2e tests/contract tests/e2e
+	VCPILOT_E2E_REQUIRE_REAL=1 VCPILOT_E2E_STEP_IMAGE=$$(deploy/e2e/image.sh --print | awk 'END {print $$2}') \
+	  $(BIN)/pytest -q -m "e2e and real_pods" tests/e2e
 
 # Regenerate the pins after changing dependencies in pyproject.toml.
 constraints: venv

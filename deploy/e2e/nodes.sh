@@ -10,9 +10,19 @@
 real_nodes=${VCPILOT_E2E_REAL_NODES:-2}
 real_gpus=${VCPILOT_E2E_REAL_GPUS:-2}
 REAL_TAINT=vcpilot.io/real-node
-# docker-archive tars to import into every node's containerd (image.sh prints them), and the sandbox image's name.
-images=${VCPILOT_E2E_IMAGES:-}
-sandbox_image=${VCPILOT_E2E_SANDBOX_IMAGE:-}
+# docker-archive tars to import into every node's containerd, and the sandbox image's name: by default what
+# image.sh built ("TAR REFERENCE" lines, the pause image first).
+if [[ -z ${VCPILOT_E2E_IMAGES:-} ]] && ((real_nodes > 0)); then
+  built=$("$E2E_DIR/image.sh" --print)
+  images=$(awk '{print $1}' <<<"$built")
+  sandbox_image=${VCPILOT_E2E_SANDBOX_IMAGE:-$(awk 'NR == 1 {print $2}' <<<"$built")}
+  for tar in $images; do
+    [[ -f $tar ]] || die "$tar is missing: run deploy/e2e/image.sh first (or VCPILOT_E2E_REAL_NODES=0)."
+  done
+else
+  images=${VCPILOT_E2E_IMAGES:-}
+  sandbox_image=${VCPILOT_E2E_SANDBOX_IMAGE:-}
+fi
 coredns_port_base=$((api_port + 20))
 
 node_cert() { # name: a client certificate in group system:nodes, which the Node authorizer admits

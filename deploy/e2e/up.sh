@@ -241,7 +241,7 @@ if [[ $volcano != off ]]; then
   start vc-controller-manager "$vc_bin/vc-controller-manager" --kubeconfig "$kubeconfig" --leader-elect=false \
     --listen-address "127.0.0.1:$vc_cm_metrics" --healthz-address "127.0.0.1:$vc_cm_healthz" --enable-healthz
   start vc-scheduler "$vc_bin/vc-scheduler" --kubeconfig "$kubeconfig" --leader-elect=false \
-    --scheduler-conf "$here/config/volcano-scheduler.yaml" --schedule-period 200ms \
+    --scheduler-conf "$here/../volcano/scheduler/volcano-scheduler.conf" --schedule-period 200ms \
     --listen-address "127.0.0.1:$vc_sched_metrics" --healthz-address "127.0.0.1:$vc_sched_healthz" \
     --enable-healthz --cache-dumper=false
 fi

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from real_kit import REAL_NODE_LABEL, InClusterMlflow, mlflow_objects, on_real_nodes
 
 E2E_KUBECONFIG = "VCPILOT_E2E_KUBECONFIG"
 
@@ -83,3 +84,107 @@ def cluster(kubeconfig: Path) -> Iterator[Any]:
     while failed and time.monotonic() < deadline and not all(n.ready for n in kube.nodes() if n.name in failed):
         time.sleep(0.5)
     kube.close()
+
+
+# ---- real nodes (deploy/e2e/nodes.sh): kubelets on containerd running the step image -------------------------------
+
+
+def _required(what: str) -> None:
+    """Skip, or fail where `make e2e` asked for real nodes (VCPILOT_E2E_REQUIRE_REAL=1): CI never skips them."""
+    if os.environ.get("VCPILOT_E2E_REQUIRE_REAL") == "1":
+        pytest.fail(f"{what} (VCPILOT_E2E_REQUIRE_REAL=1)")
+    pytest.skip(what)
+
+
+@pytest.fixture(scope="session")
+def real_nodes(admin: Any) -> list[Any]:
+    """The Ready real nodes (label type=real), each advertising nvidia.com/gpu; skipped when the cluster has none."""
+    from kubernetes import client
+
+    key, value = REAL_NODE_LABEL
+    nodes = client.CoreV1Api(admin).list_node(label_selector=f"{key}={value}").items
+    ready = [n for n in nodes if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])]
+    if len(ready) < 2:
+        _required(f"the e2e cluster has {len(ready)} Ready real nodes, these tests need 2 (VCPILOT_E2E_REAL_NODES)")
+    return ready
+
+
+@pytest.fixture(scope="session")
+def step_image() -> str:
+    """The step image every real node holds (deploy/e2e/image.sh; up.sh imports it)."""
+    image = os.environ.get("VCPILOT_E2E_STEP_IMAGE", "")
+    if not image:
+        _required("set VCPILOT_E2E_STEP_IMAGE to the step image that the real nodes hold (deploy/e2e/image.sh)")
+    return image
+
+
+@pytest.fixture
+def workspace(admin: Any, namespace: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A workspace PVC every pod of the namespace can mount read-write, and the host directory behind it.
+
+    Both real nodes are this machine, so a hostPath volume is what an RWX volume (NFS, CephFS) is on a real
+    cluster: the same files from every node. Pods run as uid 1000 (the image's user), hence the open mode.
+    """
+    from kubernetes import client
+
+    core = client.CoreV1Api(admin)
+    host = tmp_path_factory.mktemp("workspace")
+    host.chmod(0o777)
+    pv = f"workspace-{namespace}"
+    core.create_persistent_volume(
+        {
+            "metadata": {"name": pv},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "",
+                "hostPath": {"path": str(host), "type": "Directory"},
+                "claimRef": {"namespace": namespace, "name": "workspace"},
+            },
+        }
+    )
+    core.create_namespaced_persistent_volume_claim(
+        namespace,
+        {
+            "metadata": {"name": "workspace"},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "volumeName": pv,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
+    yield "workspace", host
+    core.delete_persistent_volume(pv)
+
+
+@pytest.fixture
+def mlflow_in_cluster(
+    admin: Any, namespace: str, real_nodes: list[Any], step_image: str, eventually: Callable[..., Any]
+) -> InClusterMlflow:
+    """deploy/mlflow's server in this test's namespace, on a real node, with its store in the pod (emptyDir)."""
+    import httpx
+    from kubernetes import client, utils
+
+    core = client.CoreV1Api(admin)
+    objects = mlflow_objects(namespace=namespace, image=step_image, also_allow="")
+    service = next(o for o in objects if o["kind"] == "Service")
+    name, port = service["metadata"]["name"], service["spec"]["ports"][0]["port"]
+    ip = core.create_namespaced_service(namespace, service).spec.cluster_ip
+    host_uri = f"http://{ip}:{port}"
+    # This test reads it through the Service's cluster IP, a Host header the shipped server would refuse.
+    objects = mlflow_objects(namespace=namespace, image=step_image, also_allow=f"{ip}:{port}")
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    on_real_nodes(deployment["spec"]["template"]["spec"], real_nodes)
+    utils.create_from_dict(admin, deployment, namespace=namespace)
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{host_uri}/health", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    eventually("the in-cluster MLflow answers /health through its Service", healthy, timeout=180)
+    return InClusterMlflow(f"http://{name}.{namespace}.svc.cluster.local:{port}", host_uri)

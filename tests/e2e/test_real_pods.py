@@ -1,0 +1,317 @@
+"""Real pods under real Volcano: the step image on two kubelet nodes (deploy/e2e/nodes.sh), DDP between them.
+
+The training VCJob is the one the pipeline's plan renders (`pipelines.vcjobs.build_training_job_for` after the
+agent's rule policy decides), submitted through KubeCluster. Two things are changed for this machine and said
+where they are: the pods select and tolerate the real nodes (kwok's fake nodes serve the contract suite), and they
+ask for 1.5 CPUs instead of 2, because a real node here has 2 CPUs and the in-cluster MLflow needs a little.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from real_kit import on_real_nodes
+
+from agent import observe as observe_module
+from agent import policy_rules
+from agent.actions import Proceed, RetryFromCheckpoint
+from agent.observation import PlanRequest
+from pipelines.rules import EvaluationReport, LoadtestReport, decide_release
+from pipelines.vcjobs import JobContext, TrainingShape, build_loadtest_job, build_training_job_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.real_pods]
+
+ROOT = Path(__file__).resolve().parents[2]
+STEPS, EVERY = 24, 4
+GLOBAL_BATCH, MICRO_BATCH = 8, 2
+WORKFLOW = "e2e-real"
+PAIRS = [(f"Q: price of item {i}?\nA:", f" ${10 + 7 * i % 80}") for i in range(12)]
+
+
+def write_dataset(directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    lines = "".join(json.dumps({"prompt": p, "completion": c}) + "\n" for p, c in PAIRS)
+    for name in ("train.jsonl", "eval.jsonl"):
+        (directory / name).write_text(lines)
+    directory.chmod(0o777)
+
+
+def fit_this_machine(manifest: dict[str, Any], nodes: list[Any], cpu: str = "1500m", memory: str = "4Gi") -> None:
+    """Select the real nodes and ask for what a 2-CPU node holds (the only changes to the rendered VCJob)."""
+    for task in manifest["spec"]["tasks"]:
+        spec = on_real_nodes(task["template"]["spec"], nodes)
+        for container in spec["containers"]:
+            for kind in ("requests", "limits"):
+                amounts = container.get("resources", {}).get(kind)
+                if amounts:
+                    amounts.update(cpu=cpu, memory=memory)
+
+
+def planned_training(cluster: Any, namespace: str, image: str, pvc: str, mlflow_uri: str, **shape: Any) -> Any:
+    """What `plan-training` does: the agent decides on the cluster as it is, the pipeline renders the VCJob."""
+    request = PlanRequest(
+        gpus=2, gpus_min=1, global_batch=GLOBAL_BATCH, micro_batch=MICRO_BATCH, namespace=namespace, max_steps=STEPS
+    )
+    action = policy_rules.RulePolicy().plan(observe_module.observe(cluster, request))
+    assert isinstance(action, Proceed) and action.gpus == 2, action.rationale
+    context = JobContext(
+        workflow=WORKFLOW,
+        namespace=namespace,
+        workspace="/workspace",
+        workspace_pvc=pvc,
+        image=image,
+        queue=action.queue,
+        mlflow_tracking_uri=mlflow_uri,
+        mlflow_experiment="e2e",
+        priority_class=shape.get("priority_class", ""),
+    )
+    training = TrainingShape(
+        attempt=shape.get("attempt", 1),
+        gpus=action.gpus,
+        gpus_per_pod=1,
+        micro_batch=action.micro_batch,
+        grad_accum=action.grad_accum,
+        global_batch=action.global_batch,
+        queue=action.queue,
+        avoid_nodes=shape.get("avoid_nodes", []),
+        resume_checkpoint=shape.get("resume_checkpoint", ""),
+    )
+    job = build_training_job_for(
+        context, training, base_model="tiny", dataset_dir="/workspace/data", max_steps=STEPS, checkpoint_every=EVERY
+    )
+    return context, job.to_dict()
+
+
+def single_process_summary(data: Path, out: Path) -> dict[str, Any]:
+    """The same training on one process with the same global batch (micro 2 x accumulation 4), here on the host."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MLFLOW_TRACKING_URI": "", "VCPILOT_RESUME": ""}
+    for key in ("WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(key, None)
+    command = [sys.executable, "-m", "components.finetune", "--dataset-dir", str(data), "--output-dir", str(out)]
+    command += ["--checkpoint-dir", str(out.with_name("single-checkpoints")), "--max-steps", str(STEPS)]
+    command += ["--checkpoint-every", str(EVERY), "--global-batch", str(GLOBAL_BATCH)]
+    command += ["--micro-batch", str(MICRO_BATCH), "--json"]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_the_planned_training_gang_runs_ddp_across_both_real_nodes(
+    cluster, namespace, real_nodes, step_image, workspace, mlflow_in_cluster, tmp_path
+):
+    pvc, host = workspace
+    write_dataset(host / "data")
+    context, manifest = planned_training(cluster, namespace, step_image, pvc, mlflow_in_cluster.cluster_uri)
+    fit_this_machine(manifest, real_nodes)
+    name = manifest["metadata"]["name"]
+
+    cluster.submit(manifest)
+    running = cluster.wait(name, {"Running", "Completed", "Failed"}, timeout=180, namespace=namespace)
+    assert running.phase != "Failed", running
+    nodes = {p.node for p in running.pods}
+    assert nodes == {n.metadata.name for n in real_nodes}, f"one rank on each real node: {running.pods}"
+
+    done = cluster.wait(name, timeout=600, namespace=namespace)
+    assert done.phase == "Completed", (done, cluster.events(name, namespace=namespace))
+
+    out = host / Path(context.paths.model(1)).relative_to("/workspace")
+    summary = json.loads((out / "summary.json").read_text())
+    checkpoints = host / Path(context.paths.checkpoints).relative_to("/workspace")
+    assert (checkpoints / f"step-{STEPS}").is_dir(), sorted(p.name for p in checkpoints.iterdir())
+
+    single = single_process_summary(host / "data", tmp_path / "single")
+    assert summary["final_loss"] == pytest.approx(single["final_loss"], rel=1e-4, abs=1e-6)
+
+    losses = mlflow_in_cluster.metric_history(WORKFLOW, "loss")
+    assert len(losses) == STEPS, "rank 0 logged every step to the in-cluster MLflow"
+    assert losses[-1] == pytest.approx(summary["final_loss"], rel=1e-4, abs=1e-6)
+
+
+def test_the_loadtest_gang_measures_the_server_pod_and_the_slo_gate_decides_from_it(
+    cluster, namespace, real_nodes, step_image, workspace, tmp_path
+):
+    pvc, host = workspace
+    write_dataset(host / "data")
+    single_process_summary(host / "data", host / "model")  # a trained model in the workspace, as train leaves it
+    for path in (host / "model", *(host / "model").rglob("*")):
+        path.chmod(0o777 if path.is_dir() else 0o666)
+    context = JobContext(
+        workflow=WORKFLOW, namespace=namespace, workspace="/workspace", workspace_pvc=pvc, image=step_image
+    )
+    manifest = build_loadtest_job(context, model_uri="/workspace/model", slo_ttft_ms=1000, slo_tpot_ms=200).to_dict()
+    fit_this_machine(manifest, real_nodes, cpu="900m", memory="3Gi")
+    name = manifest["metadata"]["name"]
+
+    cluster.submit(manifest)
+    done = cluster.wait(name, timeout=300, namespace=namespace)
+    assert done.phase == "Completed", (done, cluster.events(name, namespace=namespace))
+    assert {p.name.rsplit("-", 2)[-2] for p in done.pods} == {"server", "client"}
+
+    report = LoadtestReport.model_validate_json(
+        (host / Path(context.paths.loadtest_report).relative_to("/workspace")).read_text()
+    )
+    assert report.errors == 0 and report.ttft_p95_ms > 0 and report.tpot_p95_ms > 0, report
+    won = EvaluationReport(candidate_score=1.0)
+    assert decide_release(report, won, slo_ttft_ms=1e6, slo_tpot_ms=1e6, margin=0).released
+    refused = decide_release(report, won, slo_ttft_ms=report.ttft_p95_ms / 2, slo_tpot_ms=1e6, margin=0)
+    assert not refused.released and "TTFT" in refused.reason
+
+
+def slow_steps(manifest: dict[str, Any], seconds: float) -> None:
+    """Make each optimizer step last `seconds` (the trainer's hidden VCPILOT_STEP_DELAY), so faults land mid-run."""
+    for task in manifest["spec"]["tasks"]:
+        for container in task["template"]["spec"]["containers"]:
+            container.setdefault("env", []).append({"name": "VCPILOT_STEP_DELAY", "value": str(seconds)})
+
+
+def logged_steps(out: Path) -> list[int]:
+    file = out / "metrics.jsonl"
+    return [json.loads(line)["step"] for line in file.read_text().splitlines()] if file.is_file() else []
+
+
+@pytest.fixture
+def priority_classes(admin: Any) -> None:
+    """deploy/volcano's priority classes (vcpilot-low for our training, vcpilot-high for what may preempt it)."""
+    from kubernetes import utils
+    from kubernetes.utils import FailToCreateError
+
+    try:
+        utils.create_from_yaml(admin, str(ROOT / "deploy/volcano/priorityclasses.yaml"))
+    except FailToCreateError as err:  # a test before this one made them already
+        assert all(e.status == 409 for e in err.api_exceptions), err
+
+
+def high_priority_job(namespace: str, image: str, nodes: list[Any], gpus: int, seconds: int) -> dict[str, Any]:
+    """Another team's short, high-priority job that needs `gpus` GPUs on one real node."""
+    amounts = {"cpu": "300m", "memory": "512Mi", "nvidia.com/gpu": gpus}
+    pod = {
+        "restartPolicy": "Never",
+        "priorityClassName": "vcpilot-high",
+        "containers": [
+            {
+                "name": "work",
+                "image": image,
+                "command": ["python", "-c", f"import time; time.sleep({seconds})"],
+                "resources": {"requests": dict(amounts), "limits": dict(amounts)},
+            }
+        ],
+    }
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "urgent", "namespace": namespace},
+        "spec": {
+            "schedulerName": "volcano",
+            "queue": "default",
+            "priorityClassName": "vcpilot-high",
+            "minAvailable": 1,
+            "maxRetry": 1,
+            "tasks": [{"name": "work", "replicas": 1, "template": {"spec": on_real_nodes(pod, nodes)}}],
+        },
+    }
+
+
+def test_a_preempted_training_checkpoints_on_sigterm_and_resumes_from_that_checkpoint(
+    cluster, namespace, real_nodes, step_image, workspace, priority_classes, eventually, tmp_path
+):
+    pvc, host = workspace
+    write_dataset(host / "data")
+    context, manifest = planned_training(cluster, namespace, step_image, pvc, "", priority_class="vcpilot-low")
+    fit_this_machine(manifest, real_nodes)
+    slow_steps(manifest, 1.0)
+    name = manifest["metadata"]["name"]
+    cluster.submit(manifest)
+    out = host / Path(context.paths.model(1)).relative_to("/workspace")
+    eventually(
+        "the low-priority training is past its first checkpoint", lambda: len(logged_steps(out)) > EVERY + 1, 300
+    )
+
+    # Each real node has one GPU left; a job that needs two on one node can only run by preempting a rank.
+    cluster.submit(high_priority_job(namespace, step_image, real_nodes, gpus=2, seconds=20))
+    failed = cluster.wait(name, timeout=180, namespace=namespace)
+    assert failed.phase == "Failed", failed
+    reached = max(logged_steps(out))
+
+    request = PlanRequest(
+        gpus=2, gpus_min=1, global_batch=GLOBAL_BATCH, micro_batch=MICRO_BATCH, namespace=namespace, max_steps=STEPS
+    )
+    checkpoints = host / Path(context.paths.checkpoints).relative_to("/workspace")
+    observation = observe_module.observe(cluster, request, job_name=name, checkpoints=str(checkpoints))
+    retry = policy_rules.RulePolicy().diagnose(observation)
+    assert isinstance(retry, RetryFromCheckpoint), retry.rationale
+    assert retry.avoid_nodes == [], "a preemption is no fault of the node"
+    assert "preempt" in retry.rationale, retry.rationale
+    metadata = json.loads((Path(retry.checkpoint) / "metadata.json").read_text())
+    assert metadata["reason"] == "stop-signal", metadata
+    lost_with, lost_without = reached - retry.checkpoint_step, reached - reached // EVERY * EVERY
+    print(f"preemption at step {reached}: {lost_with} steps lost with the SIGTERM checkpoint, {lost_without} without")
+    assert lost_with <= 1
+
+    resume = "/workspace" / Path(retry.checkpoint).relative_to(host)
+    _, again = planned_training(
+        cluster, namespace, step_image, pvc, "", attempt=2, resume_checkpoint=str(resume), priority_class="vcpilot-low"
+    )
+    fit_this_machine(again, real_nodes)
+    cluster.submit(again)
+    done = cluster.wait(again["metadata"]["name"], timeout=600, namespace=namespace)
+    assert done.phase == "Completed", (done, cluster.events(again["metadata"]["name"], namespace=namespace))
+    out2 = host / Path(context.paths.model(2)).relative_to("/workspace")
+    assert logged_steps(out2)[0] == retry.checkpoint_step + 1
+    single = single_process_summary(host / "data", tmp_path / "single")
+    final = json.loads((out2 / "summary.json").read_text())["final_loss"]
+    assert final == pytest.approx(single["final_loss"], rel=1e-4, abs=1e-6)
+
+
+def test_a_real_node_dies_mid_training_and_the_retry_resumes_off_it_from_the_latest_checkpoint(
+    cluster, namespace, real_nodes, step_image, workspace, eventually, tmp_path
+):
+    pvc, host = workspace
+    write_dataset(host / "data")
+    context, manifest = planned_training(cluster, namespace, step_image, pvc, "")
+    fit_this_machine(manifest, real_nodes)
+    slow_steps(manifest, 1.0)
+    name = manifest["metadata"]["name"]
+    cluster.submit(manifest)
+    out = host / Path(context.paths.model(1)).relative_to("/workspace")
+    eventually("attempt 1 has trained past its second checkpoint", lambda: len(logged_steps(out)) > 2 * EVERY, 300)
+
+    running = cluster.get(name, namespace=namespace)
+    dead = next(p.node for p in running.pods if "worker" in p.name)
+    subprocess.run([str(ROOT / "deploy/e2e/node-fault.sh"), "kill", dead], check=True)
+    lost_at = max(logged_steps(out))
+    failed = cluster.wait(name, timeout=240, namespace=namespace)
+    assert failed.phase == "Failed", failed
+
+    request = PlanRequest(
+        gpus=2, gpus_min=1, global_batch=GLOBAL_BATCH, micro_batch=MICRO_BATCH, namespace=namespace, max_steps=STEPS
+    )
+    checkpoints = host / Path(context.paths.checkpoints).relative_to("/workspace")
+    observation = observe_module.observe(cluster, request, job_name=name, checkpoints=str(checkpoints))
+    retry = policy_rules.RulePolicy().diagnose(observation)
+    assert isinstance(retry, RetryFromCheckpoint), retry.rationale
+    assert retry.avoid_nodes == [dead], retry.rationale
+    assert retry.global_batch == GLOBAL_BATCH
+    assert lost_at - retry.checkpoint_step <= EVERY, f"at most one interval lost: {lost_at} -> {retry.checkpoint_step}"
+
+    resume = "/workspace" / Path(retry.checkpoint).relative_to(host)
+    _, again = planned_training(
+        cluster, namespace, step_image, pvc, "", attempt=2, avoid_nodes=retry.avoid_nodes, resume_checkpoint=str(resume)
+    )
+    # On one 2-CPU node both ranks must fit: this machine's limit, not the pipeline's.
+    fit_this_machine(again, real_nodes, cpu="900m", memory="3Gi")
+    cluster.submit(again)
+    done = cluster.wait(again["metadata"]["name"], timeout=600, namespace=namespace)
+    assert done.phase == "Completed", (done, cluster.events(again["metadata"]["name"], namespace=namespace))
+    assert all(p.node != dead for p in done.pods)
+
+    out2 = host / Path(context.paths.model(2)).relative_to("/workspace")
+    assert logged_steps(out2)[0] == retry.checkpoint_step + 1, "the retry continued from the checkpoint"
+    single = single_process_summary(host / "data", tmp_path / "single")
+    final = json.loads((out2 / "summary.json").read_text())["final_loss"]
+    assert final == pytest.approx(single["final_loss"], rel=1e-4, abs=1e-6)
