@@ -74,7 +74,8 @@ def classify_failure(job: JobInfo | None, observation: Observation) -> Failure:
     exits = {p.exit_code for p in by_itself}
     codes = tuple(sorted(code for code in exits if code is not None))
     ranks = len(by_itself)
-    node_faults = [p for p in job.pods if p.node and (p.reason in _NODE_FAULTS or p.node in not_ready)]
+    # A pod still being deleted on a NotReady node (its kubelet cannot confirm) is the same evidence.
+    node_faults = [p for p in (*job.pods, *job.ending) if p.node and (p.reason in _NODE_FAULTS or p.node in not_ready)]
     if node_faults:
         bad = tuple(sorted({p.node for p in node_faults if p.node}))
         reasons = "/".join(sorted({p.reason or "Failed" for p in node_faults}))

@@ -37,12 +37,19 @@ def observe(
     history: Iterable[AttemptRecord] = (),
     throughput: Throughput | None = None,
     now: float | None = None,
+    settle_s: float = 0.0,
 ) -> Observation:
     """Snapshot the queues, nodes, the failed job (with its events) and the latest complete checkpoint.
 
-    Whatever cannot be read is left out with a note saying why; nothing here raises for the cluster's sake.
+    With `settle_s`, a failed job whose pods have not all ended is first given that long to show why (see
+    `settle`). Whatever cannot be read is left out with a note saying why; nothing here raises for the cluster's
+    sake.
     """
     notes: list[str] = []
+    if cluster is not None and job_name and settle_s > 0:
+        with contextlib.suppress(ClusterError):
+            if not settle(cluster, job_name, request.namespace, settle_s):
+                notes.append(f"job {job_name} still had pods running on Ready nodes after {settle_s:g} s")
 
     def look(what: str, read: Callable[[], _T]) -> _T | None:
         try:
@@ -85,6 +92,30 @@ def observe(
         throughput=throughput,
         notes=notes,
     )
+
+
+def unsettled(job: JobInfo, nodes: Iterable[NodeInfo]) -> list[str]:
+    """Pods of an ended job that have not ended themselves and sit on a Ready node: their story is not told yet.
+
+    When a node dies mid-training, the ranks on the healthy nodes fail first (their collective loses a peer, exit
+    1 within seconds), while the API server still calls the dead node Ready until its heartbeats are overdue
+    (node-monitor-grace-period, 40-50 s): read at that moment, the job looks like one rank's bug. Once every pod
+    has ended, or its node is NotReady, the failure can be told for what it is.
+    """
+    if job.phase not in {"Failed", "Aborted", "Terminated"}:
+        return []
+    ready = {n.name for n in nodes if n.ready}
+    return [p.name for p in (*job.pods, *job.ending) if p.phase in {"Pending", "Running"} and p.node in ready]
+
+
+def settle(cluster: Cluster, job_name: str, namespace: str, timeout_s: float, poll_s: float = 2.0) -> bool:
+    """Wait up to `timeout_s` until the failed job has no `unsettled` pod; True when it has none."""
+    deadline = time.monotonic() + timeout_s
+    while unsettled(cluster.get(job_name, namespace), cluster.nodes()):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
+    return True
 
 
 def find_checkpoint(directory: str) -> CheckpointInfo | None:

@@ -40,6 +40,11 @@ __all__ = [
 ]
 
 
+# How long diagnose lets a failed attempt's remaining pods end, or their nodes turn NotReady, before it judges:
+# Kubernetes' node-monitor-grace-period (40-50 s) plus taint eviction, with room (agent.observe.unsettled).
+DIAGNOSE_SETTLE_S = 120.0
+
+
 class TrainingRunInput(JobStepInput):
     """What plan and diagnose share: the recursion's state, the training's size and batch, the agent's policy."""
 
@@ -223,6 +228,7 @@ def diagnose(inputs: DiagnoseInput) -> Diagnosis:
         checkpoints=inputs.context().paths.checkpoints,
         history=history,
         throughput=inputs.throughput(),
+        settle_s=DIAGNOSE_SETTLE_S,
     )
     decision = decide(policy, observation, "diagnose", fallback)
     inputs.record(decision)

@@ -92,6 +92,9 @@ class JobInfo(_Frozen):
     min_available: int
     labels: dict[str, str] = Field(default_factory=dict)
     pods: list[PodInfo] = Field(default_factory=list)
+    # Pods being deleted that have not ended: on Kubernetes a pod stays until its kubelet confirms it stopped, so
+    # one on a node that died stays "Terminating" for good. Not among `pods` (they are gone for the job).
+    ending: list[PodInfo] = Field(default_factory=list)
     podgroup_phase: str | None = None
     reason: str | None = None
     message: str | None = None

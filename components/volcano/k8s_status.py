@@ -262,6 +262,8 @@ def job_info(
     mine = [p for p in pods if _owned_by(p, uid) and (_meta(p).get("labels") or {}).get(JOB_NAME) == meta.get("name")]
     # A pod being deleted is gone as far as the job is concerned, unless eviction or preemption deletes it.
     infos = [pod_info(p) for p in mine if not _meta(p).get("deletionTimestamp") or _pod_reason(p) in _DISRUPTED]
+    shown = {i.name for i in infos}
+    ending = [i for i in map(pod_info, mine) if i.name not in shown and i.phase in {"Pending", "Running"}]
     if podgroup is not None and not _owned_by(podgroup, uid):
         podgroup = None
     infos += _evicted(expected_pods(job), {i.name for i in infos}, events)
@@ -273,6 +275,7 @@ def job_info(
         uid=str(uid or ""),
         queue=spec.get("queue") or "default",
         phase=phase,
+        ending=ending,
         retry_count=int(status.get("retryCount") or 0),
         min_available=int(spec.get("minAvailable") or 0),
         labels=dict(meta.get("labels") or {}),

@@ -13,7 +13,8 @@ source "$here/lib.sh"
 # command package
 wanted=(
   "containerd containerd" "runc runc" "/usr/lib/cni/bridge containernetworking-plugins"
-  "iptables iptables" "conntrack conntrack" "debootstrap debootstrap" "nsenter util-linux" "curl curl"
+  "iptables iptables" "conntrack conntrack" "debootstrap debootstrap" "nsenter util-linux" "curl curl" "jq jq"
+  "flock util-linux" "gcc gcc"
 )
 missing=()
 for pair in "${wanted[@]}"; do

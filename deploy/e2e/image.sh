@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the images the e2e node's containerd runs, without Docker or a registry: the step image (the content of
-# deploy/image/Dockerfile) and the pods' sandbox (pause) image, as docker-archive tars for
-# `ctr -n k8s.io images import`. Each output line is "TAR REFERENCE"; the step image comes last.
+# deploy/image/Dockerfile) and the pods' sandbox (pause) image, as docker-archive directories (what `docker save`
+# writes, unpacked; a tar of one is what `ctr -n k8s.io images import -` reads). Each output line is
+# "ARCHIVE-DIR REFERENCE"; the step image comes last.
 #
 #   deploy/e2e/image.sh [all]   build what is missing (pause, then step); ~3 min cold, under a second warm
 #   deploy/e2e/image.sh pause   the pause image only (a second)
@@ -146,8 +147,8 @@ chroot_env() {
   cp -L "${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}" "$root/run/vcpilot-build/ca.crt" ||
     die "could not copy the CA bundle ${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt} into $root (set PIP_CERT)."
   local env=(PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive
-    PIP_CACHE_DIR=/var/cache/vcpilot-pip WHEELHOUSE=/var/cache/vcpilot-wheels PIP_CERT=/run/vcpilot-build/ca.crt PIP_DISABLE_PIP_VERSION_CHECK=1
-    PIP_PROGRESS_BAR=off PIP_DEFAULT_TIMEOUT="${PIP_DEFAULT_TIMEOUT:-120}")
+    PIP_CACHE_DIR=/var/cache/vcpilot-pip WHEELHOUSE=/var/cache/vcpilot-wheels PIP_CERT=/run/vcpilot-build/ca.crt
+    PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off PIP_DEFAULT_TIMEOUT="${PIP_DEFAULT_TIMEOUT:-120}")
   local v
   for v in PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_TRUSTED_HOST http_proxy https_proxy no_proxy HTTP_PROXY \
     HTTPS_PROXY NO_PROXY; do
@@ -171,12 +172,15 @@ chroot_env() {
   unmount_all
   rm -rf "$root/run/vcpilot-build"
   : >"$root/etc/resolv.conf" # the runtime provides the pod's own
+  chmod 644 "$root/etc/resolv.conf"
   return "$rc"
 }
 
-fail() { # fail LOG SENTENCE: the sentence, then the end of the log that explains it
-  printf 'e2e: %s\n' "$2" >&2
-  [[ -f $1 ]] && tail -n 15 "$1" | sed 's/^/    /' >&2
+fail() { # fail LOG SENTENCE...: the sentence, then the end of the log that explains it
+  local log=$1
+  shift
+  printf 'e2e: %s\n' "$*" >&2
+  [[ -f $log ]] && tail -n 15 "$log" | sed 's/^/    /' >&2
   exit 1
 }
 
@@ -189,7 +193,9 @@ build_base() {
   log "base: debootstrap $release from $mirror (log: $log)"
   debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates --cache-dir="$images/debs" \
     --keyring=/usr/share/keyrings/debian-archive-keyring.gpg "$release" "$work/rootfs" "$mirror" >"$log" 2>&1 ||
-    fail "$log" "debootstrap could not install Debian $release from $mirror (log: $log); check that the mirror is reachable, or set VCPILOT_IMAGE_MIRROR."
+    fail "$log" "debootstrap could not install Debian $release from $mirror (log: $log);" \
+      "check that the mirror is reachable, or set VCPILOT_IMAGE_MIRROR."
+  echo localhost >"$work/rootfs/etc/hostname" # (debootstrap copies this machine's; the runtime sets the pod's)
   cat >"$work/rootfs/etc/apt/sources.list" <<EOF
 deb $mirror $release main
 deb $mirror $release-updates main
@@ -203,7 +209,8 @@ EOF
   mkdir -p "$work/rootfs/run/vcpilot-build/src"
   cp "$repo/constraints.txt" "$repo/pyproject.toml" "$image_dir/install.sh" "$work/rootfs/run/vcpilot-build/src/"
   chroot_env "$work/rootfs" sh /run/vcpilot-build/src/install.sh base /run/vcpilot-build/src >>"$log" 2>&1 ||
-    fail "$log" "pip could not install the dependencies of constraints.txt into the base (log: $log); check that PyPI is reachable (or PIP_INDEX_URL / PIP_FIND_LINKS)."
+    fail "$log" "pip could not install the dependencies of constraints.txt into the base (log: $log);" \
+      "check that PyPI is reachable (or set PIP_INDEX_URL / PIP_FIND_LINKS)."
 
   # What no container needs: package lists, caches, logs, device nodes (the runtime mounts /dev), and like
   # debian:slim the documentation but its copyright files.
@@ -259,8 +266,10 @@ build_project() {
 
 # --- docker-archive ---------------------------------------------------------------------------------------------
 
-# write_archive OUT.tar CONFIG.json TAG... (layers as further args after --): manifest.json, repositories, the
-# config named by its digest, and each layer as <diff_id>/layer.tar — what `docker save` writes and ctr imports.
+# write_archive OUT-DIR CONFIG.json TAG... (layers as further args after --): manifest.json, repositories, the
+# config named by its digest, and each layer as <diff_id>/layer.tar — what `docker save` writes and ctr imports —
+# as a directory, never packed: its layers are hard links (no copy of gigabytes on disk), and a tar of it is
+# streamed into `ctr images import -` (deploy/e2e/nodes.sh).
 write_archive() {
   local out=$1 config=$2
   shift 2
@@ -271,8 +280,9 @@ write_archive() {
   done
   shift
   layers=("$@")
-  local dir=$out.parts
+  local dir=$out.tmp
   safe_rm "$dir"
+  safe_rm "$out"
   mkdir -p "$dir"
   local ids=() names=() l id
   for l in "${layers[@]}"; do
@@ -294,9 +304,7 @@ write_archive() {
   local top=${ids[${#ids[@]} - 1]}
   printf '%s\n' "${tags[@]}" | jq -R --arg top "$top" 'split(":") | {(.[0]): {(.[1]): $top}}' |
     jq -s 'reduce .[] as $x ({}; . * $x)' >"$dir/repositories"
-  (cd "$dir" && tar --numeric-owner -cf "$out.tmp" manifest.json repositories "$cid.json" "${names[@]}")
-  rm -rf "$dir"
-  mv "$out.tmp" "$out"
+  mv "$dir" "$out"
 }
 
 now() { date -u +%Y-%m-%dT%H:%M:%SZ; }
@@ -322,7 +330,7 @@ build_step() {
       {created: $created, created_by: "deploy/e2e/image.sh: debootstrap, Debian updates, install.sh base"},
       {created: $created, created_by: "deploy/e2e/image.sh: install.sh project"}
     ]}' >"$step/config.in.json"
-  write_archive "$step/step.tar" "$step/config.in.json" "$step_repo:$sh" "$step_repo:latest" -- \
+  write_archive "$step/archive" "$step/config.in.json" "$step_repo:$sh" "$step_repo:latest" -- \
     "$base/layer.tar" "$step/layer.tar"
   rm "$step/config.in.json"
   prune step "$sh"
@@ -342,7 +350,7 @@ build_pause() {
     config: {Entrypoint: ["/pause"], User: "65535:65535", Env: ["PATH=/"]},
     history: [{created: $created, created_by: "deploy/e2e/image.sh: gcc -static deploy/image/pause.c"}]}' \
     >"$work/config.in.json"
-  write_archive "$work/pause.tar" "$work/config.in.json" "$pause_ref" -- "$work/layer.tar"
+  write_archive "$work/archive" "$work/config.in.json" "$pause_ref" -- "$work/layer.tar"
   rm -rf "$work/layer" "$work/config.in.json"
   mv "$work" "$out"
 }
@@ -351,7 +359,7 @@ build_pause() {
 
 verify() {
   local bh=$1 sh=$2 base=$images/base-$1 step=$images/step-$2
-  [[ -f $step/step.tar ]] || build_step "$bh" "$sh"
+  [[ -f $step/archive/manifest.json ]] || build_step "$bh" "$sh"
   local root=$step.verify
   mkdir -p "$root"
   mount_at "$root" -t overlay overlay -o "lowerdir=$step/layer:$base/rootfs"
@@ -389,8 +397,8 @@ esac
 bh=$(base_hash)
 sh=$(step_hash)
 ph=$(pause_hash)
-pause_tar=$images/pause-$ph/pause.tar
-step_tar=$images/step-$sh/step.tar
+pause_tar=$images/pause-$ph/archive
+step_tar=$images/step-$sh/archive
 
 if [[ $what == --print ]]; then
   echo "$pause_tar $pause_ref"
@@ -415,17 +423,17 @@ if [[ $what == verify ]]; then
   exit 0
 fi
 if [[ $what == all || $what == pause ]]; then
-  if [[ ! -f $pause_tar ]]; then
+  if [[ ! -f $pause_tar/manifest.json ]]; then
     build_pause "$images/pause-$ph"
     prune pause "$ph"
   fi
   echo "$pause_tar $pause_ref"
 fi
 if [[ $what == all || $what == step ]]; then
-  if [[ ! -f $step_tar ]]; then
+  if [[ ! -f $step_tar/manifest.json ]]; then
     start=$SECONDS
     build_step "$bh" "$sh"
-    log "step image built in $((SECONDS - start)) s: $(du -h "$step_tar" | cut -f1) tar," \
+    log "step image built in $((SECONDS - start)) s: $(du -sh "$step_tar" | cut -f1) archive," \
       "$(($(cat "$images/base-$bh/unpacked-bytes") / 1000000)) MB unpacked base"
   fi
   echo "$step_tar $step_repo:$sh"

@@ -10,14 +10,14 @@
 real_nodes=${VCPILOT_E2E_REAL_NODES:-2}
 real_gpus=${VCPILOT_E2E_REAL_GPUS:-2}
 REAL_TAINT=vcpilot.io/real-node
-# docker-archive tars to import into every node's containerd, and the sandbox image's name: by default what
-# image.sh built ("TAR REFERENCE" lines, the pause image first).
+# docker-archives (directories or tars) to import into every node's containerd, and the sandbox image's name: by
+# default what image.sh built ("ARCHIVE REFERENCE" lines, the pause image first).
 if [[ -z ${VCPILOT_E2E_IMAGES:-} ]] && ((real_nodes > 0)); then
   built=$("$E2E_DIR/image.sh" --print)
   images=$(awk '{print $1}' <<<"$built")
   sandbox_image=${VCPILOT_E2E_SANDBOX_IMAGE:-$(awk 'NR == 1 {print $2}' <<<"$built")}
-  for tar in $images; do
-    [[ -f $tar ]] || die "$tar is missing: run deploy/e2e/image.sh first (or VCPILOT_E2E_REAL_NODES=0)."
+  for archive in $images; do
+    [[ -e $archive ]] || die "$archive is missing: run deploy/e2e/image.sh first (or VCPILOT_E2E_REAL_NODES=0)."
   done
 else
   images=${VCPILOT_E2E_IMAGES:-}
@@ -95,7 +95,7 @@ EOF
 }
 
 # ---- one node -----------------------------------------------------------------------------------------------------
-start_real_node() { # index
+start_runtime() { # index: the node's address, cgroups, CNI config, containerd, and its images
   local i=$1 name=real-node-$1 ip dir state sock cgroup ctrl
   ip=$(real_node_ip "$i")
   dir=$run/nodes/$name
@@ -165,7 +165,14 @@ EOF
     ctr --address "$sock" -n k8s.io containers rm "$c" >/dev/null 2>&1 || true
   done
   import_images "$name" "$sock"
+}
 
+start_kubelet() { # index
+  local i=$1 name=real-node-$1 ip dir sock cgroup
+  ip=$(real_node_ip "$i")
+  dir=$run/nodes/$name
+  sock=$E2E_NODE_STATE/$name/containerd.sock
+  cgroup=/vcpilot-e2e/$name
   node_cert "$name"
   client_kubeconfig "$dir/kubeconfig" "$name"
   cat >"$dir/kubelet.yaml" <<EOF
@@ -204,23 +211,35 @@ EOF
     --node-labels "type=real,vcpilot.io/node-kind=real"
 }
 
-import_images() { # node socket: import every image tar whose reference the node does not hold yet
-  local name=$1 sock=$2 tar ref
-  for tar in $images; do
-    ref=$(image_ref "$tar")
+import_images() { # node socket: import every image the node does not hold yet
+  local name=$1 sock=$2 archive ref digest
+  for archive in $images; do
+    ref=$(image_ref "$archive")
     if ctr --address "$sock" -n k8s.io images ls -q | grep -qxF "$ref"; then
       continue
     fi
     log "$name: importing $ref"
-    ctr --address "$sock" -n k8s.io images import --no-unpack=false "$tar" >/dev/null ||
-      die "$name: containerd could not import $tar."
+    if [[ -d $archive ]]; then
+      tar -C "$archive" -cf - . | ctr --address "$sock" -n k8s.io images import - >/dev/null
+    else
+      ctr --address "$sock" -n k8s.io images import "$archive" >/dev/null
+    fi || die "$name: containerd could not import $archive."
+    # Once unpacked, a layer's blob is a second copy of gigabytes: containers start from the snapshot alone.
+    for digest in $(archive_file "$archive" "$(archive_file "$archive" manifest.json | jq -r '.[0].Config')" |
+      jq -r '.rootfs.diff_ids[]'); do
+      ctr --address "$sock" -n k8s.io content rm "$digest" >/dev/null
+    done
   done
+}
+
+archive_file() { # archive name: a file of a docker-archive, a directory or a tar
+  if [[ -d $1 ]]; then cat "$1/$2"; else tar -xOf "$1" "$2"; fi
 }
 
 # The reference a docker-archive holds (its manifest.json's first RepoTag), with docker.io's implicit prefix.
 image_ref() {
   local tag
-  tag=$(tar -xOf "$1" manifest.json | sed -n 's/.*"RepoTags":\["\([^"]*\)".*/\1/p')
+  tag=$(archive_file "$1" manifest.json | jq -r '.[0].RepoTags[0] // empty')
   [[ -n $tag ]] || die "$1 is not a docker-archive image (no RepoTags in manifest.json)."
   [[ $tag == */* ]] || tag=library/$tag
   [[ ${tag%%/*} == *.* || ${tag%%/*} == *:* || ${tag%%/*} == localhost ]] || tag=docker.io/$tag
@@ -243,7 +262,14 @@ start_real_nodes() {
   ((EUID == 0)) || die "real nodes need root (network namespaces, mounts, cgroups): run as root or VCPILOT_E2E_REAL_NODES=0."
   start_cluster_network
   local i
-  for ((i = 0; i < real_nodes; i++)); do start_real_node "$i"; done
+  # The runtimes start and import side by side (an import of the step image hashes gigabytes), the kubelets after.
+  local started=()
+  for ((i = 0; i < real_nodes; i++)); do
+    start_runtime "$i" &
+    started+=($!)
+  done
+  for i in "${started[@]}"; do wait "$i" || die "a real node's runtime did not start (above)."; done
+  for ((i = 0; i < real_nodes; i++)); do start_kubelet "$i"; done
   wait_for "$real_nodes real nodes Ready" 120 real_nodes_ready
   # An extended resource is advertised by patching the node's status (as a device plugin would report it).
   for ((i = 0; i < real_nodes; i++)); do

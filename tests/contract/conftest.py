@@ -40,6 +40,9 @@ def _kube() -> Iterator[Ctx]:
     kubeconfig = os.environ.get(E2E_KUBECONFIG)
     if not kubeconfig or not Path(kubeconfig).is_file():
         pytest.skip(f"set {E2E_KUBECONFIG} to the kubeconfig of a running e2e cluster (deploy/e2e/up.sh)")
+    netns = os.environ.get("VCPILOT_E2E_NETNS", "vcpilot-e2e")  # without it the address would leave the machine
+    if not Path("/run/netns", netns).exists():
+        pytest.fail(f"the e2e cluster's network namespace {netns} does not exist: start it with deploy/e2e/up.sh")
     from kubernetes import client, config
 
     from components.volcano.cluster_k8s import KubeCluster

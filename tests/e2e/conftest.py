@@ -21,6 +21,11 @@ def kubeconfig() -> Path:
     path = os.environ.get(E2E_KUBECONFIG)
     if not path or not Path(path).is_file():
         pytest.skip(f"set {E2E_KUBECONFIG} to the kubeconfig of a running e2e cluster (deploy/e2e/up.sh)")
+    # The cluster's address lives in its network namespace: without it, traffic to that address would leave
+    # this machine, which tests must never do.
+    netns = os.environ.get("VCPILOT_E2E_NETNS", "vcpilot-e2e")
+    if not Path("/run/netns", netns).exists():
+        pytest.fail(f"the e2e cluster's network namespace {netns} does not exist: start it with deploy/e2e/up.sh")
     return Path(path)
 
 

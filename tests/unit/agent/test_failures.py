@@ -94,7 +94,8 @@ def diagnose(pods: list[dict[str, Any]], events: Sequence[dict[str, Any]] = (), 
     changes = fields.pop("request", {})
     request = PlanRequest(gpus=4, gpus_per_pod=2, global_batch=32, micro_batch=4, queue="gpu-a", **changes)
     job = job_info(JOB, pods, None, list(events))
-    observation = Observation(time=0.0, request=request, job=job, nodes=NODES, checkpoint=CKPT, **fields)
+    fields.setdefault("nodes", NODES)
+    observation = Observation(time=0.0, request=request, job=job, checkpoint=CKPT, **fields)
     return classify_failure(job, observation), POLICY.diagnose(observation), observation
 
 
@@ -195,3 +196,34 @@ def test_the_same_crash_on_every_rank_is_still_a_bug_aborted_the_second_time():
     assert isinstance(retry, RetryFromCheckpoint)
     _, abort, _ = diagnose(crashed, history=[attempt_record(first)], request={"attempt": 2})
     assert isinstance(abort, Abort) and abort.reason.startswith("training fails deterministically")
+
+
+# ---- a node that dies: the healthy rank fails first, the dead node's pod stays Terminating -----------------------
+
+# What the API server showed on the real-pods cluster seconds after real-node-1's kubelet and containers were killed:
+# the master on the healthy node failed (its gloo collective lost the peer, exit 1), Volcano deleted the job's pods,
+# and the worker on the dead node stays Running with a deletionTimestamp — its kubelet can never confirm.
+LOST_PEER_MASTER = pod(MASTER, "gpu-node-0", "Failed", code=1)
+SILENT_WORKER = pod(WORKER, "gpu-node-1", "Running", deleting=True)
+
+
+def test_a_pod_being_deleted_on_a_ready_node_leaves_the_failure_unsettled():
+    from agent.observe import unsettled
+
+    job = job_info(JOB, [LOST_PEER_MASTER, SILENT_WORKER], None, list(PLACED))
+    assert [p.name for p in job.pods] == [MASTER] and [p.name for p in job.ending] == [WORKER]
+    assert unsettled(job, NODES) == [WORKER]
+    dead = [n.model_copy(update={"ready": n.name != "gpu-node-1"}) for n in NODES]
+    assert unsettled(job, dead) == []
+
+
+def test_once_its_node_is_notready_the_silent_pod_makes_it_a_node_fault_not_the_masters_bug():
+    dead = [n.model_copy(update={"ready": n.name != "gpu-node-1"}) for n in NODES]
+    failure, action, _ = diagnose([LOST_PEER_MASTER, SILENT_WORKER], PLACED, nodes=dead)
+    assert failure.kind == "node" and failure.bad_nodes == ("gpu-node-1",)
+    assert isinstance(action, RetryFromCheckpoint) and action.avoid_nodes == ["gpu-node-1"]
+
+
+def test_read_too_early_the_same_job_looks_like_one_ranks_failure():
+    failure, action, _ = diagnose([LOST_PEER_MASTER, SILENT_WORKER], PLACED)
+    assert failure.kind != "node" and isinstance(action, RetryFromCheckpoint) and action.avoid_nodes == []
