@@ -131,9 +131,8 @@ class Controller:
         final = {"AbortJob": "Aborted", "TerminateJob": "Terminated", "CompleteJob": "Completed"}.get(action)
         if final is None:
             return False
-        # Volcano deletes the pods CompleteJob stops too; a completed job keeps them here, as Failed/Terminated,
-        # because tests/integration/test_local_cluster.py still lists a DDP job's worker after its master ends.
-        self.kill_pods(ns, name, remove=action != "CompleteJob")
+        # As Volcano's KillJob: the pods it stops are deleted, whatever the final phase (CompleteJob included).
+        self.kill_pods(ns, name)
         self.set_phase(job, final, action, f"{event} on task {task}: {action}")
         return True
 
@@ -311,26 +310,20 @@ class Controller:
             (namespace, pod),
         )
 
-    def kill_pods(self, namespace: str, job: str, *, remove: bool = True) -> None:
+    def kill_pods(self, namespace: str, job: str) -> None:
         """Kill the job's running pods and delete them with its waiting ones; pods that ended by themselves stay.
 
         As Volcano's KillJob does (PodRetainPhaseSoft): a finished job keeps its Succeeded and Failed pods, and
-        the pods its controller had to stop are gone, not left behind as failures of their own. With `remove`
-        False the stopped pods stay, marked Failed/Terminated.
+        the pods its controller had to stop are gone, not left behind as failures of their own.
         """
         for pod in self._db.execute(
             "SELECT * FROM pods WHERE namespace = ? AND job = ? AND phase = 'Running'", (namespace, job)
         ).fetchall():
             localpods.kill(pod["pid"], pod["token"])
-            if not remove:
-                self.finish_pod(pod, "Failed", "Terminated", 137, "killed: the job is finishing")
-                continue
             self.event(namespace, job, f"Pod/{pod['name']}", "Killing", "killed: the job is restarting or finishing")
-        if remove:
-            self._db.execute(
-                "DELETE FROM pods WHERE namespace = ? AND job = ? AND phase IN ('Running', 'Pending')",
-                (namespace, job),
-            )
+        self._db.execute(
+            "DELETE FROM pods WHERE namespace = ? AND job = ? AND phase IN ('Running', 'Pending')", (namespace, job)
+        )
 
     def set_phase(self, job: JobRow, phase: str, reason: str, message: str) -> None:
         """Kill the job's running pods, marking them Failed/Terminated."""

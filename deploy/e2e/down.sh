@@ -17,7 +17,7 @@ order=(vc-scheduler vc-controller-manager kwok kube-scheduler kube-controller-ma
 # ours PID NAME — true when PID still runs the binary of that name (a pid file can outlive its process and the
 # number be reused by something else, which must not be killed).
 ours() {
-  [[ -r /proc/$1/cmdline ]] && tr '\0' '\n' <"/proc/$1/cmdline" | head -n 1 | grep -q "/${2%%-real-node-*}\$"
+  [[ -r /proc/$1/cmdline ]] && tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | head -n 1 | grep -q "/${2%%-real-node-*}\$"
 }
 
 stop() { # name

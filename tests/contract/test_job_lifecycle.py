@@ -83,8 +83,9 @@ def test_task_completed_completes_the_job_while_other_pods_still_run(ctx: Ctx):
     ctx.cluster.submit(ctx.job("layout", tasks=tasks))
     done = ctx.cluster.wait("layout", timeout=30 * ctx.slow, namespace=ctx.ns)
     assert done.phase == "Completed"
-    assert [(p.task, p.phase) for p in done.pods if p.task == "master"] == [("master", "Succeeded")]
-    assert not [p for p in done.pods if p.phase == "Running"], "CompleteJob stops the remaining pods"
+    # CompleteJob stops the remaining pods, and Volcano deletes the pods it stopped (seen on real pods too: the
+    # load test's server is gone once its client completes): the job keeps only the pod that ended by itself.
+    assert [(p.task, p.phase) for p in done.pods] == [("master", "Succeeded")]
 
 
 def test_deleting_a_job_takes_its_pods_and_podgroup(ctx: Ctx):

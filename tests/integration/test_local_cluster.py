@@ -224,7 +224,8 @@ def test_ddp_job_with_the_pytorch_plugin_completes(cluster, tmp_path):
     assert done.phase == "Completed", logs
     result = json.loads(out.read_text())
     assert result == {"world_size": 2, "final_loss": result["final_loss"], "weights_in_sync": True}
-    assert sorted(p.task for p in done.pods) == ["master", "worker"]
+    # The worker is listed when it ended before the master's CompleteJob, gone when that stopped it (as Volcano).
+    assert "master" in {p.task for p in done.pods} and {p.phase for p in done.pods} == {"Succeeded"}
 
 
 def test_submit_is_idempotent_and_rejects_conflicts(cluster, make_job):
