@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the e2e cluster (etcd, Kubernetes with kubelet and kube-proxy, Volcano, kwok, CoreDNS) from Go modules, once,
-# into a cache outside the repo.
+# Builds the e2e cluster (etcd, Kubernetes with kubelet and kube-proxy, Volcano, kwok, CoreDNS, Argo Workflows) from
+# Go modules and ../shared/third_party, once, into a cache outside the repo.
 #
 #   deploy/e2e/build.sh            build what is missing; print the bin directory on the last line
 #   deploy/e2e/build.sh --bin-dir  print the bin directory only (builds nothing)
@@ -146,6 +146,52 @@ else
   chmod -R u+w "$E2E_BUILD/volcano-apis"
   VOLCANO_APIS_DIR=$E2E_BUILD/volcano-apis build volcano volcano "$volcano_ldflags" \
     volcano.sh/volcano/cmd/scheduler volcano.sh/volcano/cmd/controller-manager
+fi
+
+# Argo Workflows from its source at ARGO_VERSION (the module proxy serves only older releases): a copy of
+# ../shared/third_party/argo-workflows-<version> (or VCPILOT_E2E_ARGO_SRC), with a placeholder page where the UI's
+# build would be — the UI cannot be built here (its argo-ui dependency comes from a git URL), and the server
+# embeds ui/dist/app.
+argo_bins=("$E2E_BIN"/{workflow-controller,argoexec,argo})
+if all_exist "${argo_bins[@]}"; then
+  log "argo: cached"
+else
+  argo_src=${VCPILOT_E2E_ARGO_SRC:-$here/../../../shared/third_party/argo-workflows-$ARGO_VERSION}
+  [[ -f $argo_src/go.mod ]] && grep -q '^module github.com/argoproj/argo-workflows/v4$' "$argo_src/go.mod" ||
+    die "argo: no Argo Workflows source at $argo_src: put ../shared beside the checkout or set VCPILOT_E2E_ARGO_SRC."
+  src=$E2E_BUILD/src/argo
+  logf=$E2E_BUILD/logs/argo.log
+  rm -rf "$src"
+  mkdir -p "$(dirname "$src")"
+  cp -r "$argo_src" "$src"
+  chmod -R u+w "$src"
+  # Git symlinks arrive in shared/ as small files holding the target's path (workflow/executor/osspecific/
+  # signal_linux.go -> signal_darwin.go): make them links again, or Go reads a path as source.
+  find "$src" -type f -size -256c -print0 | while IFS= read -r -d '' f; do
+    target=$(tr -d '\0' <"$f")
+    if [[ $(wc -l <"$f") -eq 0 && $target =~ ^[A-Za-z0-9_./-]+$ && -e $(dirname "$f")/$target ]]; then
+      ln -sf "$target" "$f"
+    fi
+  done
+  mkdir -p "$src/ui/dist/app"
+  printf '%s\n' '<!doctype html><title>Argo Workflows</title><p>The UI is not built in the vcpilot e2e cluster;' \
+    'use the argo CLI or the REST API.</p>' >"$src/ui/dist/app/index.html"
+  argo_ldflags="-X github.com/argoproj/argo-workflows/v4.version=$ARGO_VERSION"
+  argo_ldflags+=" -X github.com/argoproj/argo-workflows/v4.gitTag=$ARGO_VERSION"
+  argo_ldflags+=" -X github.com/argoproj/argo-workflows/v4.gitTreeState=clean"
+  argo_ldflags+=" -X github.com/argoproj/argo-workflows/v4.buildDate=1970-01-01T00:00:00Z"
+  log "argo: building (log: $logf)"
+  start=$SECONDS
+  mkdir -p "$E2E_BUILD/out/argo"
+  if (cd "$src" && go build -p "$go_jobs" -ldflags "-s -w $argo_ldflags" -o "$E2E_BUILD/out/argo/" \
+    ./cmd/workflow-controller ./cmd/argoexec ./cmd/argo) >"$logf" 2>&1; then
+    mv "$E2E_BUILD"/out/argo/* "$E2E_BIN/"
+    log "argo: built in $((SECONDS - start)) s"
+  else
+    log "argo: FAILED after $((SECONDS - start)) s; last lines of $logf:"
+    tail -n 5 "$logf" | sed 's/^/    /' >&2
+    failed+=(argo)
+  fi
 fi
 
 log "done in $((SECONDS - total_start)) s"
