@@ -198,4 +198,12 @@ log "done in $((SECONDS - total_start)) s"
 if ((${#failed[@]})); then
   die "could not build: ${failed[*]} (see $E2E_BUILD/logs/); the rest is in $E2E_BIN."
 fi
+# Builds of other recipes (another hash) are about 1 GB each and never used again: keep only this one.
+for old in "$E2E_CACHE"/*/; do
+  old=${old%/}
+  if [[ $(basename "$old") =~ ^[0-9a-f]{16}$ && $old != "$E2E_HOME" ]]; then
+    log "removing the build of another recipe: $old"
+    rm -rf "$old"
+  fi
+done
 echo "$E2E_BIN"

@@ -31,6 +31,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.real_pods]
 ROOT = Path(__file__).resolve().parents[2]
 STEPS, EVERY = 24, 4
 GLOBAL_BATCH, MICRO_BATCH = 8, 2
+WORKSPACE = "/workspace"
 WORKFLOW = "e2e-real"
 PAIRS = [(f"Q: price of item {i}?\nA:", f" ${10 + 7 * i % 80}") for i in range(12)]
 
@@ -54,17 +55,31 @@ def fit_this_machine(manifest: dict[str, Any], nodes: list[Any], cpu: str = "150
                     amounts.update(cpu=cpu, memory=memory)
 
 
-def planned_training(cluster: Any, namespace: str, image: str, pvc: str, mlflow_uri: str, **shape: Any) -> Any:
-    """What `plan-training` does: the agent decides on the cluster as it is, the pipeline renders the VCJob."""
-    request = PlanRequest(
+def on_host(host: Path, pod_path: str) -> Path:
+    """Where a path of the pods' workspace is on this machine (the hostPath behind the workspace PVC)."""
+    return host / Path(pod_path).relative_to(WORKSPACE)
+
+
+def in_pod(host: Path, host_path: str) -> str:
+    """The pods' path of a file of the workspace seen from here."""
+    return str(WORKSPACE / Path(host_path).relative_to(host))
+
+
+def plan_request(namespace: str) -> PlanRequest:
+    """What the tests ask the agent for: 2 GPUs (1 at least), the global batch kept."""
+    return PlanRequest(
         gpus=2, gpus_min=1, global_batch=GLOBAL_BATCH, micro_batch=MICRO_BATCH, namespace=namespace, max_steps=STEPS
     )
-    action = policy_rules.RulePolicy().plan(observe_module.observe(cluster, request))
+
+
+def planned_training(cluster: Any, namespace: str, image: str, pvc: str, mlflow_uri: str, **shape: Any) -> Any:
+    """What `plan-training` does: the agent decides on the cluster as it is, the pipeline renders the VCJob."""
+    action = policy_rules.RulePolicy().plan(observe_module.observe(cluster, plan_request(namespace)))
     assert isinstance(action, Proceed) and action.gpus == 2, action.rationale
     context = JobContext(
         workflow=WORKFLOW,
         namespace=namespace,
-        workspace="/workspace",
+        workspace=WORKSPACE,
         workspace_pvc=pvc,
         image=image,
         queue=action.queue,
@@ -84,7 +99,7 @@ def planned_training(cluster: Any, namespace: str, image: str, pvc: str, mlflow_
         resume_checkpoint=shape.get("resume_checkpoint", ""),
     )
     job = build_training_job_for(
-        context, training, base_model="tiny", dataset_dir="/workspace/data", max_steps=STEPS, checkpoint_every=EVERY
+        context, training, base_model="tiny", dataset_dir=f"{WORKSPACE}/data", max_steps=STEPS, checkpoint_every=EVERY
     )
     return context, job.to_dict()
 
@@ -121,9 +136,9 @@ def test_the_planned_training_gang_runs_ddp_across_both_real_nodes(
     done = cluster.wait(name, timeout=600, namespace=namespace)
     assert done.phase == "Completed", (done, cluster.events(name, namespace=namespace))
 
-    out = host / Path(context.paths.model(1)).relative_to("/workspace")
+    out = on_host(host, context.paths.model(1))
     summary = json.loads((out / "summary.json").read_text())
-    checkpoints = host / Path(context.paths.checkpoints).relative_to("/workspace")
+    checkpoints = on_host(host, context.paths.checkpoints)
     assert (checkpoints / f"step-{STEPS}").is_dir(), sorted(p.name for p in checkpoints.iterdir())
 
     single = single_process_summary(host / "data", tmp_path / "single")
@@ -143,9 +158,9 @@ def test_the_loadtest_gang_measures_the_server_pod_and_the_slo_gate_decides_from
     for path in (host / "model", *(host / "model").rglob("*")):
         path.chmod(0o777 if path.is_dir() else 0o666)
     context = JobContext(
-        workflow=WORKFLOW, namespace=namespace, workspace="/workspace", workspace_pvc=pvc, image=step_image
+        workflow=WORKFLOW, namespace=namespace, workspace=WORKSPACE, workspace_pvc=pvc, image=step_image
     )
-    manifest = build_loadtest_job(context, model_uri="/workspace/model", slo_ttft_ms=1000, slo_tpot_ms=200).to_dict()
+    manifest = build_loadtest_job(context, model_uri=f"{WORKSPACE}/model", slo_ttft_ms=1000, slo_tpot_ms=200).to_dict()
     fit_this_machine(manifest, real_nodes, cpu="900m", memory="3Gi")
     name = manifest["metadata"]["name"]
 
@@ -155,14 +170,32 @@ def test_the_loadtest_gang_measures_the_server_pod_and_the_slo_gate_decides_from
     # CompleteJob kills the server and Volcano deletes the pods it killed: the client's pod is what stays.
     assert [p.phase for p in done.pods if "-client-" in p.name] == ["Succeeded"], done.pods
 
-    report = LoadtestReport.model_validate_json(
-        (host / Path(context.paths.loadtest_report).relative_to("/workspace")).read_text()
-    )
+    report = LoadtestReport.model_validate_json((on_host(host, context.paths.loadtest_report)).read_text())
     assert report.errors == 0 and report.ttft_p95_ms > 0 and report.tpot_p95_ms > 0, report
     won = EvaluationReport(candidate_score=1.0)
     assert decide_release(report, won, slo_ttft_ms=1e6, slo_tpot_ms=1e6, margin=0).released
     refused = decide_release(report, won, slo_ttft_ms=report.ttft_p95_ms / 2, slo_tpot_ms=1e6, margin=0)
     assert not refused.released and "TTFT" in refused.reason
+
+
+def diagnosed(cluster: Any, namespace: str, name: str, checkpoints: Path) -> Any:
+    """What the pipeline's diagnose does: let the failed job settle, observe it, ask the rule policy."""
+    observation = observe_module.observe(
+        cluster, plan_request(namespace), job_name=name, checkpoints=str(checkpoints), settle_s=DIAGNOSE_SETTLE_S
+    )
+    return policy_rules.RulePolicy().diagnose(observation)
+
+
+def finishes_from(cluster: Any, namespace: str, again: dict[str, Any], retry: Any, out: Path, data: Path, tmp: Path):
+    """Run the retry's VCJob; it must continue at the checkpoint's next step and end at the uninterrupted loss."""
+    cluster.submit(again)
+    done = cluster.wait(again["metadata"]["name"], timeout=600, namespace=namespace)
+    assert done.phase == "Completed", (done, cluster.events(again["metadata"]["name"], namespace=namespace))
+    assert logged_steps(out)[0] == retry.checkpoint_step + 1, "the retry continued from the checkpoint"
+    single = single_process_summary(data, tmp / "single")
+    final = json.loads((out / "summary.json").read_text())["final_loss"]
+    assert final == pytest.approx(single["final_loss"], rel=1e-4, abs=1e-6)
+    return done
 
 
 def slow_steps(manifest: dict[str, Any], seconds: float) -> None:
@@ -229,7 +262,7 @@ def test_a_preempted_training_checkpoints_on_sigterm_and_resumes_from_that_check
     slow_steps(manifest, 1.0)
     name = manifest["metadata"]["name"]
     cluster.submit(manifest)
-    out = host / Path(context.paths.model(1)).relative_to("/workspace")
+    out = on_host(host, context.paths.model(1))
     eventually(
         "the low-priority training is past its first checkpoint", lambda: len(logged_steps(out)) > EVERY + 1, 300
     )
@@ -240,12 +273,7 @@ def test_a_preempted_training_checkpoints_on_sigterm_and_resumes_from_that_check
     assert failed.phase == "Failed", failed
     reached = max(logged_steps(out))
 
-    request = PlanRequest(
-        gpus=2, gpus_min=1, global_batch=GLOBAL_BATCH, micro_batch=MICRO_BATCH, namespace=namespace, max_steps=STEPS
-    )
-    checkpoints = host / Path(context.paths.checkpoints).relative_to("/workspace")
-    observation = observe_module.observe(cluster, request, job_name=name, checkpoints=str(checkpoints))
-    retry = policy_rules.RulePolicy().diagnose(observation)
+    retry = diagnosed(cluster, namespace, name, on_host(host, context.paths.checkpoints))
     assert isinstance(retry, RetryFromCheckpoint), retry.rationale
     assert retry.avoid_nodes == [], "a preemption is no fault of the node"
     assert "preempt" in retry.rationale, retry.rationale
@@ -255,19 +283,12 @@ def test_a_preempted_training_checkpoints_on_sigterm_and_resumes_from_that_check
     print(f"preemption at step {reached}: {lost_with} steps lost with the SIGTERM checkpoint, {lost_without} without")
     assert lost_with <= 1
 
-    resume = "/workspace" / Path(retry.checkpoint).relative_to(host)
+    resume = in_pod(host, retry.checkpoint)
     _, again = planned_training(
-        cluster, namespace, step_image, pvc, "", attempt=2, resume_checkpoint=str(resume), priority_class="vcpilot-low"
+        cluster, namespace, step_image, pvc, "", attempt=2, resume_checkpoint=resume, priority_class="vcpilot-low"
     )
     fit_this_machine(again, real_nodes)
-    cluster.submit(again)
-    done = cluster.wait(again["metadata"]["name"], timeout=600, namespace=namespace)
-    assert done.phase == "Completed", (done, cluster.events(again["metadata"]["name"], namespace=namespace))
-    out2 = host / Path(context.paths.model(2)).relative_to("/workspace")
-    assert logged_steps(out2)[0] == retry.checkpoint_step + 1
-    single = single_process_summary(host / "data", tmp_path / "single")
-    final = json.loads((out2 / "summary.json").read_text())["final_loss"]
-    assert final == pytest.approx(single["final_loss"], rel=1e-4, abs=1e-6)
+    finishes_from(cluster, namespace, again, retry, on_host(host, context.paths.model(2)), host / "data", tmp_path)
 
 
 def test_a_real_node_dies_mid_training_and_the_retry_resumes_off_it_from_the_latest_checkpoint(
@@ -280,7 +301,7 @@ def test_a_real_node_dies_mid_training_and_the_retry_resumes_off_it_from_the_lat
     slow_steps(manifest, 1.0)
     name = manifest["metadata"]["name"]
     cluster.submit(manifest)
-    out = host / Path(context.paths.model(1)).relative_to("/workspace")
+    out = on_host(host, context.paths.model(1))
     eventually("attempt 1 has trained past its second checkpoint", lambda: len(logged_steps(out)) > 2 * EVERY, 300)
 
     running = cluster.get(name, namespace=namespace)
@@ -290,33 +311,19 @@ def test_a_real_node_dies_mid_training_and_the_retry_resumes_off_it_from_the_lat
     failed = cluster.wait(name, timeout=240, namespace=namespace)
     assert failed.phase == "Failed", failed
 
-    request = PlanRequest(
-        gpus=2, gpus_min=1, global_batch=GLOBAL_BATCH, micro_batch=MICRO_BATCH, namespace=namespace, max_steps=STEPS
-    )
-    checkpoints = host / Path(context.paths.checkpoints).relative_to("/workspace")
-    # What the pipeline's diagnose does: let the failed job's pods on a silent node show that the node is dead.
-    observation = observe_module.observe(
-        cluster, request, job_name=name, checkpoints=str(checkpoints), settle_s=DIAGNOSE_SETTLE_S
-    )
-    retry = policy_rules.RulePolicy().diagnose(observation)
+    # The settle in `diagnosed` lets the failed job's pod on the silent node show that the node is dead.
+    retry = diagnosed(cluster, namespace, name, on_host(host, context.paths.checkpoints))
     assert isinstance(retry, RetryFromCheckpoint), retry.rationale
     assert retry.avoid_nodes == [dead], retry.rationale
     assert retry.global_batch == GLOBAL_BATCH
     assert lost_at - retry.checkpoint_step <= EVERY, f"at most one interval lost: {lost_at} -> {retry.checkpoint_step}"
 
-    resume = "/workspace" / Path(retry.checkpoint).relative_to(host)
+    resume = in_pod(host, retry.checkpoint)
     _, again = planned_training(
-        cluster, namespace, step_image, pvc, "", attempt=2, avoid_nodes=retry.avoid_nodes, resume_checkpoint=str(resume)
+        cluster, namespace, step_image, pvc, "", attempt=2, avoid_nodes=retry.avoid_nodes, resume_checkpoint=resume
     )
     # On one 2-CPU node both ranks must fit: this machine's limit, not the pipeline's.
     fit_this_machine(again, real_nodes, cpu="900m", memory="3Gi")
-    cluster.submit(again)
-    done = cluster.wait(again["metadata"]["name"], timeout=600, namespace=namespace)
-    assert done.phase == "Completed", (done, cluster.events(again["metadata"]["name"], namespace=namespace))
+    out2 = on_host(host, context.paths.model(2))
+    done = finishes_from(cluster, namespace, again, retry, out2, host / "data", tmp_path)
     assert all(p.node != dead for p in done.pods)
-
-    out2 = host / Path(context.paths.model(2)).relative_to("/workspace")
-    assert logged_steps(out2)[0] == retry.checkpoint_step + 1, "the retry continued from the checkpoint"
-    single = single_process_summary(host / "data", tmp_path / "single")
-    final = json.loads((out2 / "summary.json").read_text())["final_loss"]
-    assert final == pytest.approx(single["final_loss"], rel=1e-4, abs=1e-6)
