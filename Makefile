@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 export VCPILOT_HOME ?= $(CURDIR)/.vcpilot
 
-.PHONY: venv demo test lint bench e2e clean constraints
+.PHONY: venv demo test lint bench e2e cluster cluster-down clean constraints
 
 venv: $(STAMP)
 
@@ -42,9 +42,10 @@ bench: venv
 	$(BIN)/python benchmarks/loadgen.py
 
 # The real cluster (deploy/e2e/, docs/e2e.md): build it once into ~/.cache/vcpilot-e2e (binaries from Go modules, the
-# step and pause images without Docker), start it in a network namespace of its own, run the tests, and stop every
-# process and mount it started, whatever the tests did. First the contract suite and the agent on kwok's fake
-# nodes alone (their figures assume them), then a fresh cluster with real nodes for the tests on real pods.
+# step, pause and Argo executor images without Docker), start it in a network namespace of its own, run the tests,
+# and stop every process and mount it started, whatever the tests did. First the contract suite and the agent on
+# kwok's fake nodes alone (their figures assume them), then a fresh cluster of real nodes only, with Argo
+# Workflows, for the tests on real pods and of the pipeline as Argo runs it (vcpilot installed by install.py).
 e2e: venv
 	deploy/e2e/host-deps.sh
 	deploy/e2e/build.sh
@@ -53,9 +54,23 @@ e2e: venv
 	export VCPILOT_E2E_KUBECONFIG=$$(deploy/e2e/up.sh --print-kubeconfig); \
 	VCPILOT_E2E_REAL_NODES=0 deploy/e2e/up.sh && \
 	$(BIN)/pytest -q -m "e2e and not real_pods" tests/contract tests/e2e && \
-	deploy/e2e/up.sh && \
+	VCPILOT_E2E_NODES=0 deploy/e2e/up.sh && \
 	VCPILOT_E2E_REQUIRE_REAL=1 VCPILOT_E2E_STEP_IMAGE=$$(deploy/e2e/image.sh --print | awk 'END {print $$2}') \
 	  $(BIN)/pytest -q -m "e2e and real_pods" tests/e2e
+
+# The real-pods cluster with Argo Workflows and vcpilot installed (kubectl apply -k deploy/, the demo seeded into
+# its workspace), left running for people: the last lines are the exports for kubectl, argo and vcpilot
+# (docs/deploy.md walks through submitting). `make cluster-down` stops every process and mount it started.
+cluster: venv
+	deploy/e2e/host-deps.sh
+	deploy/e2e/build.sh
+	deploy/e2e/image.sh >/dev/null
+	VCPILOT_E2E_NODES=0 deploy/e2e/up.sh >/dev/null
+	$(BIN)/python deploy/e2e/install.py || { deploy/e2e/down.sh; exit 1; }
+	@deploy/e2e/up.sh --print-env
+
+cluster-down:
+	deploy/e2e/down.sh
 
 # Regenerate the pins after changing dependencies in pyproject.toml.
 constraints: venv

@@ -1,6 +1,6 @@
 """The llm-autopilot pipeline as Hera objects: the WorkflowTemplate and the CronWorkflow that runs it nightly.
 
-    main:  detect-logs ─> gate ─(trigger)─> finetune ─> loadtest ─> evaluate ─> release      onExit: on-exit
+    main:  check ─> detect-logs ─> gate ─(trigger)─> finetune ─> loadtest ─> evaluate ─> release  onExit: on-exit
     finetune = train-with-recovery:  plan ─> train ─(Failed)─> diagnose ─> recurse (retry) | give-up (abort)
 
 Heavy steps (detect-logs, loadtest, evaluate) are small DAGs `plan ─> run`: a script renders the VCJob from
@@ -21,6 +21,7 @@ from hera.workflows.io import Input
 from hera.workflows.models import PersistentVolumeClaimVolumeSource, ValueFrom, Volume, WorkflowTemplateRef
 
 from pipelines import steps, steps_training
+from pipelines.parameters import DEFAULT_IMAGE, MODES, PARAMETERS, POLICIES, TEMPLATE_NAME
 
 __all__ = [
     "CRON_NAME",
@@ -34,56 +35,11 @@ __all__ = [
     "build_workflow_template",
 ]
 
-TEMPLATE_NAME = "llm-autopilot"
 SERVICE_ACCOUNT = "vcpilot-workflow"  # deploy/rbac/serviceaccount.yaml
 CRON_NAME = "llm-autopilot-nightly"
-DEFAULT_IMAGE = "ghcr.io/vcpilot/vcpilot:0.1.0"
-MODES = ["auto", "force", "dry-run"]
-POLICIES = ["rules", "llm"]
 _LABELS = {"app.kubernetes.io/name": TEMPLATE_NAME, "app.kubernetes.io/part-of": "vcpilot"}
 
 
-def _param(name: str, value: str, description: str, enum: list[str] | None = None) -> Parameter:
-    return Parameter(name=name, value=value, description=description, enum=enum)
-
-
-# The run's parameters, as the Argo UI's submit form shows them. Every value is a string on the wire.
-PARAMETERS: tuple[Parameter, ...] = (
-    _param("mode", "auto", "auto: fine-tune on drift; force: always; dry-run: detect and report only", MODES),
-    _param("base-model", "Qwen/Qwen2.5-0.5B-Instruct", "Model to fine-tune: a Hugging Face id or a path"),
-    _param("log-source", "/workspace/logs", "The service's logs: a file, a directory or a glob"),
-    _param(
-        "dataset-dir",
-        "/workspace/datasets/eval",
-        "Evaluation data: candidate and champion are scored on <dataset-dir>/eval.jsonl",
-    ),
-    _param("workspace", "/workspace", "Directory every step shares (the workspace PVC is mounted here)"),
-    _param("workspace-pvc", "vcpilot-workspace", "PersistentVolumeClaim mounted at the workspace (ReadWriteMany)"),
-    _param("gpus-wanted", "4", "GPUs to train on when the cluster has them"),
-    _param("gpus-min", "1", "Fewest GPUs worth training on; the planner never goes below"),
-    _param("gpus-per-pod", "1", "GPUs per training pod", ["1", "2", "4", "8"]),
-    _param("global-batch", "32", "Sequences per optimizer step; kept whatever the GPU count (= gpus × micro × accum)"),
-    _param("micro-batch", "4", "Sequences per GPU per forward pass"),
-    _param("queue", "default", "Volcano queue for the heavy steps"),
-    _param("fallback-queue", "default", "Volcano queue the planner may move training to when the first is crowded"),
-    _param("priority-class", "", "PriorityClass of the heavy steps' pods; empty for none"),
-    _param("slo-ttft-ms", "500", "Load-test SLO: p95 time to first token, milliseconds"),
-    _param("slo-tpot-ms", "50", "Load-test SLO: p95 time per output token, milliseconds"),
-    _param("eval-margin", "0.01", "How much the candidate's score must beat the champion's to be released"),
-    _param("max-recovery-attempts", "3", "Training attempts (the first included) before giving up"),
-    _param("agent-policy", "rules", "Who decides plan and diagnose: the rules, or an LLM (VCPILOT_LLM_URL)", POLICIES),
-    _param(
-        "max-plan-wait-s",
-        "60",
-        "Longest the planner waits for the cluster to free up before it takes the best size it can get",
-    ),
-    _param("mlflow-tracking-uri", "", "MLflow tracking server; empty for MLflow's default (sqlite under VCPILOT_HOME)"),
-    _param("mlflow-experiment", TEMPLATE_NAME, "MLflow experiment of the run"),
-    _param("registered-model", TEMPLATE_NAME, "MLflow registered model whose champion alias the release moves"),
-    _param("image", DEFAULT_IMAGE, "Image of every step (it contains vcpilot)"),
-    _param("train-max-steps", "200", "Optimizer steps of a fine-tuning run"),
-    _param("checkpoint-every", "50", "Steps between checkpoints (a retry resumes from the latest)"),
-)
 _WORKFLOW_VALUES = {
     "workflow-name": "{{workflow.name}}",
     "namespace": "{{workflow.namespace}}",
@@ -215,7 +171,9 @@ def _main() -> DAG:
     """The chain; heavy steps are referenced by template name and defined after it, so the file reads top-down."""
     model_uri = "{{tasks.finetune.outputs.parameters.model-uri}}"
     with DAG(name="main") as dag:
-        Task(name="detect-logs", template="detect-logs")
+        # Argo runs a submission whatever its values (it does not hold them to the enums): check them first.
+        steps.check_parameters(name="check-parameters", arguments={"parameters": "{{workflow.parameters.json}}"})
+        Task(name="detect-logs", template="detect-logs", depends="check-parameters.Succeeded")
         steps.gate(
             name="gate",
             depends="detect-logs.Succeeded",

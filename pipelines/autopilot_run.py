@@ -22,15 +22,24 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from components.volcano.cluster import ClusterError
 from components.volcano.cluster_local import LocalCluster, default_home
 from pipelines.local.runner import RunResult, WorkflowError, run_workflow
 from pipelines.local.workflow import load_workflow
+from pipelines.parameters import check_parameters
 
-__all__ = ["SCENARIOS", "Scenario", "run_autopilot", "TEMPLATE"]
+__all__ = [
+    "SCENARIOS",
+    "Scenario",
+    "TEMPLATE",
+    "bootstrap_champion",
+    "demo_parameters",
+    "prepare_demo",
+    "run_autopilot",
+]
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "deploy" / "argo" / "llm-autopilot.yaml"
 
@@ -149,11 +158,13 @@ def bootstrap_champion(home: Path, tracking_uri: str, registered_model: str = RE
     return model
 
 
-def local_parameters(home: Path) -> dict[str, str]:
-    """Template parameters that point the run at this machine: workspace, data and MLflow under VCPILOT_HOME."""
+def demo_parameters(home: PurePath) -> dict[str, str]:
+    """Template parameters that run the demo from `home` (prepare_demo, bootstrap_champion): data, model, sizes.
+
+    The same for `vcpilot run` on this machine and for a cluster whose workspace holds the demo (`vcpilot demo
+    seed`, deploy/e2e/install.py).
+    """
     return {
-        "workspace": str(home / "workspace"),
-        "workspace-pvc": "",
         "log-source": str(home / "demo" / "logs"),
         "dataset-dir": str(home / "demo" / "data" / "drifted"),
         "base-model": str(home / "demo" / "champion"),
@@ -167,6 +178,16 @@ def local_parameters(home: Path) -> dict[str, str]:
         "checkpoint-every": "25",
         "slo-ttft-ms": "2000",
         "slo-tpot-ms": "500",
+    }
+
+
+def local_parameters(home: Path) -> dict[str, str]:
+    """Template parameters that point the run at this machine: workspace, data and MLflow under VCPILOT_HOME."""
+    return {
+        "workspace": str(home / "workspace"),
+        "workspace-pvc": "",
+        "job-service-account": "",  # LocalCluster runs no sidecars, and `vcpilot run` needs no guard
+        **demo_parameters(home),
         "mlflow-tracking-uri": f"sqlite:///{home / 'mlflow.db'}",
     }
 
@@ -206,7 +227,11 @@ def run_autopilot(
     run = name or f"llm-autopilot-{time.strftime('%Y%m%d-%H%M%S')}"
     arguments = {**local_parameters(home_path), "log-source": str(prepare_demo(home_path, chosen.drift))}
     arguments.update(params or {})
-    load_workflow(TEMPLATE, arguments, name=run)  # bad parameters fail here, before anything runs
+    try:
+        check_parameters(arguments)  # what the workflow's first step checks, before anything runs here
+    except ValueError as err:
+        raise WorkflowError(str(err)) from None
+    load_workflow(TEMPLATE, arguments, name=run)  # unknown parameters fail here
     if bootstrap and arguments["base-model"] == str(home_path / "demo" / "champion"):
         bootstrap_champion(home_path, arguments["mlflow-tracking-uri"], arguments["registered-model"])
     with _environment({"VCPILOT_HOME": str(home_path), **chosen.env}):

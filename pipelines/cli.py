@@ -13,7 +13,7 @@ from components.loadtest import cli as loadtest_cli
 from components.logs import cli as logs_cli
 from components.release import cli as release_cli
 from components.serving import cli as serving_cli
-from pipelines import cli_cluster, cli_lint, cli_run, cli_workflows
+from pipelines import cli_cluster, cli_doctor, cli_lint, cli_run, cli_workflows
 from pipelines.local import cli as local_cli
 
 __all__ = ["app"]
@@ -35,10 +35,12 @@ app.command("loadtest")(loadtest_cli.loadtest_command)
 app.command("serve")(serving_cli.serve_command)
 app.command("evaluate")(evaluate_cli.evaluate_command)
 app.add_typer(release_cli.app, name="release")
+demo_cli.app.command("seed")(cli_run.seed_command)
 app.add_typer(demo_cli.app, name="demo")
 app.add_typer(logs_cli.app, name="logs")
 app.command("mcp")(mcp_server.mcp_command)
 app.command("plan")(agent_cli.plan_command)
+app.command("doctor")(cli_doctor.doctor_command)
 
 
 @app.callback()

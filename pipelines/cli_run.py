@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from pipelines.autopilot_run import SCENARIOS, run_autopilot
+from pipelines.autopilot_run import SCENARIOS, bootstrap_champion, demo_parameters, prepare_demo, run_autopilot
+from pipelines.cli_cluster import fail
 from pipelines.cli_workflows import parse_params
 from pipelines.local.cli import report_run
+from pipelines.local.runner import WorkflowError
 
-__all__ = ["run_command"]
+__all__ = ["run_command", "seed_command"]
 
 
 def run_command(
@@ -27,3 +31,19 @@ def run_command(
     """Run the llm-autopilot WorkflowTemplate through the local runner on LocalCluster; exit 0 when it Succeeded."""
     params = parse_params(param)
     report_run(lambda on_update: run_autopilot(scenario, params, name=name, on_update=on_update), json_output)
+
+
+def seed_command(
+    home: Annotated[Path, typer.Option(help="Where the demo goes: a cluster's workspace volume, e.g. /workspace.")],
+    mlflow_tracking_uri: Annotated[str, typer.Option(help="The tracking server the champion is registered in.")],
+) -> None:
+    """Put the demo into a workspace for a cluster: its data, and a first champion trained and registered in MLflow.
+
+    Prints, as JSON, the template parameters that run the demo from there. Done once; a second call finds both.
+    """
+    try:
+        prepare_demo(home, drift=True)
+        bootstrap_champion(home, mlflow_tracking_uri)
+    except (WorkflowError, OSError) as err:
+        fail(f"cannot seed the demo into {home}: {err}")
+    typer.echo(json.dumps(demo_parameters(home)))

@@ -13,11 +13,12 @@ script template shares live in one place, `RUNNER`.
 
 # No `from __future__ import annotations` here: Hera reads the step functions' annotations at runtime
 # (inspect.signature without eval_str), so they must be real types, not strings.
+import contextlib
 import functools
 import json
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, NoReturn, ParamSpec, TypeVar
 
 from hera.workflows import Parameter, Resources, script
 from hera.workflows.io import Input, Output
@@ -29,12 +30,15 @@ from components.volcano.cluster import Cluster, ClusterError
 from components.volcano.connect import connect
 from components.volcano.models import Job
 from components.volcano.validation import describe_validation_error
+from pipelines.parameters import check_parameters as check_parameters_of
 from pipelines.rules import DetectReport, EvaluationReport, LoadtestReport, decide_gate, decide_release
 from pipelines.vcjobs import WORKFLOW_LABEL, JobContext, build_detect_job, build_evaluate_job, build_loadtest_job
 from pipelines.workspace import RunPaths, read_report, write_json
 
 __all__ = [
     "RUNNER",
+    "check_parameters",
+    "tell_argo",
     "WORKSPACE_VOLUME",
     "Finalized",
     "FinalizeInput",
@@ -76,17 +80,35 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
+# Kubernetes puts this file in every container and reports what it holds as the container's termination message;
+# Argo appends that to the failed node's message ("main: Error (exit code 1): <this>"), which `argo get` and the UI
+# show beside the node. (Real Argo leaves a failed DAG workflow's own message empty: the node is where to look.)
+TERMINATION_LOG = Path("/dev/termination-log")
+
+
+def tell_argo(sentence: str) -> None:
+    """Leave `sentence` as the step's termination message, where the kubelet made the file (never elsewhere)."""
+    if TERMINATION_LOG.is_file():
+        with contextlib.suppress(OSError):
+            TERMINATION_LOG.write_text(sentence[:4000])  # the kubelet keeps 4096 bytes
+
+
 def for_people(step: Callable[_P, _R]) -> Callable[_P, _R]:
     """Make a step that fails on bad input or an unreachable cluster exit 1 with one sentence, not a traceback."""
 
+    def fail(sentence: str) -> NoReturn:
+        tell_argo(sentence)
+        raise SystemExit(sentence)
+
     @functools.wraps(step)
     def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        name = step.__name__.replace("_", "-")
         try:
             return step(*args, **kwargs)
         except ValidationError as err:
-            raise SystemExit(f"{step.__name__.replace('_', '-')}: {describe_validation_error(err)}") from None
+            fail(f"{name}: {describe_validation_error(err)}")
         except (ValueError, ClusterError, OSError) as err:
-            raise SystemExit(f"{step.__name__.replace('_', '-')}: {err}") from None
+            fail(f"{name}: {err}")
 
     return run
 
@@ -111,6 +133,9 @@ class JobStepInput(RunInput):
     priority_class: Annotated[str, Parameter(name="priority-class")] = ""
     mlflow_tracking_uri: Annotated[str, Parameter(name="mlflow-tracking-uri")] = ""
     mlflow_experiment: Annotated[str, Parameter(name="mlflow-experiment")] = ""
+    cpu_per_gpu: Annotated[str, Parameter(name="cpu-per-gpu")] = "4"
+    memory_per_gpu: Annotated[str, Parameter(name="memory-per-gpu")] = "16Gi"
+    job_service_account: Annotated[str, Parameter(name="job-service-account")] = ""
 
     def context(self, queue: str | None = None) -> JobContext:
         """The part of every VCJob this run shares."""
@@ -124,6 +149,9 @@ class JobStepInput(RunInput):
             priority_class=self.priority_class,
             mlflow_tracking_uri=self.mlflow_tracking_uri,
             mlflow_experiment=self.mlflow_experiment,
+            cpu_per_gpu=self.cpu_per_gpu,
+            memory_per_gpu=self.memory_per_gpu,
+            job_service_account=self.job_service_account,
         )
 
 
@@ -160,6 +188,27 @@ def plan_detect(inputs: PlanDetectInput) -> JobPlan:
     context = inputs.context()
     job = build_detect_job(context, log_source=inputs.log_source)
     return _job_plan(job, context.paths.detect_report)
+
+
+class CheckInput(Input):
+    """Every parameter of the run, as Argo's `{{workflow.parameters.json}}` lists them."""
+
+    parameters: str
+
+
+@script(**RUNNER)
+@for_people
+def check_parameters(inputs: CheckInput) -> Output:
+    """Fail the run, before anything else runs, on a parameter value its declaration does not allow."""
+    try:
+        listed = json.loads(inputs.parameters)
+        values = {str(p["name"]): str(p.get("value", "")) for p in listed}
+    except (ValueError, TypeError, KeyError):
+        raise ValueError(
+            "the workflow's parameters are not the JSON list Argo gives as workflow.parameters.json"
+        ) from None
+    check_parameters_of(values)
+    return Output(result=f"{len(values)} parameters checked")
 
 
 class GateInput(Input):

@@ -24,7 +24,7 @@ from agent.records import decisions_dir, read_history, write_decision
 from agent.tools import ToolContext
 from components.tracking.steps import DEFAULT_EXPERIMENT
 from components.volcano.cluster import Cluster
-from pipelines.steps import RUNNER, JobStepInput, connect_cluster, for_people, manifest_json
+from pipelines.steps import RUNNER, JobStepInput, connect_cluster, for_people, manifest_json, tell_argo
 from pipelines.vcjobs import TrainingShape, build_training_job_for
 
 __all__ = [
@@ -271,4 +271,5 @@ class GiveUpInput(Input):
 @script(**RUNNER)
 def give_up(inputs: GiveUpInput) -> Output:
     """Fail on purpose: an abort must end in a failing leaf, or Argo reports the DAG as Succeeded."""
+    tell_argo(f"giving up: {inputs.reason}")
     return Output(exit_code=1, result=f"giving up: {inputs.reason}")

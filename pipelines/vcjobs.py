@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from components.volcano.builder import TrainingRequest, build_training_job
 from components.volcano.models import (
@@ -27,7 +27,7 @@ from components.volcano.models import (
     TaskSpec,
     validate_job,
 )
-from components.volcano.resources import GPU
+from components.volcano.resources import GPU, parse_quantity, scale_quantity
 from pipelines.workspace import RunPaths
 
 __all__ = [
@@ -65,6 +65,23 @@ class JobContext(BaseModel):
     priority_class: str = ""
     mlflow_tracking_uri: str = ""
     mlflow_experiment: str = ""
+    # What a pod gets per GPU it uses; a pod without a GPU (detect, the load-test client) gets one share.
+    cpu_per_gpu: str = "4"
+    memory_per_gpu: str = "16Gi"
+    # The account of the heavy pods, whose guard (pipelines/guard.py) deletes the job once the workflow has
+    # ended; empty: no guard (LocalCluster, or a job made outside a workflow).
+    job_service_account: str = ""
+
+    @field_validator("cpu_per_gpu", "memory_per_gpu")
+    @classmethod
+    def _positive_quantity(cls, value: str) -> str:
+        if parse_quantity(value) <= 0:
+            raise ValueError(f"{value!r} must be a quantity greater than 0, such as 4, 1500m or 16Gi")
+        return value
+
+    def share(self, gpus: int) -> tuple[str, str]:
+        """CPU and memory of a pod that uses `gpus` GPUs (one share at least)."""
+        return scale_quantity(self.cpu_per_gpu, max(gpus, 1)), scale_quantity(self.memory_per_gpu, max(gpus, 1))
 
     @property
     def paths(self) -> RunPaths:
@@ -128,6 +145,7 @@ def build_training_job_for(
 ) -> Job:
     """The VCJob of one training attempt: the pytorch layout from the builder, plus the workspace volume."""
     paths = context.paths
+    cpu, memory = context.share(shape.gpus_per_pod)
     request = TrainingRequest(
         name=job_name(context.workflow, f"train-{shape.attempt}"),
         namespace=context.namespace,
@@ -144,6 +162,8 @@ def build_training_job_for(
         env=context.env(),
         total_gpus=shape.gpus,
         gpus_per_pod=shape.gpus_per_pod,
+        cpu_per_pod=cpu,
+        memory_per_pod=memory,
         micro_batch=shape.micro_batch,
         grad_accum=shape.grad_accum,
         global_batch=shape.global_batch,
@@ -158,6 +178,7 @@ def build_training_job_for(
     )
     job = build_training_job(request)
     job.spec.volumes = context.volumes()
+    guard(context, job)
     validate_job(job)
     return job
 
@@ -170,8 +191,6 @@ def build_detect_job(context: JobContext, *, log_source: str) -> Job:
         "components.logs",
         # Drain3's templates and yesterday's window live in the workspace, so a nightly run compares with the last.
         ["--source", log_source, "--report", context.paths.detect_report, "--state", f"{context.workspace}/state/logs"],
-        cpu="2",
-        memory="4Gi",
     )
     return _job(context, "detect", [_task(context, "detect", detect)], min_available=1)
 
@@ -187,8 +206,6 @@ def build_loadtest_job(context: JobContext, *, model_uri: str, slo_ttft_ms: floa
         "server",
         "components.serving",
         ["--model", model_uri, "--port", str(LOADTEST_PORT)],
-        cpu="4",
-        memory="16Gi",
         gpus=1,
     )
     client = _container(
@@ -201,8 +218,6 @@ def build_loadtest_job(context: JobContext, *, model_uri: str, slo_ttft_ms: floa
             *("--slo-tpot-ms", _number(slo_tpot_ms)),
             *("--report", context.paths.loadtest_report),
         ],
-        cpu="2",
-        memory="4Gi",
     )
     tasks = [
         _task(context, "server", server),
@@ -237,8 +252,6 @@ def build_evaluate_job(
             *("--eval-set", eval_set),
             *("--report", context.paths.evaluate_report),
         ],
-        cpu="4",
-        memory="16Gi",
         gpus=1,
     )
     return _job(context, "evaluate", [_task(context, "evaluate", evaluate)], min_available=1)
@@ -248,10 +261,9 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-def _container(
-    context: JobContext, name: str, module: str, args: list[str], *, cpu: str, memory: str, gpus: int = 0
-) -> Container:
-    """A container that runs `python -m <module> <args>` with the step environment and fixed resources."""
+def _container(context: JobContext, name: str, module: str, args: list[str], *, gpus: int = 0) -> Container:
+    """A container that runs `python -m <module> <args>` with the step environment and its share of the node."""
+    cpu, memory = context.share(gpus)
     amounts: dict[str, str | int | float] = {"cpu": cpu, "memory": memory}
     if gpus:
         amounts[GPU] = gpus
@@ -307,5 +319,31 @@ def _job(
             volumes=context.volumes(),
         ),
     )
+    guard(context, job)
     validate_job(job)
     return job
+
+
+def guard(context: JobContext, job: Job) -> None:
+    """Give every pod of `job` the sidecar that deletes it when the workflow ends (see pipelines/guard.py)."""
+    if not context.job_service_account:
+        return
+    env = [
+        EnvVar(name="VCPILOT_WORKFLOW", value=context.workflow),
+        EnvVar(name="VCPILOT_JOB", value=job.metadata.name),
+        EnvVar(name="VCPILOT_NAMESPACE", value_from={"fieldRef": {"fieldPath": "metadata.namespace"}}),
+        *(EnvVar(name=k, value=v) for k, v in context.env().items() if k.startswith("MLFLOW_")),
+    ]
+    amounts: dict[str, str | int | float] = {"cpu": "10m", "memory": "128Mi"}
+    sidecar = Container(
+        name="guard",
+        image=context.image,
+        command=["python", "-m", "pipelines.guard"],
+        env=env,
+        resources=ResourceRequirements(requests=amounts, limits={"memory": "512Mi"}),
+        restart_policy="Always",  # a native sidecar: Kubernetes stops it when the main container ends
+    )
+    for task in job.spec.tasks:
+        spec = task.template.spec
+        spec.init_containers = [*(spec.init_containers or []), sidecar]
+        spec.service_account_name = context.job_service_account

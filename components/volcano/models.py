@@ -186,6 +186,7 @@ class Container(_Kube):
     resources: ResourceRequirements | None = None
     volume_mounts: list[dict[str, Any]] | None = None
     ports: list[dict[str, Any]] | None = None
+    restart_policy: str | None = None  # "Always" on an init container makes it a sidecar (Kubernetes >= 1.29)
 
 
 class PodSpec(_Kube):

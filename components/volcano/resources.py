@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 
-__all__ = ["GPU", "Resources", "add", "fits", "parse_quantity", "parse_resources", "sub", "total"]
+__all__ = ["GPU", "Resources", "add", "fits", "parse_quantity", "parse_resources", "scale_quantity", "sub", "total"]
 
 GPU = "nvidia.com/gpu"
 
@@ -43,6 +44,16 @@ def parse_quantity(value: str | int | float) -> float:
     if not match:
         raise ValueError(f"quantity {value!r} is not a number such as 2, 500m or 16Gi")
     return float(match.group(1)) * _SUFFIXES[match.group(2) or ""]
+
+
+def scale_quantity(value: str, factor: int) -> str:
+    """`value` times a whole `factor`, in the same unit ("1500m" × 2 = "3000m", "16Gi" × 2 = "32Gi")."""
+    match = _QUANTITY.match(value.strip())
+    if not match:
+        raise ValueError(f"quantity {value!r} is not a number such as 2, 500m or 16Gi")
+    number = Decimal(match.group(1)) * factor
+    digits = format(number.normalize(), "f") if number != number.to_integral() else str(int(number))
+    return f"{digits}{match.group(2) or ''}"
 
 
 def parse_resources(raw: Mapping[str, str | int | float] | None) -> Resources:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the real nodes and the image build need, when they are missing: containerd and runc
-# (the runtime), the CNI plugins, iptables and conntrack (kube-proxy), debootstrap (the step image's base).
+# (the runtime), the CNI plugins, iptables and conntrack (kube-proxy), debootstrap (the step image's base), a static
+# busybox (the image Argo's upstream examples run).
 #
 #   deploy/e2e/host-deps.sh           install what is missing (as root, with apt-get)
 #   deploy/e2e/host-deps.sh --check   only say what is missing; exit 1 if anything is
@@ -14,7 +15,7 @@ source "$here/lib.sh"
 wanted=(
   "containerd containerd" "runc runc" "/usr/lib/cni/bridge containernetworking-plugins"
   "iptables iptables" "conntrack conntrack" "debootstrap debootstrap" "nsenter util-linux" "curl curl" "jq jq"
-  "flock util-linux" "gcc gcc"
+  "flock util-linux" "gcc gcc" "/usr/bin/busybox busybox-static"
 )
 missing=()
 for pair in "${wanted[@]}"; do

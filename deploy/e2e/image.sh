@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Builds the images the e2e node's containerd runs, without Docker or a registry: the step image (the content of
-# deploy/image/Dockerfile) and the pods' sandbox (pause) image, as docker-archive directories (what `docker save`
-# writes, unpacked; a tar of one is what `ctr -n k8s.io images import -` reads). Each output line is
-# "ARCHIVE-DIR REFERENCE"; the step image comes last.
+# deploy/image/Dockerfile), the pods' sandbox (pause) image, Argo's executor image (argoexec) and the stand-in for
+# the images Argo's examples name, as docker-archive directories (what `docker save` writes, unpacked; a tar of
+# one is what `ctr -n k8s.io images import -` reads). Each output line is "ARCHIVE-DIR REFERENCE"; the pause image
+# comes first, the step image last.
 #
-#   deploy/e2e/image.sh [all]   build what is missing (pause, then step); ~3 min cold, under a second warm
+#   deploy/e2e/image.sh [all]   build what is missing (pause, executor, examples, step); ~3 min cold, under a
+#                               second warm
 #   deploy/e2e/image.sh pause   the pause image only (a second)
+#   deploy/e2e/image.sh executor Argo's executor image (argoexec from build.sh; a second)
+#   deploy/e2e/image.sh examples the stand-in for busybox and alpine:3.23 that Argo's examples run (a second)
 #   deploy/e2e/image.sh step    the step image only
-#   deploy/e2e/image.sh --print print both lines, build nothing (a missing tar is not an error here)
+#   deploy/e2e/image.sh --print print every line, build nothing (a missing tar is not an error here)
 #   deploy/e2e/image.sh verify  build the step image if needed, then run its imports and
 #                               `python -m components.finetune --help` in it as uid 1000
 #
@@ -35,6 +39,9 @@ security_mirror=${VCPILOT_IMAGE_SECURITY_MIRROR:-http://deb.debian.org/debian-se
 venv=/opt/vcpilot
 step_repo=vcpilot.local/step
 pause_ref=vcpilot.local/pause:1
+executor_ref=vcpilot.local/argoexec:$ARGO_VERSION
+examples_refs=(docker.io/library/busybox:latest docker.io/library/alpine:3.23)
+busybox=/usr/bin/busybox # Debian's busybox-static (deploy/e2e/host-deps.sh)
 image_path=$venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 # --- keys ------------------------------------------------------------------------------------------------------
@@ -355,6 +362,60 @@ build_pause() {
   mv "$work" "$out"
 }
 
+# --- the Argo executor image: argoexec alone --------------------------------------------------------------------
+# Argo's emissary executor copies /bin/argoexec from this image into every step pod (its init container) and runs
+# it as the pod's wait sidecar; build.sh links it statically, so it needs nothing else. Upstream runs it as 8737.
+
+build_executor() {
+  local out=$1 work=$1.tmp
+  [[ -x $E2E_BIN/argoexec ]] || die "$E2E_BIN/argoexec is missing: run deploy/e2e/build.sh first."
+  safe_rm "$work"
+  mkdir -p "$work/layer/bin" "$work/layer/tmp"
+  chmod 1777 "$work/layer/tmp"
+  cp "$E2E_BIN/argoexec" "$work/layer/bin/argoexec"
+  pack_layer "$work/layer" "$work/layer.tar"
+  jq -n --arg created "$(now)" '{architecture: "amd64", os: "linux", created: $created,
+    config: {Entrypoint: ["/bin/argoexec"], User: "8737", Env: ["PATH=/bin"]},
+    history: [{created: $created, created_by: "deploy/e2e/image.sh: argoexec from deploy/e2e/build.sh"}]}' \
+    >"$work/config.in.json"
+  write_archive "$work/archive" "$work/config.in.json" "$executor_ref" -- "$work/layer.tar"
+  rm -rf "$work/layer" "$work/config.in.json"
+  mv "$work" "$out"
+}
+
+# --- the examples' image: Debian's static busybox, as busybox and as alpine:3.23 ---------------------------------
+# Argo's upstream examples (../shared/argo-examples, tests/e2e/test_argo_examples.py) run `busybox` and
+# `alpine:3.23`; all they call there (sh, echo, sleep, od, awk) is busybox, which is also what Alpine's own commands
+# are. So one layer stands in for both names: the static binary at /bin/busybox, the applet links
+# `busybox --install -s` would make (each at the path busybox gives it), and /tmp. Pods run it as root, as upstream.
+# (Their third image, python:alpine3.23, is the step image under a second name: nodes.sh tags it on each node.)
+
+build_examples() {
+  local out=$1 work=$1.tmp applet
+  [[ -x $busybox ]] || die "$busybox is missing: apt-get install -y busybox-static."
+  safe_rm "$work"
+  mkdir -p "$work/layer/bin" "$work/layer/tmp"
+  chmod 1777 "$work/layer/tmp"
+  cp "$busybox" "$work/layer/bin/busybox"
+  while read -r applet; do
+    [[ $applet == bin/busybox ]] && continue
+    mkdir -p "$work/layer/$(dirname "$applet")"
+    ln -s /bin/busybox "$work/layer/$applet"
+  done < <("$busybox" --list-full)
+  # A dynamically linked busybox (Debian's `busybox` package) would find no libc in this layer.
+  chroot "$work/layer" /bin/sh -c 'echo ok | od -c | awk "NR == 1 {exit 0}"' ||
+    die "$busybox does not run on its own in an empty root: apt-get install -y busybox-static (not busybox)."
+  pack_layer "$work/layer" "$work/layer.tar"
+  jq -n --arg created "$(now)" --arg v "$("$busybox" 2>&1 | sed -n 1p)" \
+    --arg path PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin '{architecture: "amd64", os: "linux",
+    created: $created, config: {Cmd: ["sh"], Env: [$path]},
+    history: [{created: $created, created_by: ("deploy/e2e/image.sh: Debian busybox-static, " + $v)}]}' \
+    >"$work/config.in.json"
+  write_archive "$work/archive" "$work/config.in.json" "${examples_refs[@]}" -- "$work/layer.tar"
+  rm -rf "$work/layer" "$work/config.in.json"
+  mv "$work" "$out"
+}
+
 # --- verify: the image's own view, from its layers, as the pods' user -------------------------------------------
 
 verify() {
@@ -390,18 +451,26 @@ prune() { # prune PREFIX KEEP: remove the other builds named PREFIX-*
 
 what=${1:-all}
 case $what in
-all | pause | step | verify | --print) ;;
-*) die "usage: deploy/e2e/image.sh [all|pause|step|verify|--print]" ;;
+all | pause | executor | examples | step | verify | --print) ;;
+*) die "usage: deploy/e2e/image.sh [all|pause|executor|examples|step|verify|--print]" ;;
 esac
 
 bh=$(base_hash)
 sh=$(step_hash)
 ph=$(pause_hash)
 pause_tar=$images/pause-$ph/archive
+# The executor is keyed by the argoexec binary itself (build.sh's cache names the recipe that made it).
+eh=$({ sha256sum "$E2E_BIN/argoexec" 2>/dev/null || echo missing; declare -f build_executor; } | sha)
+executor_tar=$images/executor-$eh/archive
+# The examples' image is keyed by the busybox binary and its recipe.
+xh=$({ sha256sum "$busybox" 2>/dev/null || echo missing; declare -f build_examples; } | sha)
+examples_tar=$images/examples-$xh/archive
 step_tar=$images/step-$sh/archive
 
 if [[ $what == --print ]]; then
   echo "$pause_tar $pause_ref"
+  echo "$executor_tar $executor_ref"
+  echo "$examples_tar ${examples_refs[0]}"
   echo "$step_tar $step_repo:$sh"
   exit 0
 fi
@@ -428,6 +497,20 @@ if [[ $what == all || $what == pause ]]; then
     prune pause "$ph"
   fi
   echo "$pause_tar $pause_ref"
+fi
+if [[ $what == all || $what == executor ]]; then
+  if [[ ! -f $executor_tar/manifest.json ]]; then
+    build_executor "$images/executor-$eh"
+    prune executor "$eh"
+  fi
+  echo "$executor_tar $executor_ref"
+fi
+if [[ $what == all || $what == examples ]]; then
+  if [[ ! -f $examples_tar/manifest.json ]]; then
+    build_examples "$images/examples-$xh"
+    prune examples "$xh"
+  fi
+  echo "$examples_tar ${examples_refs[0]}"
 fi
 if [[ $what == all || $what == step ]]; then
   if [[ ! -f $step_tar/manifest.json ]]; then

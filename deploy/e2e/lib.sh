@@ -28,6 +28,9 @@ E2E_HOME=$E2E_CACHE/$(build_hash)
 E2E_BIN=$E2E_HOME/bin
 E2E_BUILD=$E2E_HOME/build
 E2E_RUN=${VCPILOT_E2E_RUN:-$E2E_CACHE/run}
+E2E_API_PORT=${VCPILOT_E2E_PORT:-16443}
+E2E_ARGO_PORT=$((E2E_API_PORT + 50)) # the Argo Server (https, a self-signed certificate)
+E2E_MLFLOW_IP=10.96.0.50              # the ClusterIP install.py gives deploy/'s MLflow Service, reached from here
 
 # ---- the network: every process of the cluster runs in one network namespace of its own -----------------------
 # Pods must reach the API server, cluster DNS and each other, and nodes need an address that is not loopback; the
@@ -63,4 +66,58 @@ kill_node_processes() {
   for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $E2E_NODE_STATE/${node}" || true); do
     kill -KILL "$pid" 2>/dev/null || true
   done
+}
+
+# print_env — the shell lines that point kubectl, argo and vcpilot at the cluster (`make cluster` ends with them):
+# the binaries build.sh made, the admin kubeconfig, the Argo Server, and the namespace deploy/ installs into.
+print_env() {
+  local namespace
+  namespace=$(awk '$1 == "namespace:" {print $2; exit}' "$E2E_DIR/../kustomization.yaml")
+  echo "export KUBECONFIG=$E2E_RUN/kubeconfig"
+  echo "export PATH=$E2E_BIN:\$PATH"
+  # The server runs in server auth mode (up.sh): the CLI must send no token, which an empty ARGO_TOKEN says (unset,
+  # it looks for one in the kubeconfig, which holds a client certificate instead, and gives up).
+  echo "export ARGO_SERVER=$E2E_CP_IP:$E2E_ARGO_PORT ARGO_SECURE=true ARGO_INSECURE_SKIP_VERIFY=true ARGO_TOKEN="
+  echo "export VCPILOT_NAMESPACE=$namespace"
+  echo "export MLFLOW_TRACKING_URI=http://$E2E_MLFLOW_IP:5000"
+}
+
+# ---- processes -------------------------------------------------------------------------------------------------
+# start NAME ARGS... — runs in its own session (a Ctrl-C in the caller's terminal reaches down.sh, not them).
+start() {
+  local name=$1
+  shift
+  setsid nsenter --net="/run/netns/$E2E_NETNS" "$@" >"$E2E_RUN/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$E2E_RUN/pids/$name.pid"
+}
+
+alive() { kill -0 "$(cat "$E2E_RUN/pids/$1.pid")" 2>/dev/null; }
+
+# all_alive — fails, showing the end of its log, as soon as a started process has exited (a port in use, a bad
+# flag), so that a start never waits out a timeout for something that is already dead.
+all_alive() {
+  local f name
+  for f in "$E2E_RUN"/pids/*.pid; do
+    name=$(basename "$f" .pid)
+    if ! alive "$name"; then
+      log "$name exited; the end of $E2E_RUN/logs/$name.log:"
+      tail -n 5 "$E2E_RUN/logs/$name.log" | sed 's/^/    /' >&2
+      return 1
+    fi
+  done
+}
+
+# wait_for WHAT SECONDS COMMAND... — polls until COMMAND succeeds.
+wait_for() {
+  local what=$1 limit=$2 deadline=$((SECONDS + $2))
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    all_alive || return 1
+    if ((SECONDS >= deadline)); then
+      log "gave up after ${limit}s waiting for $what"
+      return 1
+    fi
+    sleep 0.5
+  done
+  log "$what: ok ($((SECONDS - ${start_time:-0})) s)"
 }

@@ -2,8 +2,10 @@
 # cluster, then for each node a containerd of its own (root, state, socket, CNI config) and a kubelet built from the
 # same Kubernetes module, each with its own root directory, cgroup root and address in the cluster's network
 # namespace. Every node advertises nvidia.com/gpu so that Volcano gangs real pods by GPU count while they compute on
-# CPU; the nodes carry the label type=real and the taint vcpilot.io/real-node:NoSchedule, so that only pods that ask
-# for them (tolerate and select type=real) land there, and kwok's fake nodes keep the contract suite to themselves.
+# CPU; the nodes carry the label type=real and, when kwok's fake nodes run beside them, the taint
+# vcpilot.io/real-node:NoSchedule, so that only pods that ask for them (tolerate and select type=real) land there and
+# the fake nodes keep the contract suite to themselves. Without fake nodes (VCPILOT_E2E_NODES=0: `make cluster`, the
+# Argo tests) they are untainted, as a real cluster's GPU nodes are to the workflow's pods.
 # shellcheck shell=bash
 # Uses from up.sh: start, wait_for, all_alive, kubectl, log, die, $run, $pki, $bin, $kubeconfig, $api_port.
 
@@ -103,8 +105,8 @@ start_runtime() { # index: the node's address, cgroups, CNI config, containerd, 
   sock=$state/containerd.sock
   cgroup=/vcpilot-e2e/$name
   rm -rf "$dir/ipam"
-  mkdir -p "$dir"/{cni,ipam,kubelet} "$state" "$E2E_IMAGES_STORE/$name"
-  in_netns ip addr add "$ip/24" dev "$E2E_VETH_NS"
+  mkdir -p "$dir"/{cni,ipam,kubelet,pod-logs} "$state" "$E2E_IMAGES_STORE/$name"
+  in_netns ip addr replace "$ip/24" dev "$E2E_VETH_NS" # (replace: a revived node has it already)
   # The node's cgroup root in every v1 hierarchy: the kubelet puts its pods under it, down.sh kills what is in it.
   for ctrl in /sys/fs/cgroup/*/; do
     [[ $ctrl == */unified/ ]] || mkdir -p "$ctrl${cgroup#/}"
@@ -175,6 +177,8 @@ start_kubelet() { # index
   cgroup=/vcpilot-e2e/$name
   node_cert "$name"
   client_kubeconfig "$dir/kubeconfig" "$name"
+  local taints="[]"
+  ((nodes == 0)) || taints="[{key: $REAL_TAINT, effect: NoSchedule}]"
   cat >"$dir/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -196,7 +200,10 @@ authorization: {mode: AlwaysAllow}
 clusterDNS: [$E2E_CP_IP]
 clusterDomain: cluster.local
 resolvConf: ""
-registerWithTaints: [{key: $REAL_TAINT, effect: NoSchedule}]
+# Each kubelet garbage-collects the pod log directories of pods it does not know: in the shared default
+# /var/log/pods, each would delete the other's logs while their pods run.
+podLogsDir: $dir/pod-logs
+registerWithTaints: $taints
 # Disk is shared with the rest of the machine: never evict or collect images for it.
 evictionHard: {memory.available: 100Mi, nodefs.available: "1%", imagefs.available: "1%"}
 imageGCHighThresholdPercent: 100
@@ -212,7 +219,7 @@ EOF
 }
 
 import_images() { # node socket: import every image the node does not hold yet
-  local name=$1 sock=$2 archive ref digest
+  local name=$1 sock=$2 archive ref="" digest
   for archive in $images; do
     ref=$(image_ref "$archive")
     if ctr --address "$sock" -n k8s.io images ls -q | grep -qxF "$ref"; then
@@ -230,6 +237,12 @@ import_images() { # node socket: import every image the node does not hold yet
       ctr --address "$sock" -n k8s.io content rm "$digest" >/dev/null
     done
   done
+  # Argo's upstream examples (tests/e2e/test_argo_examples.py) run python:alpine3.23 for its `python`; the step
+  # image (the last archive) has one on PATH, and a second name costs nothing, where a second image of 6.6 GB would.
+  if [[ -n $ref ]]; then
+    ctr --address "$sock" -n k8s.io images tag --force "$ref" docker.io/library/python:alpine3.23 >/dev/null ||
+      die "$name: containerd could not tag $ref as python:alpine3.23."
+  fi
 }
 
 archive_file() { # archive name: a file of a docker-archive, a directory or a tar
@@ -251,13 +264,24 @@ real_nodes_ready() {
     -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True) -eq $real_nodes ]]
 }
 
-start_real_nodes() {
-  ((real_nodes > 0)) || return 0
+node_tools() { # finds containerd, runc and the CNI plugins, or says what to install
   CONTAINERD=$(command -v containerd) || die "containerd is needed for real nodes: apt-get install -y containerd runc containernetworking-plugins."
   command -v runc >/dev/null || die "runc is needed for real nodes: apt-get install -y runc."
   CNI_BIN_DIR=${VCPILOT_E2E_CNI_BIN:-/usr/lib/cni}
   [[ -x $CNI_BIN_DIR/bridge && -x $CNI_BIN_DIR/host-local && -x $CNI_BIN_DIR/loopback ]] ||
     die "the CNI plugins are not in $CNI_BIN_DIR: apt-get install -y containernetworking-plugins."
+}
+
+# advertise_gpus INDEX — an extended resource is advertised by patching the node's status (as a device plugin
+# would report it).
+advertise_gpus() {
+  kubectl patch node "real-node-$1" --subresource status --type json \
+    -p "[{\"op\":\"add\",\"path\":\"/status/capacity/nvidia.com~1gpu\",\"value\":\"$real_gpus\"}]" >/dev/null
+}
+
+start_real_nodes() {
+  ((real_nodes > 0)) || return 0
+  node_tools
   [[ -n $sandbox_image ]] || die "VCPILOT_E2E_SANDBOX_IMAGE is unset: real nodes need a pause image (deploy/e2e/image.sh)."
   ((EUID == 0)) || die "real nodes need root (network namespaces, mounts, cgroups): run as root or VCPILOT_E2E_REAL_NODES=0."
   start_cluster_network
@@ -271,11 +295,7 @@ start_real_nodes() {
   for i in "${started[@]}"; do wait "$i" || die "a real node's runtime did not start (above)."; done
   for ((i = 0; i < real_nodes; i++)); do start_kubelet "$i"; done
   wait_for "$real_nodes real nodes Ready" 120 real_nodes_ready
-  # An extended resource is advertised by patching the node's status (as a device plugin would report it).
-  for ((i = 0; i < real_nodes; i++)); do
-    kubectl patch node "real-node-$i" --subresource status --type json \
-      -p "[{\"op\":\"add\",\"path\":\"/status/capacity/nvidia.com~1gpu\",\"value\":\"$real_gpus\"}]" >/dev/null
-  done
+  for ((i = 0; i < real_nodes; i++)); do advertise_gpus "$i"; done
   wait_for "nvidia.com/gpu on the real nodes" 30 real_gpus_advertised
 }
 

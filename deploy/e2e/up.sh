@@ -5,13 +5,16 @@
 #
 #   deploy/e2e/up.sh                     (after deploy/e2e/build.sh); stop it with deploy/e2e/down.sh
 #   deploy/e2e/up.sh --print-kubeconfig  print where the kubeconfig is (starts nothing)
+#   deploy/e2e/up.sh --print-env         print the export lines for kubectl and argo (starts nothing)
 #
 # Every start is a fresh cluster (etcd's data is wiped); the PKI and the kubeconfig are kept across starts.
 # Environment: VCPILOT_E2E_RUN (state, default ~/.cache/vcpilot-e2e/run), VCPILOT_E2E_CACHE (binaries),
 # VCPILOT_E2E_PORT (API server port, default 16443; the others follow it), VCPILOT_E2E_NODES (2),
 # VCPILOT_E2E_GPUS_PER_NODE (4), VCPILOT_E2E_VOLCANO_BIN (Volcano's binaries built elsewhere),
 # VCPILOT_E2E_VOLCANO=off (start without Volcano, for when it could not be built; the default queue is made here),
-# VCPILOT_E2E_REAL_NODES (2; 0 starts none), VCPILOT_E2E_REAL_GPUS (nvidia.com/gpu each real node advertises, 2).
+# VCPILOT_E2E_REAL_NODES (2; 0 starts none), VCPILOT_E2E_REAL_GPUS (nvidia.com/gpu each real node advertises, 2),
+# VCPILOT_E2E_ARGO (on with real nodes: Argo's CRDs, workflow-controller and the Argo Server on port + 50),
+# VCPILOT_E2E_ARGO_SRC (Argo's source, for its CRDs; default ../shared/third_party/argo-workflows-<version>).
 # Needs root (network namespaces, mounts, cgroups) for real nodes.
 set -euo pipefail
 
@@ -23,11 +26,15 @@ if [[ ${1:-} == --print-kubeconfig ]]; then
   echo "$E2E_RUN/kubeconfig"
   exit 0
 fi
+if [[ ${1:-} == --print-env ]]; then
+  print_env
+  exit 0
+fi
 
 nodes=${VCPILOT_E2E_NODES:-2}
 gpus=${VCPILOT_E2E_GPUS_PER_NODE:-4}
 volcano=${VCPILOT_E2E_VOLCANO:-on}
-api_port=${VCPILOT_E2E_PORT:-16443}
+api_port=$E2E_API_PORT
 etcd_port=$((api_port + 1))
 etcd_peer_port=$((api_port + 2))
 kcm_port=$((api_port + 3))
@@ -46,8 +53,13 @@ bin=$E2E_BIN
 kubectl() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 
 vc_bin=${VCPILOT_E2E_VOLCANO_BIN:-$bin}
+# Argo runs where real nodes do (its pods need a kubelet); its CRDs come from the source build.sh compiled.
+argo=${VCPILOT_E2E_ARGO:-$( ((${VCPILOT_E2E_REAL_NODES:-2} > 0)) && echo on || echo off)}
+argo_port=$E2E_ARGO_PORT
+argo_src=${VCPILOT_E2E_ARGO_SRC:-$(cd "$here/../../.." && pwd)/shared/third_party/argo-workflows-$ARGO_VERSION}
 need=("$bin"/{etcd,kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kwok})
 [[ $volcano == off ]] || need+=("$vc_bin"/{vc-scheduler,vc-controller-manager})
+[[ $argo == off ]] || need+=("$bin"/{workflow-controller,argo})
 for b in "${need[@]}"; do
   [[ -x $b ]] || die "$b is missing: run deploy/e2e/build.sh first (or VCPILOT_E2E_VOLCANO=off to start without Volcano)."
 done
@@ -139,45 +151,6 @@ contexts:
 current-context: vcpilot-e2e
 EOF
 
-# ---- processes -------------------------------------------------------------------------------------------------
-# start NAME ARGS... — runs in its own session (a Ctrl-C in the caller's terminal reaches down.sh, not them).
-start() {
-  local name=$1
-  shift
-  setsid nsenter --net="/run/netns/$E2E_NETNS" "$@" >"$run/logs/$name.log" 2>&1 </dev/null &
-  echo $! >"$run/pids/$name.pid"
-}
-
-alive() { kill -0 "$(cat "$run/pids/$1.pid")" 2>/dev/null; }
-
-# all_alive — fails, showing the end of its log, as soon as a started process has exited (a port in use, a bad
-# flag), so that a start never waits out a timeout for something that is already dead.
-all_alive() {
-  local f name
-  for f in "$run"/pids/*.pid; do
-    name=$(basename "$f" .pid)
-    if ! alive "$name"; then
-      log "$name exited; the end of $run/logs/$name.log:"
-      tail -n 5 "$run/logs/$name.log" | sed 's/^/    /' >&2
-      return 1
-    fi
-  done
-}
-
-# wait_for WHAT SECONDS COMMAND... — polls until COMMAND succeeds.
-wait_for() {
-  local what=$1 limit=$2 deadline=$((SECONDS + $2))
-  shift 2
-  until "$@" >/dev/null 2>&1; do
-    all_alive || return 1
-    if ((SECONDS >= deadline)); then
-      log "gave up after ${limit}s waiting for $what"
-      return 1
-    fi
-    sleep 0.5
-  done
-  log "$what: ok ($((SECONDS - start_time)) s)"
-}
 api_get() {
   curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
     "https://$E2E_CP_IP:$api_port$1"
@@ -271,7 +244,7 @@ status:
 ---
 EOF
 done
-kubectl apply -f "$nodes_file" >/dev/null
+[[ ! -s $nodes_file ]] || kubectl apply -f "$nodes_file" >/dev/null
 
 nodes_ready() {
   [[ $(kubectl get nodes -l type=kwok \
@@ -295,6 +268,31 @@ fi
 # shellcheck source=deploy/e2e/nodes.sh
 source "$here/nodes.sh"
 start_real_nodes
+
+# ---- Argo Workflows (with real nodes): its CRDs, the controller's ConfigMap, the controller and the server ---------
+if [[ $argo == on ]]; then
+  argo_crds=$argo_src/manifests/base/crds/full
+  [[ -d $argo_crds ]] || die "no Argo CRDs at $argo_crds: put ../shared beside the checkout or set VCPILOT_E2E_ARGO_SRC."
+  log "applying Argo's CRDs and starting the workflow-controller and the Argo Server on https://$E2E_CP_IP:$argo_port"
+  for f in "$argo_crds"/argoproj.io_*.yaml; do kubectl apply --server-side --force-conflicts -f "$f" >/dev/null; done
+  kubectl wait --for condition=Established --timeout 60s crd --all >/dev/null
+  kubectl create namespace argo >/dev/null
+  # The controller waits, silently, until this ConfigMap exists; an empty one means Argo's defaults.
+  kubectl create configmap workflow-controller-configmap -n argo >/dev/null
+  # Leader election needs a Lease in a namespace of its own choosing; one controller needs none. The executor
+  # image is the one image.sh built (no registry to pull from). A workflow is looked at again every
+  # DEFAULT_REQUEUE_TIME (10 s by default: about 10 s per level of a DAG here); Argo's own e2e suite uses 1 s.
+  start workflow-controller env LEADER_ELECTION_DISABLE=true DEFAULT_REQUEUE_TIME=1s \
+    "$bin/workflow-controller" --kubeconfig "$kubeconfig" \
+    --namespace argo --executor-image "vcpilot.local/argoexec:$ARGO_VERSION" --executor-image-pull-policy Never \
+    --loglevel warn
+  # Server auth mode: the server acts with its own (admin) credentials, and only this machine reaches the address
+  # (the namespace's veth); a real installation uses client or SSO mode (docs/deploy.md).
+  start argo-server "$bin/argo" server --kubeconfig "$kubeconfig" --namespace argo --auth-mode server \
+    --port "$argo_port" --loglevel warn
+  argo_ready() { curl -fsSk "https://$E2E_CP_IP:$argo_port/api/v1/version"; }
+  wait_for "the Argo Server" 60 argo_ready
+fi
 
 sleep 1 # a process that fails on its first API call (a bad flag, a missing CRD) has exited by now
 all_alive

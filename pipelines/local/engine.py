@@ -37,6 +37,7 @@ from pipelines.local.executors import (
     run_suspend,
 )
 from pipelines.local.expressions import ExpressionError, evaluate_expr, substitute
+from pipelines.local.govalues import go_json, go_quote
 from pipelines.local.resources import ObjectCluster, OwnedObject, run_resource
 from pipelines.local.retry import run_retries
 from pipelines.local.scope import substitute_tree
@@ -143,19 +144,26 @@ class Engine:
         self.table.kill_all(DEADLINE_MESSAGE)
 
     def _failures(self) -> str:
+        # `{{workflow.failures}}` as Argo sets it: the failed nodes' JSON (fields in its struct's order, `null` for
+        # none), quoted once more as a Go string literal (strconv.Quote), so that its quotes survive substitution.
         failed = [
-            {
-                "displayName": n.display_name,
-                "message": n.message or "",
-                "templateName": n.template_name or "",
-                "phase": n.phase,
-                "podName": self.pod_name(n.name, n.template_name),
-                "finishedAt": n.finished_at,
-            }
+            "{"
+            + ",".join(
+                f'"{key}":{go_json(value)}'
+                for key, value in (
+                    ("displayName", n.display_name),
+                    ("message", n.message or ""),
+                    ("templateName", n.template_name or ""),
+                    ("phase", n.phase),
+                    ("podName", self.pod_name(n.name, n.template_name)),
+                    ("finishedAt", n.finished_at),
+                )
+            )
+            + "}"
             for n in self.state.nodes()
             if n.failed_or_error
         ]
-        return json.dumps(failed, separators=(",", ":"))
+        return go_quote("[" + ",".join(failed) + "]" if failed else "null")
 
     # -- scopes ---------------------------------------------------------------------------------------
 

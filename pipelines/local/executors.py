@@ -6,7 +6,7 @@ else runs from the host's PATH. Absolute paths under `/tmp` and `/argo` that the
 rewritten into the node's own directory — in the command, args, env values, script source and output paths —
 so parallel nodes never share a file; values that arrive through parameters are host paths and stay as they
 are. A node's stdout and stderr go to `main.log` in that directory; stdout, less one trailing newline, is
-`outputs.result` (its first 256 kB, where Argo would refuse a longer one). Volumes, resources and env
+`outputs.result` (its last 256 kB, as Argo's executor keeps of a longer one). Volumes, resources and env
 variables taken `valueFrom` a Secret or ConfigMap are ignored: steps share the host's filesystem.
 """
 
@@ -44,7 +44,7 @@ __all__ = [
 
 DEADLINE_MESSAGE = "Step exceeded its deadline"
 POD_DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
-MAX_RESULT_BYTES = 256 * 1024  # Argo refuses results over 256 kB; we keep the first 256 kB
+MAX_RESULT_BYTES = 256 * 1024  # Argo's executor keeps the last 256 kB of a longer stdout as the result
 _ROOTS = re.compile(r"(?<![\w.~/$-])/(tmp|argo)(?=/|[^\w.-]|$)")
 # Stands for the node's directory in a template until the node runs (no parameter value can contain it).
 NODE_DIR = "\x00node-dir\x00"
@@ -225,8 +225,7 @@ def _run(
     exempt: bool,
 ) -> LeafResult:
     log_path = ctx.node_dir / "main.log"
-    chunks: list[bytes] = []
-    kept = 0
+    tail = bytearray()  # the end of stdout: what becomes the result
     with open(log_path, "ab") as log:
         try:
             proc = subprocess.Popen(
@@ -251,9 +250,8 @@ def _run(
         while chunk := os.read(proc.stdout.fileno(), 65536):
             log.write(chunk)
             log.flush()
-            if kept < MAX_RESULT_BYTES:
-                chunks.append(chunk[: MAX_RESULT_BYTES - kept])
-                kept += len(chunks[-1])
+            tail += chunk
+            del tail[: -(MAX_RESULT_BYTES + 1)]  # one more: a trailing newline is dropped before the cut
         proc.stdout.close()
         code = proc.wait()
         if timer is not None:
@@ -261,8 +259,9 @@ def _run(
         table.remove(entry)
     if code < 0:
         code = 128 - code
-    stdout = b"".join(chunks).decode(errors="replace")
-    result = stdout[:-1] if stdout.endswith("\n") else stdout
+    if tail.endswith(b"\n"):
+        del tail[-1:]
+    result = tail[-MAX_RESULT_BYTES:].decode(errors="replace")
     outputs = Outputs(result=result, exitCode=str(code))
     if entry.reason is not None:
         return LeafResult("Failed", entry.reason, outputs)
@@ -272,7 +271,8 @@ def _run(
         if code == 0:
             return LeafResult("Error", str(err), outputs)
     if code != 0:
-        return LeafResult("Failed", f"Error (exit code {code})", outputs)
+        # Argo names the container whose exit failed the pod, and the kubelet's reason for it.
+        return LeafResult("Failed", f"main: Error (exit code {code})", outputs)
     return LeafResult("Succeeded", None, outputs)
 
 

@@ -7,11 +7,13 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["format_float_f", "format_float_g", "go_json", "go_sprint", "go_type", "is_number"]
+__all__ = ["format_float_f", "format_float_g", "go_json", "go_quote", "go_sprint", "go_type", "is_number"]
 
 # encoding/json escapes these so that its output is safe inside HTML; Argo's JSON keeps them escaped.
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+# strconv.Quote's escapes besides these: \a and \v; other unprintable runes as \xHH, \uHHHH or \UHHHHHHHH.
+_QUOTE_ESCAPES = {**_SHORT_ESCAPES, "\a": "\\a", "\v": "\\v"}
 
 
 def is_number(value: Any) -> bool:
@@ -151,6 +153,23 @@ def go_json(value: Any, indent: str = "", _depth: int = 0) -> str:
         inner, outer = "\n" + indent * (_depth + 1), "\n" + indent * _depth
         return "[" + ",".join(f"{inner}{go_json(v, indent, _depth + 1)}" for v in value) + outer + "]"
     raise ValueError(f"json: unsupported type: {go_type(value)}")
+
+
+def go_quote(text: str) -> str:
+    """Go's `strconv.Quote`: a double-quoted Go string literal, as Argo writes `{{workflow.failures}}`."""
+    out = []
+    for char in text:
+        if char in _QUOTE_ESCAPES:
+            out.append(_QUOTE_ESCAPES[char])
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) < 0x80:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    return '"' + "".join(out) + '"'
 
 
 def go_sprint(value: Any) -> str:

@@ -162,7 +162,7 @@ def _default_verdict(obj: Mapping[str, Any]) -> bool | None:
     return False if phase in _FAILED_VOLCANO else None
 
 
-def _outputs(template: Mapping[str, Any], obj: Mapping[str, Any] | None) -> Outputs | None:
+def _outputs(template: Mapping[str, Any], obj: Mapping[str, Any] | None) -> Outputs:
     params: list[Parameter] = []
     for param in (template.get("outputs") or {}).get("parameters") or []:
         source = param.get("valueFrom") or {}
@@ -177,7 +177,8 @@ def _outputs(template: Mapping[str, Any], obj: Mapping[str, Any] | None) -> Outp
             value = ""
         text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
         params.append(Parameter(name=param["name"], value=stringify(text), globalName=param.get("globalName")))
-    return Outputs(parameters=params) if params else None
+    # Argo runs the template as a pod (`argoexec resource`) and records its exit code like any other pod's.
+    return Outputs(parameters=params or None, exitCode="0")
 
 
 def _jq(obj: Mapping[str, Any], jq_filter: str) -> Any:

@@ -193,3 +193,65 @@ def mlflow_in_cluster(
 
     eventually("the in-cluster MLflow answers /health through its Service", healthy, timeout=180)
     return InClusterMlflow(f"http://{name}.{namespace}.svc.cluster.local:{port}", host_uri)
+
+
+# ---- vcpilot installed with Argo (deploy/e2e/install.py, what `make cluster` leaves running) -----------------------
+
+
+@pytest.fixture(scope="session")
+def deployment(admin: Any, kubeconfig: Path, real_nodes: list[Any], step_image: str) -> Any:
+    """`kubectl apply -k deploy/` in the cluster with Argo, the demo seeded: installed once, kept if already there.
+
+    Needs the Argo Server up.sh starts with real nodes; the tests submit through it, as the UI and the CLI do.
+    """
+    import subprocess
+    import sys
+
+    from deployment_kit import E2E, Deployment, e2e_env
+    from kubernetes import client
+
+    env = e2e_env()
+    namespace = env["VCPILOT_NAMESPACE"]
+    argo_env = {k: v for k, v in env.items() if k.startswith("ARGO_")}
+    try:
+        import httpx
+
+        httpx.get(f"https://{argo_env['ARGO_SERVER']}/api/v1/version", verify=False, timeout=5).raise_for_status()
+    except Exception as err:  # noqa: BLE001 — any way of not answering is the same skip
+        _required(f"the e2e cluster runs no Argo Server at {argo_env['ARGO_SERVER']} ({err}): up.sh with real nodes")
+    templates = client.CustomObjectsApi(admin).list_namespaced_custom_object(
+        "argoproj.io", "v1alpha1", namespace, "workflowtemplates"
+    )["items"]
+    if not templates:
+        subprocess.run([sys.executable, str(E2E / "install.py"), "--image", step_image], check=True)
+    pv = client.CoreV1Api(admin).read_persistent_volume("e2e-vcpilot-workspace")
+    bin_dir = Path(next(p for p in env["PATH"].split(":") if Path(p, "argo").is_file()))
+    return Deployment(
+        kubeconfig=kubeconfig,
+        namespace=namespace,
+        argo_server=argo_env["ARGO_SERVER"],
+        argo_env=argo_env,
+        admin=admin,
+        mlflow_uri=env["MLFLOW_TRACKING_URI"],
+        step_image=step_image,
+        workspace=Path(pv.spec.host_path.path),
+        bin=bin_dir,
+    )
+
+
+@pytest.fixture
+def kill_node() -> Iterator[Callable[[str], None]]:
+    """`kill_node(name)`: a real node dies (deploy/e2e/node-fault.sh kill); revived, and Ready, after the test."""
+    import subprocess
+
+    from deployment_kit import E2E
+
+    killed: list[str] = []
+
+    def kill(node: str) -> None:
+        subprocess.run([str(E2E / "node-fault.sh"), "kill", node], check=True)
+        killed.append(node)
+
+    yield kill
+    for node in killed:
+        subprocess.run([str(E2E / "node-fault.sh"), "revive", node], check=True)

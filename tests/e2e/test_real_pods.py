@@ -292,7 +292,7 @@ def test_a_preempted_training_checkpoints_on_sigterm_and_resumes_from_that_check
 
 
 def test_a_real_node_dies_mid_training_and_the_retry_resumes_off_it_from_the_latest_checkpoint(
-    cluster, namespace, real_nodes, step_image, workspace, eventually, tmp_path
+    cluster, namespace, real_nodes, step_image, workspace, eventually, tmp_path, kill_node
 ):
     pvc, host = workspace
     write_dataset(host / "data")
@@ -306,7 +306,7 @@ def test_a_real_node_dies_mid_training_and_the_retry_resumes_off_it_from_the_lat
 
     running = cluster.get(name, namespace=namespace)
     dead = next(p.node for p in running.pods if "worker" in p.name)
-    subprocess.run([str(ROOT / "deploy/e2e/node-fault.sh"), "kill", dead], check=True)
+    kill_node(dead)
     lost_at = max(logged_steps(out))
     failed = cluster.wait(name, timeout=240, namespace=namespace)
     assert failed.phase == "Failed", failed

@@ -255,7 +255,8 @@ def test_the_workflow_templates_defaults_name_what_deploy_installs(installed: li
     assert template["spec"]["serviceAccountName"] == SERVICE_ACCOUNT
     only(installed, "ServiceAccount", SERVICE_ACCOUNT)
     bound = {s["name"] for o in installed if o["kind"].endswith("RoleBinding") for s in o["subjects"]}
-    assert bound == {SERVICE_ACCOUNT}
+    assert bound == {SERVICE_ACCOUNT, values["job-service-account"]}
+    only(installed, "ServiceAccount", values["job-service-account"])
     assert values["image"] == python["image"] == DEFAULT_IMAGE
     cron = only(installed, "CronWorkflow", f"{TEMPLATE_NAME}-nightly")
     assert cron["spec"]["workflowSpec"]["workflowTemplateRef"]["name"] == TEMPLATE_NAME

@@ -113,7 +113,8 @@ def test_main_is_the_chain_with_an_exit_handler(template: dict[str, Any], templa
     assert spec["entrypoint"] == "main" and spec["onExit"] in templates
     tasks = tasks_of(templates, "main")
     assert {name: task.get("depends") for name, task in tasks.items()} == {
-        "detect-logs": None,
+        "check-parameters": None,
+        "detect-logs": "check-parameters.Succeeded",
         "gate": "detect-logs.Succeeded",
         "finetune": "gate.Succeeded",
         "loadtest": "finetune.Succeeded",
@@ -222,7 +223,7 @@ def _ancestors(name: str, tasks: dict[str, dict[str, Any]]) -> set[str]:
 def test_script_templates_run_their_step_through_the_hera_runner(templates: dict[str, Any]) -> None:
     scripts = {name: t for name, t in templates.items() if "script" in t}
     assert set(scripts) == {
-        *("gate", "release", "finalize", "plan-detect", "plan-training", "diagnose", "give-up"),
+        *("check-parameters", "gate", "release", "finalize", "plan-detect", "plan-training", "diagnose", "give-up"),
         *("plan-loadtest", "plan-evaluate"),
     }
     for name, t in scripts.items():

@@ -31,7 +31,7 @@ def test_json_prints_only_the_final_status(cli: CliRunner, shared_dir: Path) -> 
 def test_failed_workflow_exits_1_and_shows_the_tree(cli: CliRunner, shared_dir: Path) -> None:
     out = cli.invoke(app, ["run-workflow", str(shared_dir / "argo-examples" / "exit-handlers.yaml")])
     assert out.exit_code == 1
-    assert "cry" in out.stdout and "Failed: Error (exit code 1)" in out.stdout
+    assert "cry" in out.stdout and "Failed: main: Error (exit code 1)" in out.stdout
 
 
 def test_bad_input_is_one_line_and_exit_2(cli: CliRunner, shared_dir: Path, home: Path) -> None:

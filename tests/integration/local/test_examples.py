@@ -98,7 +98,7 @@ def test_dag_continue_on_fail(run, example: Example) -> None:
 def test_continue_on_fail(run, example: Example) -> None:
     ran = run(example("continue-on-fail"))
     assert ran.phase == "Succeeded"
-    assert ran.phases["[1].C"] == "Failed" and ran.message("[1].C") == "Error (exit code 1)"
+    assert ran.phases["[1].C"] == "Failed" and ran.message("[1].C") == "main: Error (exit code 1)"
     assert ran.phases["[2].D"] == "Succeeded"
 
 
@@ -142,7 +142,8 @@ def test_exit_handlers_run_after_a_failure(run, example: Example) -> None:
     assert ran.out(".onExit[0].cry") == "boohoo!"
     notify = ran.out(".onExit[0].notify") or ""
     assert notify.startswith(f"send e-mail: {ran.name} Failed ")
-    assert "templateName:intentional-fail" in notify and "message:Error (exit code 1)" in notify
+    # the JSON keeps its quotes through `sh -c "echo …"`: Argo quotes it once more as a Go string
+    assert '"templateName":"intentional-fail"' in notify and '"message":"main: Error (exit code 1)"' in notify
 
 
 def test_loops(run, example: Example) -> None:

@@ -112,6 +112,7 @@ def test_dag_creates_a_vcjob_and_waits_for_success(run, cluster: LocalCluster, h
     assert ran.phase == "Succeeded", ran.nodes
     job_name = ran.param(".train", "job-name") or ""
     assert job_name.startswith("train-")
+    assert ran.nodes[".train"]["outputs"]["exitCode"] == "0"  # Argo's `argoexec resource` pod exited 0
     assert ran.out(".report") == f"{job_name} Completed"
     info = cluster.get(job_name)
     assert info.phase == "Completed" and info.pods[0].gpus == 1

@@ -46,7 +46,7 @@ def test_retry_limit_and_policy(run) -> None:
     assert ran.message("") == "No more retries left" and set(ran.phases) == {"", "(0)", "(1)"}
     ran = run(workflow([sh("main", "exit 3", retryStrategy={"limit": 4, "retryPolicy": "OnError"})]))
     assert set(ran.phases) == {"", "(0)"}  # a Failed attempt is not an Error
-    assert ran.message("") == "Error (exit code 3)"
+    assert ran.message("") == "main: Error (exit code 3)"
 
 
 def test_retry_expression_sees_the_last_exit_code(run) -> None:
@@ -195,7 +195,7 @@ def test_missing_reference_errors_instead_of_hanging(run) -> None:
 def test_a_failed_exit_handler_fails_a_succeeded_workflow(run) -> None:
     ran = run(workflow([sh("main", "true"), sh("bye", "exit 2")], onExit="bye"))
     assert ran.phases[""] == "Succeeded" and ran.phases[".onExit"] == "Failed"
-    assert ran.phase == "Failed" and ran.result.status["message"] == "Error (exit code 2)"
+    assert ran.phase == "Failed" and ran.result.status["message"] == "main: Error (exit code 2)"
 
 
 def test_a_run_name_is_used_once(run) -> None:

@@ -1,0 +1,39 @@
+"""`vcpilot doctor`: check what a real deployment of vcpilot needs, and say what to fix (docs/deploy.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipelines.doctor_report import exit_code, render_json, render_text
+
+__all__ = ["doctor_command"]
+
+
+def doctor_command(
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option(help="Kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster)."),
+    ] = None,
+    namespace: Annotated[
+        str | None, typer.Option(help="Namespace deploy/ was installed in (default: deploy/kustomization.yaml's).")
+    ] = None,
+    argo_server: Annotated[
+        str | None, typer.Option(help="Argo Server host:port (env ARGO_SERVER; ARGO_SECURE, ARGO_TOKEN apply).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of {check, ok, detail, fix}.")] = False,
+) -> None:
+    """Check the cluster, Volcano, RBAC, Argo, MLflow and the step image; exit 1 when anything needs fixing."""
+    # Imported here: the kubernetes client is slow to load, and every other command would pay for it.
+    from pipelines import deployment, doctor
+
+    try:
+        ns = namespace or deployment.namespace()
+    except deployment.DeployError as err:
+        typer.echo(f"error: {err}; pass --namespace.", err=True)
+        raise typer.Exit(1) from None
+    checks = doctor.run_checks(kubeconfig, ns, argo_server)
+    typer.echo(render_json(checks) if as_json else render_text(checks))
+    raise typer.Exit(exit_code(checks))

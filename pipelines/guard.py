@@ -1,0 +1,105 @@
+"""`python -m pipelines.guard`: ends a heavy step's Volcano job when its Argo workflow has ended or been stopped.
+
+Argo runs the exit handler (which deletes the workflow's VCJobs) for `argo stop` but not for `argo terminate`,
+and never deletes what a resource template created: a terminated workflow's training would hold its GPUs until
+someone deleted the workflow. So every pod of a heavy step carries this as a native sidecar (an init container
+with restartPolicy Always, which Kubernetes ends with the pod's main container): it polls the workflow, and once
+the workflow has ended, is shutting down or is gone, it marks the workflow's MLflow run KILLED and deletes its own
+VCJob and the workflow's others (Volcano then removes their pods and PodGroups). An API error is never taken for
+an ended workflow.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from pipelines.vcjobs import WORKFLOW_LABEL
+
+__all__ = ["ENDED", "main", "should_end"]
+
+ENDED = {"Succeeded", "Failed", "Error"}
+POLL_S = 5.0
+
+
+def should_end(workflow: dict[str, Any] | None) -> str:
+    """Why the job must end ("" while its workflow runs): `workflow` is None when it no longer exists."""
+    if workflow is None:
+        return "its workflow was deleted"
+    shutdown = workflow.get("spec", {}).get("shutdown")
+    if shutdown:
+        return f"its workflow is being shut down ({shutdown})"
+    phase = workflow.get("status", {}).get("phase")
+    return f"its workflow ended {phase}" if phase in ENDED else ""
+
+
+def _close_mlflow(workflow: str) -> None:
+    """Mark the workflow's parent run KILLED if it is still running (the exit handler may never run)."""
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    if not uri:
+        return
+    try:
+        from mlflow.tracking import MlflowClient
+
+        from components.tracking.runs import WORKFLOW_TAG
+
+        client = MlflowClient(uri)
+        experiment = client.get_experiment_by_name(os.environ.get("MLFLOW_EXPERIMENT_NAME") or "llm-autopilot")
+        if experiment is None:
+            return
+        for run in client.search_runs([experiment.experiment_id], f"tags.`{WORKFLOW_TAG}` = '{workflow}'"):
+            if run.info.status == "RUNNING":
+                client.set_terminated(run.info.run_id, status="KILLED")
+    except Exception as err:  # noqa: BLE001 — MLflow down must not keep the job alive
+        print(f"guard: could not end the MLflow run of {workflow}: {err}", file=sys.stderr)
+
+
+def main() -> int:
+    """Poll the workflow until the job must end, then end it; exit 1 only when the job could not be deleted."""
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+
+    # Kubernetes stops a sidecar with SIGTERM once the main container has ended; as PID 1, without a handler, the
+    # process would ignore it and be killed 30 s later, holding the pod (and its gang) that long.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    workflow, job = os.environ["VCPILOT_WORKFLOW"], os.environ["VCPILOT_JOB"]
+    namespace = os.environ["VCPILOT_NAMESPACE"]
+    config.load_incluster_config()
+    custom = client.CustomObjectsApi()
+    while True:
+        try:
+            got = custom.get_namespaced_custom_object("argoproj.io", "v1alpha1", namespace, "workflows", workflow)
+            found: dict[str, Any] | None = got if isinstance(got, dict) else {}
+        except ApiException as err:
+            found = {} if err.status != 404 else None  # {}: unknown, try again
+        except Exception:  # noqa: BLE001 — the API server unreachable for a while: try again
+            found = {}
+        reason = should_end(found) if found != {} else ""
+        if reason:
+            break
+        time.sleep(POLL_S)
+    if reason != "its workflow ended Succeeded":
+        _close_mlflow(workflow)
+    # Its own job, and the Completed ones of the workflow's earlier steps, which no exit handler will delete now.
+    listed = custom.list_namespaced_custom_object(
+        "batch.volcano.sh", "v1alpha1", namespace, "jobs", label_selector=f"{WORKFLOW_LABEL}={workflow}"
+    )
+    items = listed.get("items", []) if isinstance(listed, dict) else []
+    names = {job, *(str(j["metadata"]["name"]) for j in items)}
+    failed = 0
+    for name in sorted(names):
+        print(f"guard: deleting VCJob {name}: {reason}", flush=True)
+        try:
+            custom.delete_namespaced_custom_object("batch.volcano.sh", "v1alpha1", namespace, "jobs", name)
+        except ApiException as err:
+            if err.status != 404:
+                print(f"guard: could not delete VCJob {name}: {err.reason}", file=sys.stderr)
+                failed += 1
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

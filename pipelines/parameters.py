@@ -1,0 +1,124 @@
+"""The llm-autopilot template's parameters — what the Argo UI's submit form shows — and the check of their values.
+
+Real Argo does not hold a submission to a template's enums (the Argo Server's submit API and `argo submit` accept
+`-p mode=bogus`), so the workflow's first step runs `check_parameters`; `vcpilot run` calls it before it starts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from hera.workflows import Parameter
+
+from components.volcano.resources import parse_quantity
+
+__all__ = ["DEFAULT_IMAGE", "MODES", "PARAMETERS", "POLICIES", "TEMPLATE_NAME", "check_parameters"]
+
+TEMPLATE_NAME = "llm-autopilot"
+DEFAULT_IMAGE = "ghcr.io/vcpilot/vcpilot:0.1.0"
+MODES = ["auto", "force", "dry-run"]
+POLICIES = ["rules", "llm"]
+
+
+def _param(name: str, value: str, description: str, enum: list[str] | None = None) -> Parameter:
+    return Parameter(name=name, value=value, description=description, enum=enum)
+
+
+# The run's parameters, as the Argo UI's submit form shows them. Every value is a string on the wire.
+PARAMETERS: tuple[Parameter, ...] = (
+    _param("mode", "auto", "auto: fine-tune on drift; force: always; dry-run: detect and report only", MODES),
+    _param("base-model", "Qwen/Qwen2.5-0.5B-Instruct", "Model to fine-tune: a Hugging Face id or a path"),
+    _param("log-source", "/workspace/logs", "The service's logs: a file, a directory or a glob"),
+    _param(
+        "dataset-dir",
+        "/workspace/datasets/eval",
+        "Evaluation data: candidate and champion are scored on <dataset-dir>/eval.jsonl",
+    ),
+    _param("workspace", "/workspace", "Directory every step shares (the workspace PVC is mounted here)"),
+    _param("workspace-pvc", "vcpilot-workspace", "PersistentVolumeClaim mounted at the workspace (ReadWriteMany)"),
+    _param("gpus-wanted", "4", "GPUs to train on when the cluster has them"),
+    _param("gpus-min", "1", "Fewest GPUs worth training on; the planner never goes below"),
+    _param("gpus-per-pod", "1", "GPUs per training pod", ["1", "2", "4", "8"]),
+    _param("global-batch", "32", "Sequences per optimizer step; kept whatever the GPU count (= gpus × micro × accum)"),
+    _param("micro-batch", "4", "Sequences per GPU per forward pass"),
+    _param("queue", "default", "Volcano queue for the heavy steps"),
+    _param("fallback-queue", "default", "Volcano queue the planner may move training to when the first is crowded"),
+    _param("priority-class", "", "PriorityClass of the heavy steps' pods; empty for none"),
+    _param("slo-ttft-ms", "500", "Load-test SLO: p95 time to first token, milliseconds"),
+    _param("slo-tpot-ms", "50", "Load-test SLO: p95 time per output token, milliseconds"),
+    _param("eval-margin", "0.01", "How much the candidate's score must beat the champion's to be released"),
+    _param("max-recovery-attempts", "3", "Training attempts (the first included) before giving up"),
+    _param("agent-policy", "rules", "Who decides plan and diagnose: the rules, or an LLM (VCPILOT_LLM_URL)", POLICIES),
+    _param(
+        "max-plan-wait-s",
+        "60",
+        "Longest the planner waits for the cluster to free up before it takes the best size it can get",
+    ),
+    _param("mlflow-tracking-uri", "", "MLflow tracking server; empty for MLflow's default (sqlite under VCPILOT_HOME)"),
+    _param("mlflow-experiment", TEMPLATE_NAME, "MLflow experiment of the run"),
+    _param("registered-model", TEMPLATE_NAME, "MLflow registered model whose champion alias the release moves"),
+    _param("image", DEFAULT_IMAGE, "Image of every step (it contains vcpilot)"),
+    _param("train-max-steps", "200", "Optimizer steps of a fine-tuning run"),
+    _param("checkpoint-every", "50", "Steps between checkpoints (a retry resumes from the latest)"),
+    _param("cpu-per-gpu", "4", "CPU of a heavy step's pod per GPU it uses (a pod without a GPU gets one share)"),
+    _param(
+        "memory-per-gpu", "16Gi", "Memory of a heavy step's pod per GPU it uses (a pod without a GPU gets one share)"
+    ),
+    _param(
+        "job-service-account",
+        "vcpilot-job",
+        "Account of the heavy steps' pods, whose guard ends them when the workflow ends; empty for no guard",
+    ),
+)
+
+
+# What each typed parameter must hold, beyond its enum: (kind, least value).
+_NUMBERS: dict[str, tuple[type[int] | type[float], float]] = {
+    "gpus-wanted": (int, 1),
+    "gpus-min": (int, 1),
+    "global-batch": (int, 1),
+    "micro-batch": (int, 1),
+    "train-max-steps": (int, 1),
+    "checkpoint-every": (int, 1),
+    "max-recovery-attempts": (int, 1),
+    "max-plan-wait-s": (float, 0),
+    "slo-ttft-ms": (float, 0),
+    "slo-tpot-ms": (float, 0),
+    "eval-margin": (float, float("-inf")),
+}
+_QUANTITIES = ("cpu-per-gpu", "memory-per-gpu")
+
+
+def check_parameters(values: Mapping[str, str]) -> None:
+    """Refuse, in one sentence, the first value that breaks its parameter's enum, number or quantity."""
+    for parameter in PARAMETERS:
+        name = parameter.name or ""
+        if name not in values:
+            continue
+        value = values[name]
+        if parameter.enum and value not in parameter.enum:
+            raise ValueError(f"parameter {name} is {value!r}; choose one of {', '.join(map(str, parameter.enum))}")
+        if name in _NUMBERS:
+            kind, least = _NUMBERS[name]
+            what = "whole number" if kind is int else "number"
+            try:
+                number = kind(value)
+            except ValueError:
+                raise ValueError(f"parameter {name} is {value!r}, which is not a {what}") from None
+            if not math.isfinite(number):
+                raise ValueError(f"parameter {name} is {value!r}, which is not a finite {what}")
+            if number < least:
+                raise ValueError(f"parameter {name} is {value}; it must be at least {least:g}")
+        if name in _QUANTITIES:
+            try:
+                positive = parse_quantity(value) > 0
+            except ValueError:
+                positive = False
+            if not positive:
+                raise ValueError(
+                    f"parameter {name} is {value!r}; give a quantity greater than 0, such as 4, 1500m or 16Gi"
+                )
+    wanted, fewest = values.get("gpus-wanted"), values.get("gpus-min")
+    if wanted and fewest and int(fewest) > int(wanted):
+        raise ValueError(f"parameter gpus-min ({fewest}) is more than gpus-wanted ({wanted})")

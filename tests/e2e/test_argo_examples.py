@@ -1,0 +1,109 @@
+"""Argo's upstream examples on the real workflow-controller (v4.1.2, deploy/e2e) and through the local runner:
+the same workflow phase, and per node the same type, phase, outputs and log (argo_kit says what is compared).
+
+Every example in ../shared/argo-examples runs here unless it needs something outside the cluster and the images
+the real nodes hold (EXCLUDED says why). Each runs in a namespace of its own, with the RBAC Argo's executor needs.
+Where the two runners differ on purpose, docs/local-runner.md ("Compared with the real controller") says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+import pytest
+from argo_kit import (
+    EXAMPLES,
+    Example,
+    Run,
+    compared,
+    created_job,
+    differences,
+    drawn_number,
+    heads_up,
+    last_attempts,
+    last_flip,
+    masked,
+    prepare_namespace,
+    run_locally,
+    run_on_cluster,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.real_pods]
+
+COMPARED = [
+    Example("arguments-parameters"),
+    Example("coinflip-recursive", last_flip, timeout_s=300),
+    Example("conditional-parameters", heads_up("[0].flip-coin")),
+    Example("continue-on-fail"),
+    Example("dag-conditional-parameters", heads_up(".flip-coin")),
+    Example("dag-continue-on-fail"),
+    Example("dag-diamond"),
+    Example("dag-enhanced-depends"),
+    Example("dag-multiroot"),
+    Example("dag-nested", timeout_s=300),
+    Example("exit-handler-with-param"),
+    # {{workflow.duration}}: seconds, as a float
+    Example("exit-handlers", masked(r"(?<= Failed )\d+(\.\d+)?(?=\. )", "<duration>")),
+    Example("global-parameters"),
+    Example("hello-world"),
+    Example(
+        "k8s-jobs",
+        created_job,
+        timeout_s=300,
+        rules=({"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "get"]},),
+        generate_name="k8s-jobs-",  # upstream's `name: k8s-jobs` ended up inside an annotation
+        local_cluster=True,
+    ),
+    Example("loops"),
+    Example("loops-dag"),
+    Example("loops-param-result", timeout_s=300),
+    Example("output-parameter"),
+    Example("parameter-aggregation-dag"),
+    Example("retry-backoff", last_attempts, redraw=True, timeout_s=300),
+    Example("retry-script", last_attempts, redraw=True, timeout_s=300),
+    Example("scripts-bash", drawn_number("[0].generate")),
+    Example("scripts-python", drawn_number("[0].generate")),
+    Example("steps"),
+    Example("template-defaults", last_attempts, redraw=True, timeout_s=300),
+]
+
+# The rule: an example runs here when it needs nothing but the cluster and the images the real nodes hold — no
+# artifact repository, URL, Secret, ConfigMap, volume or CRD the cluster lacks (a `resource` template of built-in
+# kinds is fine: argoexec embeds kubectl). All 26 upstream examples pass it; EXCLUDED names those that would not,
+# and why.
+EXCLUDED: dict[str, str] = {}
+
+
+def test_every_upstream_example_is_compared_or_excluded() -> None:
+    shipped = {p.stem for p in EXAMPLES.glob("*.yaml")}
+    assert shipped, f"no examples in {EXAMPLES}"
+    assert {e.name for e in COMPARED} | EXCLUDED.keys() == shipped
+    assert not {e.name for e in COMPARED} & EXCLUDED.keys()
+
+
+@pytest.mark.parametrize("example", COMPARED, ids=lambda e: e.name)
+def test_the_local_runner_agrees_with_the_real_controller(
+    example: Example,
+    admin: Any,
+    namespace: str,
+    real_nodes: list[Any],
+    step_image: str,
+    eventually: Callable[..., Any],
+    tmp_path: Path,
+) -> None:
+    prepare_namespace(admin, namespace, example, eventually)
+    homes = count()
+
+    def real_runs() -> Iterator[Run]:
+        yield run_on_cluster(admin, namespace, example, eventually)
+        if example.redraw:
+            yield run_on_cluster(admin, namespace, example, eventually)
+
+    def local_run() -> Run:
+        return run_locally(example, tmp_path / f"home-{next(homes)}")
+
+    real, local = compared(example, real_runs(), local_run)
+    assert not differences(real, local), "\n".join([f"{example.name} differs:", *differences(real, local)])
