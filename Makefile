@@ -46,6 +46,7 @@ bench: venv
 # and stop every process and mount it started, whatever the tests did. First the contract suite and the agent on
 # kwok's fake nodes alone (their figures assume them), then a fresh cluster of real nodes only, with Argo
 # Workflows, for the tests on real pods and of the pipeline as Argo runs it (vcpilot installed by install.py).
+# The real-pod tests go first: they size their pods to the nodes' two CPUs, before the deployment's MLflow runs.
 e2e: venv
 	deploy/e2e/host-deps.sh
 	deploy/e2e/build.sh
@@ -55,8 +56,9 @@ e2e: venv
 	VCPILOT_E2E_REAL_NODES=0 deploy/e2e/up.sh && \
 	$(BIN)/pytest -q -m "e2e and not real_pods" tests/contract tests/e2e && \
 	VCPILOT_E2E_NODES=0 deploy/e2e/up.sh && \
-	VCPILOT_E2E_REQUIRE_REAL=1 VCPILOT_E2E_STEP_IMAGE=$$(deploy/e2e/image.sh --print | awk 'END {print $$2}') \
-	  $(BIN)/pytest -q -m "e2e and real_pods" tests/e2e
+	export VCPILOT_E2E_REQUIRE_REAL=1 VCPILOT_E2E_STEP_IMAGE=$$(deploy/e2e/image.sh --print | awk 'END {print $$2}') && \
+	$(BIN)/pytest -q -m "e2e and real_pods" tests/e2e/test_real_pods.py && \
+	$(BIN)/pytest -q -m "e2e and real_pods" tests/e2e --ignore tests/e2e/test_real_pods.py
 
 # The real-pods cluster with Argo Workflows and vcpilot installed (kubectl apply -k deploy/, the demo seeded into
 # its workspace), left running for people: the last lines are the exports for kubectl, argo and vcpilot
