@@ -168,7 +168,7 @@ def drawn_number(node: str) -> Reduce:
     def reduce(run: Run) -> Run:
         drawn = run.nodes[node].result or ""
         assert re.fullmatch(r"-?\d+", drawn), f"{node} drew {drawn!r}, not a whole number"
-        return run.texts(lambda text: re.sub(rf"\b{drawn}\b", "<N>", text))
+        return run.texts(lambda text: re.sub(rf"(?<![\w-]){re.escape(drawn)}(?!\w)", "<N>", text))
 
     return reduce
 
