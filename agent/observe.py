@@ -8,9 +8,7 @@ in their rationale. `measured_throughput` reads what `components.finetune` logge
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import re
 import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -18,13 +16,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agent.observation import AttemptRecord, CheckpointInfo, Observation, PlanRequest, Throughput
+from components.finetune.checkpoint_layout import latest, recorded_step
 from components.volcano.cluster import Cluster, ClusterError, Event, JobInfo, NodeInfo, QueueSnapshot
 
-__all__ = ["CHECKPOINT_METADATA", "bounded_mlflow_retries", "find_checkpoint", "measured_throughput", "observe"]
+__all__ = ["bounded_mlflow_retries", "find_checkpoint", "measured_throughput", "observe"]
 
-# A `step-N/` directory counts as a checkpoint only once the trainer wrote this file into it, last.
-CHECKPOINT_METADATA = "metadata.json"
-_STEP = re.compile(r"step-(\d+)")
 _T = TypeVar("_T")
 
 
@@ -120,19 +116,11 @@ def settle(cluster: Cluster, job_name: str, namespace: str, timeout_s: float, po
 
 def find_checkpoint(directory: str) -> CheckpointInfo | None:
     """The newest complete `step-N/` under `directory` and the step its metadata names; None when there is none."""
-    found: list[tuple[int, Path]] = []
-    root = Path(directory)
-    with contextlib.suppress(OSError):
-        for child in root.iterdir() if root.is_dir() else ():
-            match = _STEP.fullmatch(child.name)
-            if match and (child / CHECKPOINT_METADATA).is_file():
-                found.append((int(match.group(1)), child))
-    if not found:
+    try:
+        path = latest(Path(directory))
+    except OSError:  # an unreadable directory is one without checkpoints, for the observation's sake
         return None
-    step, path = max(found)
-    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
-        step = int(json.loads((path / CHECKPOINT_METADATA).read_text()).get("step", step))
-    return CheckpointInfo(path=str(path), step=step)
+    return CheckpointInfo(path=str(path), step=recorded_step(path)) if path else None
 
 
 def measured_throughput(tracking_uri: str, experiment: str, workflow: str) -> Throughput | None:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agent.guardrails import Guardrails, GuardrailViolation
 from agent.observe import find_checkpoint
 from agent.pending import PendingExplanation, explain
+from components.finetune.checkpoint_layout import METADATA
 from components.volcano.builder import TrainingRequest, build_training_job
 from components.volcano.cluster import Cluster, ClusterError, JobInfo, NodeInfo, QueueSnapshot
 from components.volcano.models import Job, parse_job
@@ -43,8 +44,6 @@ __all__ = [
     "input_schema",
     "openai_tools",
 ]
-
-# A `step-N/` checkpoint directory counts only once the trainer wrote this file into it (see components/finetune).
 
 
 # ---- inputs --------------------------------------------------------------------------------------------
@@ -282,7 +281,7 @@ TOOLS: dict[str, Tool] = {
         ),
         Tool(
             "find_latest_checkpoint",
-            "The newest complete checkpoint (a step-N directory with its metadata.json) under a directory of the "
+            f"The newest complete checkpoint (a step-N directory with its {METADATA}) under a directory of the "
             "checkpoints root, and its step.",
             CheckpointQuery,
             LatestCheckpoint,

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
+from components.finetune.checkpoint_layout import latest
 from components.volcano.cluster import ClusterError
 from components.volcano.cluster_local import LocalCluster, default_home
 from pipelines.local.runner import RunResult, WorkflowError, run_workflow
@@ -67,7 +68,7 @@ def _during_training(fault: str) -> Callable[[Path, str, Path, threading.Event],
         failed: str | None = None
         done = False
         while not stop.wait(0.1):
-            if done or not any(checkpoints.glob("step-*/metadata.json")):
+            if done or latest(checkpoints) is None:
                 continue
             with contextlib.suppress(ClusterError):
                 running = [p for p in cluster.get(f"{run}-train-1").pods if p.phase == "Running" and p.node]

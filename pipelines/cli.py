@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from agent import cli as agent_cli
 from agent import mcp_server
 from components.demo import cli as demo_cli
 from components.evaluate import cli as evaluate_cli
@@ -13,7 +12,7 @@ from components.loadtest import cli as loadtest_cli
 from components.logs import cli as logs_cli
 from components.release import cli as release_cli
 from components.serving import cli as serving_cli
-from pipelines import cli_cluster, cli_doctor, cli_lint, cli_run, cli_workflows
+from pipelines import cli_cluster, cli_doctor, cli_lint, cli_plan, cli_run, cli_workflows
 from pipelines.local import cli as local_cli
 
 __all__ = ["app"]
@@ -39,7 +38,7 @@ demo_cli.app.command("seed")(cli_run.seed_command)
 app.add_typer(demo_cli.app, name="demo")
 app.add_typer(logs_cli.app, name="logs")
 app.command("mcp")(mcp_server.mcp_command)
-app.command("plan")(agent_cli.plan_command)
+app.command("plan")(cli_plan.plan_command)
 app.command("doctor")(cli_doctor.doctor_command)
 
 

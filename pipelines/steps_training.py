@@ -24,6 +24,7 @@ from agent.records import decisions_dir, read_history, write_decision
 from agent.tools import ToolContext
 from components.tracking.steps import DEFAULT_EXPERIMENT
 from components.volcano.cluster import Cluster
+from components.volcano.models import Job
 from pipelines.steps import RUNNER, JobStepInput, connect_cluster, for_people, manifest_json, tell_argo
 from pipelines.vcjobs import TrainingShape, build_training_job_for
 
@@ -118,6 +119,38 @@ class TrainingPlanInput(TrainingRunInput):
     checkpoint_every: Annotated[int, Parameter(name="checkpoint-every")]
     max_plan_wait_s: Annotated[float, Parameter(name="max-plan-wait-s")] = 0
 
+    def training_job(self, decision: Decision) -> Job | None:
+        """The VCJob of this attempt at the size the agent decided; None when it decided not to train now.
+
+        The one rendering of the training VCJob from the run's parameters: the plan step submits it, and
+        `vcpilot plan` shows it.
+        """
+        action = decision.action
+        if not isinstance(action, Proceed | Downscale):
+            return None
+        request = decision.observation.request
+        shape = TrainingShape(
+            attempt=self.attempt,
+            gpus=action.gpus,
+            gpus_per_pod=self.gpus_per_pod,
+            micro_batch=action.micro_batch,
+            grad_accum=action.grad_accum,
+            global_batch=action.global_batch,
+            queue=action.queue,
+            avoid_nodes=request.avoid_nodes,
+            resume_checkpoint=request.resume_checkpoint,
+        )
+        context = self.context(queue=action.queue)
+        return build_training_job_for(
+            context,
+            shape,
+            base_model=self.base_model,
+            # The fine-tuning set is the one detect-logs curated from corrected requests, next to its report.
+            dataset_dir=str(PurePosixPath(context.paths.detect_report).parent),
+            max_steps=self.train_max_steps,
+            checkpoint_every=self.checkpoint_every,
+        )
+
 
 class TrainingPlan(Output):
     """The training VCJob and the decision behind it."""
@@ -150,31 +183,11 @@ def plan_training(inputs: TrainingPlanInput) -> TrainingPlan:
     )
     inputs.record(decision)
     action = decision.action
-    if not isinstance(action, Proceed | Downscale):
+    job = inputs.training_job(decision)
+    if job is None or not isinstance(action, Proceed | Downscale):
         why = action.reason if isinstance(action, Abort) else action.rationale
         raise ValueError(f"the agent stops this run before training: {why}")
-    shape = TrainingShape(
-        attempt=inputs.attempt,
-        gpus=action.gpus,
-        gpus_per_pod=inputs.gpus_per_pod,
-        micro_batch=action.micro_batch,
-        grad_accum=action.grad_accum,
-        global_batch=action.global_batch,
-        queue=action.queue,
-        avoid_nodes=request.avoid_nodes,
-        resume_checkpoint=request.resume_checkpoint,
-    )
-    context = inputs.context(queue=action.queue)
-    job = build_training_job_for(
-        context,
-        shape,
-        base_model=inputs.base_model,
-        # The fine-tuning set is the one detect-logs curated from corrected requests, next to its report.
-        dataset_dir=str(PurePosixPath(context.paths.detect_report).parent),
-        max_steps=inputs.train_max_steps,
-        checkpoint_every=inputs.checkpoint_every,
-    )
-    resume = f", resuming from {shape.resume_checkpoint}" if shape.resume_checkpoint else ""
+    resume = f", resuming from {request.resume_checkpoint}" if request.resume_checkpoint else ""
     reason = f"attempt {inputs.attempt}{resume}: {decision.summary}"
     return TrainingPlan(
         manifest=manifest_json(job.to_dict()),

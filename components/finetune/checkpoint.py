@@ -3,7 +3,8 @@
 A save writes the tensors and the training state into a hidden temporary directory, writes `metadata.json` last,
 and renames the directory to `step-N` in one `os.replace`. A reader — `--resume auto`, or the pipeline's
 agent's observation (agent/observe.py `find_checkpoint`) — therefore sees a checkpoint whole or not at all, and
-a crash mid-save leaves only a temporary directory that the next run sweeps away. The state holds everything a
+a crash mid-save leaves only a temporary directory that the next run sweeps away. What makes a checkpoint
+complete, and which is the latest, is defined once, without torch, in `checkpoint_layout`. The state holds everything a
 run needs to continue exactly where it stopped: weights, optimizer, scheduler, RNG states, step and data position.
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -23,10 +23,10 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from components.finetune.checkpoint_layout import METADATA, TEMP_PREFIX, complete, latest, step_dir
 from components.finetune.errors import FinetuneError
 
 __all__ = [
-    "METADATA",
     "CheckpointMetadata",
     "CheckpointReason",
     "Checkpointer",
@@ -35,11 +35,8 @@ __all__ = [
     "restore_rng",
 ]
 
-METADATA = "metadata.json"  # the completion marker: a step-N/ without it is not a checkpoint
 MODEL_FILE = "model.pt"
 STATE_FILE = "train_state.pt"
-_STEP = re.compile(r"step-(\d+)")
-_TEMP_PREFIX = ".tmp-step-"
 
 # Why a checkpoint was written: every K steps, at the last step, or when the run was told to stop (SIGTERM).
 CheckpointReason = Literal["periodic", "final", "stop-signal"]
@@ -81,30 +78,22 @@ class Checkpointer:
 
     def complete(self) -> list[tuple[int, Path]]:
         """Every complete checkpoint as (step, path), oldest first."""
-        if not self.directory.is_dir():
-            return []
-        found = []
-        for child in self.directory.iterdir():
-            match = _STEP.fullmatch(child.name)
-            if match and (child / METADATA).is_file():
-                found.append((int(match.group(1)), child))
-        return sorted(found)
+        return complete(self.directory)
 
     def latest(self) -> Path | None:
         """The newest complete checkpoint, or None."""
-        found = self.complete()
-        return found[-1][1] if found else None
+        return latest(self.directory)
 
     def save(self, metadata: CheckpointMetadata, state: TrainingState) -> Path:
         """Write `step-N/` atomically (metadata last, then one rename) and drop checkpoints beyond the newest k."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{metadata.step}-", dir=self.directory))
+        tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{metadata.step}-", dir=self.directory))
         torch.save(state.model, tmp / MODEL_FILE)
         torch.save({"optimizer": state.optimizer, "scheduler": state.scheduler, "rng": state.rng}, tmp / STATE_FILE)
         (tmp / METADATA).write_text(metadata.model_dump_json(indent=2) + "\n")
-        final = self.directory / f"step-{metadata.step}"
+        final = step_dir(self.directory, metadata.step)
         if final.exists():  # a rerun from an older checkpoint reaches this step again: the new one replaces it
-            old = Path(tempfile.mkdtemp(prefix=f"{_TEMP_PREFIX}{metadata.step}-old-", dir=self.directory))
+            old = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{metadata.step}-old-", dir=self.directory))
             os.replace(final, old / final.name)
             os.replace(tmp, final)
             shutil.rmtree(old, ignore_errors=True)
@@ -122,7 +111,7 @@ class Checkpointer:
         """Remove temporary directories left by a save that crashed: they were never checkpoints."""
         if self.directory.is_dir():
             for child in self.directory.iterdir():
-                if child.name.startswith(_TEMP_PREFIX) and child.is_dir():
+                if child.name.startswith(TEMP_PREFIX) and child.is_dir():
                     shutil.rmtree(child, ignore_errors=True)
 
     def read_metadata(self, path: Path) -> CheckpointMetadata:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from vcjob_factory import vcjob, vcjob_task
 
 from components.volcano.cluster_local import LocalCluster
 from components.volcano.localconfig import LocalClusterConfig
@@ -27,63 +28,13 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
     c.close()
 
 
-def _task(name: str, replicas: int, gpus: int, script: str, **pod: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "replicas": replicas,
-        "template": {
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": "busybox",
-                        "command": ["sh", "-c", script],
-                        "resources": {
-                            "requests": {"nvidia.com/gpu": gpus, "cpu": "1"},
-                            "limits": {"nvidia.com/gpu": gpus},
-                        },
-                    }
-                ],
-                **pod,
-            }
-        },
-    }
-
-
 @pytest.fixture
 def make_job() -> JobFactory:
     """Build a Volcano Job manifest whose pods run a shell script (the image is ignored locally)."""
-
-    def make(
-        name: str,
-        script: str = "true",
-        *,
-        pods: int = 1,
-        gpus: int = 1,
-        queue: str = "default",
-        min_available: int | None = None,
-        max_retry: int | None = None,
-        policies: list[dict[str, Any]] | None = None,
-        tasks: list[dict[str, Any]] | None = None,
-        **pod: Any,
-    ) -> dict[str, Any]:
-        spec: dict[str, Any] = {
-            "schedulerName": "volcano",
-            "queue": queue,
-            "minAvailable": pods if min_available is None else min_available,
-            "tasks": tasks or [_task("main", pods, gpus, script, **pod)],
-        }
-        if max_retry is not None:
-            spec["maxRetry"] = max_retry
-        if policies is not None:
-            spec["policies"] = policies
-        return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name}, "spec": spec}
-
-    return make
+    return vcjob
 
 
 @pytest.fixture
 def task() -> Callable[..., dict[str, Any]]:
     """Build one task of a Job manifest."""
-    return _task
+    return vcjob_task

@@ -172,7 +172,7 @@ def test_the_same_crash_twice_is_aborted_with_a_reason_a_person_understands(tmp_
 def test_vcpilot_plan_prints_the_decision_and_the_vcjob_without_submitting(local) -> None:
     import typer
 
-    from agent.cli import plan_command
+    from pipelines.cli_plan import plan_command
 
     cluster = local({"nodes": [{"name": "node", "count": 2, "gpus": 4}]})
     app = typer.Typer()
@@ -189,7 +189,7 @@ def test_vcpilot_plan_prints_the_decision_and_the_vcjob_without_submitting(local
 
     human = runner.invoke(app, ["plan", "--gpus", "4"])
     assert human.exit_code == 0 and human.stdout.startswith("plan: proceed by rules: ")
-    assert "VCJob vcpilot-plan (not submitted):" in human.stdout
+    assert "VCJob vcpilot-plan-train-1 (not submitted):" in human.stdout
 
     bad = runner.invoke(app, ["plan", "--gpus", "2", "--min-gpus", "4"])
     assert bad.exit_code == 2 and bad.stderr == "error: --min-gpus 4 is above gpus 2\n"

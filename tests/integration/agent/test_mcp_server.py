@@ -99,35 +99,8 @@ def test_read_only_mode_lists_submit_but_refuses_it_and_submits_nothing(cluster)
     assert cluster.list_jobs() == []
 
 
-def test_explain_pending_over_mcp_for_a_gang_short_of_gpus(cluster, tmp_path):
-    busy = {
-        "apiVersion": "batch.volcano.sh/v1alpha1",
-        "kind": "Job",
-        "metadata": {"name": "busy"},
-        "spec": {
-            "schedulerName": "volcano",
-            "minAvailable": 1,
-            "tasks": [
-                {
-                    "name": "main",
-                    "replicas": 1,
-                    "template": {
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [
-                                {
-                                    "name": "main",
-                                    "image": "busybox",
-                                    "command": ["sh", "-c", "sleep 30"],
-                                    "resources": {"limits": {"nvidia.com/gpu": 4}},
-                                }
-                            ],
-                        }
-                    },
-                }
-            ],
-        },
-    }
+def test_explain_pending_over_mcp_for_a_gang_short_of_gpus(cluster, tmp_path, make_job):
+    busy = make_job("busy", "sleep 30", gpus=4)
     cluster.submit(busy)
     cluster.wait("busy", {"Running"}, timeout=10)
 

@@ -6,35 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
+from vcjob_factory import vcjob
 
 from components.volcano.cluster_local import LocalCluster
 from pipelines.local.runner import delete_run
 
 pytestmark = pytest.mark.integration
 
-VCJOB = """\
-apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata:
-  generateName: train-
-spec:
-  schedulerName: volcano
-  queue: default
-  minAvailable: 1
-  tasks:
-  - name: main
-    replicas: 1
-    template:
-      spec:
-        restartPolicy: Never
-        containers:
-        - name: main
-          image: busybox
-          command: [sh, -c, "{{inputs.parameters.script}}"]
-          resources:
-            requests: {nvidia.com/gpu: 1}
-            limits: {nvidia.com/gpu: 1}
-"""
+VCJOB = yaml.safe_dump(vcjob("train-", "{{inputs.parameters.script}}", generate_name=True))
 
 WORKFLOW = {
     "apiVersion": "argoproj.io/v1alpha1",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from vcjob_factory import vcjob
 
 from pipelines.local.runner import resume
 from pipelines.local.workflow import WorkflowError
@@ -126,37 +127,7 @@ VCJOB_WORKFLOW = {
                     "action": "create",
                     "successCondition": "status.state.phase == Completed",
                     "manifest": yaml.safe_dump(
-                        {
-                            "apiVersion": "batch.volcano.sh/v1alpha1",
-                            "kind": "Job",
-                            "metadata": {"generateName": "train-"},
-                            "spec": {
-                                "schedulerName": "volcano",
-                                "minAvailable": 1,
-                                "tasks": [
-                                    {
-                                        "name": "main",
-                                        "replicas": 1,
-                                        "template": {
-                                            "spec": {
-                                                "restartPolicy": "Never",
-                                                "containers": [
-                                                    {
-                                                        "name": "main",
-                                                        "image": "busybox",
-                                                        "command": [
-                                                            "sh",
-                                                            "-c",
-                                                            "sleep 2; echo ran >> {{workflow.parameters.marker}}",
-                                                        ],
-                                                    }
-                                                ],
-                                            }
-                                        },
-                                    }
-                                ],
-                            },
-                        }
+                        vcjob("train-", "sleep 2; echo ran >> {{workflow.parameters.marker}}", generate_name=True)
                     ),
                 },
             }

@@ -9,13 +9,13 @@ import pytest
 import torch
 
 from components.finetune.checkpoint import (
-    METADATA,
     Checkpointer,
     CheckpointMetadata,
     TrainingState,
     capture_rng,
     restore_rng,
 )
+from components.finetune.checkpoint_layout import METADATA
 from components.finetune.errors import FinetuneError
 from components.finetune.optim import lr_factor
 

@@ -7,7 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from components.finetune.checkpoint import METADATA, Checkpointer
+from components.finetune.checkpoint import Checkpointer
+from components.finetune.checkpoint_layout import METADATA
 from components.finetune.cli import app
 
 

@@ -1,26 +1,19 @@
+from vcjob_factory import vcjob, vcjob_task
+
 from components.volcano.lifecycle import count_pods, match_action, max_retry, phase_from_pods
 from components.volcano.models import parse_job
 
 
 def spec(**overrides):
-    base = {
-        "apiVersion": "batch.volcano.sh/v1alpha1",
-        "kind": "Job",
-        "metadata": {"name": "j"},
-        "spec": {
-            "minAvailable": 3,
-            "policies": [{"event": "PodEvicted", "action": "RestartJob"}, {"exitCode": 42, "action": "AbortJob"}],
-            "tasks": [
-                {
-                    "name": "master",
-                    "replicas": 1,
-                    "template": {"spec": {"containers": [{"name": "c"}]}},
-                    "policies": [{"event": "TaskCompleted", "action": "CompleteJob"}],
-                },
-                {"name": "worker", "replicas": 2, "template": {"spec": {"containers": [{"name": "c"}]}}},
-            ],
-        },
-    }
+    base = vcjob(
+        "j",
+        min_available=3,
+        policies=[{"event": "PodEvicted", "action": "RestartJob"}, {"exitCode": 42, "action": "AbortJob"}],
+        tasks=[
+            vcjob_task("master", 1, policies=[{"event": "TaskCompleted", "action": "CompleteJob"}]),
+            vcjob_task("worker", 2),
+        ],
+    )
     base["spec"].update(overrides)
     return parse_job(base).spec
 

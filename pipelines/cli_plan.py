@@ -1,33 +1,32 @@
-"""`vcpilot plan`: what would the agent do now? Its decision and the VCJob it would submit, submitting nothing.
+"""`vcpilot plan`: what would the pipeline's plan step do now? The agent's decision and its VCJob, submitting nothing.
 
-It observes the current cluster (LocalCluster under VCPILOT_HOME), asks the chosen policy to plan a training of
-the given size, and prints the decision — action, rationale, every candidate weighed — with the rendered VCJob.
+It observes the current cluster (LocalCluster under VCPILOT_HOME, or a kubeconfig's), asks the chosen policy to
+plan a training of the given size, and prints the decision — action, rationale, every candidate weighed — with
+the VCJob that the plan step (`pipelines.steps_training.plan_training`) would render for the same parameters.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 import yaml
 from pydantic import ValidationError
 
-from agent.actions import Candidate, Downscale, Proceed
+from agent.actions import Candidate
 from agent.observation import PlanRequest
 from agent.observe import observe
 from agent.policies import POLICY_NAMES, decide, select_policy
-from agent.policy import Decision
-from components.volcano.builder import TrainingRequest, build_training_job
 from components.volcano.cluster import ClusterError
 from components.volcano.connect import connect
 from components.volcano.validation import describe_validation_error
+from pipelines.parameters import DEFAULT_IMAGE
+from pipelines.steps_training import TrainingPlanInput
 
-__all__ = ["plan_command", "render_job"]
+__all__ = ["plan_command"]
 
-DEFAULT_IMAGE = "ghcr.io/vcpilot/vcpilot:0.1.0"
 # PlanRequest's field names as this command's flags, for error messages.
 _FLAGS = {
     "gpus_min": "min-gpus",
@@ -38,6 +37,7 @@ _FLAGS = {
     "max_steps": "max-steps",
     "fallback_queue": "fallback-queue",
     "priority_class": "priority-class",
+    "resume_checkpoint": "resume-checkpoint",
 }
 
 
@@ -52,13 +52,23 @@ def plan_command(
     priority_class: Annotated[str, typer.Option(help="PriorityClass of the pods; empty for none.")] = "",
     namespace: Annotated[str, typer.Option(help="Namespace of the job.")] = "default",
     max_steps: Annotated[int, typer.Option(help="Optimizer steps of the whole training.")] = 200,
-    checkpoints: Annotated[
-        Path | None, typer.Option(help="Checkpoint directory: the work left starts at its latest step-N.")
-    ] = None,
+    checkpoint_every: Annotated[int, typer.Option(help="Steps between checkpoints.")] = 50,
+    base_model: Annotated[str, typer.Option(help="Model to fine-tune: a Hugging Face id, a path or 'tiny'.")] = "tiny",
+    workflow: Annotated[
+        str, typer.Option(help="The run: the VCJob is <workflow>-train-1, its checkpoints in the run's directory.")
+    ] = "vcpilot-plan",
+    workspace: Annotated[
+        str,
+        typer.Option(
+            envvar="VCPILOT_WORKSPACE",
+            help="Workspace of the run: the agent observes <workspace>/runs/<workflow>/checkpoints.",
+        ),
+    ] = "/workspace",
+    workspace_pvc: Annotated[str, typer.Option(help="PVC mounted at the workspace; empty for none.")] = "",
+    resume_checkpoint: Annotated[str, typer.Option(help="A step-N checkpoint the training must start from.")] = "",
     policy: Annotated[str, typer.Option(help=f"Who decides: {' or '.join(POLICY_NAMES)} (llm: VCPILOT_LLM_URL).")] = (
         "rules"
     ),
-    name: Annotated[str, typer.Option(help="Name of the rendered VCJob.")] = "vcpilot-plan",
     image: Annotated[str, typer.Option(help="Image of the rendered VCJob.")] = DEFAULT_IMAGE,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Submit nothing (always so: the pipeline submits, not this command).")
@@ -71,19 +81,27 @@ def plan_command(
     """Show what the agent would decide for a training on the current cluster, and the VCJob it would render."""
     del dry_run  # accepted so that scripts can say so; planning never submits
     try:
-        request = PlanRequest(
+        chosen, fallback = select_policy(policy)
+        inputs = TrainingPlanInput(
+            workflow_name=workflow,
+            namespace=namespace,
+            workspace=workspace,
+            workspace_pvc=workspace_pvc,
+            image=image,
+            queue=queue,
+            priority_class=priority_class,
             gpus=gpus,
             gpus_min=min_gpus,
             gpus_per_pod=gpus_per_pod,
             global_batch=global_batch,
             micro_batch=micro_batch,
-            queue=queue,
             fallback_queue=fallback_queue,
-            priority_class=priority_class,
-            namespace=namespace,
-            max_steps=max_steps,
+            train_max_steps=max_steps,
+            resume_checkpoint=resume_checkpoint,
+            base_model=base_model,
+            checkpoint_every=checkpoint_every,
         )
-        chosen, fallback = select_policy(policy)
+        request = inputs.plan_request()
     except ValidationError as err:
         _fail(_flag_error(err), 2)
     except ValueError as err:
@@ -92,51 +110,23 @@ def plan_command(
         cluster = connect(kubeconfig or None)
     except (ValueError, ClusterError, OSError, sqlite3.Error) as err:
         _fail(f"cannot open the cluster: {err}", 1)
-    observation = observe(cluster, request, checkpoints=str(checkpoints) if checkpoints else None)
+    observation = observe(cluster, request, checkpoints=inputs.context().paths.checkpoints)
     decision = decide(chosen, observation, "plan", fallback)
     try:
-        job = render_job(decision, name=name, image=image)
+        job = inputs.training_job(decision)
     except ValueError as err:
         _fail(str(err), 2)
+    manifest: dict[str, Any] | None = job.to_dict() if job else None
     if json_output:
-        print(json.dumps({"decision": decision.model_dump(mode="json"), "vcjob": job}, indent=2))
+        print(json.dumps({"decision": decision.model_dump(mode="json"), "vcjob": manifest}, indent=2))
         return
     print(decision.summary)
     print(_candidates(decision.action.candidates))
     if job is None:
         print(f"\nno VCJob: the agent would {decision.action.kind}, not train now")
     else:
-        print(f"\nVCJob {name} (not submitted):")
-        print(yaml.safe_dump(job, sort_keys=False).rstrip())
-
-
-def render_job(decision: Decision, *, name: str, image: str) -> dict[str, Any] | None:
-    """The training VCJob a Proceed or Downscale would submit (None for other actions); ValueError when invalid."""
-    action = decision.action
-    if not isinstance(action, Proceed | Downscale):
-        return None
-    observation = decision.observation
-    request = observation.request
-    checkpoint = observation.checkpoint.path if observation.checkpoint else request.resume_checkpoint
-    job = build_training_job(
-        TrainingRequest(
-            name=name,
-            namespace=request.namespace,
-            image=image,
-            command=["python", "-m", "components.finetune"],
-            args=["--max-steps", str(request.max_steps)],
-            total_gpus=action.gpus,
-            gpus_per_pod=request.gpus_per_pod,
-            micro_batch=action.micro_batch,
-            grad_accum=action.grad_accum,
-            global_batch=action.global_batch,
-            queue=action.queue,
-            priority_class=action.priority_class or None,
-            avoid_nodes=request.avoid_nodes,
-            resume_checkpoint=checkpoint or None,
-        )
-    )
-    return job.to_dict()
+        print(f"\nVCJob {job.metadata.name} (not submitted):")
+        print(yaml.safe_dump(manifest, sort_keys=False).rstrip())
 
 
 def _candidates(candidates: list[Candidate]) -> str:

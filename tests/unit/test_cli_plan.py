@@ -1,0 +1,92 @@
+"""`vcpilot plan` shows the very VCJob the pipeline's plan step submits for the same parameters."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from components.volcano.cluster_local import LocalCluster
+from components.volcano.localconfig import LocalClusterConfig
+from pipelines import steps_training
+from pipelines.cli import app
+
+GPU = "nvidia.com/gpu"
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalCluster]:
+    """The LocalCluster both paths observe (through VCPILOT_HOME): 2 nodes × 4 GPUs, a queue capped at 4."""
+    home = tmp_path / "home"
+    config = {"nodes": [{"name": "node", "count": 2, "gpus": 4}], "queues": [{"name": "small", "capability": {GPU: 4}}]}
+    made = LocalCluster(home, LocalClusterConfig.model_validate(config))
+    monkeypatch.setenv("VCPILOT_HOME", str(home))
+    yield made
+    made.close()
+
+
+def cli_manifest(flags: list[str]) -> dict[str, Any]:
+    shown = CliRunner().invoke(app, ["plan", *flags, "--json"])
+    assert shown.exit_code == 0, shown.output
+    vcjob: dict[str, Any] = json.loads(shown.stdout)["vcjob"]
+    return vcjob
+
+
+@pytest.mark.parametrize(
+    ("flags", "inputs"),
+    [
+        ([], {}),
+        (
+            [
+                *("--gpus", "8", "--min-gpus", "2", "--queue", "small", "--global-batch", "64", "--micro-batch", "2"),
+                *("--max-steps", "120", "--checkpoint-every", "20", "--base-model", "Qwen/Qwen2.5-0.5B-Instruct"),
+                *("--workspace-pvc", "vcpilot-workspace", "--priority-class", "high", "--namespace", "team-a"),
+                *("--resume-checkpoint", "/workspace/runs/wf/checkpoints/step-40", "--image", "img:2"),
+            ],
+            {
+                "gpus": 8,
+                "gpus_min": 2,
+                "queue": "small",
+                "global_batch": 64,
+                "micro_batch": 2,
+                "train_max_steps": 120,
+                "checkpoint_every": 20,
+                "base_model": "Qwen/Qwen2.5-0.5B-Instruct",
+                "workspace_pvc": "vcpilot-workspace",
+                "priority_class": "high",
+                "namespace": "team-a",
+                "resume_checkpoint": "/workspace/runs/wf/checkpoints/step-40",
+                "image": "img:2",
+            },
+        ),
+    ],
+    ids=["defaults", "downscaled"],
+)
+def test_plan_renders_the_vcjob_the_pipelines_plan_step_submits(
+    cluster: LocalCluster, tmp_path: Path, flags: list[str], inputs: dict[str, Any]
+) -> None:
+    workspace = str(tmp_path / "ws")
+    shown = cli_manifest(["--workflow", "wf", "--workspace", workspace, *flags])
+    values: dict[str, Any] = {
+        "gpus": 4,
+        "global_batch": 32,
+        "micro_batch": 4,
+        "train_max_steps": 200,
+        "checkpoint_every": 50,
+        "base_model": "tiny",
+        "image": "ghcr.io/vcpilot/vcpilot:0.1.0",
+        **inputs,
+    }
+    planned = steps_training.plan_training(
+        steps_training.TrainingPlanInput(workflow_name="wf", workspace=workspace, **values)
+    )
+    assert shown == json.loads(planned.manifest)
+    assert shown["metadata"]["name"] == "wf-train-1" and shown["spec"]["maxRetry"] == 1
+    if flags:  # the capped queue made the agent downscale, keeping the global batch
+        assert planned.action == "downscale" and shown["spec"]["minAvailable"] == 4
+        assert shown["spec"]["volumes"] == [{"mountPath": workspace, "volumeClaimName": "vcpilot-workspace"}]
+    assert cluster.list_jobs() == []  # neither path submits: the resource template does
