@@ -1,0 +1,32 @@
+"""The root of vcpilot's errors: one a person must act on, with one sentence that says what to fix.
+
+Every area's errors derive from `VcpilotError` (the tree is drawn in docs/architecture.md); every boundary — the
+`vcpilot` command, a pod's entry point, an MCP tool, a workflow step — turns one into a message and an exit code
+with `explain`, so the same fault reads and exits the same everywhere.
+"""
+
+from __future__ import annotations
+
+__all__ = ["EXIT_FAILED", "EXIT_INPUT", "EXIT_OK", "EXIT_UNAVAILABLE", "Unavailable", "VcpilotError", "explain"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # the work ran and did not succeed
+EXIT_INPUT = 2  # the input is wrong: fix what the message says, then run again
+EXIT_UNAVAILABLE = 3  # a service it needs could not be reached: the same command may work later
+
+
+class VcpilotError(Exception):
+    """An error a person must act on; `str(err)` is one sentence that says what to fix."""
+
+    exit_code = EXIT_INPUT
+
+
+class Unavailable(VcpilotError):
+    """A service this needs (the cluster's API, the tracking server) could not be reached."""
+
+    exit_code = EXIT_UNAVAILABLE
+
+
+def explain(err: VcpilotError) -> tuple[str, int]:
+    """The one line to show for `err` (`error: …`) and the exit code to end with."""
+    return f"error: {err}", err.exit_code
