@@ -20,6 +20,10 @@ from components.volcano.localconfig import LocalClusterConfig
 from components.volcano.resources import GPU
 from components.volcano.scheduler import Gang, NodeState, PodRequest, QueueState, schedule
 
+# The jobs come from the tests' factory, so a manifest change is one edit for both; tests/ is not installed.
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
+from vcjob_factory import vcjob, vcjob_task  # noqa: E402
+
 
 def session_inputs(gangs: int = 1000, nodes: int = 100, seed: int = 7):
     """A cluster of `nodes` x 8 GPUs, 4 queues, and `gangs` Pending gangs of 1-4 pods x 1-2 GPUs."""
@@ -94,40 +98,8 @@ def time_latency(repeats: int = 10) -> dict:
         proc.wait()
 
         marker = work / f"cluster-{i}"
-        job = {
-            "apiVersion": "batch.volcano.sh/v1alpha1",
-            "kind": "Job",
-            "metadata": {"name": f"lat-{i}"},
-            "spec": {
-                "schedulerName": "volcano",
-                "queue": "default",
-                "minAvailable": 1,
-                "tasks": [
-                    {
-                        "name": "main",
-                        "replicas": 1,
-                        "template": {
-                            "spec": {
-                                "restartPolicy": "Never",
-                                "containers": [
-                                    {
-                                        "name": "main",
-                                        "image": "python",
-                                        "command": [
-                                            "python",
-                                            "-c",
-                                            "import sys, pathlib; pathlib.Path(sys.argv[1]).touch()",
-                                            str(marker),
-                                        ],
-                                        "resources": {"requests": {GPU: 1}},
-                                    }
-                                ],
-                            }
-                        },
-                    }
-                ],
-            },
-        }
+        touch = ["python", "-c", "import sys, pathlib; pathlib.Path(sys.argv[1]).touch()", str(marker)]
+        job = vcjob(f"lat-{i}", tasks=[vcjob_task(command=touch)])  # no shell in between: as Popen above
         start = time.perf_counter()
         cluster.submit(job)
         wait_for(marker)
@@ -143,20 +115,8 @@ def time_reconcile(jobs: int = 500) -> dict:
     work = Path(tempfile.mkdtemp(prefix="vcpilot-bench-"))
     config = LocalClusterConfig.model_validate({"nodes": [{"name": "node", "count": 100, "gpus": 8}]})
     cluster = LocalCluster(work / "home", config, hook=False)
-    container = {"name": "main", "image": "busybox", "command": ["sleep", "600"], "resources": {"requests": {GPU: 8}}}
     for i in range(jobs):
-        cluster.submit(
-            {
-                "apiVersion": "batch.volcano.sh/v1alpha1",
-                "kind": "Job",
-                "metadata": {"name": f"job-{i}"},
-                "spec": {
-                    "schedulerName": "volcano",
-                    "minAvailable": 2,
-                    "tasks": [{"name": "main", "replicas": 2, "template": {"spec": {"containers": [container]}}}],
-                },
-            }
-        )
+        cluster.submit(vcjob(f"job-{i}", tasks=[vcjob_task(replicas=2, gpus=8, command=["sleep", "600"])]))
     times = []
     for _ in range(5):
         start = time.perf_counter()

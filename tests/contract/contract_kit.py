@@ -1,9 +1,9 @@
 """What the contract tests share: the cluster under test with its namespace, and jobs written for both clusters.
 
 A test describes what a job's pods do (run for a while, fail with an exit code, run until deleted) and
-`Ctx.job` / `task` write it both ways into one manifest: a shell command that LocalCluster runs, and the kwok
-annotations and labels (deploy/e2e/config/kwok.yaml) that make kwok's fake kubelet do the same on the e2e
-cluster.
+`Ctx.job` / `task` write it both ways into one manifest through the tests' factory (`tests/vcjob_factory.py`):
+a shell command that LocalCluster runs, and the kwok annotations and labels (deploy/e2e/config/kwok.yaml) that
+make kwok's fake kubelet do the same on the e2e cluster.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from vcjob_factory import vcjob, vcjob_task
 
 from components.volcano.cluster import ClusterError
 
@@ -55,17 +56,15 @@ class Ctx:
         labels: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         """A Volcano Job whose `pods` pods run `runs` seconds (None: until deleted), then exit with `exit_code`."""
-        spec: dict[str, Any] = {
-            "schedulerName": "volcano",
-            "queue": queue,
-            "minAvailable": sum(t["replicas"] for t in tasks) if tasks else pods,
-            "maxRetry": max_retry or 3,
-            "tasks": tasks or [task("main", pods, gpus=gpus, runs=runs, exit_code=exit_code)],
-        }
-        if policies is not None:
-            spec["policies"] = policies
-        metadata = {"name": name, "namespace": self.ns, "labels": labels or {}}
-        return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": metadata, "spec": spec}
+        return vcjob(
+            name,
+            namespace=self.ns,
+            labels=labels or {},
+            queue=queue,
+            max_retry=max_retry or 3,
+            policies=policies,
+            tasks=tasks or [task("main", pods, gpus=gpus, runs=runs, exit_code=exit_code)],
+        )
 
     def queue(self, capability: dict[str, Any]) -> str:
         """A new queue with this capability (cluster-scoped, so named uniquely and deleted after the test)."""
@@ -141,27 +140,6 @@ def task(
                 f"{KWOK_FAILED}/reason": "Error",
             }
         )
-    out: dict[str, Any] = {
-        "name": name,
-        "replicas": replicas,
-        "template": {
-            "metadata": {"labels": labels, "annotations": annotations},
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": "busybox",
-                        "command": ["sh", "-c", script],
-                        "resources": {
-                            "requests": {"nvidia.com/gpu": gpus, "cpu": "1", "memory": "1Gi"},
-                            "limits": {"nvidia.com/gpu": gpus},
-                        },
-                    }
-                ],
-            },
-        },
-    }
-    if policies is not None:
-        out["policies"] = policies
-    return out
+    return vcjob_task(
+        name, replicas, gpus, script, metadata={"labels": labels, "annotations": annotations}, policies=policies
+    )

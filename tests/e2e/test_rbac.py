@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from vcjob_factory import vcjob, vcjob_task
 
 from components.volcano.cluster import ClusterError
 
@@ -133,30 +134,15 @@ def test_the_account_runs_a_job_through_its_whole_life(workflow_account, kubecon
     assert cluster.queue("default").state == "Open"
     assert {q.name for q in cluster.queues()} >= {"default"}
     assert sum(n.gpu_allocatable for n in cluster.nodes()) > 0
-    manifest = {
-        "apiVersion": "batch.volcano.sh/v1alpha1",
-        "kind": "Job",
-        "metadata": {"name": "rbac-check", "namespace": NS, "labels": {"workflows.argoproj.io/workflow": "wf-1"}},
-        "spec": {
-            "schedulerName": "volcano",
-            "queue": "default",
-            "minAvailable": 1,
-            "maxRetry": 1,
-            "tasks": [
-                {
-                    "name": "main",
-                    "replicas": 1,
-                    "template": {
-                        "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": "1s"}},
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [{"name": "main", "image": "busybox", "command": ["true"]}],
-                        },
-                    },
-                }
-            ],
-        },
-    }
+    # No GPU: the account's rights are the point, not the scheduling. kwok completes the pod after a second.
+    kwok_completes = {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": "1s"}}
+    manifest = vcjob(
+        "rbac-check",
+        namespace=NS,
+        labels={"workflows.argoproj.io/workflow": "wf-1"},
+        max_retry=1,
+        tasks=[vcjob_task(gpus=0, metadata=kwok_completes)],
+    )
     cluster.submit(manifest)
     done = cluster.wait("rbac-check", timeout=90, namespace=NS)
     assert done.phase == "Completed" and done.pods[0].phase == "Succeeded"

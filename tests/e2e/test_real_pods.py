@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from real_kit import on_real_nodes
+from vcjob_factory import vcjob, vcjob_task
 
 from agent import observe as observe_module
 from agent import policy_rules
@@ -225,31 +226,16 @@ def priority_classes(admin: Any) -> None:
 def high_priority_job(namespace: str, image: str, nodes: list[Any], gpus: int, seconds: int) -> dict[str, Any]:
     """Another team's short, high-priority job that needs `gpus` GPUs on one real node."""
     amounts = {"cpu": "300m", "memory": "512Mi", "nvidia.com/gpu": gpus}
-    pod = {
-        "restartPolicy": "Never",
-        "priorityClassName": "vcpilot-high",
-        "containers": [
-            {
-                "name": "work",
-                "image": image,
-                "command": ["python", "-c", f"import time; time.sleep({seconds})"],
-                "resources": {"requests": dict(amounts), "limits": dict(amounts)},
-            }
-        ],
+    # Its container is sized for a real node's two CPUs and runs the step image, so it replaces the factory's.
+    container = {
+        "name": "work",
+        "image": image,
+        "command": ["python", "-c", f"import time; time.sleep({seconds})"],
+        "resources": {"requests": dict(amounts), "limits": dict(amounts)},
     }
-    return {
-        "apiVersion": "batch.volcano.sh/v1alpha1",
-        "kind": "Job",
-        "metadata": {"name": "urgent", "namespace": namespace},
-        "spec": {
-            "schedulerName": "volcano",
-            "queue": "default",
-            "priorityClassName": "vcpilot-high",
-            "minAvailable": 1,
-            "maxRetry": 1,
-            "tasks": [{"name": "work", "replicas": 1, "template": {"spec": on_real_nodes(pod, nodes)}}],
-        },
-    }
+    pod = on_real_nodes({"priorityClassName": "vcpilot-high", "containers": [container]}, nodes)
+    task = vcjob_task("work", **pod)
+    return vcjob("urgent", namespace=namespace, priority_class="vcpilot-high", max_retry=1, tasks=[task])
 
 
 def test_a_preempted_training_checkpoints_on_sigterm_and_resumes_from_that_checkpoint(

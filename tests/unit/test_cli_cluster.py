@@ -1,7 +1,9 @@
 import json
 
 import pytest
+import yaml
 from typer.testing import CliRunner
+from vcjob_factory import vcjob
 
 from pipelines.cli import app
 
@@ -44,10 +46,9 @@ def test_submit_rejects_bad_files(run, tmp_path):
     pod.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n")
     one_sentence_error(run("submit", str(pod)), "not a batch.volcano.sh/v1alpha1 Job")
     typo = tmp_path / "typo.yaml"
-    typo.write_text(
-        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: t}\n"
-        "spec: {minAvaliable: 1, tasks: [{name: a, replicas: 1, template: {spec: {containers: [{name: c}]}}}]}\n"
-    )
+    job = vcjob("t")
+    job["spec"]["minAvaliable"] = job["spec"].pop("minAvailable")
+    typo.write_text(yaml.safe_dump(job))
     one_sentence_error(run("submit", str(typo)), "minAvaliable")
     assert json.loads(run("status", "--json").stdout)["jobs"] == []
 

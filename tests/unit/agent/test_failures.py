@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from vcjob_factory import vcjob, vcjob_task
+
 from agent.actions import Abort, RetryFromCheckpoint
 from agent.failures import attempt_record, classify_failure
 from agent.observation import CheckpointInfo, Observation, PlanRequest
@@ -35,18 +37,9 @@ NODES = [
 ]
 POLICY = RulePolicy()
 
-JOB = {
-    "metadata": {"name": "train", "namespace": "team-a", "uid": UID},
-    "spec": {
-        "queue": "gpu-a",
-        "minAvailable": 2,
-        "tasks": [
-            {"name": task, "replicas": 1, "template": {"spec": {"containers": [{"resources": {"limits": {GPU: "2"}}}]}}}
-            for task in ("master", "worker")
-        ],
-    },
-    "status": {"state": {"phase": "Failed", "reason": "PodEvicted"}, "retryCount": 1},
-}
+JOB = vcjob("train", namespace="team-a", queue="gpu-a", tasks=[vcjob_task(t, 1, gpus=2) for t in ("master", "worker")])
+JOB["metadata"]["uid"] = UID
+JOB["status"] = {"state": {"phase": "Failed", "reason": "PodEvicted"}, "retryCount": 1}
 
 
 def pod(name: str, node: str, phase: str, *, code: int | None = None, deleting: bool = False, **status: Any):
