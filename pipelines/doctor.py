@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from kubernetes import client
 
 from components.volcano.cluster import ClusterError
 from components.volcano.k8s_api import BATCH, SCHEDULING, Api
@@ -110,11 +109,9 @@ def _connect(kubeconfig: str | Path | None) -> tuple[Api | None, Check]:
 
 
 def _api_server(api: Api) -> Check:
-    version = api.call(
-        "read the API server's version", client.VersionApi(api.client).get_code, _request_timeout=TIMEOUT
-    )
+    version = api.call("read the API server's version", api.version.get_code, _request_timeout=TIMEOUT)
     review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
-    create = client.AuthenticationV1Api(api.client).create_self_subject_review
+    create = api.authentication.create_self_subject_review
     answer = api.call("review the kubeconfig's user", create, review, absent_ok=True, _request_timeout=TIMEOUT)
     user = (((answer or {}).get("status") or {}).get("userInfo") or {}).get("username")
     detail = f"Kubernetes {version.get('gitVersion', '(unknown version)')} at {api.host}"
@@ -149,7 +146,7 @@ def _queues(api: Api, defaults: Mapping[str, str], no_template: str) -> Check:
             missing.append(("queue", name))
         elif (queue.get("status") or {}).get("state") in ("Closed", "Closing"):
             closed.append(name)
-    read = client.SchedulingV1Api(api.client).read_priority_class
+    read = api.scheduling.read_priority_class
     for name in classes:
         if api.call(f"read priority class {name}", read, name, absent_ok=True, _request_timeout=TIMEOUT) is None:
             missing.append(("priority class", name))
@@ -224,7 +221,7 @@ def _allowed(api: Api, user: str, namespace: str, grant: Grant) -> bool:
         "kind": "SubjectAccessReview",
         "spec": {"user": user, "groups": groups, "resourceAttributes": attributes},
     }
-    create = client.AuthorizationV1Api(api.client).create_subject_access_review
+    create = api.authorization.create_subject_access_review
     answer = api.call(f"review whether {user} may {grant.describe()}", create, review, _request_timeout=TIMEOUT)
     return bool((answer.get("status") or {}).get("allowed"))
 
@@ -279,7 +276,7 @@ def _template(api: Api, namespace: str) -> dict[str, Any] | None:
 
 
 def _missing_crds(api: Api, names: tuple[str, ...]) -> list[str]:
-    read = client.ApiextensionsV1Api(api.client).read_custom_resource_definition
+    read = api.extensions.read_custom_resource_definition
     missing = []
     for name in names:
         crd = api.call(f"read CRD {name}", read, name, absent_ok=True, _request_timeout=TIMEOUT)

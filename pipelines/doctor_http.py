@@ -14,11 +14,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-import urllib3
-from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel, ConfigDict
 
-from components.volcano.k8s_api import Api, api_message
+from components.volcano.cluster import ClusterError
+from components.volcano.k8s_api import Api
 from pipelines.doctor_report import Check
 
 __all__ = ["TIMEOUT_S", "ServiceRef", "argo_server_url", "check_argo_server", "check_mlflow", "service_ref"]
@@ -121,16 +120,11 @@ def _through_proxy(api: Api, uri: str, ref: ServiceRef, service: dict[str, Any],
         f"start the tracking server's pods and wait until they are Ready (`kubectl -n {ref.namespace} get endpoints "
         f"{ref.name}` lists them)"
     )
-    request = api.client.param_serialize("GET", ref.proxy_path("/health"), auth_settings=["BearerToken"])
     try:
-        response = api.client.call_api(*request, _request_timeout=(3.0, timeout_s))
-        body = response.read() or b""
-    except (ApiException, urllib3.exceptions.HTTPError, ConnectionError, TimeoutError) as err:
-        return _fail(f"MLflow at {uri} got no answer through the API server's proxy ({api_message(err)})", fix)
-    if response.status != 200:
-        said = api_message(
-            ApiException(status=response.status, reason=response.reason, body=body.decode(errors="replace"))
-        )
+        status, said = api.get_path(ref.proxy_path("/health"), timeout=(3.0, timeout_s))
+    except ClusterError as err:
+        return _fail(f"MLflow at {uri} got no answer through the API server's proxy ({err})", fix)
+    if status != 200:
         detail = f"MLflow at {uri} did not answer /health through the API server's proxy to {label} ({said})"
         return _fail(detail, fix)
     return Check(

@@ -59,22 +59,22 @@ def _close_mlflow(workflow: str) -> None:
 
 def main() -> int:
     """Poll the workflow until the job must end, then end it; exit 1 only when the job could not be deleted."""
-    from kubernetes import client, config
-    from kubernetes.client.exceptions import ApiException
+    from components.volcano.cluster import ClusterError
+    from components.volcano.k8s_api import BATCH, Api
 
     # Kubernetes stops a sidecar with SIGTERM once the main container has ended; as PID 1, without a handler, the
     # process would ignore it and be killed 30 s later, holding the pod (and its gang) that long.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     workflow, job = os.environ["VCPILOT_WORKFLOW"], os.environ["VCPILOT_JOB"]
     namespace = os.environ["VCPILOT_NAMESPACE"]
-    config.load_incluster_config()
-    custom = client.CustomObjectsApi()
+    api = Api(in_cluster=True, attempts=1)  # the poll is the retry
+    custom = api.custom
+    read = (custom.get_namespaced_custom_object, "argoproj.io", "v1alpha1", namespace, "workflows", workflow)
     while True:
-        try:
-            got = custom.get_namespaced_custom_object("argoproj.io", "v1alpha1", namespace, "workflows", workflow)
-            found: dict[str, Any] | None = got if isinstance(got, dict) else {}
-        except ApiException as err:
-            found = {} if err.status != 404 else None  # {}: unknown, try again
+        try:  # None: the workflow is gone; {}: unknown, try again
+            found: dict[str, Any] | None = api.call(f"read workflow {workflow}", *read, absent_ok=True)
+        except ClusterError:
+            found = {}
         except Exception:  # noqa: BLE001 — the API server unreachable for a while: try again
             found = {}
         reason = should_end(found) if found != {} else ""
@@ -84,20 +84,18 @@ def main() -> int:
     if reason != "its workflow ended Succeeded":
         _close_mlflow(workflow)
     # Its own job, and the Completed ones of the workflow's earlier steps, which no exit handler will delete now.
-    listed = custom.list_namespaced_custom_object(
-        "batch.volcano.sh", "v1alpha1", namespace, "jobs", label_selector=f"{WORKFLOW_LABEL}={workflow}"
-    )
-    items = listed.get("items", []) if isinstance(listed, dict) else []
+    listing = (custom.list_namespaced_custom_object, *BATCH, namespace, "jobs")
+    items = api.items(f"list workflow {workflow}'s VCJobs", *listing, label_selector=f"{WORKFLOW_LABEL}={workflow}")
     names = {job, *(str(j["metadata"]["name"]) for j in items)}
+    remove = (custom.delete_namespaced_custom_object, *BATCH, namespace, "jobs")
     failed = 0
     for name in sorted(names):
         print(f"guard: deleting VCJob {name}: {reason}", flush=True)
         try:
-            custom.delete_namespaced_custom_object("batch.volcano.sh", "v1alpha1", namespace, "jobs", name)
-        except ApiException as err:
-            if err.status != 404:
-                print(f"guard: could not delete VCJob {name}: {err.reason}", file=sys.stderr)
-                failed += 1
+            api.call(f"delete VCJob {name}", *remove, name, absent_ok=True)
+        except ClusterError as err:
+            print(f"guard: {err}", file=sys.stderr)
+            failed += 1
     return 1 if failed else 0
 
 

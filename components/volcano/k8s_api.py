@@ -112,6 +112,12 @@ class Api:
         self.client = client.ApiClient(self.config)
         self.core = client.CoreV1Api(self.client)
         self.custom = client.CustomObjectsApi(self.client)
+        # The groups `vcpilot doctor` reads besides those, so that no module above this one imports the client.
+        self.version = client.VersionApi(self.client)
+        self.authentication = client.AuthenticationV1Api(self.client)
+        self.authorization = client.AuthorizationV1Api(self.client)
+        self.scheduling = client.SchedulingV1Api(self.client)  # priority classes
+        self.extensions = client.ApiextensionsV1Api(self.client)  # custom resource definitions
         self.attempts = max(1, attempts)
         self.sleep = sleep
 
@@ -123,6 +129,22 @@ class Api:
     def close(self) -> None:
         """Close the connection pool."""
         self.client.close()
+
+    def get_path(self, path: str, *, timeout: tuple[float, float]) -> tuple[int, str]:
+        """GET a path of the API server once, without retries: the HTTP status and, unless 200, what was said.
+
+        Raises a ClusterError whose message is what went wrong (`api_message`) when no answer came.
+        """
+        request = self.client.param_serialize("GET", path, auth_settings=["BearerToken"])
+        try:
+            response = self.client.call_api(*request, _request_timeout=timeout)
+            body = response.read() or b""
+        except (ApiException, urllib3.exceptions.HTTPError, ConnectionError, TimeoutError) as err:
+            raise ClusterError(api_message(err)) from None
+        if response.status == 200:
+            return 200, ""
+        answer = ApiException(status=response.status, reason=response.reason, body=body.decode(errors="replace"))
+        return response.status, api_message(answer)
 
     def call(
         self,

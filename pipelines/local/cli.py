@@ -19,8 +19,8 @@ from rich.live import Live
 from rich.text import Text
 from rich.tree import Tree
 
+from pipelines.local.engine.status import parse_rfc3339
 from pipelines.local.runner import RunResult, WorkflowError, resume, run_workflow
-from pipelines.local.status import parse_rfc3339
 
 __all__ = ["app", "render_status", "report_run", "resume_command", "run_workflow_command"]
 

@@ -20,10 +20,10 @@ from typing import Any
 
 from components.volcano.cluster import ClusterError
 from components.volcano.cluster_local import LocalCluster, default_home
-from pipelines.local.engine import Engine
-from pipelines.local.executors import kill_stale
-from pipelines.local.resources import ObjectCluster, OwnedObject
-from pipelines.local.status import RunState, now_rfc3339
+from pipelines.local.engine.engine import Engine
+from pipelines.local.engine.executors import kill_stale
+from pipelines.local.engine.resources import ObjectCluster, OwnedObject
+from pipelines.local.engine.status import RunState, now_rfc3339
 from pipelines.local.workflow import Workflow, WorkflowError, load_workflow
 
 __all__ = ["RunResult", "WorkflowError", "delete_run", "resume", "run_workflow"]

@@ -23,7 +23,6 @@ from typing import Any
 import yaml
 
 __all__ = [
-    "LEAF_TYPES",
     "TEMPLATE_TYPES",
     "Workflow",
     "WorkflowError",
@@ -34,7 +33,6 @@ __all__ = [
 ]
 
 TEMPLATE_TYPES = ("container", "script", "resource", "dag", "steps", "suspend")
-LEAF_TYPES = frozenset({"container", "script", "resource", "suspend"})
 _UNSUPPORTED_TYPES = ("containerSet", "data", "http", "plugin")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}

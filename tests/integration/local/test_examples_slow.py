@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from components.volcano.cluster_local import LocalCluster
+from pipelines.local.engine.status import parse_rfc3339
 from pipelines.local.runner import delete_run
-from pipelines.local.status import parse_rfc3339
 
 pytestmark = pytest.mark.integration
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.local.executors import localize, mark_paths
+from pipelines.local.engine.executors import localize, mark_paths
 
 NODE = Path("/home/u/.vcpilot/runs/wf/nodes/wf-1")
 

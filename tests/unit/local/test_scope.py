@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from pipelines.local.expressions import ExpressionError
-from pipelines.local.scope import (
+from pipelines.local.engine.scope import (
     absent_outputs,
     aggregate_vars,
     drop_absent_arguments,
@@ -18,7 +17,8 @@ from pipelines.local.scope import (
     template_outputs,
     unresolved_refs,
 )
-from pipelines.local.status import NodeStatus, Outputs, Parameter
+from pipelines.local.engine.status import NodeStatus, Outputs, Parameter
+from pipelines.local.expressions import ExpressionError
 from pipelines.local.workflow import WorkflowError
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipelines.local.status import NodeFlag, RunState, node_id
+from pipelines.local.engine.status import NodeFlag, RunState, node_id
 
 
 def state(tmp_path: Path, **kw: Any) -> RunState:

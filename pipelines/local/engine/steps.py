@@ -11,12 +11,12 @@ import contextlib
 import functools
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pipelines.local.calls import Call, Prepared
-from pipelines.local.dag import FAIL_FAST_MESSAGE, continues_on
-from pipelines.local.expressions import ExpressionError, evaluate_when, substitute
-from pipelines.local.scope import (
+from pipelines.local.engine.calls import Call, Prepared
+from pipelines.local.engine.dag import FAIL_FAST_MESSAGE, continues_on
+from pipelines.local.engine.node_runner import NodeRunner
+from pipelines.local.engine.scope import (
     absent_outputs,
     aggregate_vars,
     drop_absent_arguments,
@@ -28,24 +28,22 @@ from pipelines.local.scope import (
     template_outputs,
     unresolved_refs,
 )
-from pipelines.local.status import NodeStatus
+from pipelines.local.engine.status import NodeStatus
+from pipelines.local.expressions import ExpressionError, evaluate_when, substitute
 from pipelines.local.workflow import WorkflowError
-
-if TYPE_CHECKING:
-    from pipelines.local.engine import Engine
 
 __all__ = ["run_steps"]
 
 _LOOP_FIELDS = ("withItems", "withParam", "withSequence")
 
 
-def run_steps(engine: Engine, call: Call, prepared: Prepared) -> NodeStatus:
+def run_steps(engine: NodeRunner, call: Call, prepared: Prepared) -> NodeStatus:
     """Run a steps template to its end and return its node."""
     return _Steps(engine, call, prepared).run()
 
 
 class _Steps:
-    def __init__(self, engine: Engine, call: Call, prepared: Prepared) -> None:
+    def __init__(self, engine: NodeRunner, call: Call, prepared: Prepared) -> None:
         self.engine, self.state, self.call, self.prepared = engine, engine.state, call, prepared
         parallelism = prepared.template.get("parallelism")
         self.slots = threading.BoundedSemaphore(int(parallelism)) if parallelism else None

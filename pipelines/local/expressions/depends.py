@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from pipelines.local.expression_errors import ExpressionError, quote_expression
-from pipelines.local.exprlang import parse
-from pipelines.local.exprlang_eval import evaluate
+from pipelines.local.expressions.errors import ExpressionError, quote_expression
+from pipelines.local.expressions.expr.evaluator import evaluate
+from pipelines.local.expressions.expr.parser import parse
 
 __all__ = ["RESULTS", "depends_targets", "evaluate_depends", "expand_depends"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pipelines.local.expression_errors import ExpressionError
-from pipelines.local.exprlang_ast import (
+from pipelines.local.expressions.errors import ExpressionError
+from pipelines.local.expressions.expr.nodes import (
     Array,
     Binary,
     Builtin,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pipelines.local.expression_errors import ExpressionError
+from pipelines.local.expressions.errors import ExpressionError
 
 __all__ = ["KEYWORDS", "Token", "tokenize"]
 

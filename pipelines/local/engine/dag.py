@@ -15,11 +15,11 @@ import functools
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pipelines.local.calls import Call, Prepared, exit_hook
-from pipelines.local.expressions import ExpressionError, depends_targets, evaluate_depends, evaluate_when, substitute
-from pipelines.local.scope import (
+from pipelines.local.engine.calls import Call, Prepared, exit_hook
+from pipelines.local.engine.node_runner import NodeRunner
+from pipelines.local.engine.scope import (
     absent_outputs,
     aggregate_vars,
     drop_absent_arguments,
@@ -31,11 +31,9 @@ from pipelines.local.scope import (
     template_outputs,
     unresolved_refs,
 )
-from pipelines.local.status import COMPLETED, NodeStatus
+from pipelines.local.engine.status import COMPLETED, NodeStatus
+from pipelines.local.expressions import ExpressionError, depends_targets, evaluate_depends, evaluate_when, substitute
 from pipelines.local.workflow import WorkflowError
-
-if TYPE_CHECKING:
-    from pipelines.local.engine import Engine
 
 __all__ = ["run_dag"]
 
@@ -50,7 +48,7 @@ def _settled() -> None:
 _SETTLED: Callable[[], Any] = _settled
 
 
-def run_dag(engine: Engine, call: Call, prepared: Prepared) -> NodeStatus:
+def run_dag(engine: NodeRunner, call: Call, prepared: Prepared) -> NodeStatus:
     """Run a DAG template to its end and return its node."""
     return _Dag(engine, call, prepared).run()
 
@@ -62,7 +60,7 @@ def continues_on(holder: Mapping[str, Any], phase: str) -> bool:
 
 
 class _Dag:
-    def __init__(self, engine: Engine, call: Call, prepared: Prepared) -> None:
+    def __init__(self, engine: NodeRunner, call: Call, prepared: Prepared) -> None:
         self.engine, self.state, self.call, self.prepared = engine, engine.state, call, prepared
         dag = prepared.template["dag"]
         self.tasks: dict[str, dict[str, Any]] = {t["name"]: t for t in dag.get("tasks") or []}

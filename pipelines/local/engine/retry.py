@@ -12,21 +12,19 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pipelines.local.calls import Call, Prepared
+from pipelines.local.engine.calls import Call, Prepared
+from pipelines.local.engine.node_runner import NodeRunner
+from pipelines.local.engine.scope import substitute_tree
+from pipelines.local.engine.status import NodeStatus, parse_rfc3339
 from pipelines.local.expressions import evaluate_expr
-from pipelines.local.scope import substitute_tree
-from pipelines.local.status import NodeStatus, parse_rfc3339
 from pipelines.local.workflow import WorkflowError, parse_duration
-
-if TYPE_CHECKING:
-    from pipelines.local.engine import Engine
 
 __all__ = ["run_retries"]
 
 
-def run_retries(engine: Engine, call: Call, prepared: Prepared) -> NodeStatus:
+def run_retries(engine: NodeRunner, call: Call, prepared: Prepared) -> NodeStatus:
     """Argo's Retry node: run attempts `<name>(0)`, `<name>(1)`, ... until one succeeds or retrying stops."""
     strategy = prepared.template["retryStrategy"] or {}
     node = engine.state.by_name(call.name) or engine.state.init_node(
@@ -67,7 +65,9 @@ def run_retries(engine: Engine, call: Call, prepared: Prepared) -> NodeStatus:
         ended[done.id] = time.time()
 
 
-def _for_attempt(engine: Engine, prepared: Prepared, attempt: Call, index: int, last: NodeStatus | None) -> Prepared:
+def _for_attempt(
+    engine: NodeRunner, prepared: Prepared, attempt: Call, index: int, last: NodeStatus | None
+) -> Prepared:
     local = {
         "retries": str(index),
         "pod.name": engine.pod_name(attempt.name, prepared.name),
@@ -79,7 +79,7 @@ def _for_attempt(engine: Engine, prepared: Prepared, attempt: Call, index: int, 
 
 
 def _retry_verdict(
-    engine: Engine,
+    engine: NodeRunner,
     strategy: Mapping[str, Any],
     attempts: list[NodeStatus],
     last: NodeStatus,

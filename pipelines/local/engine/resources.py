@@ -20,9 +20,9 @@ from typing import Any, Protocol
 import yaml
 
 from components.volcano.cluster import ClusterError, JobNotFound
-from pipelines.local.executors import DEADLINE_MESSAGE, POD_DEADLINE_MESSAGE, LeafResult
+from pipelines.local.engine.executors import DEADLINE_MESSAGE, POD_DEADLINE_MESSAGE, LeafResult
+from pipelines.local.engine.status import Outputs, Parameter
 from pipelines.local.expressions import ExpressionError, evaluate_condition, jsonpath
-from pipelines.local.status import Outputs, Parameter
 from pipelines.local.workflow import stringify
 
 __all__ = ["ObjectCluster", "OwnedObject", "run_resource"]

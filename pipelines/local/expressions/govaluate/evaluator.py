@@ -13,8 +13,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from pipelines.local.expression_errors import ExpressionError, quote_expression
-from pipelines.local.govaluate_lexer import (
+from pipelines.local.expressions.errors import ExpressionError, quote_expression
+from pipelines.local.expressions.govaluate.lexer import (
     COMPARATOR_OPS,
     TERNARY_OPS,
     Token,
@@ -22,7 +22,7 @@ from pipelines.local.govaluate_lexer import (
     compile_patterns,
     tokenize,
 )
-from pipelines.local.govalues import format_float_g
+from pipelines.local.expressions.govalues import format_float_g
 
 __all__ = ["evaluate_when"]
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.local.status import Outputs, Parameter
+from pipelines.local.engine.status import Outputs, Parameter
 from pipelines.local.workflow import parse_duration, stringify
 
 __all__ = [

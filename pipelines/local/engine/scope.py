@@ -10,8 +10,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pipelines.local.engine.status import NodeStatus, Outputs, Parameter
 from pipelines.local.expressions import ExpressionError, evaluate_expr, substitute
-from pipelines.local.status import NodeStatus, Outputs, Parameter
 from pipelines.local.workflow import WorkflowError, stringify
 
 __all__ = [

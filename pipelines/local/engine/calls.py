@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipelines.local.status import Inputs, NodeFlag
+from pipelines.local.engine.status import Inputs, NodeFlag
 
 __all__ = ["Call", "Prepared", "exit_hook"]
 

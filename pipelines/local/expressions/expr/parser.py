@@ -2,15 +2,16 @@
 
 It follows expr's lexer and Pratt parser (parser/parser.go, parser/operator): the same precedence table, `not in`,
 chained comparisons (`a < b < c`), the `??`-mixing rule, predicates with `#`, `let`, `if {} else {}`, pipes.
-The tree it returns is evaluated by `exprlang_eval`.
+The tree it returns is evaluated by `evaluator`.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from pipelines.local.expression_errors import ExpressionError
-from pipelines.local.exprlang_ast import (
+from pipelines.local.expressions.errors import ExpressionError
+from pipelines.local.expressions.expr.lexer import KEYWORDS, Token, tokenize
+from pipelines.local.expressions.expr.nodes import (
     Array,
     Binary,
     Builtin,
@@ -29,7 +30,6 @@ from pipelines.local.exprlang_ast import (
     Slice,
     Unary,
 )
-from pipelines.local.exprlang_lexer import KEYWORDS, Token, tokenize
 
 __all__ = ["BINARY", "BUILTIN_NAMES", "PREDICATES", "UNARY", "parse"]
 
@@ -51,7 +51,7 @@ PREDICATES: dict[str, tuple[str, ...]] = {
     "findLast": ("e", "p"), "findLastIndex": ("e", "p"), "groupBy": ("e", "p"), "sortBy": ("e", "p", "e?"),
     "reduce": ("e", "p", "e?"),
 }  # fmt: skip
-# Names the parser turns into builtin calls; the evaluator implements them (exprlang_builtins).
+# Names the parser turns into builtin calls; the evaluator implements them (functions.py).
 BUILTIN_NAMES = frozenset(
     "len type abs ceil floor round int float string trim trimPrefix trimSuffix upper lower split splitAfter "
     "replace repeat join indexOf lastIndexOf hasPrefix hasSuffix max min mean median toJSON fromJSON toBase64 "

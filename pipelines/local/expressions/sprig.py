@@ -16,10 +16,10 @@ import zlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pipelines.local.expression_errors import ExpressionError
-from pipelines.local.exprlang_builtins import from_json, go_split
-from pipelines.local.exprlang_runtime import deep_equal, regex
-from pipelines.local.govalues import go_json, go_sprint, go_type
+from pipelines.local.expressions.errors import ExpressionError
+from pipelines.local.expressions.expr.functions import from_json, go_split
+from pipelines.local.expressions.expr.runtime import deep_equal, regex
+from pipelines.local.expressions.govalues import go_json, go_sprint, go_type
 
 __all__ = ["SPRIG"]
 

@@ -13,9 +13,9 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pipelines.local.expression_errors import ExpressionError
-from pipelines.local.exprlang_runtime import equal, fetch, to_float, to_int
-from pipelines.local.govalues import go_json, go_sprint, go_type, is_number
+from pipelines.local.expressions.errors import ExpressionError
+from pipelines.local.expressions.expr.runtime import equal, fetch, to_float, to_int
+from pipelines.local.expressions.govalues import go_json, go_sprint, go_type, is_number
 
 __all__ = ["BUILTINS", "from_json", "go_split", "sort_values"]
 

@@ -24,9 +24,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pipelines.local.calls import Call, Prepared, exit_hook
-from pipelines.local.dag import run_dag
-from pipelines.local.executors import (
+from pipelines.local.engine.calls import Call, Prepared, exit_hook
+from pipelines.local.engine.dag import run_dag
+from pipelines.local.engine.executors import (
     DEADLINE_MESSAGE,
     LeafContext,
     LeafResult,
@@ -36,12 +36,10 @@ from pipelines.local.executors import (
     run_script,
     run_suspend,
 )
-from pipelines.local.expressions import ExpressionError, evaluate_expr, substitute
-from pipelines.local.govalues import go_json, go_quote
-from pipelines.local.resources import ObjectCluster, OwnedObject, run_resource
-from pipelines.local.retry import run_retries
-from pipelines.local.scope import substitute_tree
-from pipelines.local.status import (
+from pipelines.local.engine.resources import ObjectCluster, OwnedObject, run_resource
+from pipelines.local.engine.retry import run_retries
+from pipelines.local.engine.scope import substitute_tree
+from pipelines.local.engine.status import (
     Inputs,
     NodeStatus,
     Outputs,
@@ -50,7 +48,9 @@ from pipelines.local.status import (
     now_rfc3339,
     parse_rfc3339,
 )
-from pipelines.local.steps import run_steps
+from pipelines.local.engine.steps import run_steps
+from pipelines.local.expressions import ExpressionError, evaluate_expr, substitute
+from pipelines.local.expressions.govalues import go_json, go_quote
 from pipelines.local.workflow import Workflow, WorkflowError, parse_duration, stringify, template_type
 
 __all__ = ["Engine"]

@@ -15,15 +15,15 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from pipelines.local.expression_errors import ExpressionError, UnresolvedVariable, quote_expression
-from pipelines.local.exprlang import parse
-from pipelines.local.exprlang_ast import Binary, Ident, Let, Literal, Member, Node, children
-from pipelines.local.exprlang_builtins import from_json
-from pipelines.local.exprlang_eval import evaluate, free_names
-from pipelines.local.exprlang_runtime import to_float, to_int
-from pipelines.local.govalues import go_json
-from pipelines.local.jsonpath import jsonpath
-from pipelines.local.sprig import SPRIG
+from pipelines.local.expressions.errors import ExpressionError, UnresolvedVariable, quote_expression
+from pipelines.local.expressions.expr.evaluator import evaluate, free_names
+from pipelines.local.expressions.expr.functions import from_json
+from pipelines.local.expressions.expr.nodes import Binary, Ident, Let, Literal, Member, Node, children
+from pipelines.local.expressions.expr.parser import parse
+from pipelines.local.expressions.expr.runtime import to_float, to_int
+from pipelines.local.expressions.govalues import go_json
+from pipelines.local.expressions.jsonpath import jsonpath
+from pipelines.local.expressions.sprig import SPRIG
 
 __all__ = ["argo_env", "evaluate_expr", "expand_scope", "render_value", "substitute"]
 

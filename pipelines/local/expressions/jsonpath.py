@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from pipelines.local.expression_errors import ExpressionError, quote_expression
-from pipelines.local.govalues import go_json, is_number
+from pipelines.local.expressions.errors import ExpressionError, quote_expression
+from pipelines.local.expressions.govalues import go_json, is_number
 
 __all__ = ["jsonpath", "jsonpath_text"]
 

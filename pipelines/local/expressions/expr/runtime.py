@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from pipelines.local.expression_errors import ExpressionError
-from pipelines.local.govalues import go_type, is_number
+from pipelines.local.expressions.errors import ExpressionError
+from pipelines.local.expressions.govalues import go_type, is_number
 
 __all__ = [
     "add",

@@ -1,4 +1,4 @@
-"""Evaluates expr-lang syntax trees (from `exprlang.parse`) against an environment of nested maps and functions.
+"""Evaluates expr-lang syntax trees (from `parser.parse`) against an environment of nested maps and functions.
 
 Like expr compiling with `expr.Env(env)`, an unknown top-level name is an error even in a branch that is never
 taken, while a missing key deeper down is nil (`inputs.parameters.nope` is nil; `nope` is an error).
@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from pipelines.local.expression_errors import ExpressionError
-from pipelines.local.exprlang_ast import (
+from pipelines.local.expressions.errors import ExpressionError
+from pipelines.local.expressions.expr.checker import check_types
+from pipelines.local.expressions.expr.functions import BUILTINS, sort_values
+from pipelines.local.expressions.expr.nodes import (
     Array,
     Binary,
     Builtin,
@@ -30,9 +32,7 @@ from pipelines.local.exprlang_ast import (
     Unary,
     children,
 )
-from pipelines.local.exprlang_builtins import BUILTINS, sort_values
-from pipelines.local.exprlang_check import check_types
-from pipelines.local.exprlang_runtime import (
+from pipelines.local.expressions.expr.runtime import (
     add,
     arithmetic,
     compare,
@@ -42,7 +42,7 @@ from pipelines.local.exprlang_runtime import (
     regex,
     slice_of,
 )
-from pipelines.local.govalues import go_type, is_number
+from pipelines.local.expressions.govalues import go_type, is_number
 
 __all__ = ["evaluate", "free_names"]
 

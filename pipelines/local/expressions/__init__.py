@@ -12,12 +12,12 @@ Every function is pure and raises ExpressionError (one sentence) on a malformed 
 
 from __future__ import annotations
 
-from pipelines.local.depends import depends_targets, evaluate_depends, expand_depends
-from pipelines.local.expression_errors import ExpressionError, UnresolvedVariable
-from pipelines.local.govaluate import evaluate_when
-from pipelines.local.jsonpath import jsonpath, jsonpath_text
-from pipelines.local.label_selectors import evaluate_condition
-from pipelines.local.templating import evaluate_expr, expand_scope, render_value, substitute
+from pipelines.local.expressions.depends import depends_targets, evaluate_depends, expand_depends
+from pipelines.local.expressions.errors import ExpressionError, UnresolvedVariable
+from pipelines.local.expressions.govaluate.evaluator import evaluate_when
+from pipelines.local.expressions.jsonpath import jsonpath, jsonpath_text
+from pipelines.local.expressions.label_selectors import evaluate_condition
+from pipelines.local.expressions.templating import evaluate_expr, expand_scope, render_value, substitute
 
 __all__ = [
     "ExpressionError",
