@@ -8,18 +8,26 @@ in their rationale. `measured_throughput` reads what `components.finetune` logge
 from __future__ import annotations
 
 import contextlib
-import os
 import statistics
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from agent.observation import AttemptRecord, CheckpointInfo, Observation, PlanRequest, Throughput
 from components.finetune.checkpoint_layout import latest, recorded_step
+from components.tracking.adapter import (
+    PARENT_TAG,
+    STEP_TAG,
+    WORKFLOW_TAG,
+    TrackingUnavailable,
+    bounded_retries,
+    client,
+    tracking_errors,
+)
 from components.volcano.cluster import Cluster, ClusterError, Event, JobInfo, NodeInfo, QueueSnapshot
 
-__all__ = ["bounded_mlflow_retries", "find_checkpoint", "measured_throughput", "observe"]
+__all__ = ["find_checkpoint", "measured_throughput", "observe"]
 
 _T = TypeVar("_T")
 
@@ -133,34 +141,30 @@ def measured_throughput(tracking_uri: str, experiment: str, workflow: str) -> Th
     if not tracking_uri or not workflow:
         return None
     try:
-        with bounded_mlflow_retries():
+        with bounded_retries(), tracking_errors(tracking_uri, "read the measured speed"):
             return _read_throughput(tracking_uri, experiment, workflow)
-    except Exception:  # MLflow down, or a run without the metrics: the prior stands in, nothing fails
+    except TrackingUnavailable:  # MLflow down: the prior stands in, nothing fails
         return None
 
 
 def _read_throughput(tracking_uri: str, experiment: str, workflow: str) -> Throughput | None:
-    from mlflow.tracking import MlflowClient  # imported here: MLflow takes seconds to import
-
-    from components.tracking.runs import WORKFLOW_TAG
-
-    client: Any = MlflowClient(tracking_uri=tracking_uri)
-    found = client.get_experiment_by_name(experiment)
+    mlflow: Any = client(tracking_uri)
+    found = mlflow.get_experiment_by_name(experiment)
     if found is None:
         return None
     ids = [found.experiment_id]
-    parents = client.search_runs(ids, filter_string=f"tags.`{WORKFLOW_TAG}` = '{workflow}'", max_results=1)
+    parents = mlflow.search_runs(ids, filter_string=f"tags.`{WORKFLOW_TAG}` = '{workflow}'", max_results=1)
     if not parents:
         return None
-    children = client.search_runs(
+    children = mlflow.search_runs(
         ids,
-        filter_string=f"tags.`mlflow.parentRunId` = '{parents[0].info.run_id}' and tags.`vcpilot.step` = 'finetune'",
+        filter_string=f"tags.`{PARENT_TAG}` = '{parents[0].info.run_id}' and tags.`{STEP_TAG}` = 'finetune'",
         order_by=["attribute.start_time DESC"],
         max_results=5,
     )
     for run in children:
         params = run.data.params
-        history = sorted(client.get_metric_history(run.info.run_id, "step_time_s"), key=lambda m: m.step)
+        history = sorted(mlflow.get_metric_history(run.info.run_id, "step_time_s"), key=lambda m: m.step)
         steady = [m.value for m in history[1:] or history]
         if not steady or "global_batch" not in params or "world_size" not in params:
             continue
@@ -169,19 +173,3 @@ def _read_throughput(tracking_uri: str, experiment: str, workflow: str) -> Throu
             samples = int(params["global_batch"]) / median
             return Throughput(samples_per_s=samples, gpus=int(params["world_size"]), source="mlflow")
     return None
-
-
-@contextlib.contextmanager
-def bounded_mlflow_retries() -> Iterator[None]:
-    """Within this block an unreachable tracking server fails in seconds, not after MLflow's minutes of retries.
-
-    A value the user set in the environment wins.
-    """
-    wanted = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
-    added = [key for key in wanted if key not in os.environ]
-    os.environ.update({key: wanted[key] for key in added})
-    try:
-        yield
-    finally:
-        for key in added:
-            os.environ.pop(key, None)

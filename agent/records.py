@@ -18,13 +18,22 @@ from pydantic import ValidationError
 
 from agent.failures import attempt_record
 from agent.observation import AttemptRecord
-from agent.observe import bounded_mlflow_retries
 from agent.policy import Decision, Policy
-from components.tracking.steps import DEFAULT_EXPERIMENT
+from components.tracking.adapter import (
+    PARENT_TAG,
+    STEP_TAG,
+    TAG_LIMIT,
+    TrackingUnavailable,
+    bounded_retries,
+    client,
+    configured_uri,
+    experiment_name,
+    tracking_errors,
+)
+from components.tracking.runs import workflow_run
 from components.volcano.validation import describe_validation_error
 
 __all__ = [
-    "DEFAULT_EXPERIMENT",
     "decisions_dir",
     "log_decision",
     "read_decision",
@@ -33,7 +42,6 @@ __all__ = [
     "write_decision",
 ]
 
-_MAX_TAG = 5000  # MLflow caps tag values (8000 characters in MLflow 3); a rationale fits well within this
 _MAX_PARAM = 500
 
 log = logging.getLogger(__name__)
@@ -55,22 +63,21 @@ def write_decision(
     """Write `<stage>-<attempt>.json` atomically; then, when MLflow is configured, log the decision there too.
 
     MLflow is configured by `tracking_uri` (else MLFLOW_TRACKING_URI) and `workflow`; `experiment` defaults to
-    MLFLOW_EXPERIMENT_NAME, then llm-autopilot. MLflow failing costs one warning line, never the decision.
+    MLFLOW_EXPERIMENT_NAME, then llm-autopilot. MLflow unreachable or failing (`TrackingUnavailable`) costs one
+    warning line, never the decision.
     """
     target = Path(directory) / f"{decision.stage}-{decision.observation.request.attempt}.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=target.parent, prefix=f".{target.name}.", delete=False) as tmp:
         tmp.write(decision.model_dump_json(indent=2) + "\n")
     os.replace(tmp.name, target)
-    uri = os.environ.get("MLFLOW_TRACKING_URI", "") if tracking_uri is None else tracking_uri
+    uri = configured_uri() if tracking_uri is None else tracking_uri
     if uri and workflow:
-        chosen = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
         try:
-            with bounded_mlflow_retries():
-                log_decision(decision, uri, chosen, workflow)
-        except Exception as err:  # the workspace record stands; MLflow is a view of it
-            first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-            log.warning("decision not logged to MLflow (%s: %s); it is in %s", type(err).__name__, first, target)
+            with bounded_retries():
+                log_decision(decision, uri, experiment_name(experiment), workflow)
+        except TrackingUnavailable as err:  # the workspace record stands; MLflow is a view of it
+            log.warning("decision not logged to MLflow (%s); it is in %s", err.reason, target)
     return target
 
 
@@ -79,34 +86,34 @@ def log_decision(decision: Decision, tracking_uri: str, experiment: str, workflo
 
     Params: stage, policy, action kind, attempt and the training shape; the rationale as a tag; the whole
     decision as the artifact `decision.json`. The child does not carry the workflow tag, which marks the parent.
+    TrackingUnavailable when MLflow fails.
     """
-    from mlflow.entities import Param
-    from mlflow.tracking import MlflowClient  # imported here: MLflow takes seconds to import
-
-    from components.tracking.runs import workflow_run
-
-    client: Any = MlflowClient(tracking_uri=tracking_uri)
+    mlflow: Any = client(tracking_uri)
     parent = workflow_run(tracking_uri, experiment, workflow)
-    experiment_id = client.get_run(parent).info.experiment_id
     action = decision.action
     attempt = decision.observation.request.attempt
     tags = {
-        "mlflow.parentRunId": parent,
-        "vcpilot.step": decision.stage,
+        PARENT_TAG: parent,
+        STEP_TAG: decision.stage,
         "vcpilot.decision": action.kind,
-        "vcpilot.rationale": action.rationale[:_MAX_TAG],
+        "vcpilot.rationale": action.rationale[:TAG_LIMIT],
     }
     if decision.fallback:
-        tags["vcpilot.fallback"] = decision.fallback[:_MAX_TAG]
-    run_id: str = client.create_run(experiment_id, run_name=f"{decision.stage}-{attempt}", tags=tags).info.run_id
+        tags["vcpilot.fallback"] = decision.fallback[:TAG_LIMIT]
     params = {"stage": decision.stage, "policy": decision.policy, "action": action.kind, "attempt": attempt}
     for field in ("gpus", "micro_batch", "grad_accum", "queue", "from_gpus", "checkpoint", "avoid_nodes"):
         if hasattr(action, field):
             value = getattr(action, field)
             params[field] = ",".join(value) if isinstance(value, list) else value
-    client.log_batch(run_id, params=[Param(key, str(value)[:_MAX_PARAM]) for key, value in params.items()])
-    client.log_text(run_id, decision.model_dump_json(indent=2), "decision.json")
-    client.set_terminated(run_id, status="FINISHED")
+    with tracking_errors(tracking_uri, f"log the {decision.stage} decision"):
+        from mlflow.entities import Param  # imported here: MLflow takes seconds to import
+
+        experiment_id = mlflow.get_run(parent).info.experiment_id
+        run = mlflow.create_run(experiment_id, run_name=f"{decision.stage}-{attempt}", tags=tags)
+        run_id: str = run.info.run_id
+        mlflow.log_batch(run_id, params=[Param(key, str(value)[:_MAX_PARAM]) for key, value in params.items()])
+        mlflow.log_text(run_id, decision.model_dump_json(indent=2), "decision.json")
+        mlflow.set_terminated(run_id, status="FINISHED")
     return run_id
 
 

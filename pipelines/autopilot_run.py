@@ -26,6 +26,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from components.finetune.checkpoint_layout import latest
+from components.tracking.adapter import local_store_uri
 from components.volcano.cluster import ClusterError
 from components.volcano.cluster_local import LocalCluster, default_home
 from pipelines.local.runner import RunResult, WorkflowError, run_workflow
@@ -189,7 +190,7 @@ def local_parameters(home: Path) -> dict[str, str]:
         "workspace-pvc": "",
         "job-service-account": "",  # LocalCluster runs no sidecars, and `vcpilot run` needs no guard
         **demo_parameters(home),
-        "mlflow-tracking-uri": f"sqlite:///{home / 'mlflow.db'}",
+        "mlflow-tracking-uri": local_store_uri(home),
     }
 
 

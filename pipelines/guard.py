@@ -17,6 +17,14 @@ import sys
 import time
 from typing import Any
 
+from components.tracking.adapter import (
+    WORKFLOW_TAG,
+    TrackingUnavailable,
+    client,
+    configured_uri,
+    experiment_name,
+    tracking_errors,
+)
 from pipelines.vcjobs import WORKFLOW_LABEL
 
 __all__ = ["ENDED", "main", "should_end"]
@@ -38,23 +46,20 @@ def should_end(workflow: dict[str, Any] | None) -> str:
 
 def _close_mlflow(workflow: str) -> None:
     """Mark the workflow's parent run KILLED if it is still running (the exit handler may never run)."""
-    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    uri = configured_uri()
     if not uri:
         return
     try:
-        from mlflow.tracking import MlflowClient
-
-        from components.tracking.runs import WORKFLOW_TAG
-
-        client = MlflowClient(uri)
-        experiment = client.get_experiment_by_name(os.environ.get("MLFLOW_EXPERIMENT_NAME") or "llm-autopilot")
-        if experiment is None:
-            return
-        for run in client.search_runs([experiment.experiment_id], f"tags.`{WORKFLOW_TAG}` = '{workflow}'"):
-            if run.info.status == "RUNNING":
-                client.set_terminated(run.info.run_id, status="KILLED")
-    except Exception as err:  # noqa: BLE001 — MLflow down must not keep the job alive
-        print(f"guard: could not end the MLflow run of {workflow}: {err}", file=sys.stderr)
+        mlflow = client(uri)
+        with tracking_errors(uri, f"end the run of {workflow}"):
+            experiment = mlflow.get_experiment_by_name(experiment_name())
+            if experiment is None:
+                return
+            for run in mlflow.search_runs([experiment.experiment_id], f"tags.`{WORKFLOW_TAG}` = '{workflow}'"):
+                if run.info.status == "RUNNING":
+                    mlflow.set_terminated(run.info.run_id, status="KILLED")
+    except TrackingUnavailable as err:  # MLflow down must not keep the job alive: say so, go on deleting
+        print(f"guard: could not end the MLflow run of {workflow}: {err.reason}", file=sys.stderr)
 
 
 def main() -> int:

@@ -25,6 +25,7 @@ from hera.workflows.io import Input, Output
 from hera.workflows.models import VolumeMount
 from pydantic import ValidationError
 
+from components.tracking.adapter import DEFAULT_EXPERIMENT, TrackingUnavailable
 from components.tracking.runs import close_workflow_run
 from components.volcano.cluster import Cluster, ClusterError
 from components.volcano.connect import connect
@@ -391,10 +392,10 @@ def finalize_mlflow_run(summary: dict[str, Any], tracking_uri: str, experiment: 
     }
     try:
         run_id = close_workflow_run(
-            tracking_uri, experiment or "llm-autopilot", summary["workflow"], summary["status"], reports
+            tracking_uri, experiment or DEFAULT_EXPERIMENT, summary["workflow"], summary["status"], reports
         )
-    except Exception as err:  # MLflow down or refusing: the run's record stays in the workspace
-        return f"MLflow run not closed ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
+    except TrackingUnavailable as err:  # MLflow down or refusing: the run's record stays in the workspace
+        return f"MLflow run not closed ({err.reason})"
     return f"MLflow run {run_id} closed"
 
 

@@ -22,7 +22,7 @@ from agent.policies import decide, plan_within, select_policy
 from agent.policy import Decision, Policy
 from agent.records import decisions_dir, read_history, write_decision
 from agent.tools import ToolContext
-from components.tracking.steps import DEFAULT_EXPERIMENT
+from components.tracking.adapter import DEFAULT_EXPERIMENT
 from components.volcano.cluster import Cluster
 from components.volcano.models import Job
 from pipelines.steps import RUNNER, JobStepInput, connect_cluster, for_people, manifest_json, tell_argo

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from components.tracking.adapter import EXPERIMENT_ENV, TRACKING_URI_ENV, WORKFLOW_ENV
 from components.volcano.builder import TrainingRequest, build_training_job
 from components.volcano.models import (
     Container,
@@ -94,11 +95,11 @@ class JobContext(BaseModel):
 
     def env(self) -> dict[str, str]:
         """Environment every step program gets, so it finds the workspace and its parent MLflow run."""
-        env = {"VCPILOT_WORKFLOW": self.workflow, "VCPILOT_WORKSPACE": self.workspace}
+        env = {WORKFLOW_ENV: self.workflow, "VCPILOT_WORKSPACE": self.workspace}
         if self.mlflow_tracking_uri:
-            env["MLFLOW_TRACKING_URI"] = self.mlflow_tracking_uri
+            env[TRACKING_URI_ENV] = self.mlflow_tracking_uri
         if self.mlflow_experiment:
-            env["MLFLOW_EXPERIMENT_NAME"] = self.mlflow_experiment
+            env[EXPERIMENT_ENV] = self.mlflow_experiment
         return env
 
     def volumes(self) -> list[dict[str, Any]] | None:

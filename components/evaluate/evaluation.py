@@ -17,7 +17,8 @@ from pydantic import BaseModel
 from components.evaluate.decision import decide, slo_outcome
 from components.evaluate.model import CausalLM, ModelDirError
 from components.evaluate.scoring import Example, LanguageModel, Scores, read_eval_set, score
-from components.release.registry import CHAMPION, connect, download, find_alias, resolve_tracking_uri
+from components.release.registry import CHAMPION, connect, download, find_alias
+from components.tracking.adapter import resolve_uri
 
 __all__ = ["METRIC", "EvaluationReport", "ModelLoader", "champion_scores", "evaluate", "read_slo_outcome"]
 
@@ -53,9 +54,10 @@ def champion_scores(
 ) -> tuple[Scores, str] | None:
     """The champion's scores and version, or None when `registered_model` has no champion (or does not exist).
 
-    An empty `tracking_uri` means MLFLOW_TRACKING_URI, else the local store under VCPILOT_HOME.
+    An empty `tracking_uri` means MLFLOW_TRACKING_URI, else the local store under VCPILOT_HOME. RegistryError
+    when MLflow refuses; RegistryUnavailable (also a TrackingUnavailable) when it cannot be reached.
     """
-    client = connect(resolve_tracking_uri(tracking_uri))
+    client = connect(resolve_uri(tracking_uri))
     version = find_alias(client, registered_model, CHAMPION)
     if version is None:
         return None

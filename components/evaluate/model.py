@@ -87,9 +87,9 @@ class CausalLM:
 
 def quiet_progress() -> None:
     """No progress bars from transformers' weight loading (nor MLflow's output): logs and terminals stay readable."""
-    from components.release.registry import quiet_mlflow
+    from components.tracking.adapter import quiet
 
-    quiet_mlflow()
+    quiet()
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()

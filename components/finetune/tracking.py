@@ -13,14 +13,17 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from components.tracking.steps import (
-    DEFAULT_EXPERIMENT,
+from components.tracking.adapter import (
     STEP_TAG,
-    TrackingTarget,
-    first_line,
-    start_child_run,
-    unreachable,
+    WORKFLOW_ENV,
+    TrackingUnavailable,
+    check_reachable,
+    client,
+    configured_uri,
+    experiment_name,
+    tracking_errors,
 )
+from components.tracking.steps import TrackingTarget, start_child_run
 
 __all__ = ["MetricsSink", "MlflowSink", "NullSink", "open_sink"]
 
@@ -54,20 +57,21 @@ class NullSink:
 class MlflowSink:
     """One MLflow run, child of the workflow's parent run when there is a workflow.
 
-    A tracking server that fails mid-training costs one warning line, never the training: from then on the
-    metrics go nowhere, and the checkpoints and the final model are written as always.
+    Opening it raises TrackingUnavailable. A tracking server that fails mid-training costs one warning line,
+    never the training: from then on the metrics go nowhere, and the checkpoints and the final model are written
+    as always.
     """
 
     def __init__(self, tracking_uri: str, experiment: str, workflow: str | None, run_name: str = "finetune") -> None:
-        from mlflow.tracking import MlflowClient  # imported here: MLflow takes seconds to import
-
-        self.client = MlflowClient(tracking_uri=tracking_uri)
+        """Start the run: a child of `workflow`'s parent run, else a standalone run in `experiment`."""
+        self.client = client(tracking_uri)
         self.tracking_uri = tracking_uri
         self.broken = False
         if workflow:
             target = TrackingTarget(tracking_uri=tracking_uri, experiment=experiment, workflow=workflow)
             self.run_id = start_child_run(self.client, target, run_name)
-        else:
+            return
+        with tracking_errors(tracking_uri, f"start the {run_name} run"):
             found = self.client.get_experiment_by_name(experiment)
             experiment_id = found.experiment_id if found else self.client.create_experiment(experiment)
             tags = {STEP_TAG: "finetune"}
@@ -77,11 +81,12 @@ class MlflowSink:
         if self.broken:
             return
         try:
-            call()
-        except Exception as err:  # MLflow's, requests' and sqlalchemy's errors share no base we could name
+            with tracking_errors(self.tracking_uri, what):
+                call()
+        except TrackingUnavailable as err:  # training matters more than its metrics: warn once, go on untracked
             self.broken = True
             print(
-                f"warning: MLflow at {self.tracking_uri} failed to {what} ({first_line(err)}); "
+                f"warning: MLflow at {self.tracking_uri} failed to {what} ({err.reason}); "
                 "training goes on without tracking",
                 file=sys.stderr,
             )
@@ -111,19 +116,19 @@ class MlflowSink:
 
 
 def open_sink(env: Mapping[str, str], is_main: bool) -> MetricsSink:
-    """Rank 0's MLflow run when `MLFLOW_TRACKING_URI` is set, else a sink that records nothing.
+    """Rank 0's MLflow run when `env` names a tracking URI (`MLFLOW_TRACKING_URI`), else a sink that records nothing.
 
     A tracking server that does not answer costs one warning line on stderr, and the training runs untracked.
     """
-    uri = env.get("MLFLOW_TRACKING_URI", "")
+    uri = configured_uri(env=env)
     if not is_main or not uri:
         return NullSink()
-    experiment = env.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
-    reason = unreachable(uri, timeout_s=5.0)
-    if reason is None:
-        try:
-            return MlflowSink(uri, experiment, env.get("VCPILOT_WORKFLOW") or None)
-        except Exception as err:  # as in MlflowSink._safely
-            reason = first_line(err)
-    print(f"warning: MLflow at {uri} is unreachable ({reason}); training goes on without tracking", file=sys.stderr)
+    try:
+        check_reachable(uri, timeout_s=5.0)
+        return MlflowSink(uri, experiment_name(env=env), env.get(WORKFLOW_ENV) or None)
+    except TrackingUnavailable as err:  # as in MlflowSink._safely: the training runs untracked
+        print(
+            f"warning: MLflow at {uri} is unreachable ({err.reason}); training goes on without tracking",
+            file=sys.stderr,
+        )
     return NullSink()

@@ -22,11 +22,18 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.release.registry import CHAMPION, PREVIOUS, REPLACED_TAG, aliases, mlflow_errors
-from components.tracking.runs import WORKFLOW_TAG, workflow_run
+from components.tracking.adapter import (
+    DEFAULT_EXPERIMENT,
+    PARENT_TAG,
+    STEP_TAG,
+    WORKFLOW_TAG,
+    TrackingUnavailable,
+    artifact_root,
+    tracking_errors,
+)
+from components.tracking.runs import workflow_run
 
 __all__ = ["Lineage", "Registered", "dataset_digest", "lineage_from", "lineage_tags", "read_metrics", "register"]
-
-_STEP_TAG = "vcpilot.step"
 
 
 class Lineage(BaseModel):
@@ -112,11 +119,7 @@ def _experiment_id(client: Any, tracking_uri: str, experiment: str, workflow: st
     found = client.get_experiment_by_name(experiment)
     if found:
         return str(found.experiment_id), None
-    # A local sqlite store keeps artifacts next to its database, not in the current directory's ./mlruns.
-    root = None
-    if tracking_uri.startswith("sqlite:///"):
-        root = (Path(tracking_uri.removeprefix("sqlite:///")).parent / "mlartifacts").resolve().as_uri()
-    return str(client.create_experiment(experiment, root)), None
+    return str(client.create_experiment(experiment, artifact_root(tracking_uri))), None
 
 
 def register(
@@ -125,7 +128,7 @@ def register(
     model_dir: str | Path,
     lineage: Lineage,
     *,
-    experiment: str = "llm-autopilot",
+    experiment: str = DEFAULT_EXPERIMENT,
     promote: bool = True,
 ) -> Registered:
     """Log `model_dir` as a run's artifacts, register it as a new version of `name`, and (by default) promote it.
@@ -140,11 +143,11 @@ def register(
         raise ValueError(f"the model directory {directory} is empty; nothing to register")
     tags = lineage_tags(lineage)
     uri = str(client.tracking_uri)
-    with mlflow_errors(f"registering {directory} as {name}"):
+    with mlflow_errors(f"registering {directory} as {name}", uri):
         experiment_id, parent = _experiment_id(client, uri, experiment, lineage.workflow)
         # Not the workflow tag on the run: `workflow_run` finds the parent run by it. The parent link says it.
-        run_tags = {_STEP_TAG: "release"} | {k: v for k, v in tags.items() if k != WORKFLOW_TAG}
-        run_tags |= {"mlflow.parentRunId": parent} if parent else {}
+        run_tags = {STEP_TAG: "release"} | {k: v for k, v in tags.items() if k != WORKFLOW_TAG}
+        run_tags |= {PARENT_TAG: parent} if parent else {}
         run = client.create_run(experiment_id, run_name=f"release-{name}", tags=run_tags)
         run_id = run.info.run_id
         try:
@@ -152,7 +155,8 @@ def register(
                 client.log_metric(run_id, metric, value)
             client.log_artifacts(run_id, str(directory), artifact_path="model")
         except BaseException:
-            with contextlib.suppress(Exception):  # the first error is the one to report
+            # The first error is the one to report; marking the run FAILED is only worth a try.
+            with contextlib.suppress(TrackingUnavailable), tracking_errors(uri, f"mark run {run_id} FAILED"):
                 client.set_terminated(run_id, status="FAILED")
             raise
         client.set_terminated(run_id, status="FINISHED")

@@ -5,22 +5,25 @@ the service should run; `previous` the one it replaced, so that a rollback is on
 version carries the tag `vcpilot.replaced` with the version it replaced, which lets successive rollbacks walk
 back through the history.
 
-Every call that reaches MLflow goes through `mlflow_errors`, so a person sees one sentence, never a traceback;
-`connect` checks that an HTTP tracking server answers before anything is attempted.
+Every call that reaches MLflow goes through `mlflow_errors`, so a person sees one sentence, never a traceback:
+`RegistryError` when MLflow answered and refused, `RegistryUnavailable` — a RegistryError that is also the
+adapter's `TrackingUnavailable` — when it could not be reached or failed. `connect` checks that an HTTP tracking
+server answers before anything is attempted.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
-import os
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+from components.errors import EXIT_UNAVAILABLE
+from components.tracking.adapter import TrackingUnavailable, check_reachable, client, tracking_errors
+from components.tracking.adapter import quiet as quiet_mlflow
+from components.tracking.adapter import resolve_uri as resolve_tracking_uri
 
 __all__ = [
     "CHAMPION",
@@ -29,6 +32,7 @@ __all__ = [
     "ROLLED_BACK_TAG",
     "ModelVersion",
     "RegistryError",
+    "RegistryUnavailable",
     "RegistryView",
     "Rollback",
     "aliases",
@@ -49,6 +53,16 @@ ROLLED_BACK_TAG = "vcpilot.rolled_back"
 
 class RegistryError(RuntimeError):
     """The registry cannot do what was asked; the message says why in one sentence."""
+
+
+class RegistryUnavailable(RegistryError, TrackingUnavailable):
+    """The registry's server could not be reached or failed: the same command may work later."""
+
+    exit_code = EXIT_UNAVAILABLE
+
+    def __init__(self, message: str, *, uri: str = "", reason: str = "") -> None:
+        """`message` is the sentence for people; `uri` the tracking target; `reason` the original error, short."""
+        TrackingUnavailable.__init__(self, message, uri=uri, reason=reason)
 
 
 class ModelVersion(BaseModel):
@@ -82,69 +96,69 @@ class Rollback(BaseModel):
     previous: str | None
 
 
-def resolve_tracking_uri(explicit: str | None = None) -> str:
-    """The tracking URI to use: the one given, else `MLFLOW_TRACKING_URI`, else the local store under VCPILOT_HOME."""
-    if explicit:
-        return explicit
-    if os.environ.get("MLFLOW_TRACKING_URI"):
-        return os.environ["MLFLOW_TRACKING_URI"]
-    home = Path(os.environ.get("VCPILOT_HOME") or ".vcpilot").resolve()
-    return f"sqlite:///{home / 'mlflow.db'}"
-
-
-def quiet_mlflow() -> None:
-    """Keep MLflow's progress bars, "View run at" lines and INFO chatter out of our commands' output.
-
-    Settings a person made in the environment win; `MLFLOW_LOGGING_LEVEL=INFO` brings the chatter back.
-    """
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
-    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
-    # MLflow reads the level when it is first imported; a process that imported it already needs telling.
-    logging.getLogger("mlflow").setLevel(os.environ["MLFLOW_LOGGING_LEVEL"].upper())
-
-
 @contextlib.contextmanager
-def mlflow_errors(action: str) -> Iterator[None]:
-    """Turn whatever MLflow or the network raises while doing `action` into one RegistryError sentence."""
-    from mlflow.exceptions import MlflowException
+def mlflow_errors(action: str, tracking_uri: str = "") -> Iterator[None]:
+    """Turn what MLflow, its store or the network raises while doing `action` into one sentence.
 
+    RegistryError when MLflow answered with a refusal (no such model, a bad value); RegistryUnavailable when it
+    could not be reached or failed. Anything else is a bug and is not translated.
+    """
     try:
-        yield
+        with tracking_errors(tracking_uri, action):
+            yield
     except RegistryError:
         raise
-    except (MlflowException, OSError) as err:
+    except TrackingUnavailable as err:
+        cause = err.__cause__ if err.__cause__ is not None else err
+        raise _translated(action, cause, tracking_uri, err.reason) from None
+
+
+_REFUSALS = {  # MLflow's answers that say the request itself is wrong: trying again changes nothing
+    "BAD_REQUEST",
+    "INVALID_PARAMETER_VALUE",
+    "INVALID_STATE",
+    "PERMISSION_DENIED",
+    "RESOURCE_ALREADY_EXISTS",
+    "RESOURCE_DOES_NOT_EXIST",
+    "UNAUTHENTICATED",
+}
+
+
+def _translated(action: str, err: BaseException, tracking_uri: str, reason: str) -> RegistryError:
+    from mlflow.exceptions import MlflowException
+
+    if isinstance(err, TrackingUnavailable):  # raised as such below us (a health check): its sentence stands
+        return RegistryUnavailable(str(err), uri=err.uri, reason=err.reason)
+    if isinstance(err, MlflowException | OSError):
         message = getattr(err, "message", None) or str(err)
         first = message.strip().splitlines()[0] if message.strip() else type(err).__name__
-        raise RegistryError(f"{action} failed: {first.rstrip('.')}") from None
-    except Exception as err:  # requests' and sqlalchemy's errors do not share a base we could name here
+        sentence = f"{action} failed: {first.rstrip('.')}"
+    else:  # requests', urllib3's and sqlalchemy's errors: their type says as much as their text
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        raise RegistryError(f"{action} failed: {type(err).__name__} {first}".rstrip()) from None
+        sentence = f"{action} failed: {type(err).__name__} {first}".rstrip()
+    if isinstance(err, MlflowException) and err.error_code in _REFUSALS:
+        return RegistryError(sentence)
+    return RegistryUnavailable(sentence, uri=tracking_uri, reason=reason)
 
 
 def connect(tracking_uri: str, *, timeout_s: float = 5.0) -> Any:
     """An MlflowClient for `tracking_uri`, after checking that an HTTP server answers its /health endpoint.
 
-    The check makes an unreachable server one quick error instead of minutes of client retries.
+    The check makes an unreachable server one quick error (RegistryUnavailable) instead of minutes of client
+    retries.
     """
-    if tracking_uri.startswith(("http://", "https://")):
-        url = tracking_uri.rstrip("/") + "/health"
-        try:
-            with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310 (http(s) only, checked)
-                healthy = response.status == 200
-        except (urllib.error.URLError, OSError) as err:
-            reason = getattr(err, "reason", err)
-            raise RegistryError(
-                f"MLflow at {tracking_uri} is unreachable ({reason}); start the server or set MLFLOW_TRACKING_URI"
-            ) from None
-        if not healthy:
-            raise RegistryError(f"MLflow at {tracking_uri} is not healthy; check the server's log")
-    elif tracking_uri.startswith("sqlite:///"):
+    try:
+        check_reachable(tracking_uri, timeout_s)
+    except TrackingUnavailable as err:
+        raise RegistryUnavailable(str(err), uri=tracking_uri, reason=err.reason) from None
+    if tracking_uri.startswith("sqlite:///"):
         Path(tracking_uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    with mlflow_errors(f"connecting to MLflow at {tracking_uri}"):
-        from mlflow.tracking import MlflowClient  # imported here: MLflow takes seconds to import
+    with mlflow_errors(f"connecting to MLflow at {tracking_uri}", tracking_uri):
+        return client(tracking_uri)
 
-        return MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+
+def _uri(client: Any) -> str:
+    return str(getattr(client, "tracking_uri", ""))
 
 
 def _is_missing(err: Exception) -> bool:
@@ -155,7 +169,7 @@ def aliases(client: Any, name: str) -> dict[str, str] | None:
     """Alias → version of registered model `name`, or None when there is no such model."""
     from mlflow.exceptions import MlflowException
 
-    with mlflow_errors(f"reading registered model {name}"):
+    with mlflow_errors(f"reading registered model {name}", _uri(client)):
         try:
             model = client.get_registered_model(name)
         except MlflowException as err:
@@ -166,7 +180,7 @@ def aliases(client: Any, name: str) -> dict[str, str] | None:
 
 
 def _version(client: Any, name: str, version: str) -> ModelVersion:
-    with mlflow_errors(f"reading version {version} of {name}"):
+    with mlflow_errors(f"reading version {version} of {name}", _uri(client)):
         mv = client.get_model_version(name, version)
     return _to_view(mv)
 
@@ -196,7 +210,7 @@ def view(client: Any, name: str) -> RegistryView:
     found = aliases(client, name)
     if found is None:
         raise RegistryError(f"there is no registered model {name}; register one with `vcpilot release register`")
-    with mlflow_errors(f"listing the versions of {name}"):
+    with mlflow_errors(f"listing the versions of {name}", _uri(client)):
         found_versions = client.search_model_versions(f"name = '{name}'")
     # Searches do not fill in a version's aliases on every store; the registered model's map is authoritative.
     by_version: dict[str, list[str]] = {}
@@ -214,7 +228,7 @@ def download(client: Any, version: ModelVersion, destination: str | Path) -> Pat
     from mlflow.artifacts import download_artifacts
 
     Path(destination).mkdir(parents=True, exist_ok=True)
-    with mlflow_errors(f"downloading version {version.version} of {version.name}"):
+    with mlflow_errors(f"downloading version {version.version} of {version.name}", _uri(client)):
         path = download_artifacts(
             artifact_uri=version.source, dst_path=str(destination), tracking_uri=client.tracking_uri
         )
@@ -236,7 +250,7 @@ def rollback(client: Any, name: str) -> Rollback:
     restored = _version(client, name, found[PREVIOUS])
     rolled_back = found.get(CHAMPION)
     older = restored.tags.get(REPLACED_TAG)
-    with mlflow_errors(f"rolling back {name}"):
+    with mlflow_errors(f"rolling back {name}", _uri(client)):
         client.set_registered_model_alias(name, CHAMPION, restored.version)
         if older and older not in (restored.version, rolled_back) and _exists(client, name, older):
             client.set_registered_model_alias(name, PREVIOUS, older)

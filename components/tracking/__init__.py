@@ -1,1 +1,1 @@
-"""tracking: the MLflow side of a workflow run — its parent run, where every step's record goes."""
+"""tracking: the MLflow side of a run — the one adapter to MLflow, the workflow's parent run, each step's record."""

@@ -12,39 +12,43 @@ stderr, never the step.
 from __future__ import annotations
 
 import contextlib
-import logging
 import math
 import os
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.tracking.runs import WORKFLOW_TAG, workflow_run
+from components.tracking.adapter import (
+    DEFAULT_EXPERIMENT,
+    PARENT_TAG,
+    STEP_TAG,
+    TAG_LIMIT,
+    WORKFLOW_ENV,
+    WORKFLOW_TAG,
+    TrackingUnavailable,
+    configured_uri,
+    experiment_name,
+    quiet,
+    tracking_errors,
+    unreachable,
+)
+from components.tracking.adapter import client as mlflow_client
+from components.tracking.runs import workflow_run
 
 __all__ = [
-    "DEFAULT_EXPERIMENT",
     "PARENT_TAG",
     "STEP_TAG",
     "StepLog",
-    "first_line",
     "TrackingTarget",
     "log_step_run",
     "report_metrics",
     "start_child_run",
     "tracking_target",
-    "unreachable",
 ]
-
-DEFAULT_EXPERIMENT = "llm-autopilot"
-PARENT_TAG = "mlflow.parentRunId"  # what MLflow's UI nests runs by
-STEP_TAG = "vcpilot.step"
-_TAG_LIMIT = 5000
 
 
 class TrackingTarget(BaseModel):
@@ -71,12 +75,10 @@ class StepLog(BaseModel):
 
 def tracking_target(env: Mapping[str, str]) -> TrackingTarget | None:
     """The child run's destination from a step's environment, or None when the step runs outside a workflow."""
-    uri, workflow = env.get("MLFLOW_TRACKING_URI", ""), env.get("VCPILOT_WORKFLOW", "")
+    uri, workflow = configured_uri(env=env), env.get(WORKFLOW_ENV, "")
     if not uri or not workflow:
         return None
-    return TrackingTarget(
-        tracking_uri=uri, experiment=env.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT, workflow=workflow
-    )
+    return TrackingTarget(tracking_uri=uri, experiment=experiment_name(env=env), workflow=workflow)
 
 
 def report_metrics(report: Mapping[str, Any], keys: Iterable[str] | None = None) -> dict[str, float]:
@@ -95,45 +97,17 @@ def report_metrics(report: Mapping[str, Any], keys: Iterable[str] | None = None)
 
 
 def start_child_run(client: Any, target: TrackingTarget, step: str, tags: Mapping[str, str] | None = None) -> str:
-    """Create `step`'s run under the workflow's parent run (created if this is the workflow's first record)."""
+    """Create `step`'s run under the workflow's parent run (created if this is the workflow's first record).
+
+    TrackingUnavailable when MLflow fails.
+    """
     parent = workflow_run(target.tracking_uri, target.experiment, target.workflow)
-    experiment_id = client.get_run(parent).info.experiment_id
-    # Not the workflow tag: it marks the parent. Long texts are cut to what every MLflow store accepts.
-    own = {key: value[:_TAG_LIMIT] for key, value in (tags or {}).items() if key != WORKFLOW_TAG}
-    run = client.create_run(experiment_id, run_name=step, tags={**own, PARENT_TAG: parent, STEP_TAG: step})
-    return str(run.info.run_id)
-
-
-def unreachable(tracking_uri: str, timeout_s: float) -> str | None:
-    """Why an HTTP tracking server does not answer /health (None when it does, or is not HTTP).
-
-    Asked first because MLflow's client retries a dead server for minutes before it gives up.
-    """
-    if not tracking_uri.startswith(("http://", "https://")):
-        return None
-    try:
-        with urllib.request.urlopen(tracking_uri.rstrip("/") + "/health", timeout=timeout_s) as response:  # noqa: S310
-            return None if response.status == 200 else f"/health answered {response.status}"
-    except urllib.error.HTTPError as err:
-        return f"/health answered {err.code}"
-    except (urllib.error.URLError, OSError) as err:
-        return str(getattr(err, "reason", err))
-
-
-def _quiet() -> None:
-    """Keep MLflow's "View run at" lines out of a step's stdout (it may be parsed) and its INFO chatter out of logs.
-
-    Settings made in the environment win: `MLFLOW_LOGGING_LEVEL=INFO` brings the chatter back.
-    """
-    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
-    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
-    logging.getLogger("mlflow").setLevel(os.environ["MLFLOW_LOGGING_LEVEL"].upper())  # if imported already
-
-
-def first_line(err: BaseException) -> str:
-    """`Type: first line of the message`, at most 200 characters: an MLflow error fit for a one-line warning."""
-    text = (getattr(err, "message", None) or str(err)).strip()
-    return f"{type(err).__name__}: {text.splitlines()[0][:200]}" if text else type(err).__name__
+    with tracking_errors(target.tracking_uri, f"start the {step} run"):
+        experiment_id = client.get_run(parent).info.experiment_id
+        # Not the workflow tag: it marks the parent. Long texts are cut to what every MLflow store accepts.
+        own = {key: value[:TAG_LIMIT] for key, value in (tags or {}).items() if key != WORKFLOW_TAG}
+        run = client.create_run(experiment_id, run_name=step, tags={**own, PARENT_TAG: parent, STEP_TAG: step})
+        return str(run.info.run_id)
 
 
 def log_step_run(
@@ -142,7 +116,8 @@ def log_step_run(
     """Log `log` as a child run of the workflow's parent run; its id, or None when nothing was logged.
 
     Nothing is logged outside a workflow (no `MLFLOW_TRACKING_URI` or `VCPILOT_WORKFLOW` in `env`, by default
-    the process environment). Any MLflow failure prints one warning line to `warn` (stderr) and returns None.
+    the process environment). MLflow unreachable or failing (`TrackingUnavailable`) prints one warning line to `warn`
+    (stderr) and returns None; a bug in the caller's values still raises.
     """
     target = tracking_target(os.environ if env is None else env)
     if target is None:
@@ -157,25 +132,25 @@ def log_step_run(
         return None
     run_id = None
     try:
-        _quiet()
-        from mlflow.entities import Metric, Param  # imported here: MLflow takes seconds to import
-        from mlflow.tracking import MlflowClient
+        quiet()
+        mlflow = mlflow_client(target.tracking_uri)
+        run_id = start_child_run(mlflow, target, log.step, log.tags)
+        with tracking_errors(target.tracking_uri, f"log the {log.step} step"):
+            from mlflow.entities import Metric, Param  # imported here: MLflow takes seconds to import
 
-        client = MlflowClient(tracking_uri=target.tracking_uri)
-        run_id = start_child_run(client, target, log.step, log.tags)
-        now = int(time.time() * 1000)
-        client.log_batch(
-            run_id,
-            metrics=[Metric(key, value, now, 0) for key, value in log.metrics.items()],
-            params=[Param(key, value[:_TAG_LIMIT]) for key, value in log.params.items()],
-        )
-        for path in log.artifacts:
-            if path.is_file():
-                client.log_artifact(run_id, str(path))
-        client.set_terminated(run_id, status="FINISHED")
-    except Exception as err:  # MLflow's, requests' and sqlalchemy's errors share no base we could name
+            now = int(time.time() * 1000)
+            mlflow.log_batch(
+                run_id,
+                metrics=[Metric(key, value, now, 0) for key, value in log.metrics.items()],
+                params=[Param(key, value[:TAG_LIMIT]) for key, value in log.params.items()],
+            )
+            for path in log.artifacts:
+                if path.is_file():
+                    mlflow.log_artifact(run_id, str(path))
+            mlflow.set_terminated(run_id, status="FINISHED")
+    except TrackingUnavailable as err:  # the step's report files are its record: warn once, carry on
         print(
-            f"warning: could not log the {log.step} step to MLflow at {target.tracking_uri} ({first_line(err)}); "
+            f"warning: could not log the {log.step} step to MLflow at {target.tracking_uri} ({err.reason}); "
             "its report files have everything",
             file=out,
         )
@@ -187,7 +162,7 @@ def log_step_run(
 
 def _give_up(tracking_uri: str, run_id: str) -> None:
     """Mark a half-logged run FAILED, if MLflow still listens (the warning was printed already)."""
-    with contextlib.suppress(Exception):
-        from mlflow.tracking import MlflowClient
-
-        MlflowClient(tracking_uri=tracking_uri).set_terminated(run_id, status="FAILED")
+    with contextlib.suppress(TrackingUnavailable):
+        mlflow = mlflow_client(tracking_uri)
+        with tracking_errors(tracking_uri, f"mark run {run_id} FAILED"):
+            mlflow.set_terminated(run_id, status="FAILED")

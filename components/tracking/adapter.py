@@ -1,0 +1,200 @@
+"""The one seam between vcpilot and MLflow: where tracking goes, the names used there, one error for its failures.
+
+Every module that talks to MLflow finds its target here and runs its calls inside `tracking_errors`, which turns
+what MLflow, the network or the store raises into one `TrackingUnavailable`. Callers handle it deliberately: a
+person's command lets it reach the boundary (`components.errors.explain`), a step's best-effort record catches
+exactly it, warns once and carries on — the workspace's report files are the source of truth.
+
+Two ways to find the target, because two kinds of program ask:
+
+- `configured_uri`: an explicit URI, else `MLFLOW_TRACKING_URI`, else "" — tracking is off. Step programs and
+  the agent's records use it: outside a workflow they log nothing.
+- `resolve_uri`: the same, else the local sqlite store under `VCPILOT_HOME` (`local_store_uri`). The registry
+  commands use it: a person's `vcpilot release show` works on a laptop without any setting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from components.errors import Unavailable
+
+__all__ = [
+    "DEFAULT_EXPERIMENT",
+    "EXPERIMENT_ENV",
+    "PARENT_TAG",
+    "STEP_TAG",
+    "TAG_LIMIT",
+    "TRACKING_URI_ENV",
+    "WORKFLOW_ENV",
+    "WORKFLOW_TAG",
+    "TrackingUnavailable",
+    "artifact_root",
+    "bounded_retries",
+    "check_reachable",
+    "client",
+    "configured_uri",
+    "experiment_name",
+    "first_line",
+    "local_store_uri",
+    "quiet",
+    "resolve_uri",
+    "tracking_errors",
+    "unreachable",
+]
+
+TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
+EXPERIMENT_ENV = "MLFLOW_EXPERIMENT_NAME"
+WORKFLOW_ENV = "VCPILOT_WORKFLOW"
+
+DEFAULT_EXPERIMENT = "llm-autopilot"
+WORKFLOW_TAG = "vcpilot.workflow"  # marks a workflow's parent run, which every step finds by it
+PARENT_TAG = "mlflow.parentRunId"  # what MLflow's UI nests runs by
+STEP_TAG = "vcpilot.step"
+TAG_LIMIT = 5000  # MLflow 3 keeps 8000 characters of a tag; every store keeps this many
+
+
+class TrackingUnavailable(Unavailable):
+    """MLflow could not be reached, or failed or refused what was asked; `reason` is the underlying error's line.
+
+    Best-effort records catch exactly this and carry on; anything else (a bug) is not swallowed with it.
+    """
+
+    def __init__(self, message: str, *, uri: str = "", reason: str = "") -> None:
+        """`message` is the sentence for people; `uri` the tracking target; `reason` the original error, short."""
+        super().__init__(message)
+        self.uri = uri
+        self.reason = reason or message
+
+
+def configured_uri(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """`explicit`, else `MLFLOW_TRACKING_URI` from `env` (the process environment); "" means tracking is off."""
+    if explicit:
+        return explicit
+    return (os.environ if env is None else env).get(TRACKING_URI_ENV, "")
+
+
+def local_store_uri(home: str | Path | None = None) -> str:
+    """The local sqlite store: `mlflow.db` under `home`, else `VCPILOT_HOME`, else `./.vcpilot`."""
+    root = Path(home or os.environ.get("VCPILOT_HOME") or ".vcpilot").resolve()
+    return f"sqlite:///{root / 'mlflow.db'}"
+
+
+def resolve_uri(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """`configured_uri`, else the local store under `VCPILOT_HOME`: never empty."""
+    source = os.environ if env is None else env
+    return configured_uri(explicit, source) or local_store_uri(source.get("VCPILOT_HOME"))
+
+
+def experiment_name(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """`explicit`, else `MLFLOW_EXPERIMENT_NAME` from `env` (the process environment), else llm-autopilot."""
+    return explicit or (os.environ if env is None else env).get(EXPERIMENT_ENV) or DEFAULT_EXPERIMENT
+
+
+def artifact_root(tracking_uri: str) -> str | None:
+    """Artifacts of a local sqlite store go next to the database, not into the current directory's ./mlruns."""
+    if tracking_uri.startswith("sqlite:///"):
+        return (Path(tracking_uri.removeprefix("sqlite:///")).parent / "mlartifacts").resolve().as_uri()
+    return None
+
+
+def first_line(err: BaseException) -> str:
+    """`Type: first line of the message`, at most 200 characters: an MLflow error fit for a one-line warning."""
+    text = (getattr(err, "message", None) or str(err)).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0][:200]}" if text else type(err).__name__
+
+
+def _failures() -> tuple[type[BaseException], ...]:
+    """What MLflow, its HTTP client and its stores raise; they share no base but BaseException."""
+    from mlflow.exceptions import MlflowException  # imported here: MLflow takes seconds to import
+    from requests.exceptions import RequestException
+    from urllib3.exceptions import HTTPError
+
+    found: list[type[BaseException]] = [MlflowException, RequestException, HTTPError, OSError]
+    with contextlib.suppress(ImportError):  # mlflow-skinny has no sqlalchemy, and no sqlite store
+        from sqlalchemy.exc import SQLAlchemyError
+
+        found.append(SQLAlchemyError)
+    return tuple(found)
+
+
+@contextlib.contextmanager
+def tracking_errors(tracking_uri: str, action: str) -> Iterator[None]:
+    """Within this block, MLflow's failures while doing `action` (a verb: "log the step") are TrackingUnavailable."""
+    try:
+        yield
+    except TrackingUnavailable:
+        raise
+    except _failures() as err:
+        reason = first_line(err)
+        message = f"MLflow at {tracking_uri} could not {action} ({reason})"
+        raise TrackingUnavailable(message, uri=tracking_uri, reason=reason) from err
+
+
+def unreachable(tracking_uri: str, timeout_s: float) -> str | None:
+    """Why an HTTP tracking server does not answer /health (None when it does, or is not HTTP).
+
+    Asked first because MLflow's client retries a dead server for minutes before it gives up.
+    """
+    if not tracking_uri.startswith(("http://", "https://")):
+        return None
+    try:
+        with urllib.request.urlopen(tracking_uri.rstrip("/") + "/health", timeout=timeout_s) as response:  # noqa: S310
+            return None if response.status == 200 else f"/health answered {response.status}"
+    except urllib.error.HTTPError as err:
+        return f"/health answered {err.code}"
+    except (urllib.error.URLError, OSError) as err:
+        return str(getattr(err, "reason", err))
+
+
+def check_reachable(tracking_uri: str, timeout_s: float = 5.0) -> None:
+    """TrackingUnavailable in one sentence when an HTTP tracking server does not answer /health."""
+    if reason := unreachable(tracking_uri, timeout_s):
+        raise TrackingUnavailable(
+            f"MLflow at {tracking_uri} is unreachable ({reason}); start the server or set {TRACKING_URI_ENV}",
+            uri=tracking_uri,
+            reason=reason,
+        )
+
+
+def quiet() -> None:
+    """Keep MLflow's progress bars, "View run at" lines and INFO chatter out of our output (stdout may be parsed).
+
+    Settings made in the environment win: `MLFLOW_LOGGING_LEVEL=INFO` brings the chatter back.
+    """
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    # MLflow reads the level when it is first imported; a process that imported it already needs telling.
+    logging.getLogger("mlflow").setLevel(os.environ["MLFLOW_LOGGING_LEVEL"].upper())
+
+
+@contextlib.contextmanager
+def bounded_retries() -> Iterator[None]:
+    """Within this block an unreachable tracking server fails in seconds, not after MLflow's minutes of retries.
+
+    A value the user set in the environment wins.
+    """
+    wanted = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
+    added = [key for key in wanted if key not in os.environ]
+    os.environ.update({key: wanted[key] for key in added})
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)
+
+
+def client(tracking_uri: str) -> Any:
+    """An MlflowClient whose tracking and registry are both `tracking_uri` (MLflow is imported only now)."""
+    with tracking_errors(tracking_uri, "open a client"):
+        from mlflow.tracking import MlflowClient  # imported here: MLflow takes seconds to import
+
+        return MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
