@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agent.actions import Abort, Action, Wait
 from agent.observation import PlanRequest
+from components.errors import VcpilotError
 from components.volcano.models import Job, PodSpec
 from components.volcano.resources import GPU, parse_quantity
 from components.volcano.validation import describe_validation_error
@@ -33,7 +34,8 @@ ENV_VAR = "VCPILOT_GUARDRAILS"
 DEFAULT_IMAGE = "ghcr.io/vcpilot/vcpilot"
 
 
-class GuardrailViolation(ValueError):
+# A ValueError too: guardrails are checked inside pydantic validators and by callers that catch a bad value.
+class GuardrailViolation(VcpilotError, ValueError):
     """A refusal: `rule` is the guardrail's name (e.g. "max_gpus_per_job"), the message one sentence naming it."""
 
     def __init__(self, rule: str, detail: str) -> None:

@@ -22,6 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from components.errors import VcpilotError
+
 __all__ = [
     "CHAMPION",
     "PREVIOUS",
@@ -47,7 +49,7 @@ REPLACED_TAG = "vcpilot.replaced"
 ROLLED_BACK_TAG = "vcpilot.rolled_back"
 
 
-class RegistryError(RuntimeError):
+class RegistryError(VcpilotError):
     """The registry cannot do what was asked; the message says why in one sentence."""
 
 
