@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agent.actions import Abort, Action, Wait
 from agent.observation import PlanRequest
+from components.errors import InputError, VcpilotError
 from components.volcano.models import Job, PodSpec
 from components.volcano.resources import GPU, parse_quantity
 from components.volcano.validation import describe_validation_error
@@ -33,7 +34,8 @@ ENV_VAR = "VCPILOT_GUARDRAILS"
 DEFAULT_IMAGE = "ghcr.io/vcpilot/vcpilot"
 
 
-class GuardrailViolation(ValueError):
+# A ValueError too: guardrails are checked inside pydantic validators and by callers that catch a bad value.
+class GuardrailViolation(VcpilotError, ValueError):
     """A refusal: `rule` is the guardrail's name (e.g. "max_gpus_per_job"), the message one sentence naming it."""
 
     def __init__(self, rule: str, detail: str) -> None:
@@ -69,24 +71,24 @@ class Guardrails(BaseModel):
 
     @classmethod
     def from_file(cls, path: str | Path) -> Guardrails:
-        """Read a YAML or JSON guardrails file; ValueError in one sentence naming the file and the problem."""
+        """Read a YAML or JSON guardrails file; InputError in one sentence naming the file and the problem."""
         try:
             text = Path(path).read_text()
         except OSError as err:
-            raise ValueError(f"cannot read the guardrails file {path}: {err.strerror}") from None
+            raise InputError(f"cannot read the guardrails file {path}: {err.strerror}") from None
         try:
             data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
         except (json.JSONDecodeError, yaml.YAMLError) as err:
             first = " ".join(str(err).split("\n")[0].split())
-            raise ValueError(f"the guardrails file {path} is not valid YAML or JSON: {first}") from None
+            raise InputError(f"the guardrails file {path} is not valid YAML or JSON: {first}") from None
         if data is None:
             data = {}
         if not isinstance(data, dict):
-            raise ValueError(f"the guardrails file {path} must be a mapping of rules, not {type(data).__name__}")
+            raise InputError(f"the guardrails file {path} must be a mapping of rules, not {type(data).__name__}")
         try:
             return cls.model_validate(data)
         except ValidationError as err:
-            raise ValueError(f"the guardrails file {path}: {describe_validation_error(err, cls)}") from None
+            raise InputError(f"the guardrails file {path}: {describe_validation_error(err, cls)}") from None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Guardrails:

@@ -28,7 +28,8 @@ from pydantic import ConfigDict
 
 from agent.guardrails import ENV_VAR, Guardrails
 from agent.tools import TOOLS, Tool, ToolContext, call_tool, input_schema
-from components.volcano.cluster import Cluster, ClusterError
+from components.entry import reported
+from components.volcano.cluster import Cluster
 from components.volcano.cluster_local import LocalCluster
 from components.volcano.connect import connect
 
@@ -96,12 +97,8 @@ def _register(ctx: ToolContext, tool: Tool) -> MCPTool:
     )
 
 
-def _fail(message: str) -> None:
-    # stdout carries the stdio transport: everything for people goes to stderr.
-    print(f"error: {message}", file=sys.stderr)
-    raise typer.Exit(1)
-
-
+# stdout carries the stdio transport: everything for people goes to stderr (where `reported` writes).
+@reported
 def mcp_command(
     read_only: Annotated[
         bool, typer.Option("--read-only", help="Refuse every tool that changes the cluster (submit, cancel).")
@@ -133,14 +130,10 @@ def mcp_command(
     ] = None,
 ) -> None:
     """Serve the agent's tools over MCP against the LocalCluster (VCPILOT_HOME) or a kubeconfig's cluster."""
-    try:
-        rules = Guardrails.from_file(guardrails) if guardrails else Guardrails()
-        if read_only:
-            rules = rules.model_copy(update={"read_only": True})
-        cluster = connect(kubeconfig or None, context)
-    except (ValueError, ClusterError) as err:
-        _fail(str(err))
-        return
+    rules = Guardrails.from_file(guardrails) if guardrails else Guardrails()
+    if read_only:
+        rules = rules.model_copy(update={"read_only": True})
+    cluster = connect(kubeconfig or None, context)
     root = checkpoints_root or Path(os.environ.get("VCPILOT_HOME") or ".vcpilot") / "workspace"
     server = build_server(ToolContext(cluster=cluster, guardrails=rules, checkpoints_root=root.resolve()))
     where = _describe(cluster)

@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agent.guardrails import Guardrails, GuardrailViolation
 from agent.observe import find_checkpoint
 from agent.pending import PendingExplanation, explain
+from components.errors import VcpilotError
+from components.errors import explain as explain_error
 from components.finetune.checkpoint_layout import METADATA
 from components.volcano.builder import TrainingRequest, build_training_job
 from components.volcano.cluster import Cluster, ClusterError, JobInfo, NodeInfo, QueueSnapshot
@@ -337,8 +339,10 @@ def call_tool(ctx: ToolContext, name: str, arguments: Any) -> ToolResult:
             raise ValueError(f"bad arguments for {name}: {describe_validation_error(err, tool.input_model)}") from None
         output = tool.run(ctx, parsed)
     except GuardrailViolation as refusal:
-        return ToolResult(ok=False, error=str(refusal), rule=refusal.rule)
-    except (ValueError, ClusterError) as err:
+        return ToolResult(ok=False, error=explain_error(refusal)[0], rule=refusal.rule)
+    except VcpilotError as err:
+        return ToolResult(ok=False, error=_sentence(explain_error(err)[0]))
+    except ValueError as err:  # a request or manifest check (pydantic validators, components.volcano.validation)
         return ToolResult(ok=False, error=_sentence(str(err)))
     except OSError as err:
         return ToolResult(ok=False, error=f"{name} could not read {err.filename or 'a file'}: {err.strerror}")

@@ -7,7 +7,16 @@ with `explain`, so the same fault reads and exits the same everywhere.
 
 from __future__ import annotations
 
-__all__ = ["EXIT_FAILED", "EXIT_INPUT", "EXIT_OK", "EXIT_UNAVAILABLE", "Unavailable", "VcpilotError", "explain"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INPUT",
+    "EXIT_OK",
+    "EXIT_UNAVAILABLE",
+    "InputError",
+    "Unavailable",
+    "VcpilotError",
+    "explain",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the work ran and did not succeed
@@ -22,11 +31,22 @@ class VcpilotError(Exception):
 
 
 class Unavailable(VcpilotError):
-    """A service this needs (the cluster's API, the tracking server) could not be reached."""
+    """A service this needs (the cluster's API, the tracking server, a model server) could not be reached."""
 
     exit_code = EXIT_UNAVAILABLE
 
 
+# A ValueError too: the checks that raise it run inside pydantic validators and parsers whose callers catch
+# ValueError for a bad value.
+class InputError(VcpilotError, ValueError):
+    """A bad option, parameter or file that no area's error names (a missing report, a file where a directory goes)."""
+
+
 def explain(err: VcpilotError) -> tuple[str, int]:
-    """The one line to show for `err` (`error: …`) and the exit code to end with."""
-    return f"error: {err}", err.exit_code
+    """The one sentence to show for `err` and the exit code to end with.
+
+    Each boundary frames the sentence its own way: a command prints `error: <sentence>`, a workflow step
+    `<step>: <sentence>`, an MCP tool returns it as the refusal.
+    """
+    sentence = str(err).strip() or f"{type(err).__name__} (no message)"
+    return sentence, err.exit_code

@@ -136,7 +136,7 @@ def bootstrap_champion(home: Path, tracking_uri: str, registered_model: str = RE
 
     Done once per VCPILOT_HOME; later runs fine-tune from it.
     """
-    from components.release.cli import register_model
+    from components.release.register import register_model
     from components.release.registry import connect, find_alias
 
     model = home / "demo" / "champion"

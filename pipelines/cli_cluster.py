@@ -4,39 +4,33 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 import yaml
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
-from components.volcano.cluster import ClusterError
+from components.entry import reported
+from components.errors import InputError
 from components.volcano.cluster_local import LocalCluster
 
 __all__ = ["app"]
 
 app = typer.Typer(help="The embedded Volcano cluster (LocalCluster) under VCPILOT_HOME.", no_args_is_help=True)
 console = Console()
-err_console = Console(stderr=True)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document and nothing else.")]
 Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the job.")]
 
 
-def fail(message: str) -> None:
-    """Print one sentence to stderr and exit 1."""
-    err_console.print(Text("error: ", style="red") + Text(message), soft_wrap=True)
-    raise typer.Exit(1)
+def fail(message: str) -> NoReturn:
+    """End the command on bad input: one sentence, exit code 2 (components.errors)."""
+    raise InputError(message)
 
 
 def _cluster() -> LocalCluster:
-    try:
-        return LocalCluster()
-    except (ValueError, ClusterError) as err:
-        fail(str(err))
-        raise  # unreachable; keeps type checkers honest
+    return LocalCluster()
 
 
 def _dump(data: Any) -> None:
@@ -44,13 +38,11 @@ def _dump(data: Any) -> None:
 
 
 @app.command()
+@reported
 def status(as_json: JsonFlag = False) -> None:
     """Show nodes, queues and jobs."""
     cluster = _cluster()
-    try:
-        nodes, queues, jobs = cluster.nodes(), cluster.queues(), cluster.list_jobs()
-    except ClusterError as err:
-        fail(str(err))
+    nodes, queues, jobs = cluster.nodes(), cluster.queues(), cluster.list_jobs()
     if as_json:
         _dump(
             {
@@ -77,6 +69,7 @@ def status(as_json: JsonFlag = False) -> None:
 
 
 @app.command()
+@reported
 def submit(
     file: Annotated[Path, typer.Argument(help="A Volcano Job (batch.volcano.sh/v1alpha1) in YAML or JSON.")],
     as_json: JsonFlag = False,
@@ -95,10 +88,7 @@ def submit(
         fail(
             f"{file} is a {kind[1] or 'document'} of {kind[0] or 'no apiVersion'}, not a batch.volcano.sh/v1alpha1 Job."
         )
-    try:
-        info = _cluster().submit(manifest)
-    except ClusterError as err:
-        fail(str(err))
+    info = _cluster().submit(manifest)
     if as_json:
         _dump(info.model_dump())
     else:
@@ -106,12 +96,10 @@ def submit(
 
 
 @app.command()
+@reported
 def get(name: str, namespace: Namespace = "default", as_json: JsonFlag = False) -> None:
     """Show one job and its pods."""
-    try:
-        info = _cluster().get(name, namespace)
-    except ClusterError as err:
-        fail(str(err))
+    info = _cluster().get(name, namespace)
     if as_json:
         _dump(info.model_dump())
         return
@@ -124,56 +112,46 @@ def get(name: str, namespace: Namespace = "default", as_json: JsonFlag = False) 
 
 
 @app.command()
+@reported
 def logs(name: str, namespace: Namespace = "default") -> None:
     """Print the logs of every pod run of a job."""
-    try:
-        entries = _cluster().logs(name, namespace)
-    except ClusterError as err:
-        fail(str(err))
+    entries = _cluster().logs(name, namespace)
     for file_name, text in entries:
         print(f"==> {file_name} <==")
         print(text, end="" if text.endswith("\n") or not text else "\n")
 
 
 @app.command()
+@reported
 def delete(name: str, namespace: Namespace = "default") -> None:
     """Delete a job and kill its pods."""
-    try:
-        _cluster().delete(name, namespace)
-    except ClusterError as err:
-        fail(str(err))
+    _cluster().delete(name, namespace)
     console.print(f"job {namespace}/{name} deleted")
 
 
 @app.command("fail-node")
+@reported
 def fail_node(node: str) -> None:
     """Turn a node NotReady: its pods are killed and evicted."""
-    try:
-        evicted = _cluster().fail_node(node)
-    except ClusterError as err:
-        fail(str(err))
+    evicted = _cluster().fail_node(node)
     console.print(f"node {node} is NotReady; evicted: {', '.join(evicted) or 'nothing'}")
 
 
 @app.command("recover-node")
+@reported
 def recover_node(node: str) -> None:
     """Make a failed node Ready again."""
-    try:
-        _cluster().recover_node(node)
-    except ClusterError as err:
-        fail(str(err))
+    _cluster().recover_node(node)
     console.print(f"node {node} is Ready")
 
 
 @app.command()
+@reported
 def reset(
     config: Annotated[Path | None, typer.Option(help="Cluster YAML (nodes, queues, priorityClasses).")] = None,
 ) -> None:
     """Kill every pod and start an empty cluster (from --config, VCPILOT_HOME/cluster.yaml or the default)."""
     if config is not None and not config.exists():
         fail(f"cluster config {config} does not exist.")
-    try:
-        _cluster().reset(config)
-    except (ValueError, ClusterError) as err:
-        fail(str(err))
+    _cluster().reset(config)
     console.print("cluster reset")

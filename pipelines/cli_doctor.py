@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from components.errors import explain
 from pipelines.doctor_report import exit_code, render_json, render_text
 
 __all__ = ["doctor_command"]
@@ -32,8 +33,9 @@ def doctor_command(
     try:
         ns = namespace or deployment.namespace()
     except deployment.DeployError as err:
-        typer.echo(f"error: {err}; pass --namespace.", err=True)
-        raise typer.Exit(1) from None
+        sentence, code = explain(err)
+        typer.echo(f"error: {sentence}; pass --namespace.", err=True)
+        raise typer.Exit(code) from None
     checks = doctor.run_checks(kubeconfig, ns, argo_server)
     typer.echo(render_json(checks) if as_json else render_text(checks))
     raise typer.Exit(exit_code(checks))

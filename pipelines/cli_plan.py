@@ -19,7 +19,7 @@ from agent.actions import Candidate
 from agent.observation import PlanRequest
 from agent.observe import observe
 from agent.policies import POLICY_NAMES, decide, select_policy
-from components.volcano.cluster import ClusterError
+from components.errors import EXIT_INPUT, EXIT_UNAVAILABLE, VcpilotError, explain
 from components.volcano.connect import connect
 from components.volcano.validation import describe_validation_error
 from pipelines.parameters import DEFAULT_IMAGE
@@ -103,19 +103,22 @@ def plan_command(
         )
         request = inputs.plan_request()
     except ValidationError as err:
-        _fail(_flag_error(err), 2)
-    except ValueError as err:
-        _fail(str(err), 2)
+        _fail(_flag_error(err), EXIT_INPUT)
+    except ValueError as err:  # the request's checks run in pydantic validators, which speak ValueError
+        _fail(str(err), EXIT_INPUT)
     try:
         cluster = connect(kubeconfig or None)
-    except (ValueError, ClusterError, OSError, sqlite3.Error) as err:
-        _fail(f"cannot open the cluster: {err}", 1)
+    except VcpilotError as err:
+        sentence, code = explain(err)
+        _fail(f"cannot open the cluster: {sentence}", code)
+    except (OSError, sqlite3.Error) as err:  # the LocalCluster's state under VCPILOT_HOME
+        _fail(f"cannot open the cluster: {err}", EXIT_UNAVAILABLE)
     observation = observe(cluster, request, checkpoints=inputs.context().paths.checkpoints)
     decision = decide(chosen, observation, "plan", fallback)
     try:
         job = inputs.training_job(decision)
-    except ValueError as err:
-        _fail(str(err), 2)
+    except ValueError as err:  # the manifest checks (components.volcano.validation) speak ValueError too
+        _fail(str(err), EXIT_INPUT)
     manifest: dict[str, Any] | None = job.to_dict() if job else None
     if json_output:
         print(json.dumps({"decision": decision.model_dump(mode="json"), "vcjob": manifest}, indent=2))

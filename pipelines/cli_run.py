@@ -8,11 +8,11 @@ from typing import Annotated
 
 import typer
 
+from components.errors import VcpilotError, explain
 from pipelines.autopilot_run import SCENARIOS, bootstrap_champion, demo_parameters, prepare_demo, run_autopilot
 from pipelines.cli_cluster import fail
 from pipelines.cli_workflows import parse_params
 from pipelines.local.cli import report_run
-from pipelines.local.runner import WorkflowError
 
 __all__ = ["run_command", "seed_command"]
 
@@ -44,6 +44,8 @@ def seed_command(
     try:
         prepare_demo(home, drift=True)
         bootstrap_champion(home, mlflow_tracking_uri)
-    except (WorkflowError, OSError) as err:
+    except VcpilotError as err:  # a WorkflowError, a RegistryError: one sentence each
+        fail(f"cannot seed the demo into {home}: {explain(err)[0]}")
+    except OSError as err:
         fail(f"cannot seed the demo into {home}: {err}")
     typer.echo(json.dumps(demo_parameters(home)))

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from components.entry import reported
 from pipelines.compile import SubmitError, compile_all, submit
 
 __all__ = ["compile_command", "parse_params", "submit_command"]
@@ -36,6 +37,7 @@ def compile_command(
         typer.echo(f"wrote {path}")
 
 
+@reported
 def submit_command(
     param: Annotated[list[str] | None, typer.Option("-p", "--param", help="Template parameter name=value.")] = None,
     server: Annotated[str | None, typer.Option(help="Argo Server URL (env ARGO_SERVER).")] = None,
@@ -45,13 +47,8 @@ def submit_command(
     """Submit a run of the llm-autopilot WorkflowTemplate to an Argo Server; print its name and UI link."""
     url = server or os.environ.get("ARGO_SERVER")
     if not url:
-        typer.echo("error: no Argo Server: pass --server or set ARGO_SERVER.", err=True)
-        raise typer.Exit(1)
+        raise SubmitError("no Argo Server: pass --server or set ARGO_SERVER.")
     ns = namespace or os.environ.get("ARGO_NAMESPACE") or "argo"
-    try:
-        name, link = submit(url, ns, token or os.environ.get("ARGO_TOKEN"), parse_params(param))
-    except SubmitError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(1) from None
+    name, link = submit(url, ns, token or os.environ.get("ARGO_TOKEN"), parse_params(param))  # SubmitError: reported
     typer.echo(name)
     typer.echo(link)

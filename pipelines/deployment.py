@@ -13,6 +13,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from components.errors import VcpilotError
+
 __all__ = ["DEPLOY", "STANDARD_VERBS", "DeployError", "Grant", "manifests", "namespace", "rbac_grants", "volcano_names"]
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
@@ -20,7 +22,7 @@ DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 STANDARD_VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
 
 
-class DeployError(Exception):
+class DeployError(VcpilotError):
     """deploy/ cannot be read; the message says which file and why."""
 
 

@@ -16,6 +16,7 @@ script template shares live in one place, `RUNNER`.
 import contextlib
 import functools
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal, NoReturn, ParamSpec, TypeVar
@@ -25,6 +26,8 @@ from hera.workflows.io import Input, Output
 from hera.workflows.models import VolumeMount
 from pydantic import ValidationError
 
+from components.errors import EXIT_FAILED, EXIT_INPUT, InputError, VcpilotError, explain
+from components.files import write_json
 from components.tracking.adapter import DEFAULT_EXPERIMENT, TrackingUnavailable
 from components.tracking.runs import close_workflow_run
 from components.volcano.cluster import Cluster, ClusterError
@@ -34,10 +37,11 @@ from components.volcano.validation import describe_validation_error
 from pipelines.parameters import check_parameters as check_parameters_of
 from pipelines.rules import DetectReport, EvaluationReport, LoadtestReport, decide_gate, decide_release
 from pipelines.vcjobs import WORKFLOW_LABEL, JobContext, build_detect_job, build_evaluate_job, build_loadtest_job
-from pipelines.workspace import RunPaths, read_report, write_json
+from pipelines.workspace import RunPaths, read_report
 
 __all__ = [
     "RUNNER",
+    "StepFailed",
     "check_parameters",
     "tell_argo",
     "WORKSPACE_VOLUME",
@@ -94,22 +98,43 @@ def tell_argo(sentence: str) -> None:
             TERMINATION_LOG.write_text(sentence[:4000])  # the kubelet keeps 4096 bytes
 
 
-def for_people(step: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Make a step that fails on bad input or an unreachable cluster exit 1 with one sentence, not a traceback."""
+class StepFailed(SystemExit):
+    """A step ended on an error a person must act on: `str()` is its sentence, `code` its exit code."""
 
-    def fail(sentence: str) -> NoReturn:
+    def __init__(self, sentence: str, code: int) -> None:
+        super().__init__(code)
+        self.sentence = sentence
+
+    def __str__(self) -> str:
+        return self.sentence
+
+
+def for_people(step: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Make a step that fails on bad input or an unreachable cluster end with one sentence, not a traceback.
+
+    The sentence and the exit code are those of `components.errors.explain`, as for every command and pod; the
+    sentence goes to stderr and to Argo (`tell_argo`), prefixed with the step's name.
+    """
+
+    def fail(name: str, sentence: str, code: int) -> NoReturn:
+        sentence = f"{name}: {sentence}"
         tell_argo(sentence)
-        raise SystemExit(sentence)
+        print(sentence, file=sys.stderr, flush=True)
+        raise StepFailed(sentence, code)
 
     @functools.wraps(step)
     def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         name = step.__name__.replace("_", "-")
         try:
             return step(*args, **kwargs)
-        except ValidationError as err:
-            fail(f"{name}: {describe_validation_error(err)}")
-        except (ValueError, ClusterError, OSError) as err:
-            fail(f"{name}: {err}")
+        except VcpilotError as err:
+            fail(name, *explain(err))
+        except ValidationError as err:  # a parameter Hera could not map onto the step's input
+            fail(name, describe_validation_error(err), EXIT_INPUT)
+        except ValueError as err:  # the manifest checks (components.volcano.validation) speak ValueError, as pydantic
+            fail(name, str(err), EXIT_INPUT)
+        except OSError as err:
+            fail(name, str(err), EXIT_FAILED)
 
     return run
 
@@ -205,7 +230,7 @@ def check_parameters(inputs: CheckInput) -> Output:
         listed = json.loads(inputs.parameters)
         values = {str(p["name"]): str(p.get("value", "")) for p in listed}
     except (ValueError, TypeError, KeyError):
-        raise ValueError(
+        raise InputError(
             "the workflow's parameters are not the JSON list Argo gives as workflow.parameters.json"
         ) from None
     check_parameters_of(values)
@@ -331,7 +356,7 @@ def release(inputs: ReleaseInput) -> Release:
 
 def register_candidate(inputs: ReleaseInput, paths: RunPaths) -> dict[str, Any]:
     """Register the released model in the MLflow registry with its lineage; move `champion` (and `previous`)."""
-    from components.release.cli import register_model  # imports MLflow: only when a release happens
+    from components.release.register import register_model  # imports MLflow: only when a release happens
 
     dataset = Path(paths.detect_report).parent / "train.jsonl"
     registered = register_model(

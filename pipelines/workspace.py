@@ -1,21 +1,21 @@
 """The workspace every step shares (a PVC in the cluster, a directory locally): its layout, and reading it.
 
 Files travel through the workspace, metrics through MLflow. The step programs in `components/` write the
-reports modelled in `pipelines.rules` at the paths below; the pipeline's steps read them back here.
+reports modelled in `pipelines.rules` at the paths below; the pipeline's steps read them back here, and write
+their own records with the same atomic writer as the components (`components.files.write_json`).
 """
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from components.errors import InputError
 from components.volcano.validation import describe_validation_error
 
-__all__ = ["RunPaths", "read_report", "write_json"]
+__all__ = ["RunPaths", "read_report"]
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -69,20 +69,11 @@ class RunPaths(BaseModel):
 
 
 def read_report(path: str, model: type[_M], what: str) -> _M:
-    """Read a step's JSON report; ValueError says in one sentence what is missing or wrong."""
+    """Read a step's JSON report; InputError says in one sentence what is missing or wrong."""
     file = Path(path)
     if not file.is_file():
-        raise ValueError(f"the {what} report {path} does not exist; the {what} step did not write it")
+        raise InputError(f"the {what} report {path} does not exist; the {what} step did not write it")
     try:
         return model.model_validate_json(file.read_text())
     except ValidationError as err:
-        raise ValueError(f"the {what} report {path} is not valid: {describe_validation_error(err, model)}") from None
-
-
-def write_json(path: str, data: dict[str, Any]) -> None:
-    """Write `data` as JSON at `path` atomically: readers see the old file or the new one, never half of it."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, target)
+        raise InputError(f"the {what} report {path} is not valid: {describe_validation_error(err, model)}") from None

@@ -1,4 +1,9 @@
-"""`vcpilot demo data`: generate the demo's logs and datasets from a seed, for people and for `make demo`."""
+"""`vcpilot demo data` and `python -m components.demo`: the demo's logs and datasets, generated from a seed.
+
+The pod's (or a Makefile's) spelling, `python -m components.demo --out DIR`, is `data` (the command that runs when
+none is named). The work is `components.demo.data.make_demo`; exit codes are every step program's
+(components/errors.py).
+"""
 
 from __future__ import annotations
 
@@ -7,36 +12,26 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 
-from components.demo.catalog import CatalogConfig
-from components.demo.data import DemoConfig, DemoSummary, write_demo
+from components.demo.data import make_demo
+from components.entry import reported
 
-__all__ = ["app", "data_command", "make_demo"]
+__all__ = ["app", "data_command", "demo"]
 
 app = typer.Typer(
-    help="The demo's data: a shop assistant's logs with a drift, generated from a seed.", no_args_is_help=True
+    help="The demo's data: a shop assistant's logs with a drift, generated from a seed.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
 )
 
 
-def make_demo(out: Path, *, seed: int, items: int, new_items: int, changed_share: float, requests: int) -> DemoSummary:
-    """Validate the options and write the demo data; ValueError says in one sentence what is wrong."""
-    try:
-        catalog = CatalogConfig(items=items, new_items=new_items, changed_share=changed_share)
-        config = DemoConfig(seed=seed, catalog=catalog, requests=requests)
-    except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "option"
-        raise ValueError(f"{field}: {first['msg']}") from None
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"{out} is a file; give a directory to write the demo data into")
-    try:
-        return write_demo(out, config)
-    except OSError as err:
-        raise ValueError(f"cannot write the demo data under {out}: {err.strerror or err}") from None
+@app.callback()
+def demo() -> None:
+    """The demo's data: a shop assistant's logs with a drift, generated from a seed."""  # keeps `data` a subcommand
 
 
 @app.command("data")
+@reported
 def data_command(
     out: Annotated[Path, typer.Option("--out", help="Directory to write logs/, data/ and demo.json into.")],
     seed: Annotated[int, typer.Option(help="The same seed gives the same bytes.")] = 0,
@@ -47,13 +42,9 @@ def data_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Generate the demo's service logs, request logs and datasets (baseline and drifted)."""
-    try:
-        summary = make_demo(
-            out, seed=seed, items=items, new_items=new_items, changed_share=changed_share, requests=requests
-        )
-    except ValueError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
+    summary = make_demo(
+        out, seed=seed, items=items, new_items=new_items, changed_share=changed_share, requests=requests
+    )
     if as_json:
         typer.echo(json.dumps(summary.model_dump(mode="json"), indent=2))
         return

@@ -26,7 +26,6 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import os
 import random
 import uuid
 from collections.abc import Mapping, Sequence
@@ -34,11 +33,22 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from components.demo.catalog import Catalog, CatalogConfig, Drift, build_drift
+from components.errors import InputError
+from components.files import write_bytes
 
-__all__ = ["DemoConfig", "DemoSummary", "RequestRecord", "generate", "request_window", "service_log", "write_demo"]
+__all__ = [
+    "DemoConfig",
+    "DemoSummary",
+    "RequestRecord",
+    "generate",
+    "make_demo",
+    "request_window",
+    "service_log",
+    "write_demo",
+]
 
 Window = Literal["baseline", "current"]
 
@@ -290,9 +300,22 @@ def write_demo(out: str | Path, config: DemoConfig) -> DemoSummary:
     files, summary = generate(config)
     root = Path(out)
     for relative, data in files.items():
-        target = root / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        write_bytes(root / relative, data)
     return summary
+
+
+def make_demo(out: Path, *, seed: int, items: int, new_items: int, changed_share: float, requests: int) -> DemoSummary:
+    """Validate the options and write the demo data; InputError says in one sentence what is wrong."""
+    try:
+        catalog = CatalogConfig(items=items, new_items=new_items, changed_share=changed_share)
+        config = DemoConfig(seed=seed, catalog=catalog, requests=requests)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "option"
+        raise InputError(f"{field}: {first['msg']}") from None
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out} is a file; give a directory to write the demo data into")
+    try:
+        return write_demo(out, config)
+    except OSError as err:
+        raise InputError(f"cannot write the demo data under {out}: {err.strerror or err}") from None

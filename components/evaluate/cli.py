@@ -1,4 +1,10 @@
-"""`vcpilot evaluate`: score a model directory, and the registry's champion, on an evaluation set."""
+"""`vcpilot evaluate` and `python -m components.evaluate`: one command for people and for the evaluate VCJob.
+
+It scores a model directory, and the registered model's `champion`, on an evaluation set; with
+`--loadtest-report` it adds the promote verdict, and with `--report` (what the pod passes) it writes the report
+the release step reads and records the step in MLflow (components/evaluate/step.py). Exit codes are every step
+program's (components/errors.py): 2 a bad input, 3 MLflow could not be reached.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +14,27 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["evaluate_command"]
+from components.entry import reported
+
+__all__ = ["app", "evaluate_command"]
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
-
-
+@reported
 def evaluate_command(
-    model: Annotated[Path, typer.Option("--model", help="The model directory to score (a Hugging Face causal LM).")],
-    eval_set: Annotated[Path, typer.Option("--eval-set", help="JSONL with one prompt/completion object a line.")],
+    model: Annotated[
+        Path, typer.Option("--model", "--candidate", help="The model directory to score (a Hugging Face causal LM).")
+    ],
+    eval_set: Annotated[
+        Path | None, typer.Option("--eval-set", help="JSONL with one prompt/completion object a line.")
+    ] = None,
+    dataset_dir: Annotated[
+        Path | None, typer.Option("--dataset-dir", help="A directory holding eval.jsonl (instead of --eval-set).")
+    ] = None,
     registered_model: Annotated[
         str, typer.Option("--registered-model", help="Also score this registered model's champion on the same set.")
+    ] = "",
+    base_model: Annotated[
+        str, typer.Option("--base-model", help="The model the candidate was fine-tuned from (recorded).")
     ] = "",
     tracking_uri: Annotated[
         str, typer.Option("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else local).")
@@ -35,38 +49,49 @@ def evaluate_command(
     slo_tpot_ms: Annotated[
         float | None, typer.Option("--slo-tpot-ms", help="p95 TPOT SLO, with --loadtest-report.")
     ] = None,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write the JSON report here (the pipeline's step does).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON and nothing else.")] = False,
 ) -> None:
     """Exact match and perplexity of a model on an evaluation set, beside the current champion's."""
     # Imported here so that `vcpilot --help` does not wait for torch and MLflow.
-    from components.evaluate.evaluation import evaluate, read_slo_outcome
     from components.evaluate.model import quiet_progress
-    from components.release.registry import RegistryError
+    from components.evaluate.step import eval_set_of, run_step
 
-    quiet_progress()
-    try:
-        slo = None
-        if loadtest_report is not None:
-            slo = read_slo_outcome(loadtest_report, slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms)
-        report = evaluate(
-            model, eval_set, registered_model=registered_model, tracking_uri=tracking_uri, margin=margin, slo=slo
-        )
-    except (ValueError, RegistryError) as err:
-        _fail(str(err))
-        return
+    quiet_progress()  # a pod's log is not a terminal, and a person wants the figures, not progress bars
+    examples = eval_set_of(eval_set, dataset_dir)
+    result = run_step(
+        model,
+        examples,
+        registered_model=registered_model,
+        tracking_uri=tracking_uri,
+        base_model=base_model,
+        margin=margin,
+        loadtest_report=loadtest_report,
+        slo_ttft_ms=slo_ttft_ms,
+        slo_tpot_ms=slo_tpot_ms,
+        report=report,
+    )
     if as_json:
-        typer.echo(json.dumps(report.model_dump(), indent=2))
+        typer.echo(json.dumps(result.model_dump(), indent=2))
         return
     typer.echo(
-        f"{model}: exact match {report.candidate_score:.3f}, perplexity {report.candidate_perplexity:.3f} "
-        f"on {report.examples} examples of {eval_set}"
+        f"{model}: exact match {result.candidate_score:.3f}, perplexity {result.candidate_perplexity:.3f} "
+        f"on {result.examples} examples of {examples}"
     )
-    if report.champion_score is not None:
+    if result.champion_score is not None:
         typer.echo(
-            f"champion (version {report.champion_version} of {registered_model}): exact match "
-            f"{report.champion_score:.3f}, perplexity {report.champion_perplexity:.3f}"
+            f"champion (version {result.champion_version} of {registered_model}): exact match "
+            f"{result.champion_score:.3f}, perplexity {result.champion_perplexity:.3f}"
         )
     elif registered_model:
         typer.echo(f"{registered_model} has no champion yet")
-    if report.reason is not None:
-        typer.echo(f"{'promote' if report.promote else 'do not promote'}: {report.reason}")
+    if result.reason is not None:
+        typer.echo(f"{'promote' if result.promote else 'do not promote'}: {result.reason}")
+    if report is not None:
+        typer.echo(f"report: {report}")
+
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app.command()(evaluate_command)

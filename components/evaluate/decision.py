@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from components.errors import InputError
+
 __all__ = ["Decision", "decide", "slo_outcome"]
 
 
@@ -57,7 +59,7 @@ def slo_outcome(loadtest: Mapping[str, Any], *, slo_ttft_ms: float, slo_tpot_ms:
     """Whether a load-test report (`ttft_p95_ms`, `tpot_p95_ms`, `errors`) met the SLOs, and why not if not."""
     missing = [key for key in ("ttft_p95_ms", "tpot_p95_ms") if not isinstance(loadtest.get(key), int | float)]
     if missing:
-        raise ValueError(f"the load-test report has no number for {', '.join(missing)}")
+        raise InputError(f"the load-test report has no number for {', '.join(missing)}")
     errors = loadtest.get("errors", 0)
     if errors:
         return False, f"{errors} load-test requests failed"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from components.errors import InputError
 from components.evaluate.decision import decide, slo_outcome
 from components.evaluate.model import CausalLM, ModelDirError
 from components.evaluate.scoring import Example, LanguageModel, Scores, read_eval_set, score
@@ -115,17 +116,17 @@ def evaluate(
 def read_slo_outcome(path: str | Path, *, slo_ttft_ms: float | None, slo_tpot_ms: float | None) -> tuple[bool, str]:
     """Whether the load-test report at `path` met the SLOs; ValueError (one sentence) when it cannot say."""
     if slo_ttft_ms is None or slo_tpot_ms is None:
-        raise ValueError("a load-test report needs both --slo-ttft-ms and --slo-tpot-ms to be judged")
+        raise InputError("a load-test report needs both --slo-ttft-ms and --slo-tpot-ms to be judged")
     file = Path(path)
     if not file.is_file():
-        raise ValueError(f"the load-test report {file} does not exist")
+        raise InputError(f"the load-test report {file} does not exist")
     try:
         data = json.loads(file.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError):
-        raise ValueError(f"the load-test report {file} is not JSON") from None
+        raise InputError(f"the load-test report {file} is not JSON") from None
     if not isinstance(data, dict):
-        raise ValueError(f"the load-test report {file} is not a JSON object")
+        raise InputError(f"the load-test report {file} is not a JSON object")
     try:
         return slo_outcome(data, slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms)
     except ValueError as err:
-        raise ValueError(f"{err} ({file})") from None
+        raise InputError(f"{err} ({file})") from None

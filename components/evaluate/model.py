@@ -11,10 +11,13 @@ from typing import Any
 
 import torch
 
+from components.errors import VcpilotError
+
 __all__ = ["CausalLM", "ModelDirError", "quiet_progress"]
 
 
-class ModelDirError(ValueError):
+# A ValueError too: `CausalLM.load` callers and the evaluation's checks catch a bad model directory as a bad value.
+class ModelDirError(VcpilotError, ValueError):
     """The directory does not hold a model we can load; the message says why in one sentence."""
 
 

@@ -14,6 +14,8 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from components.errors import VcpilotError
+
 __all__ = [
     "EvalSetError",
     "Example",
@@ -26,7 +28,8 @@ __all__ = [
 ]
 
 
-class EvalSetError(ValueError):
+# A ValueError too: it is raised from pydantic's validation of each line, and callers catch ValueError.
+class EvalSetError(VcpilotError, ValueError):
     """The evaluation set cannot be used; the message says why in one sentence."""
 
 

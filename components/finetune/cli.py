@@ -1,11 +1,12 @@
-"""`vcpilot finetune` and `python -m components.finetune`: one command line for people and for training pods.
+"""`vcpilot finetune` and `python -m components.finetune`: one command for people and for training pods.
 
 People write `--data` and `--out`; the pipeline's VCJob writes `--dataset-dir` and `--output-dir` and passes the
 batch shape in the env (VCPILOT_MICRO_BATCH, VCPILOT_GRAD_ACCUM, VCPILOT_GLOBAL_BATCH) and, on a retry, the
-checkpoint to continue from (VCPILOT_RESUME, which wins over --resume). Pods resume on their own (`main` adds
+checkpoint to continue from (VCPILOT_RESUME, which wins over --resume). Pods resume on their own (__main__ adds
 `--resume auto`), so a pod that Volcano restarts continues instead of failing. Bad input ends with one sentence
-and exit code 2; the simulated bug of VCPILOT_FAIL_AT_STEP with exit code 3; SIGTERM (a pod being preempted,
-evicted or deleted) with a checkpoint of the step every rank stopped at and exit code 143 (EXIT_STOPPED).
+and exit code 2, as in every step program (components/errors.py); the simulated bug of VCPILOT_FAIL_AT_STEP with
+exit code 3 (EXIT_SIMULATED_BUG); SIGTERM (a pod being preempted, evicted or deleted) with a checkpoint of the step
+every rank stopped at and exit code 143 (EXIT_STOPPED).
 """
 
 from __future__ import annotations
@@ -13,20 +14,19 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 from pydantic import ValidationError
 
+from components.entry import reported
 from components.finetune.config import LORA_TARGETS, TrainConfig, describe_error
-from components.finetune.errors import EXIT_STOPPED, FinetuneError, SimulatedFailure, Stopped
+from components.finetune.errors import EXIT_SIMULATED_BUG, EXIT_STOPPED, FinetuneError, SimulatedFailure, Stopped
 
-__all__ = ["app", "finetune_command", "main"]
-
-EXIT_BAD_INPUT = 2
-EXIT_SIMULATED_BUG = 3
+__all__ = ["app", "finetune_command"]
 
 
+@reported
 def finetune_command(
     data: Annotated[Path, typer.Option("--data", "--dataset-dir", help="Directory with train.jsonl (and eval.jsonl).")],
     out: Annotated[Path, typer.Option("--out", "--output-dir", help="Where the trained model is written.")],
@@ -105,7 +105,7 @@ def finetune_command(
             fail_at_step=fail_at_step,
         )
     except ValidationError as err:
-        _fail(describe_error(err), EXIT_BAD_INPUT)
+        raise FinetuneError(describe_error(err)) from None
     _run(config, json_output)
 
 
@@ -113,14 +113,9 @@ def _run(config: TrainConfig, json_output: bool) -> None:
     from components.finetune.distributed import distributed_from_env  # imported here: torch takes seconds
     from components.finetune.train import train
 
-    try:
-        dist = distributed_from_env(os.environ)
-    except FinetuneError as err:
-        _fail(str(err), EXIT_BAD_INPUT)
+    dist = distributed_from_env(os.environ)  # a FinetuneError here or in train ends as every VcpilotError does
     try:
         summary = train(config, dist)
-    except FinetuneError as err:
-        _fail(str(err), EXIT_BAD_INPUT)
     except SimulatedFailure as err:
         if dist.active and dist.joined:
             # Every rank fails at the same step. They leave together, at once: the scheduler must see the same
@@ -129,7 +124,8 @@ def _run(config: TrainConfig, json_output: bool) -> None:
             dist.barrier()
             print(f"error: {err}", file=sys.stderr, flush=True)
             os._exit(EXIT_SIMULATED_BUG)
-        _fail(str(err), EXIT_SIMULATED_BUG)
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        raise typer.Exit(EXIT_SIMULATED_BUG) from None
     except Stopped as err:
         # Not an error, but not a success either: a pod that exits 0 would count Succeeded, its job Completed.
         typer.echo(str(err), err=True)
@@ -148,22 +144,5 @@ def _run(config: TrainConfig, json_output: bool) -> None:
     )
 
 
-def _fail(message: str, code: int) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
-
-
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 app.command()(finetune_command)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """The pod entry point (exits the process): one process per GPU via torchrun, resuming by default."""
-    from components.finetune.launch import run_torchrun, torchrun_args
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    relaunch = torchrun_args(os.environ, args)
-    if relaunch is not None:
-        sys.exit(run_torchrun(relaunch))
-    # A later --resume on the command line overrides this one.
-    app(args=["--resume", "auto", *args], prog_name="python -m components.finetune")

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-__all__ = ["EXIT_STOPPED", "FinetuneError", "SimulatedFailure", "Stopped"]
+from components.errors import VcpilotError
+
+__all__ = ["EXIT_SIMULATED_BUG", "EXIT_STOPPED", "FinetuneError", "SimulatedFailure", "Stopped"]
 
 # The exit code of a trainer that stopped on SIGTERM after writing its checkpoint: 128 + SIGTERM, what a shell
 # reports for a process SIGTERM ended. Non-zero, so Kubernetes and Volcano count the pod Failed, never Succeeded;
 # the pipeline's diagnose step (agent/failures.py) reads it as "told to stop from outside", never as a bug.
 EXIT_STOPPED = 143
+# The exit code of the simulated bug (VCPILOT_FAIL_AT_STEP): the same on every rank, which is what diagnose reads as a
+# bug. Like EXIT_STOPPED it is a code of the training pod's protocol with the scheduler, not one of components.errors.
+EXIT_SIMULATED_BUG = 3
 
 
-class FinetuneError(Exception):
+class FinetuneError(VcpilotError):
     """Bad input (missing data, a global batch that does not divide, a foreign checkpoint): one sentence."""
+
+
+# SimulatedFailure and Stopped are no VcpilotError: they are how the trainer ends on purpose, each with the exit code
+# of its own (EXIT_SIMULATED_BUG, EXIT_STOPPED) that the pipeline's diagnose step reads.
 
 
 class SimulatedFailure(Exception):

@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from pydantic import BaseModel
 
+from components.files import write_text
 from components.finetune.checkpoint import (
     Checkpointer,
     CheckpointMetadata,
@@ -211,7 +212,7 @@ def _train(config: TrainConfig, dist: Distributed, env: Mapping[str, str], stop:
         **shape.model_dump(),
     )
     if dist.is_main:
-        (config.out / SUMMARY_FILE).write_text(summary.model_dump_json(indent=2) + "\n")
+        write_text(config.out / SUMMARY_FILE, summary.model_dump_json(indent=2) + "\n")
     return summary
 
 

@@ -1,7 +1,11 @@
-"""`vcpilot loadtest`: load-test any OpenAI-compatible server and judge it against SLOs from a shell.
+"""`vcpilot loadtest` and `python -m components.loadtest`: a load test from a shell, and the pipeline's client.
 
-Exit codes: 0 the SLOs held (or none were given), 1 the server could not be reached or a file could not be
-read, 2 bad options, 3 the load test ran but missed its SLOs.
+`vcpilot loadtest --url …` load-tests any OpenAI-compatible server and judges it against SLOs; the pod's command
+(`python -m components.loadtest --port N --report FILE …`, the `client` task of the load-test VCJob) loads the
+gang's server and writes the report (components/loadtest/step.py). Two commands, because a missed SLO means
+different things to them: a person's load test fails (exit 1), while the pipeline's client leaves the verdict to
+the release step (exit 0). Both exit as every step program does (components/errors.py): 2 a bad option or
+dataset, 3 the server could not be reached.
 """
 
 from __future__ import annotations
@@ -16,21 +20,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from components.entry import reported
+from components.errors import EXIT_FAILED
 from components.loadtest.session import LoadtestError, Outcome, build_config, run_loadtest, write_records
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_SLO_MISSED", "EXIT_UNREACHABLE", "app", "loadtest_command"]
-
-EXIT_UNREACHABLE = 1
-EXIT_BAD_INPUT = 2
-EXIT_SLO_MISSED = 3
+__all__ = ["app", "loadtest_command", "step_app", "step_command"]
 
 
-def fail(message: str, code: int) -> None:
-    """Print one sentence to stderr and exit with `code`."""
-    print(f"error: {message.rstrip('.')}.", file=sys.stderr)
-    raise typer.Exit(code)
-
-
+@reported
 def loadtest_command(
     url: Annotated[str, typer.Option(help="Server base URL (http://host:8000) or a full /v1/… completions URL.")],
     requests: Annotated[int, typer.Option(help="How many requests to send.")] = 100,
@@ -62,37 +59,29 @@ def loadtest_command(
     TTFT, TPOT, ITL, end-to-end latency, throughput, goodput and errors.
     """
     if concurrency is None and rate is None:
-        fail("give --concurrency C (requests in flight) or --rate R (requests per second)", EXIT_BAD_INPUT)
+        raise LoadtestError("give --concurrency C (requests in flight) or --rate R (requests per second)")
     if max_tokens <= 0:
-        fail(f"--max-tokens must be a positive number of tokens, got {max_tokens}", EXIT_BAD_INPUT)
-    try:
-        config = build_config(
-            url=url,
-            requests=requests,
-            concurrency=concurrency,
-            rate=rate,
-            burstiness=burstiness,
-            seed=seed,
-            ttft_ms=slo_ttft_ms,
-            tpot_ms=slo_tpot_ms,
-            e2el_ms=slo_e2el_ms,
-            percentile=slo_percentile,
-            max_errors=max_errors,
-            dataset=dataset,
-            max_tokens=max_tokens,
-            chat=chat,
-            model=model,
-            timeout_s=timeout_s,
-            api_key=api_key,
-        )
-    except LoadtestError as err:
-        fail(str(err), EXIT_BAD_INPUT)
-        raise  # unreachable; keeps type checkers honest
-    try:
-        outcome = asyncio.run(run_loadtest(config))
-    except LoadtestError as err:
-        fail(str(err), EXIT_UNREACHABLE)
-        raise
+        raise LoadtestError(f"--max-tokens must be a positive number of tokens, got {max_tokens}")
+    config = build_config(
+        url=url,
+        requests=requests,
+        concurrency=concurrency,
+        rate=rate,
+        burstiness=burstiness,
+        seed=seed,
+        ttft_ms=slo_ttft_ms,
+        tpot_ms=slo_tpot_ms,
+        e2el_ms=slo_e2el_ms,
+        percentile=slo_percentile,
+        max_errors=max_errors,
+        dataset=dataset,
+        max_tokens=max_tokens,
+        chat=chat,
+        model=model,
+        timeout_s=timeout_s,
+        api_key=api_key,
+    )
+    outcome = asyncio.run(run_loadtest(config))
     if records is not None:
         write_records(records, outcome.records)
     if json_output:
@@ -102,7 +91,7 @@ def loadtest_command(
     if not outcome.verdict.passed:
         if not json_output:
             print(f"SLO missed: {outcome.verdict.reason}", file=sys.stderr)
-        raise typer.Exit(EXIT_SLO_MISSED)
+        raise typer.Exit(EXIT_FAILED)
 
 
 def _print_table(outcome: Outcome) -> None:
@@ -126,5 +115,42 @@ def _print_table(outcome: Outcome) -> None:
     console.print(f"SLO {'met' if outcome.verdict.passed else 'missed'}: {outcome.verdict.reason}")
 
 
+@reported
+def step_command(
+    report: Annotated[Path, typer.Option(help="Where to write the JSON report.")],
+    port: Annotated[int, typer.Option(help="The server task's port.")] = 8000,
+    requests: Annotated[int, typer.Option(help="How many requests to send.")] = 20,
+    # Two in flight: the server decodes one request at a time, so each extra one adds a whole generation to TTFT.
+    concurrency: Annotated[int, typer.Option(help="Requests in flight.")] = 2,
+    slo_ttft_ms: Annotated[float | None, typer.Option(help="SLO on p95 time to first token, ms.")] = None,
+    slo_tpot_ms: Annotated[float | None, typer.Option(help="SLO on p95 time per output token, ms.")] = None,
+    dataset: Annotated[Path | None, typer.Option(help="Evaluation JSONL to draw prompts from.")] = None,
+    max_tokens: Annotated[int, typer.Option(help="max_tokens of each request.")] = 16,
+    wait_s: Annotated[float, typer.Option(help="How long to wait for the server to become healthy.")] = 600.0,
+    records: Annotated[
+        Path | None, typer.Option(help="Per-request JSONL (default: records.jsonl next to the report).")
+    ] = None,
+) -> None:
+    """Load-test the gang's server (VC_SERVER_HOSTS) and write the report; the SLO verdict is the release step's."""
+    from components.loadtest.step import run_step
+
+    outcome = run_step(
+        report,
+        port=port,
+        requests=requests,
+        concurrency=concurrency,
+        slo_ttft_ms=slo_ttft_ms,
+        slo_tpot_ms=slo_tpot_ms,
+        dataset=dataset,
+        max_tokens=max_tokens,
+        wait_s=wait_s,
+        records=records,
+    )
+    summary = outcome.summary()
+    print(json.dumps({k: summary[k] for k in ("ttft_p95_ms", "tpot_p95_ms", "errors", "slo_passed", "slo_reason")}))
+
+
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 app.command()(loadtest_command)
+step_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+step_app.command()(step_command)

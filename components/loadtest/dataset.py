@@ -6,6 +6,7 @@ import json
 import random
 from pathlib import Path
 
+from components.errors import VcpilotError
 from components.loadtest.records import RequestSpec
 
 __all__ = ["DatasetError", "load_requests", "synthetic_requests"]
@@ -16,7 +17,7 @@ _WORDS = (
 ).split()
 
 
-class DatasetError(Exception):
+class DatasetError(VcpilotError):
     """The dataset cannot feed a load test; the message says why in one sentence."""
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from components.errors import Unavailable, VcpilotError
+from components.files import write_text
 from components.loadtest.client import Unreachable, discover_model, parse_target, wait_healthy
 from components.loadtest.dataset import DatasetError, load_requests, synthetic_requests
 from components.loadtest.gate import SloVerdict, check_slo
@@ -20,11 +22,23 @@ from components.loadtest.metrics import LoadMetrics, Slo, calculate_metrics, rep
 from components.loadtest.records import RequestRecord
 from components.loadtest.runner import LoadPlan, connector, run_load
 
-__all__ = ["LoadtestConfig", "LoadtestError", "Outcome", "build_config", "run_loadtest", "write_records"]
+__all__ = [
+    "LoadtestConfig",
+    "LoadtestError",
+    "Outcome",
+    "ServerUnreachable",
+    "build_config",
+    "run_loadtest",
+    "write_records",
+]
 
 
-class LoadtestError(Exception):
-    """The load test could not run: bad input or an unreachable server; one sentence."""
+class LoadtestError(VcpilotError):
+    """The load test could not run: a bad option, URL or dataset; one sentence."""
+
+
+class ServerUnreachable(LoadtestError, Unavailable):
+    """The server could not be reached, or never became healthy."""
 
 
 class LoadtestConfig(BaseModel):
@@ -102,7 +116,7 @@ async def run_loadtest(config: LoadtestConfig) -> Outcome:
             await wait_healthy(client, target.origin, config.wait_healthy_s)
         model = config.model or await discover_model(client, target)
     except Unreachable as err:
-        raise LoadtestError(str(err)) from None
+        raise ServerUnreachable(str(err)) from None
     finally:
         await client.aclose()
     target = target.model_copy(update={"model": model})
@@ -144,8 +158,5 @@ def build_config(**fields: Any) -> LoadtestConfig:
 
 
 def write_records(path: Path, records: tuple[RequestRecord, ...]) -> None:
-    """One JSON line per request, in send order."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(record.model_dump(mode="json")) + "\n")
+    """One JSON line per request, in send order (written atomically, as every report is)."""
+    write_text(path, "".join(json.dumps(record.model_dump(mode="json")) + "\n" for record in records))

@@ -1,28 +1,33 @@
-"""`vcpilot logs parse|detect` and the detect-logs step's command line (`python -m components.logs`)."""
+"""`vcpilot logs parse|detect|step` and `python -m components.logs`: one app for people and for the detect pod.
+
+The pod's spelling, `python -m components.logs --source PATH --report FILE [--state DIR]`, is `step` (the command
+that runs when none is named): it judges the logs at PATH (comparing `PATH/baseline` with `PATH/current` when both
+exist) and writes the report the pipeline's gate reads. The work is in components/logs/step.py and detect.py;
+exit codes are every step program's (components/errors.py) and say whether it worked, not whether the logs drifted.
+"""
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 
+from components.entry import reported
+from components.errors import InputError
 from components.logs.compare import DetectPolicy
-from components.logs.detect import default_state_dir, detect, split_source
 from components.logs.parse import parse_files
-from components.logs.reader import LogSourceError, Malformed
+from components.logs.reader import Malformed
 from components.logs.report import DetectionReport
-from components.tracking.steps import StepLog, log_step_run, report_metrics
+from components.logs.step import run_detect, run_step
 
-__all__ = ["app", "detect_command", "parse_command", "step_app", "step_command", "step_log"]
+__all__ = ["app", "detect_command", "parse_command", "step_command"]
 
 app = typer.Typer(
     help="Mine log templates (Drain3) and detect drift in the service's logs.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-step_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document and nothing else.")]
 StateOption = Annotated[
@@ -38,12 +43,6 @@ MinSample = Annotated[int, typer.Option(min=1, help="Lines (or rated requests) e
 EvalFraction = Annotated[float, typer.Option(min=0.0, max=0.9, help="Share of corrected prompts kept for eval.")]
 
 
-def _fail(message: str) -> NoReturn:
-    """One sentence on stderr, exit 1."""
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(1)
-
-
 def _skipped(malformed: Malformed) -> str:
     if not malformed.total:
         return ""
@@ -52,6 +51,7 @@ def _skipped(malformed: Malformed) -> str:
 
 
 @app.command("parse")
+@reported
 def parse_command(
     files: Annotated[list[Path], typer.Argument(help="Log files, directories or globs (.gz is read too).")],
     out: Annotated[Path, typer.Option("--out", help="The CSV to write: LineId, EventId, EventTemplate.")],
@@ -61,31 +61,12 @@ def parse_command(
     """Write every line's template in Loghub's structured format, one row per input line."""
     try:
         summary = parse_files(files, out, state_file=state)
-    except LogSourceError as err:
-        _fail(str(err))
     except OSError as err:
-        _fail(f"cannot write {err.filename or out}: {err.strerror or err}")
+        raise InputError(f"cannot write {err.filename or out}: {err.strerror or err}") from None
     if as_json:
         print(summary.model_dump_json(indent=2))
         return
     typer.echo(f"{summary.lines} lines, {summary.templates} templates → {out}{_skipped(summary.malformed)}")
-
-
-def _run(
-    current: list[Path],
-    baseline: list[Path] | None,
-    report: Path,
-    state: Path | None,
-    policy: DetectPolicy,
-    eval_: float,
-) -> DetectionReport:
-    state = state or default_state_dir()
-    try:
-        return detect(current, report, baseline=baseline, state_dir=state, policy=policy, eval_fraction=eval_)
-    except LogSourceError as err:
-        _fail(str(err))
-    except OSError as err:
-        _fail(f"cannot write {err.filename or report}: {err.strerror or err}")
 
 
 def _print(report: DetectionReport, path: Path, as_json: bool) -> None:
@@ -100,6 +81,7 @@ def _print(report: DetectionReport, path: Path, as_json: bool) -> None:
 
 
 @app.command("detect")
+@reported
 def detect_command(
     current: Annotated[list[Path], typer.Option("--current", help="The window to judge (repeat for several).")],
     out: Annotated[Path, typer.Option("--out", help="Directory for report.json, report.md, train/eval.jsonl.")],
@@ -116,43 +98,12 @@ def detect_command(
     """Compare a current window of logs with a baseline; write the report and the curated fine-tuning set."""
     policy = DetectPolicy(alpha=alpha, min_sample=min_sample)
     path = out / "report.json"
-    report = _run(current, baseline or None, path, state, policy, eval_fraction)
+    report = run_detect(current, path, baseline=baseline or None, state=state, policy=policy, eval_=eval_fraction)
     _print(report, path, as_json)
 
 
-def step_log(report: DetectionReport, path: Path) -> StepLog:
-    """What the detect-logs step records in its MLflow child run: finding counts, the trigger, the report files."""
-    metrics = report_metrics(report.model_dump(), keys=_COUNTS)
-    metrics.update({f"findings.{kind}": n for kind, n in Counter(f.kind for f in report.findings).items()})
-    metrics.update({f"findings.{level}": n for level, n in Counter(f.severity for f in report.findings).items()})
-    for window in (report.baseline, report.current):
-        if window is not None:
-            rates = report_metrics(window.model_dump(), keys=("log_error_rate", "negative_share", "latency_p95_ms"))
-            metrics.update({f"{window.name}.{key}": value for key, value in rates.items()})
-    return StepLog(
-        step="detect-logs",
-        metrics=metrics,
-        params={key: str(value) for key, value in report.policy.model_dump().items()},
-        tags={"trigger": str(report.trigger).lower(), "reason": report.reason, "compared_with": report.compared_with},
-        artifacts=(path, path.with_name("report.md")),
-    )
-
-
-_COUNTS = (
-    "drift",
-    "trigger",
-    "lines",
-    "templates",
-    "new_templates",
-    "findings_count",
-    "omitted_findings",
-    "malformed_lines",
-    "train_examples",
-    "eval_examples",
-)
-
-
-@step_app.command()
+@app.command("step")
+@reported
 def step_command(
     source: Annotated[
         Path, typer.Option("--source", help="Logs: a file, directory or glob; one holding baseline/ and current/.")
@@ -165,8 +116,6 @@ def step_command(
     as_json: JsonFlag = False,
 ) -> None:
     """The detect-logs step: judge the service's logs and write the drift report the gate reads."""
-    baseline, current = split_source(source)
     policy = DetectPolicy(alpha=alpha, min_sample=min_sample)
-    result = _run([current], [baseline] if baseline else None, report, state, policy, eval_fraction)
+    result = run_step(source, report, state=state, policy=policy, eval_=eval_fraction)
     _print(result, report, as_json)
-    log_step_run(step_log(result, report))  # in a workflow: a child run of its MLflow run; else nothing

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from components.files import write_text
 from components.logs.compare import DetectPolicy, compare
 from components.logs.curate import Curator
 from components.logs.reader import MAX_LINE_BYTES, LogSourceError, Malformed, expand_sources
@@ -148,7 +149,4 @@ def _save_state(state_dir: Path, miners: tuple[Miner, Miner], window: WindowSumm
     state_dir.mkdir(parents=True, exist_ok=True)
     for miner in miners:
         miner.save()
-    path = state_dir / PREVIOUS_WINDOW
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(window.model_dump_json(), encoding="utf-8")
-    os.replace(temporary, path)
+    write_text(state_dir / PREVIOUS_WINDOW, window.model_dump_json())

@@ -18,6 +18,8 @@ from typing import BinaryIO, Literal, cast
 
 from pydantic import BaseModel, Field
 
+from components.errors import VcpilotError
+
 __all__ = [
     "MAX_LINE_BYTES",
     "LogSourceError",
@@ -39,7 +41,8 @@ _EXAMPLES_PER_KIND = 3
 _BINARY = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
 
 
-class LogSourceError(ValueError):
+# A ValueError too: the parsers that meet an unusable source raise and catch it as a bad value.
+class LogSourceError(VcpilotError, ValueError):
     """A log source cannot be used at all: it does not exist, matches nothing, or holds no log lines."""
 
 

@@ -7,12 +7,12 @@ Markdown to see what changed, how sure we are (counts, test, p-value) and exampl
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from components.files import write_text
 from components.logs.compare import DetectPolicy, Finding, Verdict
 from components.logs.curate import DatasetSummary
 from components.logs.reader import Malformed
@@ -124,12 +124,9 @@ class DetectionReport(BaseModel):
 
     def write(self, path: Path) -> Path:
         """Write the JSON report to `path` and the Markdown beside it as `report.md`; returns the Markdown path."""
-        path.parent.mkdir(parents=True, exist_ok=True)
         markdown = path.with_name("report.md")
         for target, text in ((path, self.model_dump_json(indent=2)), (markdown, render_markdown(self))):
-            temporary = target.with_name(f".{target.name}.tmp")
-            temporary.write_text(text + "\n", encoding="utf-8")
-            os.replace(temporary, target)
+            write_text(target, text + "\n")
         return markdown
 
 

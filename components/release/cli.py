@@ -1,21 +1,28 @@
-"""`vcpilot release register | rollback | show`: the registry's champion, moved and inspected from a shell."""
+"""`vcpilot release register | rollback | show` and `python -m components.release`: the registry's champion.
+
+The pod's spelling, `python -m components.release --model DIR --registered-model NAME --report FILE`, is
+`register` (the command that runs when none is named): it registers the model with its lineage (the workflow from
+VCPILOT_WORKFLOW, MLflow from MLFLOW_TRACKING_URI and MLFLOW_EXPERIMENT_NAME), promotes it unless `--no-promote`,
+and writes what it did to the report. The work is in components/release/register.py and registry.py; exit codes
+are every step program's (components/errors.py).
+"""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-if TYPE_CHECKING:
-    from components.release.register import Registered
+from components.entry import reported
 
-__all__ = ["app", "register_model", "register_command", "rollback_command", "show_command"]
+__all__ = ["app", "register_command", "rollback_command", "show_command"]
 
 app = typer.Typer(
-    help="Model versions in the MLflow registry: register with lineage, roll back, show.", no_args_is_help=True
+    help="Model versions in the MLflow registry: register with lineage, roll back, show.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
 )
 
 Name = Annotated[str, typer.Option("--registered-model", help="The MLflow registered model.")]
@@ -25,50 +32,8 @@ TrackingUri = Annotated[
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document and nothing else.")]
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
-
-
-def register_model(
-    model: Path,
-    name: str,
-    *,
-    dataset: Path | None = None,
-    base_model: str = "",
-    checkpoint: str = "",
-    metrics: Path | None = None,
-    workflow: str = "",
-    experiment: str = "",
-    promote: bool = True,
-    tracking_uri: str = "",
-) -> Registered:
-    """Check the inputs, then register `model` as a new version of `name` (and promote it unless told not to).
-
-    Everything local is checked before MLflow is contacted, so a bad input or an unreachable server changes
-    nothing. Raises ValueError or RegistryError with one sentence.
-    """
-    from components.release.register import lineage_from, read_metrics, register
-    from components.release.registry import connect, quiet_mlflow, resolve_tracking_uri
-
-    quiet_mlflow()
-    if not name:
-        raise ValueError("--registered-model is empty; name the registered model to add a version to")
-    if not model.is_dir():
-        raise ValueError(f"the model directory {model} does not exist")
-    lineage = lineage_from(
-        workflow=workflow or os.environ.get("VCPILOT_WORKFLOW", ""),
-        dataset=dataset,
-        base_model=base_model,
-        checkpoint=checkpoint,
-        metrics=read_metrics(metrics) if metrics else None,
-    )
-    client = connect(resolve_tracking_uri(tracking_uri))
-    experiment = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "llm-autopilot"
-    return register(client, name, model, lineage, experiment=experiment, promote=promote)
-
-
 @app.command("register")
+@reported
 def register_command(
     model: Annotated[Path, typer.Option("--model", help="The model directory to register (its files are logged).")],
     name: Name,
@@ -86,27 +51,29 @@ def register_command(
     ] = "",
     promote: Annotated[bool, typer.Option("--promote/--no-promote", help="Move `champion` to the new version.")] = True,
     tracking_uri: TrackingUri = "",
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write what was registered here, as JSON (the pipeline does).")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Register a model directory as a new version with its lineage, and make it the champion."""
-    from components.release.registry import RegistryError
+    from components.files import write_json
+    from components.release.register import register_model
 
-    try:
-        done = register_model(
-            model,
-            name,
-            dataset=dataset,
-            base_model=base_model,
-            checkpoint=checkpoint,
-            metrics=metrics,
-            workflow=workflow,
-            experiment=experiment,
-            promote=promote,
-            tracking_uri=tracking_uri,
-        )
-    except (ValueError, RegistryError) as err:
-        _fail(str(err))
-        return
+    done = register_model(
+        model,
+        name,
+        dataset=dataset,
+        base_model=base_model,
+        checkpoint=checkpoint,
+        metrics=metrics,
+        workflow=workflow,
+        experiment=experiment,
+        promote=promote,
+        tracking_uri=tracking_uri,
+    )
+    if report is not None:
+        write_json(report, done.model_dump(mode="json"))
     if as_json:
         typer.echo(done.model_dump_json(indent=2))
         return
@@ -115,16 +82,14 @@ def register_command(
 
 
 @app.command("rollback")
+@reported
 def rollback_command(name: Name, tracking_uri: TrackingUri = "", as_json: JsonFlag = False) -> None:
     """Make `previous` the champion again (and `previous` the version that one had replaced, if any)."""
-    from components.release.registry import RegistryError, connect, quiet_mlflow, resolve_tracking_uri, rollback
+    from components.release.registry import connect, rollback
+    from components.tracking.adapter import quiet, resolve_uri
 
-    quiet_mlflow()
-    try:
-        done = rollback(connect(resolve_tracking_uri(tracking_uri)), name)
-    except RegistryError as err:
-        _fail(str(err))
-        return
+    quiet()
+    done = rollback(connect(resolve_uri(tracking_uri)), name)
     if as_json:
         typer.echo(done.model_dump_json(indent=2))
         return
@@ -133,19 +98,17 @@ def rollback_command(name: Name, tracking_uri: TrackingUri = "", as_json: JsonFl
 
 
 @app.command("show")
+@reported
 def show_command(name: Name, tracking_uri: TrackingUri = "", as_json: JsonFlag = False) -> None:
     """Show where the aliases point and every version with its lineage."""
     from rich.console import Console
     from rich.table import Table
 
-    from components.release.registry import RegistryError, connect, quiet_mlflow, resolve_tracking_uri, view
+    from components.release.registry import connect, view
+    from components.tracking.adapter import quiet, resolve_uri
 
-    quiet_mlflow()
-    try:
-        shown = view(connect(resolve_tracking_uri(tracking_uri)), name)
-    except RegistryError as err:
-        _fail(str(err))
-        return
+    quiet()
+    shown = view(connect(resolve_uri(tracking_uri)), name)
     if as_json:
         typer.echo(json.dumps(shown.model_dump(), indent=2))
         return

@@ -15,25 +15,47 @@ import contextlib
 import hashlib
 import json
 import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.release.registry import CHAMPION, PREVIOUS, REPLACED_TAG, aliases, mlflow_errors
+from components.errors import InputError
+from components.release.registry import (
+    CHAMPION,
+    PREVIOUS,
+    REPLACED_TAG,
+    aliases,
+    connect,
+    mlflow_errors,
+)
 from components.tracking.adapter import (
     DEFAULT_EXPERIMENT,
     PARENT_TAG,
     STEP_TAG,
+    WORKFLOW_ENV,
     WORKFLOW_TAG,
     TrackingUnavailable,
     artifact_root,
+    experiment_name,
+    quiet,
+    resolve_uri,
     tracking_errors,
 )
 from components.tracking.runs import workflow_run
 
-__all__ = ["Lineage", "Registered", "dataset_digest", "lineage_from", "lineage_tags", "read_metrics", "register"]
+__all__ = [
+    "Lineage",
+    "Registered",
+    "dataset_digest",
+    "lineage_from",
+    "lineage_tags",
+    "read_metrics",
+    "register",
+    "register_model",
+]
 
 
 class Lineage(BaseModel):
@@ -68,7 +90,7 @@ def _train_file(path: str | Path) -> Path:
     if file.is_dir():
         file = file / "train.jsonl"
     if not file.is_file():
-        raise ValueError(f"the training set {file} does not exist; pass --dataset with the file the model trained on")
+        raise InputError(f"the training set {file} does not exist; pass --dataset with the file the model trained on")
     return file
 
 
@@ -86,13 +108,13 @@ def read_metrics(path: str | Path) -> dict[str, float]:
     """The numeric top-level fields of a JSON report (e.g. the evaluate report) as metrics."""
     file = Path(path)
     if not file.is_file():
-        raise ValueError(f"the metrics report {file} does not exist")
+        raise InputError(f"the metrics report {file} does not exist")
     try:
         data = json.loads(file.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError):
-        raise ValueError(f"the metrics report {file} is not JSON") from None
+        raise InputError(f"the metrics report {file} is not JSON") from None
     if not isinstance(data, dict):
-        raise ValueError(f"the metrics report {file} is not a JSON object")
+        raise InputError(f"the metrics report {file} is not a JSON object")
     return {
         key: float(value)
         for key, value in data.items()
@@ -138,9 +160,9 @@ def register(
     """
     directory = Path(model_dir)
     if not directory.is_dir():
-        raise ValueError(f"the model directory {directory} does not exist")
+        raise InputError(f"the model directory {directory} does not exist")
     if not any(directory.iterdir()):
-        raise ValueError(f"the model directory {directory} is empty; nothing to register")
+        raise InputError(f"the model directory {directory} is empty; nothing to register")
     tags = lineage_tags(lineage)
     uri = str(client.tracking_uri)
     with mlflow_errors(f"registering {directory} as {name}", uri):
@@ -203,3 +225,38 @@ def lineage_from(
         checkpoint=checkpoint,
         metrics=dict(metrics or {}),
     )
+
+
+def register_model(
+    model: Path,
+    name: str,
+    *,
+    dataset: Path | None = None,
+    base_model: str = "",
+    checkpoint: str = "",
+    metrics: Path | None = None,
+    workflow: str = "",
+    experiment: str = "",
+    promote: bool = True,
+    tracking_uri: str = "",
+) -> Registered:
+    """Check the inputs, then register `model` as a new version of `name` (and promote it unless told not to).
+
+    Everything local is checked before MLflow is contacted, so a bad input or an unreachable server changes
+    nothing. Raises InputError or RegistryError with one sentence.
+    """
+    quiet()
+    if not name:
+        raise InputError("--registered-model is empty; name the registered model to add a version to")
+    if not model.is_dir():
+        raise InputError(f"the model directory {model} does not exist")
+    lineage = lineage_from(
+        workflow=workflow or os.environ.get(WORKFLOW_ENV, ""),
+        dataset=dataset,
+        base_model=base_model,
+        checkpoint=checkpoint,
+        metrics=read_metrics(metrics) if metrics else None,
+    )
+    client = connect(resolve_uri(tracking_uri))
+    experiment = experiment_name(experiment)
+    return register(client, name, model, lineage, experiment=experiment, promote=promote)

@@ -20,10 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from components.errors import EXIT_UNAVAILABLE
+from components.errors import EXIT_UNAVAILABLE, VcpilotError
 from components.tracking.adapter import TrackingUnavailable, check_reachable, client, tracking_errors
-from components.tracking.adapter import quiet as quiet_mlflow
-from components.tracking.adapter import resolve_uri as resolve_tracking_uri
 
 __all__ = [
     "CHAMPION",
@@ -40,8 +38,6 @@ __all__ = [
     "download",
     "find_alias",
     "mlflow_errors",
-    "quiet_mlflow",
-    "resolve_tracking_uri",
     "rollback",
     "view",
 ]
@@ -51,7 +47,7 @@ REPLACED_TAG = "vcpilot.replaced"
 ROLLED_BACK_TAG = "vcpilot.rolled_back"
 
 
-class RegistryError(RuntimeError):
+class RegistryError(VcpilotError):
     """The registry cannot do what was asked; the message says why in one sentence."""
 
 

@@ -9,20 +9,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import uvicorn
 
-from components.serving.app import create_app
+from components.entry import reported
+from components.errors import InputError
 from components.serving.command import ENGINES, server_command
-from components.serving.engine import ModelLoadError, load_engine
 
 __all__ = ["app", "serve_command"]
 
 
-def _fail(message: str, code: int = 2) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    raise typer.Exit(code)
-
-
+@reported
 def serve_command(
     model: Annotated[Path, typer.Option(help="Model directory (Hugging Face format; ours or any causal LM).")],
     port: Annotated[int, typer.Option(help="TCP port to listen on.")] = 8000,
@@ -39,22 +34,24 @@ def serve_command(
 ) -> None:
     """Serve a model with /v1/completions, /v1/chat/completions (streaming or not), /v1/models and /health."""
     if not 0 < port < 65536:
-        _fail(f"--port {port} is not a TCP port; use 1-65535")
+        raise InputError(f"--port {port} is not a TCP port; use 1-65535")
     if cpu_threads < 1:
-        _fail(f"--cpu-threads must be at least 1, got {cpu_threads}")
+        raise InputError(f"--cpu-threads must be at least 1, got {cpu_threads}")
     if engine not in ENGINES:
-        _fail(f"--engine {engine!r} is unknown; use one of {', '.join(ENGINES)}")
+        raise InputError(f"--engine {engine!r} is unknown; use one of {', '.join(ENGINES)}")
     if engine == "vllm":
         if importlib.util.find_spec("vllm") is None:
-            _fail("vllm is not installed in this environment; use --engine ours or an image with vLLM")
+            raise InputError("vllm is not installed in this environment; use --engine ours or an image with vLLM")
         argv = server_command("vllm", str(model), port, host=host, served_model_name=served_model_name).argv
         os.execvp(sys.executable, [sys.executable, *argv[1:]])
 
-    try:
-        loaded = load_engine(model, device or None)
-    except ModelLoadError as err:
-        _fail(str(err))
-        raise  # unreachable; keeps type checkers honest
+    # Imported here so that `vcpilot --help` does not wait for torch, FastAPI and uvicorn.
+    import uvicorn
+
+    from components.serving.app import create_app
+    from components.serving.engine import load_engine
+
+    loaded = load_engine(model, device or None)  # a ModelLoadError ends as every VcpilotError does
     import torch  # already loaded by load_engine
 
     if loaded.device == "cpu":

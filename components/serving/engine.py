@@ -12,13 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from components.errors import VcpilotError
+
 if TYPE_CHECKING:
     import torch
 
 __all__ = ["Decoding", "Engine", "ModelLoadError", "Sampling", "TransformersEngine", "load_engine", "plain_chat"]
 
 
-class ModelLoadError(Exception):
+class ModelLoadError(VcpilotError):
     """The model directory cannot be served; the message says why in one sentence."""
 
 

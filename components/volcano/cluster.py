@@ -7,11 +7,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from components.errors import EXIT_FAILED, Unavailable, VcpilotError
 from components.volcano.models import Job, Queue
 
 __all__ = [
     "Cluster",
     "ClusterError",
+    "ClusterUnavailable",
     "Conflict",
     "Event",
     "Invalid",
@@ -31,8 +33,12 @@ __all__ = [
 FINISHED_PHASES = frozenset({"Completed", "Failed", "Aborted", "Terminated"})
 
 
-class ClusterError(Exception):
+class ClusterError(VcpilotError):
     """Base of every error a Cluster raises; the message is one sentence meant for a person."""
+
+
+class ClusterUnavailable(ClusterError, Unavailable):
+    """The cluster's API server could not be reached, or kept failing, after the retries."""
 
 
 class JobNotFound(ClusterError):
@@ -61,6 +67,8 @@ class Unschedulable(ClusterError):
 
 class Timeout(ClusterError):
     """A wait ran out before the job reached one of the wanted phases."""
+
+    exit_code = EXIT_FAILED
 
 
 class _Frozen(BaseModel):

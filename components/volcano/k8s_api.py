@@ -21,7 +21,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from components.volcano.cluster import ClusterError, Conflict, Invalid
+from components.volcano.cluster import ClusterError, ClusterUnavailable, Conflict, Invalid
 
 __all__ = [
     "BATCH",
@@ -184,7 +184,9 @@ class Api:
         if status in (401, 403):
             return ClusterError(f"not allowed to {what} ({message}); check the kubeconfig's user or the RBAC.")
         if is_retryable(err):
-            return ClusterError(f"could not {what}: the API server at {self.host} failed {attempts} times ({message}).")
+            return ClusterUnavailable(
+                f"could not {what}: the API server at {self.host} failed {attempts} times ({message})."
+            )
         return ClusterError(f"could not {what}: {message}.")
 
     def items(self, what: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> list[dict[str, Any]]:

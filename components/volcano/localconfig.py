@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from components.errors import InputError
 from components.volcano.resources import GPU, parse_quantity
 
 __all__ = ["DEFAULT_CONFIG", "LocalClusterConfig", "NodeConfig", "QueueConfig", "load_config"]
@@ -77,12 +78,12 @@ def load_config(path: str | Path | None) -> LocalClusterConfig:
     try:
         data = yaml.safe_load(Path(path).read_text()) or {}
     except OSError as err:
-        raise ValueError(f"cannot read cluster config {path}: {err.strerror}") from None
+        raise InputError(f"cannot read cluster config {path}: {err.strerror}") from None
     except yaml.YAMLError as err:
-        raise ValueError(f"cluster config {path} is not valid YAML: {str(err).splitlines()[0]}") from None
+        raise InputError(f"cluster config {path} is not valid YAML: {str(err).splitlines()[0]}") from None
     try:
         return LocalClusterConfig.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise ValueError(f"cluster config {path}: {where}: {first['msg']}") from None
+        raise InputError(f"cluster config {path}: {where}: {first['msg']}") from None

@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from components.errors import VcpilotError
+
 __all__ = [
     "TEMPLATE_TYPES",
     "Workflow",
@@ -40,7 +42,7 @@ _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, 
 _DEPENDS_WORD = re.compile(r"([a-zA-Z0-9][-a-zA-Z0-9]*?)\.[A-Z][a-zA-Z]+|([a-zA-Z0-9][-a-zA-Z0-9]*)")
 
 
-class WorkflowError(ValueError):
+class WorkflowError(VcpilotError, ValueError):
     """The workflow cannot run as given; the message is one sentence that says what to fix."""
 
 

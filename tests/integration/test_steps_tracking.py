@@ -12,7 +12,7 @@ import pytest
 
 from components.evaluate.__main__ import main as evaluate_main
 from components.lm.tiny import create_tiny_model
-from components.loadtest.__main__ import pipeline_command
+from components.loadtest.cli import step_command
 from components.logs.__main__ import main as detect_main
 from components.release.register import Lineage, register
 from components.release.registry import connect
@@ -150,7 +150,7 @@ def test_the_load_test_client_logs_percentiles_goodput_verdict_and_records(
 ):
     monkeypatch.delenv("VC_SERVER_HOSTS", raising=False)
     report = tmp_path / "loadtest" / "report.json"
-    pipeline_command(
+    step_command(
         report=report, port=server_port, requests=8, concurrency=2, slo_ttft_ms=5000.0, slo_tpot_ms=5000.0, wait_s=10
     )
     written = json.loads(report.read_text())

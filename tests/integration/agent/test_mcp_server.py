@@ -161,7 +161,7 @@ def test_a_bad_guardrails_file_stops_the_command_with_one_sentence(tmp_path):
     bad = tmp_path / "guardrails.yaml"
     bad.write_text("max_gpu_per_job: 4\n")
     done = CliRunner().invoke(_cli(), ["--guardrails", str(bad)], env=_server_env(tmp_path))
-    assert done.exit_code == 1 and done.stdout == ""
+    assert done.exit_code == 2 and done.stdout == ""  # EXIT_INPUT
     assert done.stderr.strip().splitlines() == [
         f"error: the guardrails file {bad}: unknown field max_gpu_per_job (did you mean max_gpus_per_job?)"
     ]
@@ -170,7 +170,7 @@ def test_a_bad_guardrails_file_stops_the_command_with_one_sentence(tmp_path):
 def test_a_kubeconfig_that_cannot_be_served_is_said_in_one_sentence(tmp_path):
     env = {**_server_env(tmp_path), "VCPILOT_KUBECONFIG": str(tmp_path / "missing-config")}
     done = CliRunner().invoke(_cli(), [], env=env)
-    assert done.exit_code == 1 and done.stdout == ""
+    assert done.exit_code == 2 and done.stdout == ""  # EXIT_INPUT
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ")
     assert not (tmp_path / "home").exists(), "no LocalCluster was opened instead"

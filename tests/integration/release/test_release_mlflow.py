@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from components.evaluate.__main__ import main as evaluate_main
 from components.lm.tiny import create_tiny_model, load
 from components.release.__main__ import main as release_main
-from components.release.cli import app, register_model
-from components.release.register import Lineage, register
+from components.release.cli import app
+from components.release.register import Lineage, register, register_model
 from components.release.registry import RegistryError, connect, download, find_alias, rollback, view
 from components.tracking.runs import workflow_run
 

@@ -19,8 +19,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from typer.testing import CliRunner
 
+from components.errors import EXIT_FAILED
 from components.lm.tiny import create_tiny_model
-from components.loadtest.cli import EXIT_SLO_MISSED, app
+from components.loadtest.cli import app
 from pipelines.rules import LoadtestReport
 
 pytestmark = pytest.mark.integration
@@ -134,7 +135,7 @@ def test_vcpilot_loadtest_prints_a_json_summary_and_gates_on_the_slo(server, tmp
     assert summary["goodput_rps"] == pytest.approx(summary["request_throughput_rps"])
     assert len(records.read_text().splitlines()) == 6
     missed = CliRunner().invoke(app, [*args, "--slo-tpot-ms", "0.0001"])
-    assert missed.exit_code == EXIT_SLO_MISSED
+    assert missed.exit_code == EXIT_FAILED
     assert json.loads(missed.stdout)["slo_reason"].startswith("p95 TPOT is ")
 
 
@@ -186,7 +187,7 @@ def flaky_server():
 
 def test_a_server_that_fails_some_requests_gives_error_counts_not_a_crash(flaky_server):
     result = CliRunner().invoke(app, ["--url", flaky_server, "--concurrency", "3", "--requests", "30", "--json"])
-    assert result.exit_code == EXIT_SLO_MISSED, result.output
+    assert result.exit_code == EXIT_FAILED, result.output
     summary = json.loads(result.stdout)
     # requests 3, 6, … fail with 500 (10 of them); 5, 10, 20, 25 break off mid-stream (15 and 30 already failed)
     assert (summary["requests"], summary["errors"], summary["completed"]) == (30, 14, 16)

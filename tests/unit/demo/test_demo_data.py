@@ -112,7 +112,7 @@ def test_bad_options_get_one_sentence(tmp_path, capsys):
     (tmp_path / "file").write_text("x")
     assert main(["--out", str(tmp_path / "file")]) == 2
     assert "is a file" in capsys.readouterr().err
-    assert main(["--out", str(tmp_path / "ok"), "--requests", "60"]) == 0
+    assert main(["--out", str(tmp_path / "ok"), "--requests", "60", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["windows"]["current"]["requests"] == 60
     assert main(["--out", str(tmp_path / "few"), "--requests", "20"]) == 2
     assert "at least the 60 items" in capsys.readouterr().err

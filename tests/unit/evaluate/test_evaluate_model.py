@@ -75,7 +75,7 @@ def test_the_pipeline_entry_point_writes_the_report_the_release_step_reads(model
     loadtest.write_text(json.dumps({"ttft_p95_ms": 80.0, "tpot_p95_ms": 9.0, "errors": 0}))
     args = ["--candidate", str(models["learned"]), "--base-model", "tiny", "--report", str(report)]
     slo = ["--loadtest-report", str(loadtest), "--slo-ttft-ms", "100", "--slo-tpot-ms", "10"]
-    assert main([*args, "--dataset-dir", str(eval_set.parent), *slo]) == 0
+    assert main([*args, "--dataset-dir", str(eval_set.parent), *slo, "--json"]) == 0
     written = json.loads(report.read_text())
     assert json.loads(capsys.readouterr().out) == written
     assert written["candidate_score"] == pytest.approx(2 / 3) and written["champion_score"] is None

@@ -7,7 +7,8 @@ import socket
 import pytest
 from typer.testing import CliRunner
 
-from components.loadtest.cli import EXIT_BAD_INPUT, EXIT_UNREACHABLE, app
+from components.errors import EXIT_INPUT, EXIT_UNAVAILABLE
+from components.loadtest.cli import app
 from components.loadtest.dataset import DatasetError, load_requests, synthetic_requests
 
 
@@ -75,22 +76,22 @@ def test_synthetic_requests_are_seeded():
     ],
 )
 def test_bad_options_get_one_sentence(args, fragment, closed_port):
-    one_sentence_error(invoke("--url", f"http://127.0.0.1:{closed_port}", *args), EXIT_BAD_INPUT, fragment)
+    one_sentence_error(invoke("--url", f"http://127.0.0.1:{closed_port}", *args), EXIT_INPUT, fragment)
 
 
 def test_a_bad_url_gets_one_sentence():
-    one_sentence_error(invoke("--url", "127.0.0.1:8000", "--concurrency", "1"), EXIT_BAD_INPUT, "not an http(s) URL")
+    one_sentence_error(invoke("--url", "127.0.0.1:8000", "--concurrency", "1"), EXIT_INPUT, "not an http(s) URL")
 
 
 def test_a_missing_dataset_gets_one_sentence(tmp_path, closed_port):
     url = f"http://127.0.0.1:{closed_port}"
     result = invoke("--url", url, "--concurrency", "1", "--dataset", str(tmp_path / "nope.jsonl"))
-    one_sentence_error(result, EXIT_UNREACHABLE, "nope.jsonl does not exist")
+    one_sentence_error(result, EXIT_INPUT, "nope.jsonl does not exist")
     (tmp_path / "empty.jsonl").write_text("")
     result = invoke("--url", url, "--concurrency", "1", "--dataset", str(tmp_path / "empty.jsonl"))
-    one_sentence_error(result, EXIT_UNREACHABLE, "holds no requests")
+    one_sentence_error(result, EXIT_INPUT, "holds no requests")
 
 
 def test_an_unreachable_url_gets_one_sentence_and_a_nonzero_exit(closed_port):
     result = invoke("--url", f"http://127.0.0.1:{closed_port}", "--concurrency", "2", "--requests", "3", "--json")
-    one_sentence_error(result, EXIT_UNREACHABLE, f"cannot reach http://127.0.0.1:{closed_port}", "--url")
+    one_sentence_error(result, EXIT_UNAVAILABLE, f"cannot reach http://127.0.0.1:{closed_port}", "--url")
