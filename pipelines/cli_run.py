@@ -8,15 +8,16 @@ from typing import Annotated
 
 import typer
 
+from components.entry import reported
 from components.errors import VcpilotError, explain
 from pipelines.autopilot_run import SCENARIOS, bootstrap_champion, demo_parameters, prepare_demo, run_autopilot
 from pipelines.cli_cluster import fail
-from pipelines.cli_workflows import parse_params
-from pipelines.local.cli import report_run
+from pipelines.local.cli import parse_params, report_run
 
 __all__ = ["run_command", "seed_command"]
 
 
+@reported
 def run_command(
     scenario: Annotated[
         str,

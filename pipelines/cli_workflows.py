@@ -10,21 +10,11 @@ import typer
 
 from components.entry import reported
 from pipelines.compile import SubmitError, compile_all, submit
+from pipelines.local.cli import parse_params
 
-__all__ = ["compile_command", "parse_params", "submit_command"]
+__all__ = ["compile_command", "submit_command"]
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "deploy" / "argo"
-
-
-def parse_params(values: list[str] | None) -> dict[str, str]:
-    """`name=value` pairs from repeated `-p` options; BadParameter names the malformed one."""
-    params: dict[str, str] = {}
-    for item in values or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise typer.BadParameter(f"{item!r} is not name=value")
-        params[name.strip()] = value
-    return params
 
 
 def compile_command(

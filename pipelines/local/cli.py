@@ -19,10 +19,12 @@ from rich.live import Live
 from rich.text import Text
 from rich.tree import Tree
 
+from components.entry import reported
+from components.errors import InputError
 from pipelines.local.engine.status import parse_rfc3339
-from pipelines.local.runner import RunResult, WorkflowError, resume, run_workflow
+from pipelines.local.runner import RunResult, resume, run_workflow
 
-__all__ = ["app", "render_status", "report_run", "resume_command", "run_workflow_command"]
+__all__ = ["app", "parse_params", "render_status", "report_run", "resume_command", "run_workflow_command"]
 
 _ICONS = {
     "Succeeded": ("✔", "green"),
@@ -36,6 +38,7 @@ _ICONS = {
 _GROUPING = ("Retry", "TaskGroup", "StepGroup", "Steps", "DAG")
 
 
+@reported
 def run_workflow_command(
     file: Annotated[Path, typer.Argument(help="A Workflow or WorkflowTemplate YAML file (e.g. from deploy/argo/).")],
     parameter: Annotated[
@@ -47,15 +50,11 @@ def run_workflow_command(
     ] = None,
 ) -> None:
     """Run an Argo workflow on this machine, as Argo's controller would; exit 0 only when it Succeeded."""
-    params: dict[str, str] = {}
-    for item in parameter or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            _fail(f"-p {item!r} is not NAME=VALUE.")
-        params[key] = value
+    params = parse_params(parameter)
     report_run(lambda on_update: run_workflow(file, params, name=name, on_update=on_update), json_output)
 
 
+@reported
 def resume_command(
     name: Annotated[str, typer.Argument(help="The run to continue (its workflow name).")],
     json_output: Annotated[bool, typer.Option("--json", help="Print only the final workflow status as JSON.")] = False,
@@ -64,13 +63,22 @@ def resume_command(
     report_run(lambda on_update: resume(name, on_update=on_update), json_output)
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+def parse_params(values: list[str] | None) -> dict[str, str]:
+    """`name=value` pairs from repeated `-p` options; InputError names the malformed one."""
+    params: dict[str, str] = {}
+    for item in values or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise InputError(f"-p {item!r} is not NAME=VALUE")
+        params[name.strip()] = value
+    return params
 
 
 def report_run(start: Callable[[Any], RunResult], json_output: bool) -> None:
-    """Run `start(on_update)` with a live tree (or quietly with --json) and exit 0 only when it Succeeded."""
+    """Run `start(on_update)` with a live tree (or quietly with --json) and exit 0 only when it Succeeded.
+
+    A `VcpilotError` (a `WorkflowError`: bad file, parameter or name) reaches the command's `reported`.
+    """
     try:
         if json_output:
             result = start(None)
@@ -81,9 +89,8 @@ def report_run(start: Callable[[Any], RunResult], json_output: bool) -> None:
                 result = start(lambda status: live.update(render_status(status)))
             console.print(render_status(result.status))
             console.print(_summary(result))
-    except WorkflowError as err:
-        _fail(str(err))
-        return
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
     raise typer.Exit(0 if result.phase == "Succeeded" else 1)
 
 

@@ -42,6 +42,9 @@ def test_bad_input_is_one_line_and_exit_2(cli: CliRunner, shared_dir: Path, home
     assert out.stdout == "" and not (home / "runs").exists()
     out = cli.invoke(app, ["resume", "nope"])
     assert out.exit_code == 2 and "there is no run named 'nope'" in out.stderr
+    out = cli.invoke(app, ["run-workflow", str(path), "-p", "who"])
+    assert (out.exit_code, out.stderr.strip()) == (2, "error: -p 'who' is not NAME=VALUE")
+    assert not (home / "runs").exists()
 
 
 def test_resume_of_a_finished_run_returns_it(cli: CliRunner, shared_dir: Path) -> None:
