@@ -122,11 +122,11 @@ def test_mlflow_down_is_one_sentence_and_changes_nothing_locally(model_dir, tmp_
         cwd=work,
         timeout=120,
     )
-    assert done.returncode == 2 and done.stdout == ""
+    assert done.returncode == 3 and done.stdout == ""
     assert done.stderr.startswith(f"error: MLflow at {down} is unreachable") and done.stderr.count("\n") == 1
     assert list(work.iterdir()) == [], "no report, no ./mlruns, nothing"
     shown = runner.invoke(app, ["show", "--registered-model", "shop", "--tracking-uri", down])
-    assert shown.exit_code == 2 and "unreachable" in shown.output
+    assert shown.exit_code == 3 and "unreachable" in shown.output
 
 
 def test_evaluate_scores_the_registered_champion_on_the_same_set(

@@ -66,7 +66,7 @@ def test_an_unreachable_server_is_tracking_unavailable_in_one_sentence(down):
     assert isinstance(err, Unavailable) and isinstance(err, VcpilotError)
     assert err.uri == down and err.reason
     message, code = explain(err)
-    assert message.startswith(f"error: MLflow at {down} is unreachable (") and "\n" not in message
+    assert message.startswith(f"MLflow at {down} is unreachable (") and "\n" not in message
     assert code == EXIT_UNAVAILABLE
 
 
