@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the real nodes and the image build need, when they are missing: containerd and runc
 # (the runtime), the CNI plugins, iptables and conntrack (kube-proxy), debootstrap (the step image's base), a static
-# busybox (the image Argo's upstream examples run).
+# busybox (the image Argo's upstream examples run), Chromium and its chromedriver (the review screenshots,
+# tests/integration/test_review_screenshots.py).
 #
 #   deploy/e2e/host-deps.sh           install what is missing (as root, with apt-get)
 #   deploy/e2e/host-deps.sh --check   only say what is missing; exit 1 if anything is
@@ -16,6 +17,7 @@ wanted=(
   "containerd containerd" "runc runc" "/usr/lib/cni/bridge containernetworking-plugins"
   "iptables iptables" "conntrack conntrack" "debootstrap debootstrap" "nsenter util-linux" "curl curl" "jq jq"
   "flock util-linux" "gcc gcc" "/usr/bin/busybox busybox-static"
+  "/usr/bin/chromium chromium" "/usr/bin/chromedriver chromium-driver"
 )
 missing=()
 for pair in "${wanted[@]}"; do
