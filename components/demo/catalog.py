@@ -40,6 +40,11 @@ class Item(BaseModel):
     price: int = Field(ge=_MIN_PRICE, le=_MAX_PRICE)
 
     @property
+    def category(self) -> str:
+        """The kind of article, the last word of its name (`red mug` is a mug): what the service files requests by."""
+        return self.name.split()[-1]
+
+    @property
     def prompt(self) -> str:
         """The question about this item."""
         return prompt_for(self.name)

@@ -35,7 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from components.demo.catalog import Catalog, CatalogConfig, Drift, build_drift
+from components.demo.catalog import Catalog, CatalogConfig, Drift, Item, build_drift
 from components.errors import InputError
 from components.files import write_bytes
 
@@ -87,6 +87,7 @@ class RequestRecord(BaseModel):
     timestamp: str
     request_id: str
     prompt: str
+    category: str
     completion: str
     latency_ms: float
     status: Literal["ok", "error"]
@@ -132,6 +133,7 @@ def request_window(drift: Drift, window: Window, config: DemoConfig) -> list[Req
             timestamp=timestamp,
             request_id=request_id,
             prompt=item.prompt,
+            category=item.category,
             completion="",
             latency_ms=round(3000 + rng.uniform(0, 500), 1),  # failed requests ran into the upstream timeout
             status="error",
@@ -250,6 +252,10 @@ def service_log(records: list[RequestRecord], drift: Drift, window: Window, conf
     return [f"{m:%Y-%m-%d %H:%M:%S},{m.microsecond // 1000:03d} {line}" for m, _, line in sorted(events)]
 
 
+def _example(item: Item) -> dict[str, str]:
+    return {"prompt": item.prompt, "completion": item.completion, "category": item.category}
+
+
 def _jsonl(rows: Sequence[Mapping[str, object]]) -> bytes:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode()
 
@@ -272,16 +278,16 @@ def generate(config: DemoConfig) -> tuple[dict[str, bytes], DemoSummary]:
             "corrections": sum(r.correction is not None for r in records),
         }
     rng = random.Random(f"{config.seed}:datasets")
-    train = [{"prompt": i.prompt, "completion": i.completion} for i in drift.baseline.items]
+    train = [_example(i) for i in drift.baseline.items]
     rng.shuffle(train)
     current = drift.current.by_name()
     files["data/baseline/train.jsonl"] = _jsonl(train)
     files["data/baseline/eval.jsonl"] = _jsonl(sorted(train, key=lambda row: str(row["prompt"])))
     files["data/drifted/eval.jsonl"] = _jsonl(
-        [{"prompt": current[n].prompt, "completion": current[n].completion} for n in sorted(drift.drifted)]
+        [_example(current[n]) for n in sorted(drift.drifted)]
     )
     files["data/current/eval.jsonl"] = _jsonl(
-        [{"prompt": i.prompt, "completion": i.completion} for i in sorted(drift.current.items, key=lambda i: i.name)]
+        [_example(i) for i in sorted(drift.current.items, key=lambda i: i.name)]
     )
     summary = DemoSummary(
         seed=config.seed,

@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from components.errors import InputError
 from components.evaluate.decision import decide, slo_outcome
@@ -44,6 +44,8 @@ class EvaluationReport(BaseModel):
     base_model: str = ""
     promote: bool | None = None
     reason: str | None = None
+    candidate_by_category: dict[str, float] = Field(default_factory=dict)  # exact match per category, if any
+    champion_by_category: dict[str, float] | None = None
 
 
 def _load(path: Path) -> LanguageModel:
@@ -106,6 +108,8 @@ def evaluate(
         eval_set=str(eval_set),
         candidate=str(candidate),
         base_model=base_model,
+        candidate_by_category=candidate_scores.by_category,
+        champion_by_category=champion[0].by_category if champion else None,
     )
     if slo is not None:
         decision = decide(report.candidate_score, champion_value, margin, slo[0], metric=METRIC, slo_reason=slo[1])

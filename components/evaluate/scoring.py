@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from components.errors import VcpilotError
 
@@ -40,6 +40,7 @@ class Example(BaseModel):
 
     prompt: str
     completion: str
+    category: str = ""  # what the service filed the request under (a route, an intent, a product type), if it did
 
 
 class Scores(BaseModel):
@@ -50,6 +51,7 @@ class Scores(BaseModel):
     exact_match: float
     perplexity: float
     examples: int
+    by_category: dict[str, float] = Field(default_factory=dict)  # exact match per category, when examples have one
 
 
 class LanguageModel(Protocol):
@@ -121,7 +123,7 @@ def score(model: LanguageModel, examples: Sequence[Example], *, stop: str = "\n"
     """
     if not examples:
         raise EvalSetError("the evaluation set has no examples")
-    predictions = []
+    predictions: list[str] = []
     total_nll, total_tokens = 0.0, 0
     for example in examples:
         budget = model.token_count(example.completion) + slack_tokens
@@ -135,4 +137,17 @@ def score(model: LanguageModel, examples: Sequence[Example], *, stop: str = "\n"
         exact_match=exact_match(predictions, [e.completion for e in examples]),
         perplexity=perplexity,
         examples=len(examples),
+        by_category=_by_category(predictions, examples),
     )
+
+
+def _by_category(predictions: Sequence[str], examples: Sequence[Example]) -> dict[str, float]:
+    """Exact match within each category, in name order; nothing when no example names one."""
+    if not any(e.category for e in examples):
+        return {}
+    groups: dict[str, tuple[list[str], list[str]]] = {}
+    for prediction, example in zip(predictions, examples, strict=True):
+        said, meant = groups.setdefault(example.category or "other", ([], []))
+        said.append(prediction)
+        meant.append(example.completion)
+    return {name: exact_match(*groups[name]) for name in sorted(groups)}

@@ -35,7 +35,11 @@ def step_log(report: EvaluationReport, path: Path) -> StepLog:
     tags.update({key: value for key, value in optional.items() if value})
     return StepLog(
         step="evaluate",
-        metrics=report_metrics(report.model_dump(), keys=(*figures, "examples")),
+        metrics={
+            **report_metrics(report.model_dump(), keys=(*figures, "examples")),
+            **{f"candidate_score.{name}": value for name, value in report.candidate_by_category.items()},
+            **{f"champion_score.{name}": value for name, value in (report.champion_by_category or {}).items()},
+        },
         params={
             "registered_model": report.registered_model,
             "eval_set": report.eval_set,

@@ -64,7 +64,9 @@ class Curator:
         self._seen.add(digest)
         position = int.from_bytes(digest[:8], "big") / 2**64
         split = "eval" if position < self.summary.eval_fraction else "train"
-        line = json.dumps({"prompt": record.prompt, "completion": record.correction}, ensure_ascii=False)
+        example = {"prompt": record.prompt, "completion": record.correction}
+        example |= {"category": record.category} if record.category else {}
+        line = json.dumps(example, ensure_ascii=False)
         self._files[split].write(line + "\n")
         if split == "eval":
             self.summary.eval_examples += 1

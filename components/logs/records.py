@@ -40,6 +40,7 @@ class RequestRecord(BaseModel):
     status: int = Field(default=200, description="HTTP status code; `ok`/`error` are read as 200/500")
     feedback: Feedback = "none"
     correction: str | None = None
+    category: str = ""  # what the service files the request under (a route, an intent, a product type), optional
 
     @field_validator("timestamp", "request_id", mode="before")
     @classmethod

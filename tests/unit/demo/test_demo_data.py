@@ -74,7 +74,8 @@ def test_users_complain_and_correct_in_the_current_window_only(demo):
     assert corrections == truth, "every drifted item is corrected, always with its current answer"
     for record in current:
         assert set(record) <= {"timestamp", "request_id", "prompt", "completion", "latency_ms", "status", "feedback",
-                               "correction"}  # fmt: skip
+                               "correction", "category"}  # fmt: skip
+        assert record["category"] == record["prompt"].removesuffix("?\nA:").split()[-1]
         assert record["status"] in ("ok", "error") and record["feedback"] in ("positive", "negative", "none")
         if "correction" in record:
             assert record["feedback"] == "negative" and record["completion"] != record["correction"]

@@ -43,6 +43,15 @@ def test_a_model_right_on_more_items_scores_higher():
     assert score(right_on_none, EXAMPLES).exact_match == 0.0
 
 
+def test_exact_match_by_category_only_when_the_examples_name_one():
+    filed = [e.model_copy(update={"category": c}) for e, c in zip(EXAMPLES, ["mug", "bowl", "pen", ""], strict=True)]
+    model = StubModel({EXAMPLES[0].prompt: " $12", EXAMPLES[1].prompt: " $40", EXAMPLES[3].prompt: " $3"})
+    scores = score(model, filed)
+    assert scores.by_category == {"bowl": 0.0, "mug": 1.0, "other": 1.0, "pen": 0.0}
+    assert scores.exact_match == 0.5
+    assert score(model, EXAMPLES).by_category == {}
+
+
 def test_whitespace_does_not_count_and_a_model_that_keeps_talking_is_cut_at_the_newline():
     model = StubModel(
         {
