@@ -35,6 +35,7 @@ from components.volcano.connect import connect
 from components.volcano.models import Job
 from components.volcano.validation import describe_validation_error
 from pipelines.parameters import check_parameters as check_parameters_of
+from pipelines.review import write_review
 from pipelines.rules import DetectReport, EvaluationReport, LoadtestReport, decide_gate, decide_release
 from pipelines.vcjobs import WORKFLOW_LABEL, JobContext, build_detect_job, build_evaluate_job, build_loadtest_job
 from pipelines.workspace import RunPaths, read_report
@@ -213,7 +214,7 @@ def plan_detect(inputs: PlanDetectInput) -> JobPlan:
     """Render the detect-logs VCJob."""
     context = inputs.context()
     job = build_detect_job(context, log_source=inputs.log_source)
-    return _job_plan(job, context.paths.detect_report)
+    return _job_plan(job, context.paths, context.paths.detect_report)
 
 
 class CheckInput(Input):
@@ -279,7 +280,7 @@ def plan_loadtest(inputs: PlanLoadtestInput) -> JobPlan:
     job = build_loadtest_job(
         context, model_uri=inputs.model_uri, slo_ttft_ms=inputs.slo_ttft_ms, slo_tpot_ms=inputs.slo_tpot_ms
     )
-    return _job_plan(job, context.paths.loadtest_report)
+    return _job_plan(job, context.paths, context.paths.loadtest_report)
 
 
 class PlanEvaluateInput(JobStepInput):
@@ -303,7 +304,7 @@ def plan_evaluate(inputs: PlanEvaluateInput) -> JobPlan:
         registered_model=inputs.registered_model,
         eval_set=str(PurePosixPath(inputs.dataset_dir) / "eval.jsonl"),
     )
-    return _job_plan(job, context.paths.evaluate_report)
+    return _job_plan(job, context.paths, context.paths.evaluate_report)
 
 
 class ReleaseInput(RunInput):
@@ -415,9 +416,18 @@ def finalize_mlflow_run(summary: dict[str, Any], tracking_uri: str, experiment: 
         "release": Path(paths.release_record),
         "summary": Path(paths.summary),
     }
+    run = Path(paths.run)
+    review = run / "review"
+    artifacts = {
+        "": [review / "summary.md"],
+        "plots": sorted(review.glob("*.png")),
+        "decisions": [run / "decisions"],
+        "manifests": [run / "manifests"],
+        "loadtest": [Path(paths.loadtest_report).with_name("records.jsonl")],
+    }
     try:
         run_id = close_workflow_run(
-            tracking_uri, experiment or DEFAULT_EXPERIMENT, summary["workflow"], summary["status"], reports
+            tracking_uri, experiment or DEFAULT_EXPERIMENT, summary["workflow"], summary["status"], reports, artifacts
         )
     except TrackingUnavailable as err:  # MLflow down or refusing: the run's record stays in the workspace
         return f"MLflow run not closed ({err.reason})"
@@ -441,12 +451,24 @@ def finalize(inputs: FinalizeInput) -> Finalized:
     summary = {"workflow": inputs.workflow_name, "status": inputs.workflow_status, "cleanup": cleanup}
     paths = RunPaths(workspace=inputs.workspace, workflow=inputs.workflow_name)
     write_json(paths.summary, summary)
+    try:
+        review = f"review in {write_review(paths, inputs.workflow_status).directory}"
+    except (OSError, ValueError) as err:  # the pictures are a view of the reports, which are all in place
+        review = f"no review ({type(err).__name__}: {err})"
     tracking = finalize_mlflow_run(summary, inputs.mlflow_tracking_uri, inputs.mlflow_experiment, paths)
-    return Finalized(deleted_jobs=deleted, result=f"workflow {inputs.workflow_status}: {cleanup}; {tracking}")
+    result = f"workflow {inputs.workflow_status}: {cleanup}; {review}; {tracking}"
+    return Finalized(deleted_jobs=deleted, result=result)
 
 
-def _job_plan(job: Job, report: str) -> JobPlan:
+def keep_manifest(paths: RunPaths, manifest: dict[str, Any]) -> None:
+    """Keep a rendered VCJob in `<run>/manifests/<name>.json`: the review shows exactly what was submitted."""
+    name = manifest.get("metadata", {}).get("name") or "job"
+    write_json(Path(paths.run) / "manifests" / f"{name}.json", manifest)
+
+
+def _job_plan(job: Job, paths: RunPaths, report: str) -> JobPlan:
     name = job.metadata.name or ""
+    keep_manifest(paths, job.to_dict())
     return JobPlan(manifest=manifest_json(job.to_dict()), job_name=name, report=report, result=f"rendered VCJob {name}")
 
 

@@ -25,7 +25,7 @@ from agent.tools import ToolContext
 from components.tracking.adapter import DEFAULT_EXPERIMENT
 from components.volcano.cluster import Cluster
 from components.volcano.models import Job
-from pipelines.steps import RUNNER, JobStepInput, connect_cluster, for_people, manifest_json, tell_argo
+from pipelines.steps import RUNNER, JobStepInput, connect_cluster, for_people, keep_manifest, manifest_json, tell_argo
 from pipelines.vcjobs import TrainingShape, build_training_job_for
 
 __all__ = [
@@ -187,6 +187,7 @@ def plan_training(inputs: TrainingPlanInput) -> TrainingPlan:
     if job is None or not isinstance(action, Proceed | Downscale):
         why = action.reason if isinstance(action, Abort) else action.rationale
         raise ValueError(f"the agent stops this run before training: {why}")
+    keep_manifest(context.paths, job.to_dict())
     resume = f", resuming from {request.resume_checkpoint}" if request.resume_checkpoint else ""
     reason = f"attempt {inputs.attempt}{resume}: {decision.summary}"
     return TrainingPlan(

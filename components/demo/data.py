@@ -283,12 +283,8 @@ def generate(config: DemoConfig) -> tuple[dict[str, bytes], DemoSummary]:
     current = drift.current.by_name()
     files["data/baseline/train.jsonl"] = _jsonl(train)
     files["data/baseline/eval.jsonl"] = _jsonl(sorted(train, key=lambda row: str(row["prompt"])))
-    files["data/drifted/eval.jsonl"] = _jsonl(
-        [_example(current[n]) for n in sorted(drift.drifted)]
-    )
-    files["data/current/eval.jsonl"] = _jsonl(
-        [_example(i) for i in sorted(drift.current.items, key=lambda i: i.name)]
-    )
+    files["data/drifted/eval.jsonl"] = _jsonl([_example(current[n]) for n in sorted(drift.drifted)])
+    files["data/current/eval.jsonl"] = _jsonl([_example(i) for i in sorted(drift.current.items, key=lambda i: i.name)])
     summary = DemoSummary(
         seed=config.seed,
         config=config,

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AttemptLoss",
+    "Began",
     "plot_latency_cdfs",
     "plot_log_windows",
     "plot_scores",
@@ -30,6 +31,8 @@ __all__ = [
 ]
 
 _DPI = 100
+
+Began = Literal["start", "resume", "downscale", "restart"]  # how a training attempt began
 
 
 class AttemptLoss(BaseModel):
@@ -41,7 +44,7 @@ class AttemptLoss(BaseModel):
     steps: tuple[int, ...]
     losses: tuple[float, ...]
     gpus: int = Field(default=0, ge=0)
-    began: Literal["start", "resume", "downscale", "restart"] = "start"
+    began: Began = "start"
     resumed_from_step: int | None = None
 
 
@@ -77,6 +80,9 @@ def plot_training_loss(attempts: Sequence[AttemptLoss], path: Path) -> Path:
                 fontsize=8,
                 color=line.get_color(),
             )
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     ax.set(title="Training loss", xlabel="optimizer step", ylabel="loss")
     if attempts:
         ax.legend(loc="upper right", fontsize=8)

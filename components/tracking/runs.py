@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +42,18 @@ def _report(path: Path) -> Any:
 
 
 def close_workflow_run(
-    tracking_uri: str, experiment: str, workflow: str, status: str, reports: Mapping[str, Path]
+    tracking_uri: str,
+    experiment: str,
+    workflow: str,
+    status: str,
+    reports: Mapping[str, Path],
+    artifacts: Mapping[str, Sequence[Path]] | None = None,
 ) -> str:
-    """Log the run's reports as artifacts and its numbers as metrics, then end it FINISHED or FAILED."""
+    """Log the run's reports as artifacts and its numbers as metrics, then end it FINISHED or FAILED.
+
+    `artifacts` maps an artifact directory ("" for the run's top) to the files and directories logged there
+    (those that exist): the review's summary.md and pictures, the decision records, the rendered manifests.
+    """
     run_id = workflow_run(tracking_uri, experiment, workflow)
     mlflow = client(tracking_uri)
     with tracking_errors(tracking_uri, f"close the run of {workflow}"), tempfile.TemporaryDirectory() as tmp:
@@ -61,5 +70,11 @@ def close_workflow_run(
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     mlflow.log_metric(run_id, f"{name}.{key}", float(value))
         mlflow.log_artifacts(run_id, tmp, artifact_path="reports")
+        for where, paths in (artifacts or {}).items():
+            for path in paths:
+                if path.is_dir():
+                    mlflow.log_artifacts(run_id, str(path), artifact_path=where or None)
+                elif path.is_file():
+                    mlflow.log_artifact(run_id, str(path), artifact_path=where or None)
         mlflow.set_terminated(run_id, status="FINISHED" if status == "Succeeded" else "FAILED")
     return run_id

@@ -35,6 +35,19 @@ def mlflow_children(home, parent):
     )
 
 
+def reviewed(home, run):
+    """The review on a parent run, downloaded: summary.md's text, and the names under plots/, decisions/, manifests/."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{home / 'mlflow.db'}")
+    out = home / "downloaded"
+    client.download_artifacts(run.info.run_id, "", str(out))
+    for png in (out / "plots").glob("*.png"):
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000, png
+    listing = {d: sorted(p.name for p in (out / d).glob("*")) for d in ("plots", "decisions", "manifests")}
+    return {**listing, "summary.md": (out / "summary.md").read_text()}
+
+
 def by_path(result):
     """Leaf and DAG nodes as 'parent/child' display paths (e.g. 'finetune/recurse/train') -> phase."""
     nodes = result.status["nodes"]
@@ -78,6 +91,19 @@ def test_a_killed_training_pod_is_diagnosed_and_retried_from_its_checkpoint(tmp_
     assert "ended from outside the job" in retry["rationale"]
     children = mlflow_children(tmp_path, run)
     assert {"plan-1", "diagnose-1", "plan-2"} <= {child.info.run_name for child in children}
+    # The review on the parent run: summary.md, every picture as a real PNG, the decisions and the manifests.
+    review = reviewed(tmp_path, run)
+    assert set(review["plots"]) == {f"{n}.png" for n in ("training_loss", "latency_cdf", "throughput", "scores")} | {
+        "log_windows.png"
+    }
+    assert {"plan-1.json", "diagnose-1.json", "plan-2.json"} <= set(review["decisions"])
+    assert any(name.startswith("recover-") for name in review["manifests"])
+    summary = review["summary.md"]
+    assert summary.startswith("# recover: Succeeded") and "**Outcome.** released shop-assistant version" in summary
+    assert (
+        "**Diagnose, attempt 1.** retry by rules: pod recover-train-1-master-0 ended" in summary
+        and "p95 TTFT" in summary
+    )
 
 
 def test_a_deterministic_crash_is_retried_once_then_aborted_and_fails_the_workflow(tmp_path):
@@ -102,6 +128,8 @@ def test_a_deterministic_crash_is_retried_once_then_aborted_and_fails_the_workfl
         "plan-2.json",
     ]
     assert mlflow_run(tmp_path, "bug").info.status == "FAILED"
+    summary = reviewed(tmp_path, mlflow_run(tmp_path, "bug"))["summary.md"]
+    assert "**Outcome.** stopped by the agent: training fails deterministically" in summary
 
 
 def test_clean_logs_stop_at_the_gate(tmp_path):
