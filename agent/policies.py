@@ -95,4 +95,5 @@ def plan_within(
         observation=decision.observation,
         fallback=fallback,
         refusals=decision.refusals,
+        exchange=decision.exchange,  # the LLM's last say (a wait), so the trace shows what was overruled
     )

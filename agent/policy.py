@@ -2,7 +2,8 @@
 
 A policy is asked at one of two stages: `plan` (how to train: Proceed, Downscale or Wait) and `diagnose` (what a
 failed attempt calls for: RetryFromCheckpoint or Abort). It returns a `Decision`: the action, which policy chose
-it, and — when a policy could not answer and another did — why it fell back.
+it, and — when a policy could not answer and another did — why it fell back; for the LLM policy, the exchange
+with the model (`agent.exchange`), from which the decision's MLflow trace is made.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.actions import Action
+from agent.exchange import Exchange
 from agent.observation import Observation
 
 __all__ = ["Decision", "Policy", "Stage"]
@@ -30,6 +32,7 @@ class Decision(BaseModel):
     observation: Observation
     fallback: str = ""  # why the asked-for policy did not decide ("" when it did)
     refusals: list[str] = Field(default_factory=list)  # guardrail refusals met on the way, one sentence each
+    exchange: Exchange | None = None  # what the LLM was asked and answered (None: no model was asked)
 
     @property
     def summary(self) -> str:

@@ -6,7 +6,8 @@ are one action. The answer is used only when it is a valid action for the stage,
 the request's invariants (`check_answer`); anything else — a timeout, an HTTP error, a reply that is not JSON,
 no `decide` call, an action out of bounds — hands the decision to the fallback policy (the rules), and the
 Decision says why in one sentence. The API key travels only in the Authorization header: it is scrubbed from
-every message this module writes.
+every message this module writes. Every decision carries its `Exchange` (`agent.exchange`): each request's
+timing and reply, each tool call and its result, each check of the answer — what the MLflow trace is made from.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
 
 from agent.actions import Abort, Action, Downscale, RetryFromCheckpoint, Wait, action_schema, parse_action
+from agent.exchange import Check, CheckName, Exchange, Round, ToolCall
 from agent.guardrails import Guardrails, GuardrailViolation
 from agent.observation import Observation
 from agent.policy import Decision, Policy, Stage
@@ -33,6 +36,19 @@ log = logging.getLogger(__name__)
 
 DECIDE = "decide"
 _GPU_RULES = ("max_gpus_per_job", "requested_gpus")  # refusals best told by the GPU count asked
+
+
+class _Transcript:
+    """What one decision's conversation has produced so far; `Exchange` is its frozen form."""
+
+    def __init__(self) -> None:
+        self.tools: list[str] = []
+        self.rounds: list[Round] = []
+        self.checks: list[Check] = []
+        self.refusals: list[str] = []  # met on the way: tool calls refused, then the answer itself
+
+    def check(self, name: CheckName, detail: str = "") -> None:
+        self.checks.append(Check(name=name, passed=not detail, detail=detail))
 
 
 class _Unusable(Exception):
@@ -106,6 +122,7 @@ class LLMPolicy:
         tools_context: ToolContext | None = None,
         fallback: Policy | None = None,
         transport: httpx.BaseTransport | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         endpoint = url.strip().rstrip("/").removesuffix("/chat/completions")
         if not endpoint.startswith(("http://", "https://")):
@@ -121,6 +138,7 @@ class LLMPolicy:
         self.fallback: Policy = fallback if fallback is not None else RulePolicy()
         self._api_key = api_key or None
         self._transport = transport
+        self._clock = clock
 
     @classmethod
     def from_env(
@@ -157,29 +175,41 @@ class LLMPolicy:
 
     def decide(self, observation: Observation, stage: Stage) -> Decision:
         """Ask the model; use its action when it passes every check, or let the fallback decide and say why."""
-        refusals: list[str] = []  # met on the way: tool calls refused, then the answer itself
+        transcript = _Transcript()
         try:
-            action = self._converse(observation, stage, refusals)
+            action = self._converse(observation, stage, transcript)
         except _Unusable as why:
             reason = self._scrub(why.reason)
-            refusals += [why.refusal] if why.refusal else []
+            transcript.refusals += [why.refusal] if why.refusal else []
             log.warning("the LLM policy fell back to %s: %s", self.fallback.name, reason)
             decision = self.fallback.decide(observation, stage)
-            mine = [self._scrub(r) for r in refusals]
-            return decision.model_copy(update={"fallback": reason, "refusals": [*mine, *decision.refusals]})
+            mine = [self._scrub(r) for r in transcript.refusals]
+            update = {"fallback": reason, "refusals": [*mine, *decision.refusals], "exchange": self._record(transcript)}
+            return decision.model_copy(update=update)
         return Decision(
             stage=stage,
             policy=self.name,
             action=action,
             observation=observation,
-            refusals=[self._scrub(r) for r in refusals],
+            refusals=[self._scrub(r) for r in transcript.refusals],
+            exchange=self._record(transcript),
+        )
+
+    def _record(self, transcript: _Transcript) -> Exchange:
+        return Exchange(
+            model=self.model,
+            endpoint=_display(self.url),
+            tools=transcript.tools,
+            rounds=transcript.rounds,
+            checks=transcript.checks,
         )
 
     # -- the conversation ------------------------------------------------------------------------------------
 
-    def _converse(self, observation: Observation, stage: Stage, refusals: list[str]) -> Action:
+    def _converse(self, observation: Observation, stage: Stage, transcript: _Transcript) -> Action:
         readers = openai_tools(read_only=True) if self.tools_context is not None else []
         offered = {spec["function"]["name"] for spec in readers}
+        transcript.tools = [*(spec["function"]["name"] for spec in readers), DECIDE]
         decide_spec = {
             "type": "function",
             "function": {
@@ -196,23 +226,58 @@ class LLMPolicy:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         with httpx.Client(timeout=self.timeout_s, headers=headers, transport=self._transport) as client:
             for _ in range(self.max_rounds):
-                message = self._complete(client, messages, [*readers, decide_spec])
-                calls = message.get("tool_calls") or []
-                if not isinstance(calls, list) or not all(isinstance(call, dict) for call in calls):
-                    raise _Unusable("the LLM endpoint's tool_calls is not a list of calls: not an OpenAI completion")
+                started = self._clock()
+                try:
+                    message = self._complete(client, messages, [*readers, decide_spec])
+                    calls = message.get("tool_calls") or []
+                    if not isinstance(calls, list) or not all(isinstance(call, dict) for call in calls):
+                        raise _Unusable(
+                            "the LLM endpoint's tool_calls is not a list of calls: not an OpenAI completion"
+                        )
+                except _Unusable as why:
+                    failed = Round(started_s=started, duration_s=self._clock() - started, error=self._scrub(why.reason))
+                    transcript.rounds.append(failed)
+                    raise
+                # The ids the tool messages answer: the model's, else made up (after the assistant message).
+                ids = [str(call.get("id") or f"call_{len(messages) + 1 + i}_{i}") for i, call in enumerate(calls)]
+                reply = Round(
+                    started_s=started,
+                    duration_s=self._clock() - started,
+                    content=self._text(message.get("content")),
+                    tool_calls=[self._recorded(call, call_id) for call, call_id in zip(calls, ids, strict=True)],
+                )
+                transcript.rounds.append(reply)
                 decides = [call for call in calls if _function(call).get("name") == DECIDE]
                 if len(decides) > 1:
                     raise _Unusable(f"the LLM called decide {len(decides)} times in one answer instead of once")
                 if decides:
-                    return self._check(decides[0], observation, stage)
+                    return self._check(decides[0], observation, stage, transcript)
                 if not calls:
                     raise _Unusable("the LLM answered without calling decide")
                 messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": calls})
-                for i, call in enumerate(calls):
-                    content = self._run_tool(call, offered, refusals)
-                    call_id = call.get("id") or f"call_{len(messages)}_{i}"
-                    messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+                ran: list[ToolCall] = []
+                for call, recorded in zip(calls, reply.tool_calls, strict=True):
+                    call_started = self._clock()
+                    content = self._run_tool(call, offered, transcript.refusals)
+                    messages.append({"role": "tool", "tool_call_id": recorded.id, "content": content})
+                    timing = {"started_s": call_started, "duration_s": max(0.0, self._clock() - call_started)}
+                    ran.append(recorded.model_copy(update={"result": self._scrub(content), **timing}))
+                transcript.rounds[-1] = reply.model_copy(update={"tool_calls": ran})
         raise _Unusable(f"the LLM did not call decide within {self.max_rounds} rounds")
+
+    def _recorded(self, call: dict[str, Any], call_id: str) -> ToolCall:
+        """A call of the model's reply as the record keeps it: arguments as text, the key scrubbed."""
+        function = _function(call)
+        raw = function.get("arguments")
+        arguments = raw if isinstance(raw, str) else json.dumps(raw)
+        return ToolCall(
+            id=self._scrub(call_id), name=self._scrub(str(function.get("name"))), arguments=self._scrub(arguments)
+        )
+
+    def _text(self, content: Any) -> str | None:
+        if content is None:
+            return None
+        return self._scrub(content if isinstance(content, str) else json.dumps(content))
 
     def _complete(self, client: httpx.Client, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict:
         body = {"model": self.model, "messages": messages, "tools": tools, "tool_choice": "auto", "temperature": 0}
@@ -256,25 +321,34 @@ class LLMPolicy:
                 result = outcome.model_dump(mode="json", exclude_defaults=True)
         return render_tool_result(name, result)
 
-    def _check(self, call: dict[str, Any], observation: Observation, stage: Stage) -> Action:
+    def _check(self, call: dict[str, Any], observation: Observation, stage: Stage, transcript: _Transcript) -> Action:
+        """The answer's action when every check passes, in order; each verdict goes into the transcript."""
         try:
             action = parse_action(_arguments(call))
         except ValueError as err:
+            transcript.check("action", self._scrub(str(err)))
             raise _Unusable(f"the LLM's decide arguments are {err}") from None
+        transcript.check("action")
         if action.kind not in ALLOWED_KINDS[stage]:
+            transcript.check("stage", f"{action.kind} is not allowed at {stage}, which takes {_either(stage)}")
             raise _Unusable(f"the LLM answered {action.kind} at {stage}, which takes only {_either(stage)}")
+        transcript.check("stage")
         try:
             self.guardrails.check_action(action, observation.request)
         except GuardrailViolation as err:
+            transcript.check("guardrails", self._scrub(str(err)))
             if err.rule in _GPU_RULES and not isinstance(action, Wait | Abort):
                 reason = f"the LLM's action asks {action.gpus} GPUs: refused by guardrail {err.rule}"
             else:
                 reason = f"the LLM's {action.kind} action was {err}"
             raise _Unusable(reason, str(err)) from None
+        transcript.check("guardrails")
         try:
             check_answer(action, observation, stage)
         except ValueError as err:
+            transcript.check("invariants", self._scrub(str(err)))
             raise _Unusable(f"the LLM's action was refused: {err}", str(err)) from None
+        transcript.check("invariants")
         return action
 
     def _scrub(self, text: str) -> str:

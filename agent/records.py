@@ -1,9 +1,10 @@
-"""The record of every decision: a JSON file in the run's workspace (the source of truth) and an MLflow child run.
+"""The record of every decision: a JSON file in the workspace (the source of truth), an MLflow child run, its trace.
 
 `runs/<workflow>/decisions/<stage>-<attempt>.json` holds the whole `Decision` — observation, candidates, action,
 rationale, policy — written atomically, so a reader never sees half of one. The diagnose records are also the
 memory of the recursion: `read_history` rebuilds the earlier attempts from them, which is how a bug that fails
-twice the same way is told from a first failure. `replay` decides a recorded observation again.
+twice the same way is told from a first failure. `replay` decides a recorded observation again. The child run's
+trace (`agent.tracing`) shows the reasoning stage by stage, made from the same record.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pydantic import ValidationError
 from agent.failures import attempt_record
 from agent.observation import AttemptRecord
 from agent.policy import Decision, Policy
+from agent.tracing import trace_decision
 from components.tracking.adapter import (
     PARENT_TAG,
     STEP_TAG,
@@ -63,8 +65,9 @@ def write_decision(
     """Write `<stage>-<attempt>.json` atomically; then, when MLflow is configured, log the decision there too.
 
     MLflow is configured by `tracking_uri` (else MLFLOW_TRACKING_URI) and `workflow`; `experiment` defaults to
-    MLFLOW_EXPERIMENT_NAME, then llm-autopilot. MLflow unreachable or failing (`TrackingUnavailable`) costs one
-    warning line, never the decision.
+    MLFLOW_EXPERIMENT_NAME, then llm-autopilot. The decision is a child run of the workflow's run, and its trace
+    is linked to that child. MLflow unreachable or failing (`TrackingUnavailable`) costs one warning line, never
+    the decision; without tracking nothing of MLflow is imported.
     """
     target = Path(directory) / f"{decision.stage}-{decision.observation.request.attempt}.json"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -75,9 +78,15 @@ def write_decision(
     if uri and workflow:
         try:
             with bounded_retries():
-                log_decision(decision, uri, experiment_name(experiment), workflow)
+                run_id = log_decision(decision, uri, experiment_name(experiment), workflow)
         except TrackingUnavailable as err:  # the workspace record stands; MLflow is a view of it
             log.warning("decision not logged to MLflow (%s); it is in %s", err.reason, target)
+            return target
+        try:
+            with bounded_retries():
+                trace_decision(decision, uri, run_id)
+        except TrackingUnavailable as err:
+            log.warning("decision %s logged to MLflow without its trace (%s); it is in %s", run_id, err.reason, target)
     return target
 
 

@@ -183,7 +183,7 @@ def test_the_request_is_deterministic_and_the_key_travels_only_in_the_header():
         seen.append(request)
         return httpx.Response(200, json=decide_reply(shaped().model_dump()))
 
-    policy = policy_with(handler)
+    policy = policy_with(handler, clock=lambda: 1000.0)  # the exchange's timings: the same clock, the same record
     first, second = policy.decide(observation(), "plan"), policy.decide(observation(), "plan")
     assert first == second and first.policy == "llm" and first.fallback == ""
     assert str(seen[0].url) == "http://llm.test/v1/chat/completions"
