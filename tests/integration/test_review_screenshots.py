@@ -14,9 +14,14 @@ import pytest
 from review_data import populate
 from review_kit import WINDOW, browser_missing, copy_shots, mlflow_server, take_review_shots
 
+# make e2e installs Chromium (deploy/e2e/host-deps.sh) and sets VCPILOT_REQUIRE_BROWSER=1: there a missing
+# browser fails the test instead of skipping it.
+_MISSING = browser_missing()
+if _MISSING and os.environ.get("VCPILOT_REQUIRE_BROWSER") == "1":
+    raise RuntimeError(f"VCPILOT_REQUIRE_BROWSER=1 but no headless browser: {_MISSING}")
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(browser_missing() is not None, reason=f"no headless browser: {browser_missing()}"),
+    pytest.mark.skipif(_MISSING is not None, reason=f"no headless browser: {_MISSING}"),
 ]
 
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images" / "review"
