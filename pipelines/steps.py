@@ -36,7 +36,14 @@ from components.volcano.models import Job
 from components.volcano.validation import describe_validation_error
 from pipelines.parameters import check_parameters as check_parameters_of
 from pipelines.review import write_review
-from pipelines.rules import DetectReport, EvaluationReport, LoadtestReport, decide_gate, decide_release
+from pipelines.rules import (
+    DetectReport,
+    EvaluationReport,
+    LoadtestReport,
+    ReleaseDecision,
+    decide_gate,
+    decide_release,
+)
 from pipelines.vcjobs import WORKFLOW_LABEL, JobContext, build_detect_job, build_evaluate_job, build_loadtest_job
 from pipelines.workspace import RunPaths, read_report
 
@@ -346,30 +353,50 @@ def release(inputs: ReleaseInput) -> Release:
         "registered_model": inputs.registered_model,
         **decision.model_dump(),
     }
+    registered = register_candidate(inputs, paths, decision)
+    record["version"] = registered
     reason = decision.reason
     if decision.released:
-        registered = register_candidate(inputs, paths)
-        record["version"] = registered
         reason = f"{reason}; registered as {inputs.registered_model} version {registered['version']} (champion)"
+    elif "version" in registered:
+        reason = f"{reason}; registered as {inputs.registered_model} version {registered['version']}, without an alias"
     write_json(paths.release_record, record)
     return Release(released=decision.released, reason=reason, result=reason)
 
 
-def register_candidate(inputs: ReleaseInput, paths: RunPaths) -> dict[str, Any]:
-    """Register the released model in the MLflow registry with its lineage; move `champion` (and `previous`)."""
-    from components.release.register import register_model  # imports MLflow: only when a release happens
+def register_candidate(inputs: ReleaseInput, paths: RunPaths, decision: ReleaseDecision) -> dict[str, Any]:
+    """Register the candidate with its lineage, scores and verdict; move `champion` (and `previous`) if released.
 
-    dataset = Path(paths.detect_report).parent / "train.jsonl"
-    registered = register_model(
-        Path(inputs.model_uri),
-        inputs.registered_model,
-        dataset=dataset if dataset.is_file() else None,
-        base_model=inputs.base_model,
-        metrics=Path(inputs.evaluate_report),
-        workflow=inputs.workflow_name,
-        experiment=inputs.mlflow_experiment,
-        tracking_uri=inputs.mlflow_tracking_uri,
+    A candidate that is not released is registered too, without an alias, so the registry says why it lost. If
+    the registry is unavailable then, the step still succeeds: nothing was to change, and the record says so.
+    """
+    # Imports MLflow: only when a release step runs.
+    from components.release.register import register_model
+    from components.release.registry import RegistryError
+    from components.release.verdict import Bars, Verdict, read_scores
+
+    verdict = Verdict(
+        promoted=decision.released,
+        reason=decision.reason,
+        scores=read_scores(Path(inputs.evaluate_report), Path(inputs.loadtest_report)),
+        bars=Bars(slo_ttft_ms=inputs.slo_ttft_ms, slo_tpot_ms=inputs.slo_tpot_ms, margin=inputs.eval_margin),
     )
+    dataset = Path(paths.detect_report).parent / "train.jsonl"
+    try:
+        registered = register_model(
+            Path(inputs.model_uri),
+            inputs.registered_model,
+            dataset=dataset if dataset.is_file() else None,
+            base_model=inputs.base_model,
+            verdict=verdict,
+            workflow=inputs.workflow_name,
+            experiment=inputs.mlflow_experiment,
+            tracking_uri=inputs.mlflow_tracking_uri,
+        )
+    except RegistryError as err:
+        if decision.released:
+            raise
+        return {"registered": False, "error": str(err)}
     return registered.model_dump(mode="json")
 
 

@@ -3,21 +3,24 @@
 The pod's spelling, `python -m components.release --model DIR --registered-model NAME --report FILE`, is
 `register` (the command that runs when none is named): it registers the model with its lineage (the workflow from
 VCPILOT_WORKFLOW, MLflow from MLFLOW_TRACKING_URI and MLFLOW_EXPERIMENT_NAME), promotes it unless `--no-promote`,
-and writes what it did to the report. The work is in components/release/register.py and registry.py; exit codes
-are every step program's (components/errors.py).
+and writes what it did to the report. The work is in components/release/register.py, verdict.py and
+registry.py; exit codes are every step program's (components/errors.py).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from components.entry import reported
 
-__all__ = ["app", "register_command", "rollback_command", "show_command"]
+if TYPE_CHECKING:
+    from components.release.registry import RegistryView
+
+__all__ = ["app", "register_command", "render_view", "rollback_command", "show_command"]
 
 app = typer.Typer(
     help="Model versions in the MLflow registry: register with lineage, roll back, show.",
@@ -42,9 +45,20 @@ def register_command(
     ] = None,
     base_model: Annotated[str, typer.Option("--base-model", help="The model it was fine-tuned from.")] = "",
     checkpoint: Annotated[str, typer.Option("--checkpoint", help="The checkpoint it was exported from.")] = "",
-    metrics: Annotated[
-        Path | None, typer.Option("--metrics", help="A JSON report whose numbers become metrics (evaluate's).")
+    training_run: Annotated[
+        str, typer.Option("--training-run", help="The MLflow run that trained it (default: the workflow's last).")
+    ] = "",
+    evaluation: Annotated[
+        Path | None,
+        typer.Option("--evaluation", "--metrics", help="The evaluate report: scores and perplexities."),
     ] = None,
+    loadtest: Annotated[
+        Path | None, typer.Option("--loadtest", help="The load-test report: p95 TTFT/TPOT, goodput, errors.")
+    ] = None,
+    slo_ttft_ms: Annotated[float | None, typer.Option("--slo-ttft-ms", help="The TTFT SLO it was held to.")] = None,
+    slo_tpot_ms: Annotated[float | None, typer.Option("--slo-tpot-ms", help="The TPOT SLO it was held to.")] = None,
+    margin: Annotated[float | None, typer.Option("--margin", help="The margin it had to beat the champion by.")] = None,
+    reason: Annotated[str, typer.Option("--reason", help="Why it is (not) promoted, in a sentence.")] = "",
     workflow: Annotated[str, typer.Option("--workflow", help="The workflow run (default: $VCPILOT_WORKFLOW).")] = "",
     experiment: Annotated[
         str, typer.Option("--experiment", help="MLflow experiment (default: $MLFLOW_EXPERIMENT_NAME or llm-autopilot).")
@@ -56,20 +70,27 @@ def register_command(
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Register a model directory as a new version with its lineage, and make it the champion."""
+    """Register a model directory as a new version with its lineage and scores, and make it the champion."""
     from components.files import write_json
     from components.release.register import register_model
+    from components.release.verdict import Bars, Verdict, read_scores
 
+    verdict = Verdict(
+        promoted=promote,
+        reason=reason,
+        scores=read_scores(evaluation, loadtest),
+        bars=Bars(slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, margin=margin),
+    )
     done = register_model(
         model,
         name,
         dataset=dataset,
         base_model=base_model,
         checkpoint=checkpoint,
-        metrics=metrics,
+        training_run=training_run,
+        verdict=verdict,
         workflow=workflow,
         experiment=experiment,
-        promote=promote,
         tracking_uri=tracking_uri,
     )
     if report is not None:
@@ -78,7 +99,8 @@ def register_command(
         typer.echo(done.model_dump_json(indent=2))
         return
     moved = f"champion is now {done.champion}" + (f", previous {done.previous}" if done.previous else "")
-    typer.echo(f"registered {model} as version {done.version} of {name}; {moved if done.promoted else 'not promoted'}")
+    typer.echo(f"registered {model} as version {done.version} of {name}; {moved if done.promoted else 'no alias'}")
+    typer.echo(done.description)
 
 
 @app.command("rollback")
@@ -100,10 +122,7 @@ def rollback_command(name: Name, tracking_uri: TrackingUri = "", as_json: JsonFl
 @app.command("show")
 @reported
 def show_command(name: Name, tracking_uri: TrackingUri = "", as_json: JsonFlag = False) -> None:
-    """Show where the aliases point and every version with its lineage."""
-    from rich.console import Console
-    from rich.table import Table
-
+    """Show what the model is, where the aliases point, and every version with its lineage, scores and verdict."""
     from components.release.registry import connect, view
     from components.tracking.adapter import quiet, resolve_uri
 
@@ -112,17 +131,40 @@ def show_command(name: Name, tracking_uri: TrackingUri = "", as_json: JsonFlag =
     if as_json:
         typer.echo(json.dumps(shown.model_dump(), indent=2))
         return
+    typer.echo(render_view(shown))
+
+
+_LINEAGE = {  # tag → how `show` names it, in the order it prints them
+    "vcpilot.workflow": "workflow",
+    "vcpilot.parent_run": "workflow run",
+    "vcpilot.training_run": "training run",
+    "vcpilot.dataset_digest": "dataset",
+    "vcpilot.base_model": "base",
+    "vcpilot.checkpoint": "checkpoint",
+    "vcpilot.replaced": "replaced",
+}
+
+
+def render_view(shown: RegistryView) -> str:
+    """`release show` as text: the model's description and aliases, then each version in a few lines."""
+    from components.release.verdict import BAR_PREFIX, METRIC_PREFIX
+
     aliases = ", ".join(f"{alias} → {version}" for alias, version in sorted(shown.aliases.items())) or "none"
-    table = Table("version", "aliases", "workflow", "dataset", "metrics", title=f"{name} (aliases: {aliases})")
+    lines = [shown.name] + ([f"  {shown.description}"] if shown.description else []) + [f"  aliases: {aliases}"]
     for v in shown.versions:
-        metric_tags = {
-            k.removeprefix("vcpilot.metric."): t for k, t in v.tags.items() if k.startswith("vcpilot.metric.")
-        }
-        table.add_row(
-            v.version,
-            ", ".join(v.aliases) or "-",
-            v.tags.get("vcpilot.workflow", "-"),
-            v.tags.get("vcpilot.dataset_digest", "-")[:19],
-            ", ".join(f"{k}={t}" for k, t in sorted(metric_tags.items())) or "-",
-        )
-    Console().print(table)
+        lines += ["", f"version {v.version}" + (f" [{', '.join(v.aliases)}]" if v.aliases else "")]
+        runs = [f"release run {v.run_id}"] if v.run_id else []
+        where = runs + [f"{label} {v.tags[tag]}" for tag, label in _LINEAGE.items() if v.tags.get(tag)]
+        if where:
+            lines.append("  " + "; ".join(where))
+        numbers = [
+            f"{k.removeprefix(METRIC_PREFIX)}={t}" for k, t in sorted(v.tags.items()) if k.startswith(METRIC_PREFIX)
+        ]
+        bars = [f"{k.removeprefix(BAR_PREFIX)}={t}" for k, t in sorted(v.tags.items()) if k.startswith(BAR_PREFIX)]
+        if numbers:
+            lines.append("  scores: " + ", ".join(numbers))
+        if bars:
+            lines.append("  bars: " + ", ".join(bars))
+        if v.description:
+            lines.append(f"  {v.description}")
+    return "\n".join(lines)

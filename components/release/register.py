@@ -1,26 +1,25 @@
-"""Registering a model version with its lineage, and promoting it to champion.
+"""Registering a model version with its lineage and its verdict, and promoting it to champion.
 
 The model directory is logged as the artifacts of a `release` run — a child of the workflow's parent run when
 the release happens inside a workflow — and the version's source is that artifact location, so loading a
 version back is downloading its files. No MLflow model flavor is involved: any directory registers.
 
-Lineage tags on the version (and on its run) say where it came from: `vcpilot.workflow`, `vcpilot.dataset`
-and `vcpilot.dataset_digest` (sha256 of the training set), `vcpilot.base_model`, `vcpilot.checkpoint`, and
-`vcpilot.metric.<name>` for each metric (also logged as run metrics).
+Lineage tags on the version (and on its run) say where it came from: `vcpilot.workflow`, `vcpilot.parent_run`
+and `vcpilot.training_run` (the workflow's MLflow runs), `vcpilot.dataset` and `vcpilot.dataset_digest`
+(sha256 of the training set), `vcpilot.base_model`, `vcpilot.checkpoint`. The verdict (verdict.py) adds the
+scores, the bars and whether it was promoted, and writes the version's description. A version that is not
+promoted is registered all the same, without an alias, so the registry keeps every candidate and its reason.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
-import math
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from components.errors import InputError
 from components.release.registry import (
@@ -29,8 +28,10 @@ from components.release.registry import (
     REPLACED_TAG,
     aliases,
     connect,
+    describe_model,
     mlflow_errors,
 )
+from components.release.verdict import Verdict, describe, verdict_tags
 from components.tracking.adapter import (
     DEFAULT_EXPERIMENT,
     PARENT_TAG,
@@ -52,10 +53,11 @@ __all__ = [
     "dataset_digest",
     "lineage_from",
     "lineage_tags",
-    "read_metrics",
     "register",
     "register_model",
 ]
+
+TRAINING_STEP = "finetune"  # the step tag of a training attempt's run (components/finetune/tracking.py)
 
 
 class Lineage(BaseModel):
@@ -64,11 +66,12 @@ class Lineage(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     workflow: str = ""
+    parent_run: str = ""  # the workflow's MLflow run; filled in when the version is registered
+    training_run: str = ""  # the training attempt's run that made the model, when it is known
     dataset: str = ""
     dataset_digest: str = ""
     base_model: str = ""
     checkpoint: str = ""
-    metrics: dict[str, float] = Field(default_factory=dict)
 
 
 class Registered(BaseModel):
@@ -81,7 +84,9 @@ class Registered(BaseModel):
     promoted: bool
     champion: str | None
     previous: str | None
+    description: str
     lineage: Lineage
+    verdict: Verdict
 
 
 def _train_file(path: str | Path) -> Path:
@@ -104,33 +109,9 @@ def dataset_digest(path: str | Path) -> str:
     return f"sha256:{digest.hexdigest()}"
 
 
-def read_metrics(path: str | Path) -> dict[str, float]:
-    """The numeric top-level fields of a JSON report (e.g. the evaluate report) as metrics."""
-    file = Path(path)
-    if not file.is_file():
-        raise InputError(f"the metrics report {file} does not exist")
-    try:
-        data = json.loads(file.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise InputError(f"the metrics report {file} is not JSON") from None
-    if not isinstance(data, dict):
-        raise InputError(f"the metrics report {file} is not a JSON object")
-    return {
-        key: float(value)
-        for key, value in data.items()
-        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    }
-
-
 def lineage_tags(lineage: Lineage) -> dict[str, str]:
     """The lineage as registry tags (empty fields are left out)."""
-    tags = {
-        f"vcpilot.{field}": str(value)
-        for field, value in lineage.model_dump(exclude={"metrics"}).items()
-        if value not in ("", None)
-    }
-    tags.update({f"vcpilot.metric.{name}": f"{value:g}" for name, value in sorted(lineage.metrics.items())})
-    return tags
+    return {f"vcpilot.{field}": str(value) for field, value in lineage.model_dump().items() if value not in ("", None)}
 
 
 def _experiment_id(client: Any, tracking_uri: str, experiment: str, workflow: str) -> tuple[str, str | None]:
@@ -144,36 +125,54 @@ def _experiment_id(client: Any, tracking_uri: str, experiment: str, workflow: st
     return str(client.create_experiment(experiment, artifact_root(tracking_uri))), None
 
 
+def _training_run(client: Any, experiment_id: str, parent: str) -> str:
+    """The workflow's last finished training attempt (the one whose model is released), or "" when none is."""
+    runs = client.search_runs(
+        [experiment_id],
+        filter_string=f"tags.`{PARENT_TAG}` = '{parent}' and tags.`{STEP_TAG}` = '{TRAINING_STEP}'",
+        order_by=["attributes.start_time DESC"],
+        max_results=20,
+    )
+    finished = [run for run in runs if run.info.status == "FINISHED"]
+    return str(finished[0].info.run_id) if finished else ""
+
+
 def register(
     client: Any,
     name: str,
     model_dir: str | Path,
     lineage: Lineage,
+    verdict: Verdict | None = None,
     *,
     experiment: str = DEFAULT_EXPERIMENT,
-    promote: bool = True,
 ) -> Registered:
-    """Log `model_dir` as a run's artifacts, register it as a new version of `name`, and (by default) promote it.
+    """Log `model_dir` as a run's artifacts, register it as a new version of `name`, promote it if `verdict` says.
 
-    Promoting moves `champion` to the new version and `previous` to the version that was champion. The model
-    directory is checked before MLflow is touched; RegistryError or ValueError say what went wrong.
+    Promoting moves `champion` to the new version and `previous` to the version that was champion; a version
+    that is not promoted gets no alias. Either way the version carries the lineage and the verdict as tags and
+    the verdict's sentence as its description. Without a verdict the version is promoted (a first champion).
+    The model directory is checked before MLflow is touched; RegistryError or InputError say what went wrong.
     """
+    verdict = verdict or Verdict()
     directory = Path(model_dir)
     if not directory.is_dir():
         raise InputError(f"the model directory {directory} does not exist")
     if not any(directory.iterdir()):
         raise InputError(f"the model directory {directory} is empty; nothing to register")
-    tags = lineage_tags(lineage)
     uri = str(client.tracking_uri)
     with mlflow_errors(f"registering {directory} as {name}", uri):
         experiment_id, parent = _experiment_id(client, uri, experiment, lineage.workflow)
+        if parent:
+            found = lineage.training_run or _training_run(client, experiment_id, parent)
+            lineage = lineage.model_copy(update={"parent_run": parent, "training_run": found})
+        tags = lineage_tags(lineage) | verdict_tags(verdict)
         # Not the workflow tag on the run: `workflow_run` finds the parent run by it. The parent link says it.
         run_tags = {STEP_TAG: "release"} | {k: v for k, v in tags.items() if k != WORKFLOW_TAG}
         run_tags |= {PARENT_TAG: parent} if parent else {}
         run = client.create_run(experiment_id, run_name=f"release-{name}", tags=run_tags)
         run_id = run.info.run_id
         try:
-            for metric, value in lineage.metrics.items():
+            for metric, value in verdict.scores.numbers().items():
                 client.log_metric(run_id, metric, value)
             client.log_artifacts(run_id, str(directory), artifact_path="model")
         except BaseException:
@@ -184,18 +183,22 @@ def register(
         client.set_terminated(run_id, status="FINISHED")
         current = aliases(client, name)
         if current is None:
-            client.create_registered_model(name, description="Registered by vcpilot release; see its aliases.")
+            client.create_registered_model(name)
         old = (current or {}).get(CHAMPION)
+        promote = verdict.promoted
         version_tags = tags | ({REPLACED_TAG: old} if promote and old else {})
+        description = describe(verdict)
         mv = client.create_model_version(
-            name, source=f"{run.info.artifact_uri}/model", run_id=run_id, tags=version_tags
+            name, source=f"{run.info.artifact_uri}/model", run_id=run_id, tags=version_tags, description=description
         )
         version = str(mv.version)
         if promote:
             client.set_registered_model_alias(name, CHAMPION, version)
             if old and old != version:
                 client.set_registered_model_alias(name, PREVIOUS, old)
-        now = aliases(client, name) or {}
+    by = f"workflow {lineage.workflow}" if lineage.workflow else "`vcpilot release register`"
+    describe_model(client, name, by=by if promote else "")
+    now = aliases(client, name) or {}
     return Registered(
         name=name,
         version=version,
@@ -204,7 +207,9 @@ def register(
         promoted=promote,
         champion=now.get(CHAMPION),
         previous=now.get(PREVIOUS),
+        description=description,
         lineage=lineage,
+        verdict=verdict,
     )
 
 
@@ -214,16 +219,16 @@ def lineage_from(
     dataset: str | Path | None = None,
     base_model: str = "",
     checkpoint: str = "",
-    metrics: Mapping[str, float] | None = None,
+    training_run: str = "",
 ) -> Lineage:
     """A Lineage from what a command line gives: the dataset's digest is computed here."""
     return Lineage(
         workflow=workflow,
+        training_run=training_run,
         dataset=str(_train_file(dataset)) if dataset else "",
         dataset_digest=dataset_digest(dataset) if dataset else "",
         base_model=base_model,
         checkpoint=checkpoint,
-        metrics=dict(metrics or {}),
     )
 
 
@@ -234,16 +239,17 @@ def register_model(
     dataset: Path | None = None,
     base_model: str = "",
     checkpoint: str = "",
-    metrics: Path | None = None,
+    training_run: str = "",
+    verdict: Verdict | None = None,
     workflow: str = "",
     experiment: str = "",
-    promote: bool = True,
     tracking_uri: str = "",
 ) -> Registered:
-    """Check the inputs, then register `model` as a new version of `name` (and promote it unless told not to).
+    """Check the inputs, then register `model` as a new version of `name`, promoted if the verdict says so.
 
     Everything local is checked before MLflow is contacted, so a bad input or an unreachable server changes
-    nothing. Raises InputError or RegistryError with one sentence.
+    nothing. The verdict (verdict.py `read_scores` reads it from the reports) defaults to promoting. Raises
+    InputError or RegistryError with one sentence.
     """
     quiet()
     if not name:
@@ -255,8 +261,8 @@ def register_model(
         dataset=dataset,
         base_model=base_model,
         checkpoint=checkpoint,
-        metrics=read_metrics(metrics) if metrics else None,
+        training_run=training_run,
     )
     client = connect(resolve_uri(tracking_uri))
     experiment = experiment_name(experiment)
-    return register(client, name, model, lineage, experiment=experiment, promote=promote)
+    return register(client, name, model, lineage, verdict, experiment=experiment)

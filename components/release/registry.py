@@ -3,7 +3,8 @@
 A registered model's versions point at run artifacts (the model directory as files). `champion` is the version
 the service should run; `previous` the one it replaced, so that a rollback is one alias move. Each promoted
 version carries the tag `vcpilot.replaced` with the version it replaced, which lets successive rollbacks walk
-back through the history.
+back through the history. The registered model's description says what it is and what last changed its
+champion (a workflow, or a rollback); the tag `vcpilot.champion_changed_by` keeps the latter.
 
 Every call that reaches MLflow goes through `mlflow_errors`, so a person sees one sentence, never a traceback:
 `RegistryError` when MLflow answered and refused, `RegistryUnavailable` — a RegistryError that is also the
@@ -25,6 +26,7 @@ from components.tracking.adapter import TrackingUnavailable, check_reachable, cl
 
 __all__ = [
     "CHAMPION",
+    "CHANGED_BY_TAG",
     "PREVIOUS",
     "REPLACED_TAG",
     "ROLLED_BACK_TAG",
@@ -35,9 +37,11 @@ __all__ = [
     "Rollback",
     "aliases",
     "connect",
+    "describe_model",
     "download",
     "find_alias",
     "mlflow_errors",
+    "model_description",
     "rollback",
     "view",
 ]
@@ -45,6 +49,7 @@ __all__ = [
 CHAMPION, PREVIOUS = "champion", "previous"
 REPLACED_TAG = "vcpilot.replaced"
 ROLLED_BACK_TAG = "vcpilot.rolled_back"
+CHANGED_BY_TAG = "vcpilot.champion_changed_by"
 
 
 class RegistryError(VcpilotError):
@@ -72,14 +77,17 @@ class ModelVersion(BaseModel):
     run_id: str | None = None
     created_ms: int | None = None
     aliases: list[str] = []
+    description: str = ""  # why it was or was not promoted, with the numbers
     tags: dict[str, str] = {}
 
 
 class RegistryView(BaseModel):
-    """A registered model: where its aliases point and all its versions, newest first."""
+    """A registered model: what it is, where its aliases point and all its versions, newest first."""
 
     name: str
+    description: str = ""
     aliases: dict[str, str]
+    tags: dict[str, str] = {}
     versions: list[ModelVersion]
 
 
@@ -189,6 +197,7 @@ def _to_view(mv: Any) -> ModelVersion:
         run_id=mv.run_id or None,
         created_ms=mv.creation_timestamp,
         aliases=list(mv.aliases or []),
+        description=mv.description or "",
         tags=dict(mv.tags or {}),
     )
 
@@ -207,6 +216,7 @@ def view(client: Any, name: str) -> RegistryView:
     if found is None:
         raise RegistryError(f"there is no registered model {name}; register one with `vcpilot release register`")
     with mlflow_errors(f"listing the versions of {name}", _uri(client)):
+        model = client.get_registered_model(name)
         found_versions = client.search_model_versions(f"name = '{name}'")
     # Searches do not fill in a version's aliases on every store; the registered model's map is authoritative.
     by_version: dict[str, list[str]] = {}
@@ -216,7 +226,38 @@ def view(client: Any, name: str) -> RegistryView:
         _to_view(mv).model_copy(update={"aliases": by_version.get(str(mv.version), [])}) for mv in found_versions
     ]
     versions.sort(key=lambda v: int(v.version) if v.version.isdigit() else 0, reverse=True)
-    return RegistryView(name=name, aliases=found, versions=versions)
+    return RegistryView(
+        name=name,
+        description=model.description or "",
+        aliases=found,
+        tags=dict(model.tags or {}),
+        versions=versions,
+    )
+
+
+def model_description(name: str, champion: str | None, changed_by: str) -> str:
+    """What the registered model is, and what made its current champion one."""
+    what = (
+        f"{name}: the language model that vcpilot's autopilot fine-tunes and serves. Every candidate is a version, "
+        "tagged with its runs, dataset digest and scores; `champion` is the version to serve, `previous` the one "
+        "it replaced."
+    )
+    if champion is None:
+        return f"{what} There is no champion yet."
+    return f"{what} Version {champion} is champion, made so by {changed_by or 'an earlier release'}."
+
+
+def describe_model(client: Any, name: str, *, by: str = "") -> str:
+    """Write the registered model's description; `by` is what just changed its champion ("": nothing did)."""
+    found = aliases(client, name) or {}
+    with mlflow_errors(f"describing registered model {name}", _uri(client)):
+        if by:
+            client.set_registered_model_tag(name, CHANGED_BY_TAG, by)
+        else:
+            by = client.get_registered_model(name).tags.get(CHANGED_BY_TAG, "")
+        description = model_description(name, found.get(CHAMPION), by)
+        client.update_registered_model(name, description=description)
+    return description
 
 
 def download(client: Any, version: ModelVersion, destination: str | Path) -> Path:
@@ -255,6 +296,7 @@ def rollback(client: Any, name: str) -> Rollback:
             client.delete_registered_model_alias(name, PREVIOUS)
         if rolled_back:
             client.set_model_version_tag(name, rolled_back, ROLLED_BACK_TAG, "true")
+    describe_model(client, name, by=f"a rollback from version {rolled_back}" if rolled_back else "a rollback")
     return Rollback(name=name, champion=restored.version, rolled_back=rolled_back, previous=older)
 
 

@@ -17,6 +17,7 @@ from components.release.__main__ import main as release_main
 from components.release.cli import app
 from components.release.register import Lineage, register, register_model
 from components.release.registry import RegistryError, connect, download, find_alias, rollback, view
+from components.release.verdict import Verdict
 from components.tracking.runs import workflow_run
 
 pytestmark = pytest.mark.integration
@@ -29,7 +30,27 @@ def client(mlflow_server):
     return connect(mlflow_server)
 
 
-def test_registering_twice_makes_v2_the_champion_and_v1_previous_with_lineage(
+def write_reports(tmp_path, name, *, candidate, champion, ttft=210.0, champion_version=None):
+    """An evaluate and a load-test report as the steps write them (only the fields release reads, and a few more)."""
+    evaluation = tmp_path / f"{name}-evaluate.json"
+    evaluation.write_text(
+        json.dumps(
+            {"candidate_score": candidate, "champion_score": champion, "metric": "exact_match", "examples": 2}
+            | {"candidate_perplexity": 3.5, "champion_perplexity": None if champion is None else 4.0}
+            | {"champion_version": champion_version}
+        )
+    )
+    loadtest = tmp_path / f"{name}-loadtest.json"
+    loadtest.write_text(
+        json.dumps({"ttft_p95_ms": ttft, "tpot_p95_ms": 12.0, "goodput_rps": 3.5, "errors": 0, "requests": 40})
+    )
+    return ["--evaluation", str(evaluation), "--loadtest", str(loadtest)]
+
+
+BARS = ["--slo-ttft-ms", "500", "--slo-tpot-ms", "50", "--margin", "0.05"]
+
+
+def test_promoting_twice_makes_v2_the_champion_and_v1_previous_with_lineage_scores_and_reasons(
     mlflow_server, client, model_dir, tmp_path, monkeypatch, capsys
 ):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
@@ -37,30 +58,110 @@ def test_registering_twice_makes_v2_the_champion_and_v1_previous_with_lineage(
     monkeypatch.setenv("VCPILOT_WORKFLOW", "wf-lineage")
     train = tmp_path / "train.jsonl"
     train.write_text('{"prompt": "Q: price of red mug?\\nA:", "completion": " $12"}\n')
-    metrics = tmp_path / "evaluate.json"
-    metrics.write_text(json.dumps({"candidate_score": 0.8, "champion_score": None, "metric": "exact_match"}))
+    parent = workflow_run(mlflow_server, "release-tests", "wf-lineage")
+    experiment_id = client.get_run(parent).info.experiment_id
+    tags = {"mlflow.parentRunId": parent, "vcpilot.step": "finetune"}
+    training = client.create_run(experiment_id, run_name="train-1", tags=tags).info.run_id
+    client.set_terminated(training, status="FINISHED")
     common = ["--model", str(model_dir), "--registered-model", "shop-lineage", "--dataset", str(train)]
-    common += ["--base-model", "tiny", "--metrics", str(metrics)]
-    assert release_main([*common, "--checkpoint", "step-10", "--report", str(tmp_path / "r1.json")]) == 0
-    assert release_main([*common, "--checkpoint", "step-20", "--report", str(tmp_path / "r2.json")]) == 0
+    common += ["--base-model", "tiny", *BARS]
+    first = write_reports(tmp_path, "v1", candidate=0.74, champion=None)
+    assert release_main([*common, *first, "--checkpoint", "step-10", "--report", str(tmp_path / "r1.json")]) == 0
+    second = write_reports(tmp_path, "v2", candidate=0.82, champion=0.74, champion_version="1")
+    assert release_main([*common, *second, "--checkpoint", "step-20", "--report", str(tmp_path / "r2.json")]) == 0
     capsys.readouterr()
 
-    second = json.loads((tmp_path / "r2.json").read_text())
-    assert (second["version"], second["champion"], second["previous"]) == ("2", "2", "1")
+    report = json.loads((tmp_path / "r2.json").read_text())
+    assert (report["version"], report["champion"], report["previous"]) == ("2", "2", "1")
     shown = view(client, "shop-lineage")
     assert shown.aliases == {"champion": "2", "previous": "1"}
-    v2 = find_alias(client, "shop-lineage", "champion")
-    assert v2.tags["vcpilot.workflow"] == "wf-lineage"
+    assert "shop-lineage: the language model that vcpilot's autopilot fine-tunes and serves" in shown.description
+    assert shown.description.endswith("Version 2 is champion, made so by workflow wf-lineage.")
+    v2, v1 = shown.versions
+    assert v2.description == (
+        "Promoted: exact match 0.82 vs champion 0.74 (+0.08 ≥ margin 0.05); p95 TTFT 210 ms ≤ SLO 500 ms; "
+        "p95 TPOT 12 ms ≤ SLO 50 ms; 0 of 40 load-test requests failed."
+    )
+    assert v1.description.startswith("Promoted: exact match 0.74 with no champion to beat; p95 TTFT 210 ms")
+    # The runs: the version's own (release, a child of the workflow's run), the workflow's, the training attempt.
+    assert v2.tags["vcpilot.workflow"] == "wf-lineage" and v2.tags["vcpilot.parent_run"] == parent
+    assert v2.tags["vcpilot.training_run"] == training
+    run = client.get_run(v2.run_id)
+    assert run.data.tags["mlflow.parentRunId"] == parent and run.data.tags["vcpilot.step"] == "release"
     assert v2.tags["vcpilot.dataset_digest"] == "sha256:" + hashlib.sha256(train.read_bytes()).hexdigest()
     assert v2.tags["vcpilot.base_model"] == "tiny" and v2.tags["vcpilot.checkpoint"] == "step-20"
-    assert v2.tags["vcpilot.metric.candidate_score"] == "0.8" and v2.tags["vcpilot.replaced"] == "1"
-
-    run = client.get_run(v2.run_id)
-    assert run.data.tags["mlflow.parentRunId"] == workflow_run(mlflow_server, "release-tests", "wf-lineage")
-    assert run.data.metrics["candidate_score"] == 0.8
+    assert v2.tags["vcpilot.replaced"] == "1" and v2.tags["vcpilot.promoted"] == "true"
+    scores = {k.removeprefix("vcpilot.metric."): t for k, t in v2.tags.items() if k.startswith("vcpilot.metric.")}
+    assert scores == {
+        "candidate_score": "0.82",
+        "champion_score": "0.74",
+        "candidate_perplexity": "3.5",
+        "champion_perplexity": "4",
+        "ttft_p95_ms": "210",
+        "tpot_p95_ms": "12",
+        "goodput_rps": "3.5",
+        "errors": "0",
+        "requests": "40",
+    }
+    assert (v2.tags["vcpilot.bar.slo_ttft_ms"], v2.tags["vcpilot.bar.margin"]) == ("500", "0.05")
+    assert v2.tags["vcpilot.compared_with"] == "1" and v2.tags["vcpilot.metric_name"] == "exact_match"
+    assert run.data.metrics["candidate_score"] == 0.82 and run.data.metrics["ttft_p95_ms"] == 210.0
     fetched = download(client, v2, tmp_path / "fetched")
     assert sorted(p.name for p in fetched.iterdir()) == ["config.json", "weights.bin"]
     assert (fetched / "weights.bin").read_bytes() == (model_dir / "weights.bin").read_bytes()
+
+    text = runner.invoke(app, ["show", "--registered-model", "shop-lineage", "--tracking-uri", mlflow_server])
+    assert text.exit_code == 0, text.output
+    assert "aliases: champion → 2, previous → 1" in text.output
+    assert "version 2 [champion]" in text.output and "version 1 [previous]" in text.output
+    runs = f"release run {v2.run_id}; workflow wf-lineage; workflow run {parent}; training run {training}"
+    assert runs in text.output
+    assert "candidate_score=0.82" in text.output and "ttft_p95_ms=210" in text.output
+    assert v2.description in text.output and "made so by workflow wf-lineage" in text.output
+    as_json = runner.invoke(
+        app, ["show", "--registered-model", "shop-lineage", "--tracking-uri", mlflow_server, "--json"]
+    )
+    data = json.loads(as_json.stdout)
+    assert data["description"] == shown.description
+    assert data["versions"][0]["description"] == v2.description and data["versions"][0]["aliases"] == ["champion"]
+    assert data["versions"][0]["tags"]["vcpilot.training_run"] == training
+
+
+def test_a_candidate_that_is_not_promoted_is_registered_without_an_alias_and_says_why(
+    mlflow_server, client, model_dir, tmp_path
+):
+    base = ["register", "--model", str(model_dir), "--registered-model", "shop-held", "--tracking-uri", mlflow_server]
+    first = runner.invoke(app, [*base, *BARS, *write_reports(tmp_path, "a", candidate=0.7, champion=None)])
+    assert first.exit_code == 0, first.output
+    slow = write_reports(tmp_path, "b", candidate=0.9, champion=0.7, ttft=900.0, champion_version="1")
+    reason = "p95 TTFT 900 ms is over its SLO of 500 ms"
+    held = runner.invoke(app, [*base, *BARS, *slow, "--no-promote", "--reason", reason, "--json"])
+    assert held.exit_code == 0, held.output
+    done = json.loads(held.stdout)
+    assert (done["version"], done["promoted"], done["champion"], done["previous"]) == ("2", False, "1", None)
+
+    shown = view(client, "shop-held")
+    assert shown.aliases == {"champion": "1"}
+    v2 = shown.versions[0]
+    assert v2.aliases == [] and v2.tags["vcpilot.promoted"] == "false" and v2.tags["vcpilot.reason"] == reason
+    assert "vcpilot.replaced" not in v2.tags
+    assert v2.description == (
+        "Not promoted: p95 TTFT 900 ms > SLO 500 ms; exact match 0.9 vs champion 0.7 (+0.20 ≥ margin 0.05); "
+        "p95 TPOT 12 ms ≤ SLO 50 ms; 0 of 40 load-test requests failed."
+    )
+    assert shown.description.endswith("Version 1 is champion, made so by `vcpilot release register`.")
+    text = runner.invoke(app, ["show", "--registered-model", "shop-held", "--tracking-uri", mlflow_server]).output
+    assert "version 2\n" in text and "Not promoted: p95 TTFT 900 ms > SLO 500 ms" in text
+
+
+def test_a_bad_report_is_one_sentence_and_nothing_is_registered(mlflow_server, client, model_dir, tmp_path):
+    (tmp_path / "bad.json").write_text("{")
+    done = runner.invoke(
+        app, ["register", "--model", str(model_dir), "--registered-model", "shop-bad"]
+        + ["--tracking-uri", mlflow_server, "--loadtest", str(tmp_path / "bad.json")]
+    )  # fmt: skip
+    assert done.exit_code == 2 and done.output.count("\n") == 1 and "is not JSON" in done.output
+    assert find_alias(client, "shop-bad", "champion") is None
 
 
 def test_rollback_makes_v1_the_champion_again(mlflow_server, model_dir):
@@ -71,9 +172,12 @@ def test_rollback_makes_v1_the_champion_again(mlflow_server, model_dir):
     assert first.exit_code == 0, first.output
     assert json.loads(first.stdout)["champion"] == "1"
     register_model(model_dir, "shop-rollback", tracking_uri=mlflow_server)
+    assert view(connect(mlflow_server), "shop-rollback").aliases == {"champion": "2", "previous": "1"}
     rolled = runner.invoke(app, ["rollback", "--registered-model", "shop-rollback", "--tracking-uri", mlflow_server])
     assert rolled.exit_code == 0, rolled.output
     assert "champion is version 1 again (was 2)" in rolled.output
+    described = view(connect(mlflow_server), "shop-rollback").description
+    assert described.endswith("Version 1 is champion, made so by a rollback from version 2.")
     shown = runner.invoke(
         app, ["show", "--registered-model", "shop-rollback", "--tracking-uri", mlflow_server, "--json"]
     )
@@ -100,7 +204,7 @@ def test_successive_rollbacks_walk_back_through_the_promotions(client, model_dir
 
 def test_a_version_registered_without_promotion_leaves_the_aliases_alone(client, model_dir, tmp_path):
     register(client, "shop-quiet", model_dir, Lineage())
-    held = register(client, "shop-quiet", model_dir, Lineage(), promote=False)
+    held = register(client, "shop-quiet", model_dir, Lineage(), Verdict(promoted=False))
     assert (held.version, held.promoted, held.champion, held.previous) == ("2", False, "1", None)
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="is empty"):

@@ -1,13 +1,12 @@
-"""Lineage of a model version: the training set's digest, the tags, the metrics taken from a report."""
+"""Lineage of a model version: the training set's digest and the tags it becomes."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 
 import pytest
 
-from components.release.register import Lineage, dataset_digest, lineage_from, lineage_tags, read_metrics
+from components.release.register import Lineage, dataset_digest, lineage_from, lineage_tags
 
 
 def test_the_dataset_digest_is_the_sha256_of_the_training_set(tmp_path):
@@ -19,22 +18,17 @@ def test_the_dataset_digest_is_the_sha256_of_the_training_set(tmp_path):
     assert "\n" not in str(err.value)
 
 
-def test_lineage_becomes_tags_and_metrics_come_from_a_report(tmp_path):
-    report = tmp_path / "evaluate.json"
-    report.write_text(json.dumps({"candidate_score": 0.75, "champion_score": None, "promote": True, "metric": "em"}))
+def test_lineage_becomes_tags(tmp_path):
     (tmp_path / "train.jsonl").write_text("{}\n")
     lineage = lineage_from(
-        workflow="wf-1", dataset=tmp_path, base_model="tiny", checkpoint="step-20", metrics=read_metrics(report)
+        workflow="wf-1", dataset=tmp_path, base_model="tiny", checkpoint="step-20", training_run="abc123"
     )
     assert lineage_tags(lineage) == {
         "vcpilot.workflow": "wf-1",
+        "vcpilot.training_run": "abc123",
         "vcpilot.dataset": str(tmp_path / "train.jsonl"),
         "vcpilot.dataset_digest": dataset_digest(tmp_path),
         "vcpilot.base_model": "tiny",
         "vcpilot.checkpoint": "step-20",
-        "vcpilot.metric.candidate_score": "0.75",
     }
     assert lineage_tags(Lineage()) == {}
-    with pytest.raises(ValueError, match="is not JSON"):
-        (tmp_path / "bad.json").write_text("{")
-        read_metrics(tmp_path / "bad.json")
