@@ -12,7 +12,7 @@ from components.loadtest import cli as loadtest_cli
 from components.logs import cli as logs_cli
 from components.release import cli as release_cli
 from components.serving import cli as serving_cli
-from pipelines import cli_cluster, cli_doctor, cli_lint, cli_plan, cli_run, cli_workflows
+from pipelines import cli_cluster, cli_doctor, cli_lint, cli_plan, cli_run, cli_runs, cli_workflows
 from pipelines.local import cli as local_cli
 
 __all__ = ["app"]
@@ -29,6 +29,8 @@ app.command("submit")(cli_workflows.submit_command)
 app.command("run-workflow")(local_cli.run_workflow_command)
 app.command("resume")(local_cli.resume_command)
 app.command("run")(cli_run.run_command)
+app.add_typer(cli_runs.app, name="runs")
+app.command("ui")(cli_runs.ui_command)
 app.command("finetune")(finetune_cli.finetune_command)
 app.command("loadtest")(loadtest_cli.loadtest_command)
 app.command("serve")(serving_cli.serve_command)

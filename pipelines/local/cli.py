@@ -89,6 +89,7 @@ def report_run(start: Callable[[Any], RunResult], json_output: bool) -> None:
                 result = start(lambda status: live.update(render_status(status)))
             console.print(render_status(result.status))
             console.print(_summary(result))
+            console.print(_next_steps(result.name), highlight=False, soft_wrap=True)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     raise typer.Exit(0 if result.phase == "Succeeded" else 1)
@@ -101,6 +102,19 @@ def _summary(result: RunResult) -> Text:
         line.append(f": {result.status['message']}")
     line.append(f"  ({result.home / 'runs' / result.name / 'status.json'})", style="dim")
     return line
+
+
+def _next_steps(name: str) -> Text:
+    """How to look at the run again: the commands live in `pipelines/cli_runs.py`, above this package."""
+    return Text.assemble(
+        "look at it again: ",
+        (f"vcpilot runs show {name}", "bold"),
+        " (steps, decisions, reports) · ",
+        (f"vcpilot runs logs {name} [STEP]", "bold"),
+        " · ",
+        ("vcpilot ui", "bold"),
+        " (MLflow)",
+    )
 
 
 def render_status(status: dict[str, Any]) -> Group:

@@ -26,7 +26,7 @@ from pipelines.local.engine.resources import ObjectCluster, OwnedObject
 from pipelines.local.engine.status import RunState, now_rfc3339
 from pipelines.local.workflow import Workflow, WorkflowError, load_workflow
 
-__all__ = ["RunResult", "WorkflowError", "delete_run", "resume", "run_workflow"]
+__all__ = ["RunResult", "WorkflowError", "delete_run", "is_running", "resume", "run_workflow"]
 
 OnUpdate = Callable[[dict[str, Any]], None]
 _FINISHED = ("Succeeded", "Failed", "Error")
@@ -118,6 +118,20 @@ def delete_run(name: str, *, home: str | Path | None = None, cluster: Any = None
                     with contextlib.suppress(ClusterError):
                         c.delete(obj["name"], obj.get("namespace") or "default", missing_ok=True)
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def is_running(name: str, *, home: str | Path | None = None) -> bool:
+    """Whether a runner holds the run's lock now (a run left `Running` by a killed runner is not running)."""
+    lock_path = _home(home) / "runs" / name / "runner.lock"
+    if not lock_path.is_file():
+        return False
+    with open(lock_path, "a") as lock:  # "a": probing must not truncate or create anything
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        return False
 
 
 @contextlib.contextmanager

@@ -1,0 +1,197 @@
+"""`vcpilot runs list|show|logs|delete` and `vcpilot ui`: find a workflow run again, read it, remove it.
+
+Wire into the main CLI with `app.add_typer(cli_runs.app, name="runs")` and `app.command("ui")(cli_runs.ui_command)`.
+Everything but the MLflow link comes from this machine's files (`pipelines/runs.py`); MLflow is asked last
+and its absence costs one note, never the command.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from components.entry import reported
+from components.tracking.adapter import TrackingUnavailable, experiment_name, resolve_uri
+from components.volcano.cluster_local import default_home
+from pipelines import runs_mlflow
+from pipelines.runs import RunDetail, RunSummary, check_name, list_runs, remove_run, show_run, step_logs
+
+__all__ = ["app", "delete_command", "list_command", "logs_command", "show_command", "ui_command"]
+
+app = typer.Typer(
+    help="Workflow runs on this machine: list, show, logs, delete.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON only.")]
+NameArgument = Annotated[str, typer.Argument(help="The run's name (its workflow name; see `vcpilot runs list`).")]
+
+
+@app.command("list")
+@reported
+def list_command(
+    json_output: JsonOption = False,
+    limit: Annotated[int, typer.Option(min=1, help="Show at most this many, newest first.")] = 20,
+) -> None:
+    """The recent workflow runs: outcome, the agent's decisions, the released version, the MLflow run."""
+    home = default_home()
+    found = list_runs(home, limit)
+    note = _link(home, found)
+    if json_output:
+        print(json.dumps([r.model_dump(mode="json") for r in found], indent=2))
+        return
+    if not found:
+        typer.echo(f"no runs in {home / 'runs'}; `vcpilot run` makes one")
+        return
+    for run in found:
+        typer.echo(f"{run.name}  {_outcome(run)}  {run.started_at or '-'} → {run.finished_at or '-'}")
+        if run.decisions:
+            typer.echo("  decisions: " + ", ".join(f"{d.stage}-{d.attempt}: {d.action}" for d in run.decisions))
+        if run.released or run.release_reason:
+            typer.echo(f"  released: {run.released or 'nothing'}")
+        if run.mlflow_url or run.mlflow_run_id:
+            typer.echo(f"  mlflow: {run.mlflow_url or run.mlflow_run_id}")
+    if note:
+        typer.echo(note, err=True)
+
+
+@app.command("show")
+@reported
+def show_command(name: NameArgument, json_output: JsonOption = False) -> None:
+    """A run's steps, the agent's decisions and their reasons, where its reports, logs and MLflow run are."""
+    home = default_home()
+    detail = show_run(home, name)
+    note = _link(home, [detail])
+    if note:
+        detail.notes.append(note)
+    if json_output:
+        print(json.dumps(detail.model_dump(mode="json"), indent=2))
+        return
+    _print_detail(detail)
+
+
+@app.command("logs")
+@reported
+def logs_command(
+    name: NameArgument,
+    step: Annotated[str | None, typer.Argument(help="A step's display or template name (default: every step).")] = None,
+) -> None:
+    """Print a step's log, or every step's log in the order they ran."""
+    chosen = step_logs(default_home(), name, step)
+    for view, log in chosen:
+        if len(chosen) > 1 or step is None:
+            typer.secho(f"── {view.name} ({view.template}, {view.phase}) {log}", dim=True)
+        sys.stdout.write(log.read_text(errors="replace"))
+        sys.stdout.flush()
+
+
+@app.command("delete")
+@reported
+def delete_command(
+    name: NameArgument, yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask first.")] = False
+) -> None:
+    """Remove a run's local state (runner directory, its VCJobs, its workspace directory) and its MLflow run."""
+    home = default_home()
+    detail = show_run(home, check_name(name))
+    if not yes:
+        typer.confirm(f"delete run {name} ({detail.phase}) and everything it wrote here?", abort=True)
+    removed = remove_run(home, name)
+    for line in removed.removed:
+        typer.echo(f"removed {line}")
+    where = runs_mlflow.target(home, detail.tracking_uri, detail.experiment)
+    typer.echo(runs_mlflow.mark_deleted(where, name))
+
+
+@reported
+def ui_command(
+    port: Annotated[int, typer.Option(min=1, max=65535, help="The port to serve on.")] = runs_mlflow.UI_PORT,
+    host: Annotated[str, typer.Option(help="The address to listen on (loopback unless you mean it).")] = (
+        runs_mlflow.UI_HOST
+    ),
+) -> None:
+    """Serve MLflow's UI on this machine's store (VCPILOT_HOME/mlflow.db) until Ctrl-C."""
+    from pipelines.mlflow_ui import check_port_free, experiment_id, serve
+
+    uri = resolve_uri()
+    if not uri.startswith("sqlite:///"):
+        typer.echo(f"MLFLOW_TRACKING_URI is {uri}: open its own UI (unset it to serve the local store)")
+        return
+    home = Path(uri.removeprefix("sqlite:///")).parent
+    check_port_free(host, port)  # before anything is said or started: a taken port is one sentence
+    typer.echo(f"starting MLflow's UI on {uri} …", err=True)
+    try:
+        with serve(uri, host, port, home / "mlflow-ui.log") as server:
+            experiment = experiment_name()
+            found = experiment_id(server.url, experiment)
+            typer.echo(f"MLflow UI: {server.url}")
+            if found:
+                typer.echo(f"experiment {experiment}: {server.url}/#/experiments/{found}")
+            typer.echo("Ctrl-C stops it", err=True)
+            server.process.wait()
+            typer.echo(f"mlflow server exited with {server.process.returncode} (log: {server.log})", err=True)
+            raise typer.Exit(1)
+    except KeyboardInterrupt:
+        typer.echo("MLflow UI stopped", err=True)
+
+
+def _link(home: Path, found: list[RunSummary] | list[RunDetail]) -> str:
+    """Fill in each run's MLflow run id and URL where MLflow answers; a note when it does not, else ""."""
+    by_target: dict[runs_mlflow.Target, list[RunSummary]] = {}
+    for run in found:
+        where = runs_mlflow.target(home, run.tracking_uri, run.experiment)
+        by_target.setdefault(where, []).append(run)
+    notes = []
+    for where, group in by_target.items():
+        try:
+            parents = runs_mlflow.find_parent_runs(where, [r.name for r in group] if len(group) == 1 else None)
+        except TrackingUnavailable as err:
+            notes.append(f"note: no MLflow links: {err.reason}")
+            continue
+        for run in group:
+            if parent := parents.get(run.name):
+                run.mlflow_run_id, run.mlflow_url = parent.run_id, parent.url
+    return "; ".join(notes)
+
+
+def _outcome(run: RunSummary) -> str:
+    if run.phase in ("Running", "Pending") and not run.running:
+        return f"{run.phase} (interrupted: `vcpilot resume {run.name}`)"
+    return run.phase + (f": {run.message}" if run.message else "")
+
+
+def _print_detail(run: RunDetail) -> None:
+    echo = typer.echo
+    echo(f"{run.name}  {_outcome(run)}")
+    echo(f"  started {run.started_at or '-'}, finished {run.finished_at or '-'}")
+    echo("steps:")
+    for step in run.steps:
+        took = f"{step.duration_s:.0f}s" if step.duration_s is not None else "-"
+        code = f"  exit {step.exit_code}" if step.exit_code is not None else ""
+        job = f"  VCJob {step.job}" if step.job else ""
+        echo(f"  {step.name}  {step.template}  {step.phase}  {took}{code}{job}")
+        if step.phase in ("Failed", "Error"):
+            for line in dict.fromkeys(x for x in (step.message, step.error) if x):
+                echo(f"    {line}")
+            for log in ([step.log] if step.log else []) + step.pod_logs[-2:]:
+                echo(f"    log: {log}")
+    if run.decisions:
+        echo("decisions:")
+        for d in run.decisions:
+            echo(f"  {d.stage}-{d.attempt}: {d.action} ({d.policy}): {d.rationale}")
+            echo(f"    {d.record}")
+    if run.released or run.release_reason:
+        echo(f"released: {run.released or 'nothing'}" + (f" ({run.release_reason})" if run.release_reason else ""))
+    if run.reports:
+        echo("reports:")
+        for report in run.reports:
+            echo(f"  {report}")
+    echo(f"runner's record: {run.run_dir}")
+    if run.mlflow_run_id:
+        echo(f"mlflow run: {run.mlflow_run_id}" + (f"  {run.mlflow_url}" if run.mlflow_url else ""))
+    for note in run.notes:
+        echo(note, err=True)

@@ -1,0 +1,333 @@
+"""`vcpilot runs` and `vcpilot ui` on real local runs: the runner's records, a workspace, a real sqlite MLflow store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from components.tracking.adapter import DEFAULT_EXPERIMENT, local_store_uri
+from components.tracking.runs import workflow_run
+from pipelines.cli import app
+from pipelines.local.runner import run_workflow
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+
+# The agent's record and the release record as the pipeline's steps write them, through the same functions.
+DECIDE = """
+from agent.observation import Observation, PlanRequest
+from agent.policy_rules import RulePolicy
+from agent.records import decisions_dir, write_decision
+from components.volcano.cluster import NodeInfo
+
+nodes = [NodeInfo(name="node-0", ready=True, gpu_capacity=4, gpu_allocatable=4, gpu_allocated=0)]
+observation = Observation(time=1.0, request=PlanRequest(gpus=2, global_batch=8, micro_batch=4), nodes=nodes)
+decision = RulePolicy().decide(observation, "plan")
+write_decision(decision, decisions_dir("{{workflow.parameters.workspace}}", "{{workflow.name}}"), tracking_uri="")
+print(decision.summary)
+"""
+# One stream: the runner writes stdout through a pipe and stderr straight to main.log, so their order may mix.
+TRAIN = """
+import sys
+print("step 1 loss 2.31", file=sys.stderr)
+if "{{workflow.parameters.fail}}" == "yes":
+    print("error: the loss is NaN at step 3; lower the learning rate", file=sys.stderr)
+    sys.exit(1)
+print("step 2 loss 1.02")
+"""
+RELEASE = """
+from components.files import write_json
+
+record = {"registered_model": "shop-assistant", "released": True, "reason": "the candidate wins 0.83 to 0.0",
+          "version": {"name": "shop-assistant", "version": "2"}}
+write_json("{{workflow.parameters.workspace}}/runs/{{workflow.name}}/release.json", record)
+write_json("{{workflow.parameters.workspace}}/runs/{{workflow.name}}/evaluate/report.json", {"promote": True})
+print("released shop-assistant version 2")
+"""
+
+
+def pipeline(workspace: Path, tracking_uri: str) -> dict[str, Any]:
+    """A small workflow shaped like llm-autopilot: plan (a decision record), train, release."""
+
+    def script(name: str, source: str) -> dict[str, Any]:
+        return {"name": name, "script": {"image": "python", "command": ["python"], "source": source}}
+
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"generateName": "mini-autopilot-"},
+        "spec": {
+            "entrypoint": "main",
+            "arguments": {
+                "parameters": [
+                    {"name": "workspace", "value": str(workspace)},
+                    {"name": "mlflow-tracking-uri", "value": tracking_uri},
+                    {"name": "fail", "value": "no"},
+                ]
+            },
+            "templates": [
+                {
+                    "name": "main",
+                    "dag": {
+                        "tasks": [
+                            {"name": "plan-training", "template": "plan"},
+                            {"name": "train", "template": "train", "depends": "plan-training"},
+                            {"name": "release", "template": "release", "depends": "train"},
+                        ]
+                    },
+                },
+                script("plan", DECIDE),
+                script("train", TRAIN),
+                script("release", RELEASE),
+            ],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory, shared_dir: Path) -> dict[str, Any]:
+    """Three runs in one home: a released one, one whose training failed, an upstream example (no workspace)."""
+    home = tmp_path_factory.mktemp("runs") / "home"
+    workspace = home / "workspace"
+    uri = local_store_uri(home)
+    workflow = pipeline(workspace, uri)
+    good = run_workflow(workflow, {}, home=home, name="good-run")
+    bad = run_workflow(workflow, {"fail": "yes"}, home=home, name="bad-run")
+    hello = run_workflow(shared_dir / "argo-examples" / "hello-world.yaml", {}, home=home, name="hello")
+    parent = workflow_run(uri, DEFAULT_EXPERIMENT, "good-run")  # as the pipeline's steps make it
+    return {"home": home, "workspace": workspace, "uri": uri, "parent": parent, "runs": (good, bad, hello)}
+
+
+@pytest.fixture
+def cli(ran: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setenv("VCPILOT_HOME", str(ran["home"]))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    return CliRunner()
+
+
+def test_list_json_shows_the_three_runs_with_outcome_decisions_release_and_mlflow(cli: CliRunner, ran) -> None:
+    assert [r.phase for r in ran["runs"]] == ["Succeeded", "Failed", "Succeeded"]
+    out = cli.invoke(app, ["runs", "list", "--json"])
+    assert out.exit_code == 0, out.output
+    runs = {r["name"]: r for r in json.loads(out.stdout)}
+    assert {name: r["phase"] for name, r in runs.items()} == {
+        "good-run": "Succeeded",
+        "bad-run": "Failed",
+        "hello": "Succeeded",
+    }
+    assert [(d["stage"], d["attempt"], d["action"]) for d in runs["good-run"]["decisions"]] == [("plan", 1, "proceed")]
+    assert runs["good-run"]["released"] == "shop-assistant version 2"
+    assert runs["bad-run"]["released"] is None and runs["hello"]["decisions"] == []
+    assert runs["good-run"]["mlflow_run_id"] == ran["parent"]
+    assert runs["good-run"]["mlflow_url"].startswith("http://127.0.0.1:5000/#/experiments/")
+    assert runs["good-run"]["mlflow_url"].endswith(f"/runs/{ran['parent']}")
+    limited = json.loads(cli.invoke(app, ["runs", "list", "--json", "--limit", "1"]).stdout)
+    assert [r["name"] for r in limited] == ["hello"]  # the newest
+
+
+def test_list_without_mlflow_still_lists(cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")  # nothing listens on the discard port
+    out = cli.invoke(app, ["runs", "list"])
+    assert out.exit_code == 0, out.output
+    assert "bad-run  Failed" in out.stdout and "decisions: plan-1: proceed" in out.stdout
+    assert "released: shop-assistant version 2" in out.stdout
+
+
+def test_show_of_a_failed_run_names_the_failing_step_its_reason_and_log(cli: CliRunner, ran) -> None:
+    out = cli.invoke(app, ["runs", "show", "bad-run"])
+    assert out.exit_code == 0, out.output
+    log = ran["home"] / "runs" / "bad-run" / "nodes"
+    assert "train  train  Failed" in out.stdout and "exit 1" in out.stdout
+    assert "error: the loss is NaN at step 3; lower the learning rate" in out.stdout
+    assert f"log: {log}" in out.stdout
+    assert "plan-1: proceed (rules):" in out.stdout
+    detail = json.loads(cli.invoke(app, ["runs", "show", "bad-run", "--json"]).stdout)
+    train = next(s for s in detail["steps"] if s["name"] == "train")
+    assert (train["phase"], train["exit_code"]) == ("Failed", 1)
+    assert Path(train["log"]).read_text().endswith("lower the learning rate\n")
+    steps = [(s["name"], s["phase"]) for s in detail["steps"]]
+    assert steps == [("plan-training", "Succeeded"), ("train", "Failed"), ("release", "Omitted")]
+
+
+def test_show_says_where_the_reports_and_the_mlflow_run_are(cli: CliRunner, ran) -> None:
+    detail = json.loads(cli.invoke(app, ["runs", "show", "good-run", "--json"]).stdout)
+    run_dir = ran["workspace"] / "runs" / "good-run"
+    assert detail["workspace_dir"] == str(run_dir)
+    assert set(detail["reports"]) == {str(run_dir / "release.json"), str(run_dir / "evaluate" / "report.json")}
+    assert detail["mlflow_run_id"] == ran["parent"]
+    assert detail["decisions"][0]["record"] == str(run_dir / "decisions" / "plan-1.json")
+
+
+def test_logs_prints_one_step_or_all_and_names_the_steps_when_unknown(cli: CliRunner) -> None:
+    out = cli.invoke(app, ["runs", "logs", "bad-run", "train"])
+    assert out.exit_code == 0
+    assert out.stdout == "step 1 loss 2.31\nerror: the loss is NaN at step 3; lower the learning rate\n"
+    every = cli.invoke(app, ["runs", "logs", "good-run"]).stdout
+    assert every.index("plan: proceed") < every.index("step 2 loss") < every.index("released shop-assistant")
+    out = cli.invoke(app, ["runs", "logs", "good-run", "nope"])
+    assert out.exit_code == 2
+    assert out.stderr.strip() == (
+        "error: run 'good-run' has no step 'nope' with a log; its steps: plan, plan-training, release, train"
+    )
+
+
+def test_unknown_and_escaping_names_are_refused_in_one_sentence(cli: CliRunner, ran) -> None:
+    for command in (["show"], ["logs"], ["delete", "--yes"]):
+        out = cli.invoke(app, ["runs", *command, "../good-run"])
+        assert out.exit_code == 2
+        assert out.stderr.strip().startswith("error: '../good-run' is not a run name")
+    out = cli.invoke(app, ["runs", "delete", "--yes", "no-such-run"])
+    assert out.exit_code == 2
+    assert out.stderr.strip().startswith("error: there is no run named 'no-such-run'")
+    assert (ran["home"] / "runs" / "good-run" / "status.json").is_file()
+
+
+def test_delete_removes_the_state_says_what_and_marks_the_mlflow_run_deleted(cli: CliRunner, ran) -> None:
+    from mlflow.tracking import MlflowClient
+
+    home = ran["home"]
+    run_workflow(pipeline(ran["workspace"], ran["uri"]), {}, home=home, name="doomed")
+    parent = workflow_run(ran["uri"], DEFAULT_EXPERIMENT, "doomed")
+    out = cli.invoke(app, ["runs", "delete", "doomed"], input="n\n")
+    assert out.exit_code == 1 and (home / "runs" / "doomed").is_dir()  # asked, and told no
+    out = cli.invoke(app, ["runs", "delete", "doomed", "--yes"])
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    assert lines[0] == f"removed {home / 'runs' / 'doomed'} (the runner's record: status.json and 3 step logs)"
+    assert (
+        lines[1]
+        == f"removed {ran['workspace'] / 'runs' / 'doomed'} (its reports, decisions and models in the workspace)"
+    )
+    assert lines[2] == f"MLflow run {parent} and its 0 nested runs, marked deleted in {ran['uri']}"
+    assert not (home / "runs" / "doomed").exists() and not (ran["workspace"] / "runs" / "doomed").exists()
+    assert MlflowClient(ran["uri"]).get_run(parent).info.lifecycle_stage == "deleted"
+    assert "doomed" not in cli.invoke(app, ["runs", "list"]).stdout
+
+
+def test_delete_refuses_a_running_run(cli: CliRunner, ran) -> None:
+    home = ran["home"]
+    slow = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": "busy"},
+        "spec": {"entrypoint": "wait", "templates": [{"name": "wait", "suspend": {"duration": "3"}}]},
+    }
+    runner = threading.Thread(target=run_workflow, args=(slow,), kwargs={"home": home})
+    runner.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not (home / "runs" / "busy" / "status.json").is_file() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        out = cli.invoke(app, ["runs", "delete", "busy", "--yes"])
+        assert out.exit_code == 2
+        assert out.stderr.strip() == "error: run 'busy' is still running in another process; wait for it or stop it."
+        assert (home / "runs" / "busy" / "status.json").is_file()
+        assert "busy  Running" in cli.invoke(app, ["runs", "list"]).stdout
+    finally:
+        runner.join()
+    assert cli.invoke(app, ["runs", "delete", "busy", "--yes"]).exit_code == 0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def ui(ran: dict[str, Any]) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """`vcpilot ui` as a person starts it, on a free port of the test home's store."""
+    port = free_port()
+    env = {**os.environ, "VCPILOT_HOME": str(ran["home"]), "PYTHONPATH": str(ROOT)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    command = [sys.executable, "-m", "pipelines.cli", "ui", "--port", str(port)]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        yield process, port
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_ui_serves_mlflow_on_the_local_store_and_stops_on_ctrl_c(ui, ran) -> None:
+    process, port = ui
+    assert process.stdout is not None
+    first = process.stdout.readline()  # printed once the server answers /health
+    assert first.strip() == f"MLflow UI: http://127.0.0.1:{port}", process.stderr and process.stderr.read()
+    assert process.stdout.readline().startswith(
+        f"experiment {DEFAULT_EXPERIMENT}: http://127.0.0.1:{port}/#/experiments/"
+    )
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as page:
+        assert page.status == 200 and "MLflow" in page.read().decode()
+    taken = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "ui", "--port", str(port)],
+        env={**os.environ, "VCPILOT_HOME": str(ran["home"]), "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert taken.returncode == 2
+    assert taken.stderr.strip().startswith(f"error: port {port} on 127.0.0.1 is taken")
+    process.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    assert process.wait(timeout=30) == 0
+    assert "MLflow UI stopped" in (process.stderr.read() if process.stderr else "")
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # our own GET left the port in TIME_WAIT
+        sock.bind(("127.0.0.1", port))  # the server and its workers are gone: the port is free again
+
+
+def test_a_vcjob_step_shows_its_job_and_its_pods_logs(cli: CliRunner, ran) -> None:
+    """A resource step, as llm-autopilot's `vcjob` template: the reason and the log are the pods'."""
+    from vcjob_factory import vcjob
+
+    manifest = vcjob("train-job", "echo 'rank 0 step 1'; echo 'error: CUDA out of memory' >&2; exit 3", gpus=0)
+    workflow = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": "gang"},
+        "spec": {
+            "entrypoint": "main",
+            "templates": [
+                {
+                    "name": "main",
+                    "steps": [[{"name": "train", "template": "vcjob", "arguments": {
+                        "parameters": [{"name": "manifest", "value": json.dumps(manifest)}]}}]],
+                },
+                {
+                    "name": "vcjob",
+                    "inputs": {"parameters": [{"name": "manifest"}]},
+                    "resource": {
+                        "action": "create",
+                        "manifest": "{{inputs.parameters.manifest}}",
+                        "setOwnerReference": True,
+                        "successCondition": "status.state.phase == Completed",
+                        "failureCondition": "status.state.phase in (Failed,Aborted,Terminated)",
+                    },
+                },
+            ],
+        },
+    }  # fmt: skip
+    assert run_workflow(workflow, {}, home=ran["home"]).phase == "Failed"
+    detail = json.loads(cli.invoke(app, ["runs", "show", "gang", "--json"]).stdout)
+    train = next(s for s in detail["steps"] if s["name"] == "train")
+    assert train["job"] == "default/train-job" and train["error"] == "error: CUDA out of memory"
+    assert len(train["pod_logs"]) == 1
+    out = cli.invoke(app, ["runs", "logs", "gang", "train"])
+    assert out.exit_code == 0 and "rank 0 step 1" in out.stdout
+    out = cli.invoke(app, ["runs", "delete", "gang", "--yes"])
+    assert "the VCJobs it created on LocalCluster: train-job" in out.stdout
