@@ -29,13 +29,14 @@ from pydantic import ValidationError
 from components.errors import EXIT_FAILED, EXIT_INPUT, InputError, VcpilotError, explain
 from components.files import write_json
 from components.tracking.adapter import DEFAULT_EXPERIMENT, TrackingUnavailable
-from components.tracking.runs import close_workflow_run
+from components.tracking.runs import WorkflowRun, close_workflow_run
 from components.volcano.cluster import Cluster, ClusterError
 from components.volcano.connect import connect
 from components.volcano.models import Job
 from components.volcano.validation import describe_validation_error
 from pipelines.parameters import check_parameters as check_parameters_of
 from pipelines.rules import DetectReport, EvaluationReport, LoadtestReport, decide_gate, decide_release
+from pipelines.run_identity import workflow_run_of
 from pipelines.vcjobs import WORKFLOW_LABEL, JobContext, build_detect_job, build_evaluate_job, build_loadtest_job
 from pipelines.workspace import RunPaths, read_report
 
@@ -143,11 +144,28 @@ def for_people(step: Callable[_P, _R]) -> Callable[_P, _R]:
 
 
 class RunInput(Input):
-    """Which run a step belongs to and where its workspace is."""
+    """Which run a step belongs to, where its workspace is, and what its MLflow parent run is tagged with."""
 
     workflow_name: Annotated[str, Parameter(name="workflow-name")]
+    workflow_uid: Annotated[str, Parameter(name="workflow-uid")] = ""
+    workflow_labels: Annotated[str, Parameter(name="workflow-labels")] = "{}"
+    template_version: Annotated[str, Parameter(name="template-version")] = ""
+    argo_ui_url: Annotated[str, Parameter(name="argo-ui-url")] = ""
     namespace: str = "default"
     workspace: str
+    image: str = ""
+
+    def workflow_run(self) -> WorkflowRun:
+        """The run as its MLflow parent run records it: name, uid, namespace, link, trigger, version, image."""
+        return workflow_run_of(
+            name=self.workflow_name,
+            uid=self.workflow_uid,
+            namespace=self.namespace,
+            labels_json=self.workflow_labels,
+            argo_ui_url=self.argo_ui_url,
+            template_version=self.template_version,
+            image=self.image,
+        )
 
 
 class JobStepInput(RunInput):
@@ -165,10 +183,15 @@ class JobStepInput(RunInput):
 
     def context(self, queue: str | None = None) -> JobContext:
         """The part of every VCJob this run shares."""
+        run = self.workflow_run()
         return JobContext(
             workflow=self.workflow_name,
             namespace=self.namespace,
             workspace=self.workspace,
+            workflow_uid=run.uid,
+            trigger=run.trigger,
+            argo_url=run.argo_url,
+            template_version=run.template_version,
             workspace_pvc=self.workspace_pvc,
             image=self.image,
             queue=queue or self.queue,
@@ -401,10 +424,13 @@ def delete_workflow_jobs(cluster: Cluster, workflow: str, namespace: str) -> lis
     return deleted
 
 
-def finalize_mlflow_run(summary: dict[str, Any], tracking_uri: str, experiment: str, paths: RunPaths) -> str:
-    """End the workflow's parent MLflow run with the run's reports; a tracking failure is reported, not raised.
+def finalize_mlflow_run(
+    summary: dict[str, Any], tracking_uri: str, experiment: str, paths: RunPaths, run: WorkflowRun | None = None
+) -> str:
+    """Send every spool of the run, then end its parent MLflow run with the reports; a failure is said, not raised.
 
-    The summary in the workspace is written first, so an unreachable MLflow loses nothing.
+    The summary in the workspace is written first, and what MLflow does not take stays in the run's spools, so an
+    unreachable MLflow loses nothing: a later `close_workflow_run` (or the exit handler run again) sends it.
     """
     if not tracking_uri:
         return "no MLflow tracking URI: the summary in the workspace is the run's record"
@@ -417,7 +443,12 @@ def finalize_mlflow_run(summary: dict[str, Any], tracking_uri: str, experiment: 
     }
     try:
         run_id = close_workflow_run(
-            tracking_uri, experiment or DEFAULT_EXPERIMENT, summary["workflow"], summary["status"], reports
+            tracking_uri,
+            experiment or DEFAULT_EXPERIMENT,
+            run or WorkflowRun(name=summary["workflow"]),
+            summary["status"],
+            reports,
+            spool_dir=Path(paths.tracking),
         )
     except TrackingUnavailable as err:  # MLflow down or refusing: the run's record stays in the workspace
         return f"MLflow run not closed ({err.reason})"
@@ -441,7 +472,9 @@ def finalize(inputs: FinalizeInput) -> Finalized:
     summary = {"workflow": inputs.workflow_name, "status": inputs.workflow_status, "cleanup": cleanup}
     paths = RunPaths(workspace=inputs.workspace, workflow=inputs.workflow_name)
     write_json(paths.summary, summary)
-    tracking = finalize_mlflow_run(summary, inputs.mlflow_tracking_uri, inputs.mlflow_experiment, paths)
+    tracking = finalize_mlflow_run(
+        summary, inputs.mlflow_tracking_uri, inputs.mlflow_experiment, paths, inputs.workflow_run()
+    )
     return Finalized(deleted_jobs=deleted, result=f"workflow {inputs.workflow_status}: {cleanup}; {tracking}")
 
 

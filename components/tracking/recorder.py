@@ -124,8 +124,8 @@ class Recorder:
         result = self.flush(timeout_s=left, wait_s=min(left, 5.0))
         if result.pending:
             self._say(
-                f"warning: MLflow at {self.tracking_uri} did not take {result.pending} of {what}'s tracking records "
-                f"({result.reason}); they wait in {self.spool.path}, and the workflow's exit handler sends them"
+                f"warning: MLflow at {self.tracking_uri} is unreachable or failing ({result.reason}); {what}'s "
+                f"{result.pending} tracking records wait in {self.spool.path}, and the workflow's exit handler sends them"
             )
         return result
 
