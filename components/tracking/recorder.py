@@ -125,7 +125,7 @@ class Recorder:
         if result.pending:
             self._say(
                 f"warning: MLflow at {self.tracking_uri} is unreachable or failing ({result.reason}); {what}'s "
-                f"{result.pending} tracking records wait in {self.spool.path}, and the workflow's exit handler sends them"
+                f"{result.pending} tracking records wait in {self.spool.path}; the workflow's exit handler sends them"
             )
         return result
 
