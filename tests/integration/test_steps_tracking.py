@@ -31,9 +31,10 @@ def tracking_uri(tmp_path_factory) -> str:
 
 
 @pytest.fixture
-def in_workflow(tracking_uri, monkeypatch, request):
+def in_workflow(tracking_uri, monkeypatch, request, tmp_path):
     """The environment a step pod gets (JobContext.env), with a workflow of the test's own."""
     workflow = f"wf-{request.node.name.replace('_', '-')[:40]}"
+    monkeypatch.setenv("VCPILOT_TRACKING_SPOOL", str(tmp_path / "spool"))
     monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", EXPERIMENT)
     monkeypatch.setenv("VCPILOT_WORKFLOW", workflow)
