@@ -22,6 +22,7 @@ from hera.workflows.models import PersistentVolumeClaimVolumeSource, ValueFrom, 
 
 from pipelines import steps, steps_training
 from pipelines.parameters import DEFAULT_IMAGE, MODES, PARAMETERS, POLICIES, TEMPLATE_NAME
+from pipelines.run_identity import TEMPLATE_VERSION
 
 __all__ = [
     "CRON_NAME",
@@ -42,6 +43,9 @@ _LABELS = {"app.kubernetes.io/name": TEMPLATE_NAME, "app.kubernetes.io/part-of":
 
 _WORKFLOW_VALUES = {
     "workflow-name": "{{workflow.name}}",
+    "workflow-uid": "{{workflow.uid}}",
+    "workflow-labels": "{{workflow.labels.json}}",  # the trigger is read from them (pipelines/run_identity.py)
+    "template-version": TEMPLATE_VERSION,
     "namespace": "{{workflow.namespace}}",
     **{p.name: f"{{{{workflow.parameters.{p.name}}}}}" for p in PARAMETERS if p.name},
 }

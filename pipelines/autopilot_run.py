@@ -26,7 +26,8 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from components.finetune.checkpoint_layout import latest
-from components.tracking.adapter import local_store_uri
+from components.tracking.adapter import experiment_name, local_store_uri
+from components.tracking.runs import close_workflow_run
 from components.volcano.cluster import ClusterError
 from components.volcano.cluster_local import LocalCluster, default_home
 from pipelines.local.runner import RunResult, WorkflowError, run_workflow
@@ -157,6 +158,8 @@ def bootstrap_champion(home: Path, tracking_uri: str, registered_model: str = RE
     register_model(
         model, registered_model, dataset=data, base_model="tiny", workflow="bootstrap", tracking_uri=tracking_uri
     )
+    # The registration's run nests under a "bootstrap" parent run: end it, or MLflow shows it RUNNING for ever.
+    close_workflow_run(tracking_uri, experiment_name(), "bootstrap", "Succeeded", {})
     return model
 
 

@@ -22,6 +22,7 @@ from pipelines.autopilot import (
     build_cron_workflow,
     build_workflow_template,
 )
+from pipelines.local.workflow import TRIGGER_LABEL
 
 __all__ = ["DEFAULT_OUT_DIR", "HEADER", "SubmitError", "compile_all", "render_all", "submit"]
 
@@ -71,6 +72,7 @@ def submit(server: str, namespace: str, token: str | None, parameters: dict[str,
     workflow = Workflow(
         generate_name=f"{TEMPLATE_NAME}-",
         namespace=namespace,
+        labels={TRIGGER_LABEL: "cli"},  # the MLflow run's trigger (pipelines/run_identity.py)
         workflow_template_ref=WorkflowTemplateRef(name=TEMPLATE_NAME),
         arguments=arguments or None,
     )

@@ -57,6 +57,11 @@ PARAMETERS: tuple[Parameter, ...] = (
     ),
     _param("mlflow-tracking-uri", "", "MLflow tracking server; empty for MLflow's default (sqlite under VCPILOT_HOME)"),
     _param("mlflow-experiment", TEMPLATE_NAME, "MLflow experiment of the run"),
+    _param(
+        "argo-ui-url",
+        "",
+        "Base URL of the Argo UI (https://argo.example.com), for the MLflow run's link to the workflow; empty: none",
+    ),
     _param("registered-model", TEMPLATE_NAME, "MLflow registered model whose champion alias the release moves"),
     _param("image", DEFAULT_IMAGE, "Image of every step (it contains vcpilot)"),
     _param("train-max-steps", "200", "Optimizer steps of a fine-tuning run"),

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from components.errors import EXIT_FAILED, EXIT_INPUT, InputError, VcpilotError, explain
 from components.files import write_json
 from components.tracking.adapter import DEFAULT_EXPERIMENT, TrackingUnavailable
-from components.tracking.runs import close_workflow_run
+from components.tracking.runs import WorkflowRun, close_workflow_run
 from components.volcano.cluster import Cluster, ClusterError
 from components.volcano.connect import connect
 from components.volcano.models import Job
@@ -44,6 +44,7 @@ from pipelines.rules import (
     decide_gate,
     decide_release,
 )
+from pipelines.run_identity import workflow_run_of
 from pipelines.vcjobs import WORKFLOW_LABEL, JobContext, build_detect_job, build_evaluate_job, build_loadtest_job
 from pipelines.workspace import RunPaths, read_report
 
@@ -151,11 +152,28 @@ def for_people(step: Callable[_P, _R]) -> Callable[_P, _R]:
 
 
 class RunInput(Input):
-    """Which run a step belongs to and where its workspace is."""
+    """Which run a step belongs to, where its workspace is, and what its MLflow parent run is tagged with."""
 
     workflow_name: Annotated[str, Parameter(name="workflow-name")]
+    workflow_uid: Annotated[str, Parameter(name="workflow-uid")] = ""
+    workflow_labels: Annotated[str, Parameter(name="workflow-labels")] = "{}"
+    template_version: Annotated[str, Parameter(name="template-version")] = ""
+    argo_ui_url: Annotated[str, Parameter(name="argo-ui-url")] = ""
     namespace: str = "default"
     workspace: str
+    image: str = ""
+
+    def workflow_run(self) -> WorkflowRun:
+        """The run as its MLflow parent run records it: name, uid, namespace, link, trigger, version, image."""
+        return workflow_run_of(
+            name=self.workflow_name,
+            uid=self.workflow_uid,
+            namespace=self.namespace,
+            labels_json=self.workflow_labels,
+            argo_ui_url=self.argo_ui_url,
+            template_version=self.template_version,
+            image=self.image,
+        )
 
 
 class JobStepInput(RunInput):
@@ -173,10 +191,15 @@ class JobStepInput(RunInput):
 
     def context(self, queue: str | None = None) -> JobContext:
         """The part of every VCJob this run shares."""
+        run = self.workflow_run()
         return JobContext(
             workflow=self.workflow_name,
             namespace=self.namespace,
             workspace=self.workspace,
+            workflow_uid=run.uid,
+            trigger=run.trigger,
+            argo_url=run.argo_url,
+            template_version=run.template_version,
             workspace_pvc=self.workspace_pvc,
             image=self.image,
             queue=queue or self.queue,
@@ -429,10 +452,13 @@ def delete_workflow_jobs(cluster: Cluster, workflow: str, namespace: str) -> lis
     return deleted
 
 
-def finalize_mlflow_run(summary: dict[str, Any], tracking_uri: str, experiment: str, paths: RunPaths) -> str:
-    """End the workflow's parent MLflow run with the run's reports; a tracking failure is reported, not raised.
+def finalize_mlflow_run(
+    summary: dict[str, Any], tracking_uri: str, experiment: str, paths: RunPaths, run: WorkflowRun | None = None
+) -> str:
+    """Send every spool of the run, then end its parent MLflow run with the reports; a failure is said, not raised.
 
-    The summary in the workspace is written first, so an unreachable MLflow loses nothing.
+    The summary in the workspace is written first, and what MLflow does not take stays in the run's spools, so an
+    unreachable MLflow loses nothing: a later `close_workflow_run` (or the exit handler run again) sends it.
     """
     if not tracking_uri:
         return "no MLflow tracking URI: the summary in the workspace is the run's record"
@@ -443,18 +469,24 @@ def finalize_mlflow_run(summary: dict[str, Any], tracking_uri: str, experiment: 
         "release": Path(paths.release_record),
         "summary": Path(paths.summary),
     }
-    run = Path(paths.run)
-    review = run / "review"
+    folder = Path(paths.run)
+    review = folder / "review"
     artifacts = {
         "": [review / "summary.md"],
         "plots": sorted(review.glob("*.png")),
-        "decisions": [run / "decisions"],
-        "manifests": [run / "manifests"],
+        "decisions": [folder / "decisions"],
+        "manifests": [folder / "manifests"],
         "loadtest": [Path(paths.loadtest_report).with_name("records.jsonl")],
     }
     try:
         run_id = close_workflow_run(
-            tracking_uri, experiment or DEFAULT_EXPERIMENT, summary["workflow"], summary["status"], reports, artifacts
+            tracking_uri,
+            experiment or DEFAULT_EXPERIMENT,
+            run or WorkflowRun(name=summary["workflow"]),
+            summary["status"],
+            reports,
+            spool_dir=Path(paths.tracking),
+            artifacts=artifacts,
         )
     except TrackingUnavailable as err:  # MLflow down or refusing: the run's record stays in the workspace
         return f"MLflow run not closed ({err.reason})"
@@ -482,7 +514,9 @@ def finalize(inputs: FinalizeInput) -> Finalized:
         review = f"review in {write_review(paths, inputs.workflow_status).directory}"
     except (OSError, ValueError) as err:  # the pictures are a view of the reports, which are all in place
         review = f"no review ({type(err).__name__}: {err})"
-    tracking = finalize_mlflow_run(summary, inputs.mlflow_tracking_uri, inputs.mlflow_experiment, paths)
+    tracking = finalize_mlflow_run(
+        summary, inputs.mlflow_tracking_uri, inputs.mlflow_experiment, paths, inputs.workflow_run()
+    )
     result = f"workflow {inputs.workflow_status}: {cleanup}; {review}; {tracking}"
     return Finalized(deleted_jobs=deleted, result=result)
 

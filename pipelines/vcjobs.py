@@ -13,7 +13,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from components.tracking.adapter import EXPERIMENT_ENV, TRACKING_URI_ENV, WORKFLOW_ENV
+from components.tracking.adapter import (
+    ATTEMPT_ENV,
+    EXPERIMENT_ENV,
+    JOB_ENV,
+    SPOOL_ENV,
+    STEP_ENV,
+    TRACKING_URI_ENV,
+    WORKSPACE_ENV,
+)
+from components.tracking.runs import WorkflowRun
 from components.volcano.builder import TrainingRequest, build_training_job
 from components.volcano.models import (
     Container,
@@ -60,6 +69,11 @@ class JobContext(BaseModel):
     workflow: str
     namespace: str = "default"
     workspace: str
+    # The workflow run's MLflow identity (components.tracking.runs.WorkflowRun), which every pod records under.
+    workflow_uid: str = ""
+    trigger: str = ""
+    argo_url: str = ""
+    template_version: str = ""
     workspace_pvc: str = ""
     image: str = Field(min_length=1)
     queue: str = "default"
@@ -93,13 +107,31 @@ class JobContext(BaseModel):
         """Labels of a step's VCJob: the workflow's (for cleanup) and the step's (for people)."""
         return {WORKFLOW_LABEL: self.workflow, STEP_LABEL: step}
 
-    def env(self) -> dict[str, str]:
-        """Environment every step program gets, so it finds the workspace and its parent MLflow run."""
-        env = {WORKFLOW_ENV: self.workflow, "VCPILOT_WORKSPACE": self.workspace}
+    def workflow_run(self) -> WorkflowRun:
+        """The workflow run this job belongs to, as its MLflow parent run records it."""
+        return WorkflowRun(
+            name=self.workflow,
+            uid=self.workflow_uid,
+            namespace=self.namespace,
+            argo_url=self.argo_url,
+            trigger=self.trigger,
+            template_version=self.template_version,
+            image=self.image,
+        )
+
+    def env(self, step: str = "", attempt: int = 1) -> dict[str, str]:
+        """Environment every step program gets: the workspace, MLflow, its workflow run and its spool directory.
+
+        With `step`, also the step, the attempt and the VCJob's name, which the step's MLflow run is tagged with.
+        """
+        env = {**self.workflow_run().env(), WORKSPACE_ENV: self.workspace, SPOOL_ENV: self.paths.tracking}
         if self.mlflow_tracking_uri:
             env[TRACKING_URI_ENV] = self.mlflow_tracking_uri
         if self.mlflow_experiment:
             env[EXPERIMENT_ENV] = self.mlflow_experiment
+        if step:
+            suffix = f"{step}-{attempt}" if step == "train" else step
+            env.update({STEP_ENV: step, ATTEMPT_ENV: str(attempt), JOB_ENV: job_name(self.workflow, suffix)})
         return env
 
     def volumes(self) -> list[dict[str, Any]] | None:
@@ -160,7 +192,7 @@ def build_training_job_for(
             *("--max-steps", str(max_steps)),
             *("--checkpoint-every", str(checkpoint_every)),
         ],
-        env=context.env(),
+        env=context.env("train", shape.attempt),
         total_gpus=shape.gpus,
         gpus_per_pod=shape.gpus_per_pod,
         cpu_per_pod=cpu,
@@ -207,6 +239,7 @@ def build_loadtest_job(context: JobContext, *, model_uri: str, slo_ttft_ms: floa
         "server",
         "components.serving",
         ["--model", model_uri, "--port", str(LOADTEST_PORT)],
+        step="loadtest",
         gpus=1,
     )
     client = _container(
@@ -219,6 +252,7 @@ def build_loadtest_job(context: JobContext, *, model_uri: str, slo_ttft_ms: floa
             *("--slo-tpot-ms", _number(slo_tpot_ms)),
             *("--report", context.paths.loadtest_report),
         ],
+        step="loadtest",
     )
     tasks = [
         _task(context, "server", server),
@@ -262,7 +296,9 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-def _container(context: JobContext, name: str, module: str, args: list[str], *, gpus: int = 0) -> Container:
+def _container(
+    context: JobContext, name: str, module: str, args: list[str], *, step: str = "", gpus: int = 0
+) -> Container:
     """A container that runs `python -m <module> <args>` with the step environment and its share of the node."""
     cpu, memory = context.share(gpus)
     amounts: dict[str, str | int | float] = {"cpu": cpu, "memory": memory}
@@ -273,7 +309,7 @@ def _container(context: JobContext, name: str, module: str, args: list[str], *, 
         image=context.image,
         command=["python", "-m", module],
         args=args,
-        env=[EnvVar(name=key, value=value) for key, value in context.env().items()],
+        env=[EnvVar(name=key, value=value) for key, value in context.env(step or name).items()],
         resources=ResourceRequirements(requests=dict(amounts), limits=dict(amounts)),
     )
 

@@ -63,6 +63,11 @@ class RunPaths(BaseModel):
         return str(self.run / "release.json")
 
     @property
+    def tracking(self) -> str:
+        """The run's MLflow spools, one per pod (components/tracking/spool.py), which the exit handler sends."""
+        return str(self.run / "tracking")
+
+    @property
     def summary(self) -> str:
         """The run summary that the exit handler writes."""
         return str(self.run / "summary.json")

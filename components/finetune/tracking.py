@@ -1,31 +1,36 @@
-"""Where rank 0 reports training metrics: an MLflow child run under the workflow's parent run, or nowhere.
+"""Where rank 0 reports training metrics: one MLflow run per training attempt, through the attempt's spool.
 
-With `MLFLOW_TRACKING_URI` set, each training attempt is one child run of the workflow's parent run
-(`components.tracking.runs.workflow_run`), so the whole story of a pipeline run — including a retry after a
-killed pod — reads in one place; without `VCPILOT_WORKFLOW` it is a standalone run. Metrics are logged
-asynchronously, so a slow tracking store does not slow the train loop; `finish` waits for them.
+With `MLFLOW_TRACKING_URI` set, each training attempt is one child run of the workflow's parent run, keyed
+`<workflow uid>/finetune/<attempt>` and tagged with its step, attempt and VCJob, so the whole story of a pipeline
+run — including a retry after a killed pod — reads in one place; without `VCPILOT_WORKFLOW` it is a standalone run.
+The train loop never waits for MLflow: every call appends one line to the attempt's spool
+(`components.tracking.recorder`), a background flusher sends it while the server answers, and `finish` sends what
+is left within a bounded time. An MLflow that is down costs one warning line; what it missed stays in the
+workspace for the exit handler to send, and nothing is sent twice.
 """
 
 from __future__ import annotations
 
-import sys
-import time
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from components.tracking.adapter import (
+    ATTEMPT_ENV,
+    FLUSH_ENV,
+    JOB_ENV,
     STEP_TAG,
-    WORKFLOW_ENV,
-    TrackingUnavailable,
-    check_reachable,
-    client,
     configured_uri,
     experiment_name,
-    tracking_errors,
+    quiet,
 )
-from components.tracking.steps import TrackingTarget, start_child_run
+from components.tracking.recorder import FLUSH_EVERY_S, Recorder, environment_spool
+from components.tracking.runs import WorkflowRun
+from components.tracking.steps import start_step_run
 
-__all__ = ["MetricsSink", "MlflowSink", "NullSink", "open_sink"]
+__all__ = ["FINISH_TIMEOUT_S", "MetricsSink", "MlflowSink", "NullSink", "open_sink"]
+
+FINISH_TIMEOUT_S = 30.0  # how long the end of training waits for MLflow to take what the flusher did not send
 
 
 class MetricsSink(Protocol):
@@ -55,80 +60,47 @@ class NullSink:
 
 
 class MlflowSink:
-    """One MLflow run, child of the workflow's parent run when there is a workflow.
+    """One training attempt's MLflow run `key`, written through `recorder`: appending a line is all a call does."""
 
-    Opening it raises TrackingUnavailable. A tracking server that fails mid-training costs one warning line,
-    never the training: from then on the metrics go nowhere, and the checkpoints and the final model are written
-    as always.
-    """
-
-    def __init__(self, tracking_uri: str, experiment: str, workflow: str | None, run_name: str = "finetune") -> None:
-        """Start the run: a child of `workflow`'s parent run, else a standalone run in `experiment`."""
-        self.client = client(tracking_uri)
-        self.tracking_uri = tracking_uri
-        self.broken = False
-        if workflow:
-            target = TrackingTarget(tracking_uri=tracking_uri, experiment=experiment, workflow=workflow)
-            self.run_id = start_child_run(self.client, target, run_name)
-            return
-        with tracking_errors(tracking_uri, f"start the {run_name} run"):
-            found = self.client.get_experiment_by_name(experiment)
-            experiment_id = found.experiment_id if found else self.client.create_experiment(experiment)
-            tags = {STEP_TAG: "finetune"}
-            self.run_id = str(self.client.create_run(experiment_id, run_name=run_name, tags=tags).info.run_id)
-
-    def _safely(self, what: str, call: Callable[[], Any]) -> None:
-        if self.broken:
-            return
-        try:
-            with tracking_errors(self.tracking_uri, what):
-                call()
-        except TrackingUnavailable as err:  # training matters more than its metrics: warn once, go on untracked
-            self.broken = True
-            print(
-                f"warning: MLflow at {self.tracking_uri} failed to {what} ({err.reason}); "
-                "training goes on without tracking",
-                file=sys.stderr,
-            )
+    def __init__(self, recorder: Recorder, key: str, finish_timeout_s: float = FINISH_TIMEOUT_S) -> None:
+        """Record into the run `key`, which `recorder`'s spool has started."""
+        self.recorder = recorder
+        self.key = key
+        self.finish_timeout_s = finish_timeout_s
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         """Record the run's settings as MLflow params."""
-        from mlflow.entities import Param
-
-        batch = [Param(key, str(value)) for key, value in params.items()]
-        self._safely("record the parameters", lambda: self.client.log_batch(self.run_id, params=batch))
+        self.recorder.log_params(self.key, params)
 
     def log_metrics(self, step: int, metrics: Mapping[str, float]) -> None:
-        """Queue the metrics of `step`; they are written in the background."""
-        from mlflow.entities import Metric
-
-        now = int(time.time() * 1000)
-        batch = [Metric(key, float(value), now, step) for key, value in metrics.items()]
-        self._safely("record metrics", lambda: self.client.log_batch(self.run_id, metrics=batch, synchronous=False))
+        """Spool the metrics of `step`; the flusher sends them."""
+        self.recorder.log_metrics(self.key, metrics, step)
 
     def finish(self, succeeded: bool) -> None:
-        """Wait for queued metrics, then end the run FINISHED or FAILED."""
-        import mlflow
-
-        self._safely("write the queued metrics", mlflow.flush_async_logging)
-        status = "FINISHED" if succeeded else "FAILED"
-        self._safely("close the run", lambda: self.client.set_terminated(self.run_id, status=status))
+        """End the run FINISHED or FAILED and send what is left, within `finish_timeout_s`."""
+        self.recorder.end_run(self.key, "FINISHED" if succeeded else "FAILED")
+        self.recorder.close(self.finish_timeout_s, what="the training attempt")
 
 
 def open_sink(env: Mapping[str, str], is_main: bool) -> MetricsSink:
     """Rank 0's MLflow run when `env` names a tracking URI (`MLFLOW_TRACKING_URI`), else a sink that records nothing.
 
-    A tracking server that does not answer costs one warning line on stderr, and the training runs untracked.
+    The run is spooled first, so it opens whether or not MLflow answers.
     """
     uri = configured_uri(env=env)
     if not is_main or not uri:
         return NullSink()
-    try:
-        check_reachable(uri, timeout_s=5.0)
-        return MlflowSink(uri, experiment_name(env=env), env.get(WORKFLOW_ENV) or None)
-    except TrackingUnavailable as err:  # as in MlflowSink._safely: the training runs untracked
-        print(
-            f"warning: MLflow at {uri} is unreachable ({err.reason}); training goes on without tracking",
-            file=sys.stderr,
+    quiet()
+    attempt = env.get(ATTEMPT_ENV) or "1"
+    flush_every_s = float(env.get(FLUSH_ENV) or FLUSH_EVERY_S)
+    recorder = Recorder(environment_spool(env, f"finetune-{attempt}"), uri, flush_every_s=flush_every_s)
+    experiment = experiment_name(env=env)
+    run = WorkflowRun.from_env(env)
+    if run is not None:
+        key = start_step_run(
+            recorder, experiment, run, "finetune", attempt=attempt, job=env.get(JOB_ENV, ""), name=f"finetune-{attempt}"
         )
-    return NullSink()
+    else:  # a person's `vcpilot finetune` with a tracking server: a run of its own
+        key = f"standalone/{uuid.uuid4()}"
+        recorder.start_run(key, "finetune", experiment, {STEP_TAG: "finetune"})
+    return MlflowSink(recorder, key)

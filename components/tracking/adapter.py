@@ -27,14 +27,36 @@ from typing import Any
 from components.errors import Unavailable
 
 __all__ = [
+    "ARGO_URL_ENV",
+    "ARGO_URL_TAG",
+    "ATTEMPT_ENV",
+    "ATTEMPT_TAG",
     "DEFAULT_EXPERIMENT",
     "EXPERIMENT_ENV",
+    "FLUSH_ENV",
+    "IMAGE_ENV",
+    "IMAGE_TAG",
+    "JOB_ENV",
+    "JOB_TAG",
+    "KEY_TAG",
+    "NAMESPACE_ENV",
+    "NAMESPACE_TAG",
     "PARENT_TAG",
+    "SPOOL_ENV",
+    "STATUS_TAG",
+    "STEP_ENV",
     "STEP_TAG",
     "TAG_LIMIT",
+    "TEMPLATE_VERSION_ENV",
+    "TEMPLATE_VERSION_TAG",
     "TRACKING_URI_ENV",
+    "TRIGGER_ENV",
+    "TRIGGER_TAG",
     "WORKFLOW_ENV",
     "WORKFLOW_TAG",
+    "WORKFLOW_UID_ENV",
+    "WORKFLOW_UID_TAG",
+    "WORKSPACE_ENV",
     "TrackingUnavailable",
     "artifact_root",
     "bounded_retries",
@@ -52,12 +74,39 @@ __all__ = [
 
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 EXPERIMENT_ENV = "MLFLOW_EXPERIMENT_NAME"
+# What a step's pod knows of its workflow run (`pipelines.vcjobs.JobContext.env`), and where it spools.
 WORKFLOW_ENV = "VCPILOT_WORKFLOW"
+WORKFLOW_UID_ENV = "VCPILOT_WORKFLOW_UID"
+NAMESPACE_ENV = "VCPILOT_NAMESPACE"
+ARGO_URL_ENV = "VCPILOT_ARGO_URL"
+TRIGGER_ENV = "VCPILOT_TRIGGER"
+TEMPLATE_VERSION_ENV = "VCPILOT_TEMPLATE_VERSION"
+IMAGE_ENV = "VCPILOT_IMAGE"
+STEP_ENV = "VCPILOT_STEP"
+ATTEMPT_ENV = "VCPILOT_ATTEMPT"
+JOB_ENV = "VCPILOT_JOB"
+WORKSPACE_ENV = "VCPILOT_WORKSPACE"
+SPOOL_ENV = "VCPILOT_TRACKING_SPOOL"  # the directory of the run's spools (components/tracking/spool.py)
+FLUSH_ENV = "VCPILOT_TRACKING_FLUSH_S"  # seconds between a spool's background sends (5 unless set)
 
 DEFAULT_EXPERIMENT = "llm-autopilot"
-WORKFLOW_TAG = "vcpilot.workflow"  # marks a workflow's parent run, which every step finds by it
 PARENT_TAG = "mlflow.parentRunId"  # what MLflow's UI nests runs by
+# Every run vcpilot makes carries a key that names it for good, so a replay or a retry finds it instead of making
+# a second one: `<workflow uid>` for the parent, `<workflow uid>/<step>/<attempt>` for a step's or attempt's run.
+KEY_TAG = "vcpilot.key"
+# The parent run only: the workflow it records (name, uid, namespace, link), how it started, what ran it.
+WORKFLOW_TAG = "vcpilot.workflow"  # the name; older parents are found by it alone
+WORKFLOW_UID_TAG = "vcpilot.workflow.uid"
+NAMESPACE_TAG = "vcpilot.workflow.namespace"
+ARGO_URL_TAG = "vcpilot.workflow.url"  # the workflow in the Argo UI; absent when no UI is configured (locally)
+TRIGGER_TAG = "vcpilot.trigger"  # cron, ui, cli, submitted or local
+TEMPLATE_VERSION_TAG = "vcpilot.template.version"
+IMAGE_TAG = "vcpilot.image"
+STATUS_TAG = "vcpilot.status"  # the workflow's outcome, set by the exit handler
+# A step's or training attempt's run.
 STEP_TAG = "vcpilot.step"
+ATTEMPT_TAG = "vcpilot.attempt"
+JOB_TAG = "vcpilot.vcjob"
 TAG_LIMIT = 5000  # MLflow 3 keeps 8000 characters of a tag; every store keeps this many
 
 

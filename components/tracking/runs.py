@@ -1,8 +1,12 @@
-"""A workflow's parent MLflow run: found (or created) by the workflow's name, closed by the exit handler.
+"""A workflow's parent MLflow run: named for good by the workflow's uid, found again on retry or resume, closed last.
 
-Every step of one workflow run finds the same parent run from the workflow name it gets as a parameter, so
-the record of a run — reports, decisions, the final status — is reviewable in one place afterwards. MLflow's
-failures here are `TrackingUnavailable`; the callers decide what a missing record costs.
+Every step of one workflow run records under the same parent run, so the record of a run — reports, decisions,
+the final status — is reviewable in one place afterwards. The parent's key is the workflow's uid (Argo's
+`{{workflow.uid}}`, the local runner's too), which a retried step, a resumed run and a replayed spool all share: it
+is created once, by whichever record reaches MLflow first, and found by its `vcpilot.key` tag ever after. A parent
+made before keys is found by the workflow's name (`vcpilot.workflow`) and adopted.
+
+MLflow's failures here are `TrackingUnavailable`; the callers decide what a missing record costs.
 """
 
 from __future__ import annotations
@@ -13,24 +17,115 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from components.tracking.adapter import WORKFLOW_TAG, artifact_root, client, tracking_errors
+from pydantic import BaseModel, ConfigDict
 
-__all__ = ["WORKFLOW_TAG", "close_workflow_run", "workflow_run"]
+from components.tracking.adapter import (
+    ARGO_URL_ENV,
+    ARGO_URL_TAG,
+    IMAGE_ENV,
+    IMAGE_TAG,
+    KEY_TAG,
+    NAMESPACE_ENV,
+    NAMESPACE_TAG,
+    STATUS_TAG,
+    TEMPLATE_VERSION_ENV,
+    TEMPLATE_VERSION_TAG,
+    TRIGGER_ENV,
+    TRIGGER_TAG,
+    WORKFLOW_ENV,
+    WORKFLOW_TAG,
+    WORKFLOW_UID_ENV,
+    WORKFLOW_UID_TAG,
+    TrackingUnavailable,
+    artifact_root,
+    client,
+    tracking_errors,
+)
+from components.tracking.recorder import Recorder
+from components.tracking.replay import find_run, replay_all
+from components.tracking.spool import Spool
+
+__all__ = ["WORKFLOW_TAG", "WorkflowRun", "close_workflow_run", "start_parent", "workflow_run"]
+
+# Which field of a WorkflowRun travels in which environment variable and lands in which tag of the parent.
+_FIELDS = {
+    "name": (WORKFLOW_ENV, WORKFLOW_TAG),
+    "uid": (WORKFLOW_UID_ENV, WORKFLOW_UID_TAG),
+    "namespace": (NAMESPACE_ENV, NAMESPACE_TAG),
+    "argo_url": (ARGO_URL_ENV, ARGO_URL_TAG),
+    "trigger": (TRIGGER_ENV, TRIGGER_TAG),
+    "template_version": (TEMPLATE_VERSION_ENV, TEMPLATE_VERSION_TAG),
+    "image": (IMAGE_ENV, IMAGE_TAG),
+}
 
 
-def workflow_run(tracking_uri: str, experiment: str, workflow: str) -> str:
-    """The id of the workflow's parent run in `experiment`, created on first use."""
+class WorkflowRun(BaseModel):
+    """The workflow run a parent MLflow run records: who it is, where to see it, how it started, what it ran."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    uid: str = ""
+    namespace: str = ""
+    argo_url: str = ""  # the workflow in the Argo UI; empty when no UI is configured (locally)
+    trigger: str = ""  # cron, ui, cli, submitted, local
+    template_version: str = ""
+    image: str = ""
+
+    @property
+    def key(self) -> str:
+        """The parent run's key: the uid; the name for a caller that knows no uid."""
+        return self.uid or self.name
+
+    def step_key(self, step: str, attempt: int | str = 1) -> str:
+        """The key of a step's (or a training attempt's) run: `<uid>/<step>/<attempt>`."""
+        return f"{self.key}/{step}/{attempt}"
+
+    def tags(self) -> dict[str, str]:
+        """The parent's tags; an unknown field (no uid, no Argo UI) is left out, not written empty."""
+        return {tag: str(getattr(self, field)) for field, (_, tag) in _FIELDS.items() if getattr(self, field)}
+
+    def env(self) -> dict[str, str]:
+        """The environment variables that carry this run to a step's pod."""
+        return {env: str(getattr(self, field)) for field, (env, _) in _FIELDS.items() if getattr(self, field)}
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> WorkflowRun | None:
+        """The workflow run of a step's environment; None outside a workflow (no `VCPILOT_WORKFLOW`)."""
+        if not env.get(WORKFLOW_ENV):
+            return None
+        return cls(**{field: env.get(name, "") for field, (name, _) in _FIELDS.items()})
+
+
+def start_parent(recorder: Recorder, experiment: str, run: WorkflowRun) -> str:
+    """Spool the parent run's creation (a no-op once it exists); its key, for the step's own run to nest under."""
+    recorder.start_run(run.key, run.name, experiment, run.tags(), workflow=run.name)
+    return run.key
+
+
+def workflow_run(tracking_uri: str, experiment: str, workflow: str, uid: str = "") -> str:
+    """The id of the workflow's parent run in `experiment`, sent at once (not spooled), created on first use.
+
+    Found by `uid` (its key) when given, else by the workflow's name. For callers that need the id now: the agent's
+    decision records, the registry's lineage.
+    """
     mlflow = client(tracking_uri)
+    run = WorkflowRun(name=workflow, uid=uid)
     with tracking_errors(tracking_uri, f"find the parent run of {workflow}"):
         found = mlflow.get_experiment_by_name(experiment)
         experiment_id = (
             found.experiment_id if found else mlflow.create_experiment(experiment, artifact_root(tracking_uri))
         )
-        runs = mlflow.search_runs([experiment_id], filter_string=f"tags.`{WORKFLOW_TAG}` = '{workflow}'", max_results=1)
-        if runs:
-            return str(runs[0].info.run_id)
-        run = mlflow.create_run(experiment_id, run_name=workflow, tags={WORKFLOW_TAG: workflow})
-        return str(run.info.run_id)
+        if uid and (keyed := find_run(mlflow, experiment_id, run.key, workflow)):
+            return keyed[0]
+        if not uid:
+            named = mlflow.search_runs(
+                [experiment_id], filter_string=f"tags.`{WORKFLOW_TAG}` = '{workflow}'", max_results=1
+            )
+            if named:
+                return str(named[0].info.run_id)
+        tags = {**run.tags(), **({KEY_TAG: uid} if uid else {})}
+        return str(mlflow.create_run(experiment_id, run_name=workflow, tags=tags).info.run_id)
 
 
 def _report(path: Path) -> Any:
@@ -44,37 +139,77 @@ def _report(path: Path) -> Any:
 def close_workflow_run(
     tracking_uri: str,
     experiment: str,
-    workflow: str,
+    workflow: WorkflowRun | str,
     status: str,
     reports: Mapping[str, Path],
+    spool_dir: Path | None = None,
+    timeout_s: float = 60.0,
     artifacts: Mapping[str, Sequence[Path]] | None = None,
 ) -> str:
-    """Log the run's reports as artifacts and its numbers as metrics, then end it FINISHED or FAILED.
+    """Send every spool of the run, then log its reports and numbers on the parent and end it FINISHED or FAILED.
 
-    `artifacts` maps an artifact directory ("" for the run's top) to the files and directories logged there
-    (those that exist): the review's summary.md and pictures, the decision records, the rendered manifests.
+    `spool_dir` is the run's spool directory (the exit handler's, in the workspace); without one the closing
+    records are spooled in a temporary directory. TrackingUnavailable, saying how much waits, when MLflow did not
+    take it all within `timeout_s`: what it did not take stays in `spool_dir`, for the next replay. `artifacts`
+    maps an artifact directory ("" for the run's top) to the files and directories logged there (those that
+    exist): the review's summary.md and pictures, the decision records, the rendered manifests.
     """
-    run_id = workflow_run(tracking_uri, experiment, workflow)
-    mlflow = client(tracking_uri)
-    with tracking_errors(tracking_uri, f"close the run of {workflow}"), tempfile.TemporaryDirectory() as tmp:
-        mlflow.set_tag(run_id, "vcpilot.status", status)
+    run = workflow if isinstance(workflow, WorkflowRun) else WorkflowRun(name=workflow)
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = spool_dir or Path(tmp) / "spool"
+        swept = replay_all(directory, tracking_uri, timeout_s=timeout_s / 2) if spool_dir else None
+        recorder = Recorder(Spool(directory / "finalize.jsonl"), tracking_uri, flush_every_s=None)
+        key = start_parent(recorder, experiment, run)
+        recorder.set_tags(key, {STATUS_TAG: status})
+        staged = Path(tmp) / "reports"
+        staged.mkdir()
         for name, path in reports.items():
-            if not path.is_file():
-                continue
-            data = _report(path)
-            if data is None:
-                (Path(tmp) / f"{name}.json").write_bytes(path.read_bytes())
-                continue
-            (Path(tmp) / f"{name}.json").write_text(json.dumps(data, indent=2))
-            for key, value in data.items() if isinstance(data, dict) else ():
-                if isinstance(value, int | float) and not isinstance(value, bool):
-                    mlflow.log_metric(run_id, f"{name}.{key}", float(value))
-        mlflow.log_artifacts(run_id, tmp, artifact_path="reports")
+            if path.is_file():
+                _record_report(recorder, key, name, path, staged)
         for where, paths in (artifacts or {}).items():
             for path in paths:
-                if path.is_dir():
-                    mlflow.log_artifacts(run_id, str(path), artifact_path=where or None)
-                elif path.is_file():
-                    mlflow.log_artifact(run_id, str(path), artifact_path=where or None)
-        mlflow.set_terminated(run_id, status="FINISHED" if status == "Succeeded" else "FAILED")
-    return run_id
+                _record_files(recorder, key, path, where)
+        recorder.end_run(key, "FINISHED" if status == "Succeeded" else "FAILED")
+        closed = recorder.flush(timeout_s=timeout_s / 2, wait_s=5.0)
+        waiting = closed.pending + (swept.pending if swept else 0)
+        if waiting:
+            reason = closed.reason or (swept.reason if swept else "")
+            raise TrackingUnavailable(
+                f"MLflow at {tracking_uri} could not close the run of {run.name} ({reason}); "
+                f"{waiting} records wait in {directory}",
+                uri=tracking_uri,
+                reason=f"{reason}; {waiting} records wait in {directory}",
+            )
+        return recorder.spool.cursor().runs[key]
+
+
+def _record_files(recorder: Recorder, key: str, path: Path, where: str) -> None:
+    """A file under `where`, or every file of a directory under `where/<its relative folder>`; nothing if absent."""
+    files = [(path, where)] if path.is_file() else []
+    for found in sorted(path.rglob("*")) if path.is_dir() else ():
+        if found.is_file():
+            folder = found.parent.relative_to(path).as_posix()
+            files.append((found, "/".join(p for p in (where, folder) if p and p != ".")))
+    for file, directory in files:
+        recorder.log_artifact(key, file, directory or None)
+
+
+def _record_report(recorder: Recorder, key: str, name: str, path: Path, staged: Path) -> None:
+    """A report as `reports/<name>.json`, and its top-level numbers as metrics `<name>.<field>`.
+
+    Stamped with the report file's time, so closing the run twice logs each number once.
+    """
+    data = _report(path)
+    copy = staged / f"{name}.json"
+    if data is None:
+        copy.write_bytes(path.read_bytes())
+    else:
+        copy.write_text(json.dumps(data, indent=2))
+    recorder.log_artifact(key, copy, "reports")
+    numbers = {
+        f"{name}.{field}": float(value)
+        for field, value in (data.items() if isinstance(data, dict) else ())
+        if isinstance(value, int | float) and not isinstance(value, bool)
+    }
+    if numbers:
+        recorder.log_metrics(key, numbers, timestamp_ms=int(path.stat().st_mtime * 1000))

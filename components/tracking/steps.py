@@ -1,21 +1,20 @@
 """A step's own record in MLflow: one child run under the workflow's parent run, logged once the step is done.
 
-A step program inside a workflow gets `MLFLOW_TRACKING_URI`, `MLFLOW_EXPERIMENT_NAME` and `VCPILOT_WORKFLOW` in
-its environment (`pipelines.vcjobs.JobContext.env`). With them, `log_step_run` finds the parent run
-(`runs.workflow_run`) and logs the step's figures, verdict and report files as a child run (tag
-`mlflow.parentRunId`; never `vcpilot.workflow`, which marks the parent). Without them it does nothing.
+A step program inside a workflow gets `MLFLOW_TRACKING_URI`, `MLFLOW_EXPERIMENT_NAME`, the workflow run
+(`VCPILOT_WORKFLOW`, `VCPILOT_WORKFLOW_UID`, …: `runs.WorkflowRun`), its step, attempt and VCJob, and its spool
+directory in its environment (`pipelines.vcjobs.JobContext.env`). With them, `log_step_run` spools the parent run
+(`runs.start_parent`) and the step's figures, verdict and report files as a child run keyed
+`<uid>/<step>/<attempt>` (tag `mlflow.parentRunId`; never `vcpilot.workflow`, which marks the parent), then sends
+the spool. Without them it does nothing.
 
 The report files in the workspace are the source of truth: MLflow down or refusing costs one warning line on
-stderr, never the step.
+stderr, never the step, and the spool keeps every record until the exit handler sends it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
-import sys
-import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
@@ -23,21 +22,22 @@ from typing import Any, TextIO
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.tracking.adapter import (
+    ATTEMPT_ENV,
+    ATTEMPT_TAG,
     DEFAULT_EXPERIMENT,
+    JOB_ENV,
+    JOB_TAG,
     PARENT_TAG,
     STEP_TAG,
     TAG_LIMIT,
     WORKFLOW_ENV,
     WORKFLOW_TAG,
-    TrackingUnavailable,
     configured_uri,
     experiment_name,
     quiet,
-    tracking_errors,
-    unreachable,
 )
-from components.tracking.adapter import client as mlflow_client
-from components.tracking.runs import workflow_run
+from components.tracking.recorder import Recorder, environment_spool
+from components.tracking.runs import WorkflowRun, start_parent
 
 __all__ = [
     "PARENT_TAG",
@@ -46,7 +46,7 @@ __all__ = [
     "TrackingTarget",
     "log_step_run",
     "report_metrics",
-    "start_child_run",
+    "start_step_run",
     "tracking_target",
 ]
 
@@ -96,73 +96,55 @@ def report_metrics(report: Mapping[str, Any], keys: Iterable[str] | None = None)
     return metrics
 
 
-def start_child_run(client: Any, target: TrackingTarget, step: str, tags: Mapping[str, str] | None = None) -> str:
-    """Create `step`'s run under the workflow's parent run (created if this is the workflow's first record).
-
-    TrackingUnavailable when MLflow fails.
-    """
-    parent = workflow_run(target.tracking_uri, target.experiment, target.workflow)
-    with tracking_errors(target.tracking_uri, f"start the {step} run"):
-        experiment_id = client.get_run(parent).info.experiment_id
-        # Not the workflow tag: it marks the parent. Long texts are cut to what every MLflow store accepts.
-        own = {key: value[:TAG_LIMIT] for key, value in (tags or {}).items() if key != WORKFLOW_TAG}
-        run = client.create_run(experiment_id, run_name=step, tags={**own, PARENT_TAG: parent, STEP_TAG: step})
-        return str(run.info.run_id)
+def start_step_run(
+    recorder: Recorder,
+    experiment: str,
+    run: WorkflowRun,
+    step: str,
+    *,
+    attempt: int | str = 1,
+    job: str = "",
+    name: str | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> str:
+    """Spool the parent run and `step`'s run under it (each made once, whatever the replays); the step run's key."""
+    parent = start_parent(recorder, experiment, run)
+    # Not the workflow tag: it marks the parent. Long texts are cut to what every MLflow store accepts.
+    own = {key: value[:TAG_LIMIT] for key, value in (tags or {}).items() if key != WORKFLOW_TAG}
+    own.update({STEP_TAG: step, ATTEMPT_TAG: str(attempt), **({JOB_TAG: job} if job else {})})
+    key = run.step_key(step, attempt)
+    recorder.start_run(key, name or step, experiment, own, parent=parent)
+    return key
 
 
 def log_step_run(
-    log: StepLog, env: Mapping[str, str] | None = None, *, warn: TextIO | None = None, timeout_s: float = 5.0
+    log: StepLog, env: Mapping[str, str] | None = None, *, warn: TextIO | None = None, timeout_s: float = 30.0
 ) -> str | None:
-    """Log `log` as a child run of the workflow's parent run; its id, or None when nothing was logged.
+    """Log `log` as a child run of the workflow's parent run, through the step's spool; the run's id once sent.
 
     Nothing is logged outside a workflow (no `MLFLOW_TRACKING_URI` or `VCPILOT_WORKFLOW` in `env`, by default
-    the process environment). MLflow unreachable or failing (`TrackingUnavailable`) prints one warning line to `warn`
-    (stderr) and returns None; a bug in the caller's values still raises.
+    the process environment). Everything is spooled first (`components.tracking.recorder`), then sent within
+    `timeout_s`; MLflow unreachable or failing prints one warning line to `warn` (stderr) and returns None — the
+    spool keeps the record for the exit handler's replay. A bug in the caller's values still raises.
     """
-    target = tracking_target(os.environ if env is None else env)
-    if target is None:
+    source = os.environ if env is None else env
+    target = tracking_target(source)
+    run = WorkflowRun.from_env(source)
+    if target is None or run is None:
         return None
-    out = warn or sys.stderr
-    if reason := unreachable(target.tracking_uri, timeout_s):
-        print(
-            f"warning: MLflow at {target.tracking_uri} is unreachable ({reason}); "
-            f"the {log.step} step's record is in its report files only",
-            file=out,
-        )
-        return None
-    run_id = None
-    try:
-        quiet()
-        mlflow = mlflow_client(target.tracking_uri)
-        run_id = start_child_run(mlflow, target, log.step, log.tags)
-        with tracking_errors(target.tracking_uri, f"log the {log.step} step"):
-            from mlflow.entities import Metric, Param  # imported here: MLflow takes seconds to import
-
-            now = int(time.time() * 1000)
-            mlflow.log_batch(
-                run_id,
-                metrics=[Metric(key, value, now, 0) for key, value in log.metrics.items()],
-                params=[Param(key, value[:TAG_LIMIT]) for key, value in log.params.items()],
-            )
-            for path in log.artifacts:
-                if path.is_file():
-                    mlflow.log_artifact(run_id, str(path))
-            mlflow.set_terminated(run_id, status="FINISHED")
-    except TrackingUnavailable as err:  # the step's report files are its record: warn once, carry on
-        print(
-            f"warning: could not log the {log.step} step to MLflow at {target.tracking_uri} ({err.reason}); "
-            "its report files have everything",
-            file=out,
-        )
-        if run_id is not None:
-            _give_up(target.tracking_uri, run_id)
-        return None
-    return run_id
-
-
-def _give_up(tracking_uri: str, run_id: str) -> None:
-    """Mark a half-logged run FAILED, if MLflow still listens (the warning was printed already)."""
-    with contextlib.suppress(TrackingUnavailable):
-        mlflow = mlflow_client(tracking_uri)
-        with tracking_errors(tracking_uri, f"mark run {run_id} FAILED"):
-            mlflow.set_terminated(run_id, status="FAILED")
+    quiet()
+    attempt = source.get(ATTEMPT_ENV) or "1"
+    recorder = Recorder(
+        environment_spool(source, f"{log.step}-{attempt}"), target.tracking_uri, flush_every_s=None, warn=warn
+    )
+    key = start_step_run(
+        recorder, target.experiment, run, log.step, attempt=attempt, job=source.get(JOB_ENV, ""), tags=log.tags
+    )
+    recorder.log_params(key, {name: value[:TAG_LIMIT] for name, value in log.params.items()})
+    recorder.log_metrics(key, log.metrics)
+    for path in log.artifacts:
+        if path.is_file():
+            recorder.log_artifact(key, path)
+    recorder.end_run(key, "FINISHED")
+    result = recorder.close(timeout_s, what=f"the {log.step} step")
+    return None if result.pending else recorder.spool.cursor().runs.get(key)

@@ -24,7 +24,7 @@ from pipelines.local.engine.engine import Engine
 from pipelines.local.engine.executors import kill_stale
 from pipelines.local.engine.resources import ObjectCluster, OwnedObject
 from pipelines.local.engine.status import RunState, now_rfc3339
-from pipelines.local.workflow import Workflow, WorkflowError, load_workflow
+from pipelines.local.workflow import TRIGGER_LABEL, Workflow, WorkflowError, load_workflow
 
 __all__ = ["RunResult", "WorkflowError", "delete_run", "is_running", "resume", "run_workflow"]
 
@@ -63,6 +63,7 @@ def run_workflow(
     """Run a Workflow/WorkflowTemplate (file, YAML text or dict) to its end; raises WorkflowError on bad input."""
     home_path = _home(home)
     workflow = load_workflow(path_or_dict, params or {}, name=name)
+    workflow.labels.setdefault(TRIGGER_LABEL, "local")  # Argo's controller labels its workflows too
     run_dir = home_path / "runs" / workflow.name
     if (run_dir / "status.json").exists():
         raise WorkflowError(f"a run named {workflow.name!r} already exists in {run_dir.parent}; resume or delete it.")

@@ -26,6 +26,7 @@ from components.errors import VcpilotError
 
 __all__ = [
     "TEMPLATE_TYPES",
+    "TRIGGER_LABEL",
     "Workflow",
     "WorkflowError",
     "load_workflow",
@@ -71,6 +72,10 @@ def parse_duration(value: str | int | float, what: str = "duration") -> float:
 def template_type(template: Mapping[str, Any]) -> str | None:
     """Which kind of template this is (container, script, resource, dag, steps, suspend), or None."""
     return next((t for t in TEMPLATE_TYPES if template.get(t) is not None), None)
+
+
+# How a run started, for whoever records it (pipelines/run_identity.py); the local runner says `local`.
+TRIGGER_LABEL = "vcpilot.io/trigger"
 
 
 @dataclass

@@ -31,9 +31,10 @@ def tracking_uri(tmp_path_factory) -> str:
 
 
 @pytest.fixture
-def in_workflow(tracking_uri, monkeypatch, request):
+def in_workflow(tracking_uri, monkeypatch, request, tmp_path):
     """The environment a step pod gets (JobContext.env), with a workflow of the test's own."""
     workflow = f"wf-{request.node.name.replace('_', '-')[:40]}"
+    monkeypatch.setenv("VCPILOT_TRACKING_SPOOL", str(tmp_path / "spool"))
     monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", EXPERIMENT)
     monkeypatch.setenv("VCPILOT_WORKFLOW", workflow)
@@ -200,6 +201,7 @@ def test_mlflow_down_costs_one_warning_line_not_the_step(monkeypatch, tmp_path, 
         down = f"http://127.0.0.1:{sock.getsockname()[1]}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", down)
     monkeypatch.setenv("VCPILOT_WORKFLOW", "wf-down")
+    monkeypatch.setenv("VCPILOT_TRACKING_SPOOL", str(tmp_path / "spool"))
     write_logs(tmp_path / "logs" / "baseline", drift=False)
     write_logs(tmp_path / "logs" / "current", drift=True)
     report = tmp_path / "detect" / "report.json"
@@ -208,4 +210,4 @@ def test_mlflow_down_costs_one_warning_line_not_the_step(monkeypatch, tmp_path, 
     assert json.loads(report.read_text())["trigger"] is True
     err = capsys.readouterr().err
     assert err.startswith(f"warning: MLflow at {down} is unreachable") and err.count("\n") == 1, err
-    assert "report files" in err
+    assert f"wait in {tmp_path / 'spool' / 'detect-logs-1.jsonl'}" in err, "kept for the exit handler, not lost"

@@ -442,7 +442,11 @@ def test_submit_creates_a_run_of_the_template_and_returns_its_link(argo: ArgoSer
     assert path == "/api/v1/workflows/argo"
     assert headers["Authorization"] == "Bearer s3cret"
     workflow = body["workflow"]
-    assert workflow["metadata"] == {"generateName": "llm-autopilot-", "namespace": "argo"}
+    assert workflow["metadata"] == {
+        "generateName": "llm-autopilot-",
+        "namespace": "argo",
+        "labels": {"vcpilot.io/trigger": "cli"},  # the MLflow run says how it started
+    }
     assert workflow["spec"]["workflowTemplateRef"] == {"name": "llm-autopilot"}
     assert workflow["spec"]["arguments"]["parameters"] == [
         {"name": "mode", "value": "force"},

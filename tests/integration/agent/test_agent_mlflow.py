@@ -78,13 +78,15 @@ def test_with_mlflow_down_the_record_is_still_written_and_one_line_warns(
     assert warning.endswith(f"it is in {path}")
 
 
-def test_measured_throughput_reads_what_finetune_logs(tracking: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_measured_throughput_reads_what_finetune_logs(
+    tracking: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """The contract with components.finetune: its MLflow sink's params and step times give samples per second."""
-    from components.finetune.tracking import MlflowSink
+    from components.finetune.tracking import open_sink
 
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking)  # as in a training pod; else MLflow's flush makes ./mlflow.db
-
-    sink = MlflowSink(tracking, "llm-autopilot", "wf-speed")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking)  # as in a training pod
+    env = {"MLFLOW_TRACKING_URI": tracking, "VCPILOT_WORKFLOW": "wf-speed", "VCPILOT_TRACKING_SPOOL": str(tmp_path)}
+    sink = open_sink(env, is_main=True)
     sink.log_params({"global_batch": 32, "world_size": 4, "micro_batch": 4, "grad_accum": 2})
     for step, seconds in enumerate([9.0, 2.0, 2.0, 2.0], start=1):  # the first step warms up and is left out
         sink.log_metrics(step, {"step_time_s": seconds, "loss": 1.0})

@@ -36,7 +36,14 @@ def one_rank(launch, dataset, tmp_path_factory):
     root = tmp_path_factory.mktemp("one-rank")
     uri = f"sqlite:///{root / 'mlflow.db'}"
     run = launch(
-        1, dataset, root / "out", root / "checkpoints", *SHAPE, MLFLOW_TRACKING_URI=uri, VCPILOT_WORKFLOW=WORKFLOW
+        1,
+        dataset,
+        root / "out",
+        root / "checkpoints",
+        *SHAPE,
+        MLFLOW_TRACKING_URI=uri,
+        VCPILOT_WORKFLOW=WORKFLOW,
+        VCPILOT_TRACKING_SPOOL=str(root / "spool"),
     )
     assert run.wait() == [0], run.stderr()
     run.tracking_uri = uri

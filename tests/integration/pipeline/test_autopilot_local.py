@@ -91,6 +91,17 @@ def test_a_killed_training_pod_is_diagnosed_and_retried_from_its_checkpoint(tmp_
     assert "ended from outside the job" in retry["rationale"]
     children = mlflow_children(tmp_path, run)
     assert {"plan-1", "diagnose-1", "plan-2"} <= {child.info.run_name for child in children}
+    # One parent (mlflow_run unpacks exactly one) for both attempts, keyed and tagged by the workflow's uid.
+    uid = json.loads((tmp_path / "runs" / "recover" / "status.json").read_text())["metadata"]["uid"]
+    assert run.data.tags["vcpilot.key"] == run.data.tags["vcpilot.workflow.uid"] == uid
+    assert run.data.tags["vcpilot.trigger"] == "local" and run.data.tags["vcpilot.image"]
+    assert run.data.tags["vcpilot.template.version"].startswith("vcpilot-")
+    attempts = {c.info.run_name: c.data.tags for c in children if c.data.tags.get("vcpilot.step") == "finetune"}
+    assert sorted(attempts) == ["finetune-1", "finetune-2"]
+    assert attempts["finetune-2"]["vcpilot.vcjob"] == "recover-train-2"
+    assert attempts["finetune-2"]["vcpilot.attempt"] == "2"
+    steps = {c.data.tags.get("vcpilot.step") for c in children}
+    assert {"detect-logs", "loadtest", "evaluate"} <= steps
     # The review on the parent run: summary.md, every picture as a real PNG, the decisions and the manifests.
     review = reviewed(tmp_path, run)
     assert set(review["plots"]) == {f"{n}.png" for n in ("training_loss", "latency_cdf", "throughput", "scores")} | {

@@ -11,7 +11,7 @@ import socket
 import pytest
 
 from components.errors import EXIT_UNAVAILABLE, Unavailable, VcpilotError, explain
-from components.finetune.tracking import NullSink, open_sink
+from components.finetune.tracking import MlflowSink, NullSink, open_sink
 from components.release.registry import RegistryError, RegistryUnavailable, aliases, connect, mlflow_errors
 from components.tracking.adapter import (
     DEFAULT_EXPERIMENT,
@@ -109,7 +109,12 @@ def test_a_damaged_report_does_not_keep_the_parent_run_open(store, tmp_path):
 def test_a_step_logs_to_a_local_store_and_a_dead_one_costs_one_warning(store, down, tmp_path):
     report = tmp_path / "report.json"
     report.write_text('{"errors": 0}')
-    env = {"MLFLOW_TRACKING_URI": store, "MLFLOW_EXPERIMENT_NAME": "adapter", "VCPILOT_WORKFLOW": "wf-step"}
+    env = {
+        "MLFLOW_TRACKING_URI": store,
+        "MLFLOW_EXPERIMENT_NAME": "adapter",
+        "VCPILOT_WORKFLOW": "wf-step",
+        "VCPILOT_TRACKING_SPOOL": str(tmp_path / "spool"),
+    }
     warnings = io.StringIO()
     run_id = log_step_run(StepLog(step="detect-logs", metrics={"errors": 0.0}, artifacts=(report,)), env, warn=warnings)
     assert run_id is not None and warnings.getvalue() == ""
@@ -117,12 +122,18 @@ def test_a_step_logs_to_a_local_store_and_a_dead_one_costs_one_warning(store, do
     dead = {**env, "MLFLOW_TRACKING_URI": down}
     assert log_step_run(StepLog(step="detect-logs"), dead, warn=warnings, timeout_s=2) is None
     assert warnings.getvalue().count("\n") == 1 and "is unreachable" in warnings.getvalue()
+    assert "wait in" in warnings.getvalue(), "the record is spooled, not lost"
 
 
-def test_training_on_a_dead_server_gets_a_sink_that_records_nothing(down, capsys):
-    sink = open_sink({"MLFLOW_TRACKING_URI": down, "VCPILOT_WORKFLOW": "wf-1"}, is_main=True)
-    assert isinstance(sink, NullSink)
-    assert capsys.readouterr().err.count("training goes on without tracking") == 1
+def test_training_on_a_dead_server_spools_its_metrics_with_one_warning(down, tmp_path, capsys):
+    env = {"MLFLOW_TRACKING_URI": down, "VCPILOT_WORKFLOW": "wf-1", "VCPILOT_TRACKING_SPOOL": str(tmp_path)}
+    sink = open_sink(env, is_main=True)
+    assert isinstance(sink, MlflowSink)
+    for step in range(1, 4):
+        sink.log_metrics(step, {"loss": 1.0 / step})
+    sink.finish(succeeded=True)
+    assert capsys.readouterr().err.count("warning:") == 1
+    assert sink.recorder.spool.pending() == 2 + 3 + 1, "parent, attempt run, three steps of metrics, the end"
     assert isinstance(open_sink({}, is_main=True), NullSink), "no tracking URI: nothing to report to"
 
 

@@ -45,13 +45,13 @@ def test_report_numbers_become_metrics_and_the_rest_is_left_out():
     assert report_metrics(report, keys=("errors", "missing", "reason")) == {"errors": 2.0}
 
 
-def test_an_unreachable_tracking_server_costs_one_warning_line():
+def test_an_unreachable_tracking_server_costs_one_warning_line(tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         down = f"http://127.0.0.1:{sock.getsockname()[1]}"
     warnings = io.StringIO()
-    env = {"MLFLOW_TRACKING_URI": down, "VCPILOT_WORKFLOW": "wf-1"}
+    env = {"MLFLOW_TRACKING_URI": down, "VCPILOT_WORKFLOW": "wf-1", "VCPILOT_TRACKING_SPOOL": str(tmp_path)}
     assert log_step_run(StepLog(step="loadtest"), env=env, warn=warnings, timeout_s=2) is None
     text = warnings.getvalue()
-    assert text.startswith(f"warning: MLflow at {down} is unreachable (") and text.count("\n") == 1
-    assert "the loadtest step's record is in its report files only" in text
+    assert text.startswith(f"warning: MLflow at {down} is unreachable or failing (") and text.count("\n") == 1
+    assert f"the loadtest step's 5 tracking records wait in {tmp_path / 'loadtest-1.jsonl'}" in text
