@@ -42,7 +42,9 @@ def step(name: str) -> dict:
         "name": name,
         "container": {
             "image": "vcpilot",
-            "command": [sys.executable, "-c", LOG, name],
+            # From PATH (the test puts the venv first): the runner gives a spelled-out /tmp path the node's own
+            # /tmp, as a container has, and a checkout under /tmp would send sys.executable there.
+            "command": ["python3", "-c", LOG, name],
             "env": [{"name": k, "value": v} for k, v in env.items()],
         },
     }
@@ -67,9 +69,10 @@ WORKFLOW = {
 }
 
 
-def test_a_resumed_run_does_not_make_a_second_parent_run(tmp_path: Path) -> None:
+def test_a_resumed_run_does_not_make_a_second_parent_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from components.tracking.adapter import client
 
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     home, marks = tmp_path / "home", tmp_path / "marks"
     marks.mkdir()
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"
