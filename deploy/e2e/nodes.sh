@@ -220,6 +220,7 @@ EOF
 
 import_images() { # node socket: import every image the node does not hold yet
   local name=$1 sock=$2 archive ref="" digest
+  prune_images "$name" "$sock"
   for archive in $images; do
     ref=$(image_ref "$archive")
     if ctr --address "$sock" -n k8s.io images ls -q | grep -qxF "$ref"; then
@@ -243,6 +244,19 @@ import_images() { # node socket: import every image the node does not hold yet
     ctr --address "$sock" -n k8s.io images tag --force "$ref" docker.io/library/python:alpine3.23 >/dev/null ||
       die "$name: containerd could not tag $ref as python:alpine3.23."
   fi
+}
+
+prune_images() { # node socket: drop vcpilot's images this build no longer makes, before importing new ones
+  # An old step image (a new base after constraints.txt changed) is 6.6 GB per node: kept, the node's disk
+  # holds both while the new one unpacks. The python:alpine3.23 alias is remade after the import.
+  local name=$1 sock=$2 archive held wanted=()
+  for archive in $images; do wanted+=("$(image_ref "$archive")"); done
+  for held in $(ctr --address "$sock" -n k8s.io images ls -q); do
+    [[ $held == vcpilot.local/* || $held == docker.io/library/python:alpine3.23 ]] || continue
+    printf '%s\n' "${wanted[@]}" | grep -qxF "$held" && continue
+    log "$name: removing $held, which this build no longer makes"
+    ctr --address "$sock" -n k8s.io images rm --sync "$held" >/dev/null || die "$name: containerd could not remove $held."
+  done
 }
 
 archive_file() { # archive name: a file of a docker-archive, a directory or a tar
