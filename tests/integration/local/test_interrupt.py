@@ -104,10 +104,21 @@ def _start(tmp_path: Path, workflow: dict[str, Any], *extra: str) -> tuple[subpr
 
 
 def _alive(pid_file: Path) -> bool:
+    """Whether the process runs (a zombie waiting for init to reap it does not)."""
     try:
-        os.kill(int(pid_file.read_text()), 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{int(pid_file.read_text())}/stat").read_text()
+    except FileNotFoundError:
         return False
+    return stat[stat.rindex(")") + 2] not in "ZX"
+
+
+def _gone(pid_file: Path, timeout: float = 5) -> bool:
+    """Whether the process ends within `timeout` seconds (SIGKILL is sent; its delivery is not instant)."""
+    deadline = time.monotonic() + timeout
+    while _alive(pid_file):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
     return True
 
 
@@ -163,7 +174,7 @@ def test_ctrl_c_stops_the_pods_records_the_run_stopped_and_says_how_to_resume(tm
         process.kill()
     assert process.returncode == 130
     assert "vcpilot resume stop-me" in err
-    assert not _alive(marks / "pod.pid") and not _alive(marks / "side.pid")  # the VCJob's pod and the script
+    assert _gone(marks / "pod.pid") and _gone(marks / "side.pid")  # the VCJob's pod and the script step
     document = json.loads((home / "runs" / "stop-me" / "status.json").read_text())
     status = document["status"]
     assert (status["phase"], status["message"]) == ("Failed", "Stopped with strategy 'Terminate'")
