@@ -15,22 +15,27 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
 from components.finetune.checkpoint_layout import latest
+from components.progress import Progress
 from components.tracking.adapter import experiment_name, local_store_uri
 from components.tracking.runs import close_workflow_run
 from components.volcano.cluster import ClusterError
 from components.volcano.cluster_local import LocalCluster, default_home
-from pipelines.local.runner import RunResult, WorkflowError, run_workflow
+from pipelines.local.runner import Interrupted, RunResult, StopRequest, WorkflowError, run_workflow
 from pipelines.local.workflow import load_workflow
 from pipelines.parameters import check_parameters
 
@@ -132,10 +137,18 @@ def prepare_demo(home: Path, drift: bool) -> Path:
     return calm
 
 
-def bootstrap_champion(home: Path, tracking_uri: str, registered_model: str = REGISTERED_MODEL) -> Path:
+def bootstrap_champion(
+    home: Path,
+    tracking_uri: str,
+    registered_model: str = REGISTERED_MODEL,
+    *,
+    progress: Progress | None = None,
+    stop: StopRequest | None = None,
+) -> Path:
     """The first champion: the tiny model trained on the baseline catalog and registered with alias `champion`.
 
-    Done once per VCPILOT_HOME; later runs fine-tune from it.
+    Done once per VCPILOT_HOME; later runs fine-tune from it. Training takes minutes: its step lines are
+    reported to `progress`; `stop` ends it (Interrupted) and the next run starts it over.
     """
     from components.release.register import register_model
     from components.release.registry import connect, find_alias
@@ -151,16 +164,66 @@ def bootstrap_champion(home: Path, tracking_uri: str, registered_model: str = RE
         "--json",
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "VCPILOT_STEP_DELAY")}
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise WorkflowError(f"training the first champion failed: {tail[0]}")
+    env["VCPILOT_PROGRESS"] = "plain"  # its step lines are read here, not drawn
+    reporter = progress or Progress.off()
+    with reporter.status(f"training the first champion ({CHAMPION_STEPS} steps, once per VCPILOT_HOME)") as update:
+        code, tail = _train(command, env, update, stop)
+    if code != 0:
+        raise WorkflowError(f"training the first champion failed: {tail or 'no output'}")
+    reporter.event("registering the first champion in MLflow")
     register_model(
         model, registered_model, dataset=data, base_model="tiny", workflow="bootstrap", tracking_uri=tracking_uri
     )
     # The registration's run nests under a "bootstrap" parent run: end it, or MLflow shows it RUNNING for ever.
     close_workflow_run(tracking_uri, experiment_name(), "bootstrap", "Succeeded", {})
     return model
+
+
+_STEP_LINE = re.compile(r"step (\d+)/(\d+)\s+loss ([0-9.]+)")
+
+
+def _train(
+    command: list[str], env: dict[str, str], update: Callable[[str], None], stop: StopRequest | None
+) -> tuple[int, str]:
+    """Run the training process, reporting its step lines; (exit code, its last line of output)."""
+    lines: queue.Queue[str | None] = queue.Queue()
+    proc = subprocess.Popen(
+        command,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # the step lines are on stderr, the JSON summary on stdout: both end here
+        text=True,
+        start_new_session=True,  # Ctrl-C reaches this process, which decides what the child does
+    )
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    tail: deque[str] = deque(maxlen=1)
+    try:
+        while True:
+            if stop is not None and stop.is_set():
+                raise Interrupted("stopped while training the first champion")
+            try:
+                line = lines.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if line is None:
+                return proc.wait(), tail[-1] if tail else ""
+            if line.strip():
+                tail.append(line.strip())
+            if found := _STEP_LINE.search(line):
+                update(f"step {found[1]}/{found[2]}, loss {float(found[3]):.3f}")
+    finally:
+        if proc.poll() is None:  # stopped, or the caller was interrupted: the child must not train on alone
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def demo_parameters(home: PurePath) -> dict[str, str]:
@@ -220,10 +283,14 @@ def run_autopilot(
     name: str | None = None,
     on_update: Callable[[dict[str, Any]], None] | None = None,
     bootstrap: bool = True,
+    stop: StopRequest | None = None,
+    progress: Progress | None = None,
 ) -> RunResult:
     """Run llm-autopilot locally under a scenario; WorkflowError for an unknown scenario or bad parameters.
 
-    With `bootstrap` (and the default base model) a first champion is trained and registered when there is none.
+    With `bootstrap` (and the default base model) a first champion is trained and registered when there is none,
+    reported to `progress`. `stop` stops the run (see `pipelines/local/runner.py`); set before the workflow
+    starts, it raises Interrupted.
     """
     if scenario not in SCENARIOS:
         raise WorkflowError(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}.")
@@ -238,17 +305,21 @@ def run_autopilot(
         raise WorkflowError(str(err)) from None
     load_workflow(TEMPLATE, arguments, name=run)  # unknown parameters fail here
     if bootstrap and arguments["base-model"] == str(home_path / "demo" / "champion"):
-        bootstrap_champion(home_path, arguments["mlflow-tracking-uri"], arguments["registered-model"])
+        bootstrap_champion(
+            home_path, arguments["mlflow-tracking-uri"], arguments["registered-model"], progress=progress, stop=stop
+        )
+    if stop is not None and stop.is_set():
+        raise Interrupted("stopped before the workflow started")
     with _environment({"VCPILOT_HOME": str(home_path), **chosen.env}):
-        stop = threading.Event()
+        run_over = threading.Event()
         watcher = None
         if chosen.fault is not None:
             workspace = Path(arguments["workspace"])
-            watcher = threading.Thread(target=chosen.fault, args=(home_path, run, workspace, stop), daemon=True)
+            watcher = threading.Thread(target=chosen.fault, args=(home_path, run, workspace, run_over), daemon=True)
             watcher.start()
         try:
-            return run_workflow(TEMPLATE, arguments, home=home_path, name=run, on_update=on_update)
+            return run_workflow(TEMPLATE, arguments, home=home_path, name=run, on_update=on_update, stop=stop)
         finally:
-            stop.set()
+            run_over.set()
             if watcher is not None:
                 watcher.join(timeout=30)

@@ -31,7 +31,12 @@ def run_command(
 ) -> None:
     """Run the llm-autopilot WorkflowTemplate through the local runner on LocalCluster; exit 0 when it Succeeded."""
     params = parse_params(param)
-    report_run(lambda on_update: run_autopilot(scenario, params, name=name, on_update=on_update), json_output)
+    report_run(
+        lambda on_update, stop, progress: run_autopilot(
+            scenario, params, name=name, on_update=on_update, stop=stop, progress=progress
+        ),
+        json_output,
+    )
 
 
 def seed_command(

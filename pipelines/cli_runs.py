@@ -161,6 +161,8 @@ def _link(home: Path, found: list[RunSummary] | list[RunDetail]) -> str:
 def _outcome(run: RunSummary) -> str:
     if run.phase in ("Running", "Pending") and not run.running:
         return f"{run.phase} (interrupted: `vcpilot resume {run.name}`)"
+    if (run.message or "").startswith("Stopped with strategy"):  # Ctrl-C (pipelines/local/runner.py)
+        return f"{run.phase}: {run.message} (`vcpilot resume {run.name}` continues it)"
     return run.phase + (f": {run.message}" if run.message else "")
 
 

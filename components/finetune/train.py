@@ -52,6 +52,7 @@ from components.finetune.model import context_length, load_model, load_trainable
 from components.finetune.optim import build_optimizer, build_scheduler
 from components.finetune.stop_signal import StopSignal
 from components.finetune.tracking import MetricsSink, open_sink
+from components.progress import Progress, Update
 
 __all__ = ["Summary", "train"]
 
@@ -149,6 +150,10 @@ def _train(config: TrainConfig, dist: Distributed, env: Mapping[str, str], stop:
     metrics_log = _open_metrics(config.out) if dist.is_main else None
     first_step, step_times, tokens_seen, succeeded = step, [], 0, False
     checkpointed = step  # the newest step a checkpoint holds (every rank knows it: saves happen at fixed steps)
+    # Rank 0's steps on stderr: a bar on a terminal, a line every `log_every` steps in a pod's log or a pipe.
+    progress = Progress(sys.stderr, mode=None if dist.is_main else "off")
+    bar = contextlib.ExitStack()
+    advance = bar.enter_context(progress.steps("step", config.max_steps))
     try:
         while step < config.max_steps:
             # Told to stop (SIGTERM on any rank)? Then every rank stops here, at the same step: this step's
@@ -175,7 +180,7 @@ def _train(config: TrainConfig, dist: Distributed, env: Mapping[str, str], stop:
             tokens_seen += tokens
             lr = float(scheduler.get_last_lr()[0])
             record = {"loss": loss, "lr": lr, "tokens_per_s": tokens / elapsed, "step_time_s": elapsed}
-            _report(step, config, record, sink, metrics_log, dist)
+            _report(step, config, record, sink, metrics_log, dist, advance, every_step=progress.mode == "live")
 
             # Checkpoint every K steps and at the end (rank 0).
             if step % config.checkpoint_every == 0 or step == config.max_steps:
@@ -194,6 +199,7 @@ def _train(config: TrainConfig, dist: Distributed, env: Mapping[str, str], stop:
             save_final(model, tokenizer, config.out)
         succeeded = True
     finally:
+        bar.close()
         if metrics_log is not None:
             metrics_log.close()
         sink.finish(succeeded)
@@ -322,18 +328,25 @@ def _open_metrics(out: Path) -> Any:
 
 
 def _report(
-    step: int, config: TrainConfig, record: dict[str, float], sink: MetricsSink, log: Any, dist: Distributed
+    step: int,
+    config: TrainConfig,
+    record: dict[str, float],
+    sink: MetricsSink,
+    log: Any,
+    dist: Distributed,
+    advance: Update,
+    *,
+    every_step: bool = False,
 ) -> None:
-    """Rank 0 records every step (MLflow, metrics.jsonl) and prints every `log_every`-th one."""
+    """Rank 0 records every step (MLflow, metrics.jsonl) and shows every `log_every`-th one (a bar: each)."""
     if not dist.is_main:
         return
     sink.log_metrics(step, record)
     log.write(json.dumps({"step": step, **record}) + "\n")
     log.flush()
-    if step % config.log_every == 0 or step == config.max_steps:
-        print(
-            f"step {step}/{config.max_steps}  loss {record['loss']:.4f}  lr {record['lr']:.2e}  "
+    if every_step or step % config.log_every == 0 or step == config.max_steps:
+        advance(
+            step,
+            f"loss {record['loss']:.4f}  lr {record['lr']:.2e}  "
             f"{record['tokens_per_s']:,.0f} tok/s  {record['step_time_s'] * 1000:.0f} ms/step",
-            file=sys.stderr,
-            flush=True,
         )

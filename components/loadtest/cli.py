@@ -23,6 +23,7 @@ from rich.table import Table
 from components.entry import reported
 from components.errors import EXIT_FAILED
 from components.loadtest.session import LoadtestError, Outcome, build_config, run_loadtest, write_records
+from components.progress import Progress
 
 __all__ = ["app", "loadtest_command", "step_app", "step_command"]
 
@@ -81,7 +82,9 @@ def loadtest_command(
         timeout_s=timeout_s,
         api_key=api_key,
     )
-    outcome = asyncio.run(run_loadtest(config))
+    # A bar on a terminal, a line every few seconds in a pipe; on stderr with --json.
+    with Progress.for_command(json_output).steps("requests", requests, every_s=5) as advance:
+        outcome = asyncio.run(run_loadtest(config, on_done=lambda n: advance(n, "")))
     if records is not None:
         write_records(records, outcome.records)
     if json_output:

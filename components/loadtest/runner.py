@@ -128,8 +128,12 @@ async def run_load(
     *,
     clock: Callable[[], float] = time.perf_counter,
     sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    on_done: Callable[[int], None] | None = None,
 ) -> LoadResult:
-    """Send `plan.requests` requests (cycling through `specs`) to `target` and record each one."""
+    """Send `plan.requests` requests (cycling through `specs`) to `target` and record each one.
+
+    `on_done(n)` is told after each request how many have ended (a progress bar).
+    """
     if not specs:
         raise ValueError("there are no requests to send")
     records: list[RequestRecord | None] = [None] * plan.requests
@@ -138,8 +142,10 @@ async def run_load(
     bodies = [encode_request(target, spec) for spec in specs]
     clients = _Clients(connect)
     t0 = clock()
+    ended = 0
 
     async def one(index: int) -> None:
+        nonlocal ended
         client = clients.take()
         try:
             at = index % len(specs)
@@ -148,6 +154,9 @@ async def run_load(
             )
         finally:
             clients.give(client)
+        ended += 1
+        if on_done is not None:
+            on_done(ended)
 
     try:
         if plan.rate is None:

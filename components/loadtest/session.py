@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -96,8 +97,11 @@ class Outcome(BaseModel):
         }
 
 
-async def run_loadtest(config: LoadtestConfig) -> Outcome:
-    """Check the inputs, find the server (and its model), send the load, compute the figures, judge the SLOs."""
+async def run_loadtest(config: LoadtestConfig, on_done: Callable[[int], None] | None = None) -> Outcome:
+    """Check the inputs, find the server (and its model), send the load, compute the figures, judge the SLOs.
+
+    `on_done(n)` hears after each request how many have ended.
+    """
     try:
         target = parse_target(config.url, chat=config.chat)
     except ValueError as err:
@@ -120,7 +124,7 @@ async def run_loadtest(config: LoadtestConfig) -> Outcome:
     finally:
         await client.aclose()
     target = target.model_copy(update={"model": model})
-    result = await run_load(config.plan, specs, target, connect)
+    result = await run_load(config.plan, specs, target, connect, on_done=on_done)
     metrics = calculate_metrics(result.records, result.duration_s, config.slo)
     return Outcome(
         config=config,

@@ -20,6 +20,7 @@ from components.logs.parse import parse_files
 from components.logs.reader import Malformed
 from components.logs.report import DetectionReport
 from components.logs.step import run_detect, run_step
+from components.progress import Progress
 
 __all__ = ["app", "detect_command", "parse_command", "step_command"]
 
@@ -60,7 +61,9 @@ def parse_command(
 ) -> None:
     """Write every line's template in Loghub's structured format, one row per input line."""
     try:
-        summary = parse_files(files, out, state_file=state)
+        # Big inputs take minutes: a count on a terminal, a line every few seconds in a pipe (stderr with --json).
+        with Progress.for_command(as_json).steps("lines parsed", None, every_s=5) as advance:
+            summary = parse_files(files, out, state_file=state, on_lines=lambda n: advance(n, ""))
     except OSError as err:
         raise InputError(f"cannot write {err.filename or out}: {err.strerror or err}") from None
     if as_json:

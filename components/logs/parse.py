@@ -12,7 +12,7 @@ import csv
 import io
 import os
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -22,10 +22,11 @@ from components.logs.reader import MAX_LINE_BYTES, LogSourceError, Malformed, So
 from components.logs.records import RequestRecord, classify
 from components.logs.templates import Miner, MinerSettings
 
-__all__ = ["COLUMNS", "MALFORMED_EVENT", "ParseSummary", "grouping_accuracy", "parse_files"]
+__all__ = ["COLUMNS", "MALFORMED_EVENT", "PROGRESS_LINES", "ParseSummary", "grouping_accuracy", "parse_files"]
 
 COLUMNS = ("LineId", "EventId", "EventTemplate")
 MALFORMED_EVENT = "E0"
+PROGRESS_LINES = 20_000  # how often parse_files says how far it got: often enough for a person, rare in the loop
 """The EventId of a line that could not be read (binary, invalid UTF-8, too long, broken JSON)."""
 
 
@@ -46,11 +47,13 @@ def parse_files(
     settings: MinerSettings | None = None,
     state_file: Path | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
+    on_lines: Callable[[int], None] | None = None,
 ) -> ParseSummary:
     """Mine the templates of every line of `sources` and write one CSV row per line to `out`.
 
     LineId counts lines across the files in order (1-based). A JSON request record is mined by its prompt, a
     JSON log event by its message. Raises LogSourceError for a missing source or one without any line.
+    `on_lines(n)` hears every `PROGRESS_LINES` lines how many were read (a progress display).
     """
     files = expand_sources(sources)
     miner = Miner(settings, state_file)
@@ -63,6 +66,8 @@ def parse_files(
             write, add, max_tokens = pending.write, miner.add, miner.settings.max_tokens  # the hot loop
             for line in read_lines(files, malformed, max_line_bytes=max_line_bytes):
                 lines += 1
+                if on_lines is not None and lines % PROGRESS_LINES == 0:
+                    on_lines(lines)
                 text = _message(line, malformed)
                 write("0\n" if text is None else f"{add(message_tokens(text, max_tokens))}\n")
         if lines == 0:

@@ -2,7 +2,9 @@
 
 Wire into the main CLI with `app.command("run-workflow")(run_workflow_command)` and
 `app.command("resume")(resume_command)`; `python -m pipelines.local.cli` runs the same two commands alone.
-The exit code is 0 only when the workflow Succeeded (1 when it did not, 2 for input it cannot run).
+The exit code is 0 only when the workflow Succeeded (1 when it did not, 2 for input it cannot run, 130 when
+Ctrl-C stopped it). On a terminal the run's steps are a live tree; piped, one line per step that starts or ends
+(`components/progress.py`); with `--json` those lines go to stderr and stdout gets the final status only.
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console, Group
-from rich.live import Live
 from rich.text import Text
 from rich.tree import Tree
 
 from components.entry import reported
 from components.errors import InputError
+from components.progress import Progress
 from pipelines.local.engine.status import parse_rfc3339
-from pipelines.local.runner import RunResult, resume, run_workflow
+from pipelines.local.runner import Interrupted, RunResult, StopRequest, resume, run_workflow
+from pipelines.local.watch import EXIT_INTERRUPTED, NodeEvents, interrupts, resume_hint
 
 __all__ = ["app", "parse_params", "render_status", "report_run", "resume_command", "run_workflow_command"]
 
@@ -51,7 +54,10 @@ def run_workflow_command(
 ) -> None:
     """Run an Argo workflow on this machine, as Argo's controller would; exit 0 only when it Succeeded."""
     params = parse_params(parameter)
-    report_run(lambda on_update: run_workflow(file, params, name=name, on_update=on_update), json_output)
+    report_run(
+        lambda on_update, stop, _progress: run_workflow(file, params, name=name, on_update=on_update, stop=stop),
+        json_output,
+    )
 
 
 @reported
@@ -59,8 +65,8 @@ def resume_command(
     name: Annotated[str, typer.Argument(help="The run to continue (its workflow name).")],
     json_output: Annotated[bool, typer.Option("--json", help="Print only the final workflow status as JSON.")] = False,
 ) -> None:
-    """Continue a run whose runner was killed: finished nodes are kept, interrupted ones run again."""
-    report_run(lambda on_update: resume(name, on_update=on_update), json_output)
+    """Continue a run whose runner was killed or stopped: finished nodes are kept, interrupted ones run again."""
+    report_run(lambda on_update, stop, _progress: resume(name, on_update=on_update, stop=stop), json_output)
 
 
 def parse_params(values: list[str] | None) -> dict[str, str]:
@@ -74,24 +80,41 @@ def parse_params(values: list[str] | None) -> dict[str, str]:
     return params
 
 
-def report_run(start: Callable[[Any], RunResult], json_output: bool) -> None:
-    """Run `start(on_update)` with a live tree (or quietly with --json) and exit 0 only when it Succeeded.
+Start = Callable[[Callable[[dict[str, Any]], None] | None, StopRequest, Progress], RunResult]
 
-    A `VcpilotError` (a `WorkflowError`: bad file, parameter or name) reaches the command's `reported`.
+
+def report_run(start: Start, json_output: bool) -> None:
+    """Run `start(on_update, stop, progress)` showing its steps; exit 0 only when it Succeeded, 130 when stopped.
+
+    The first Ctrl-C sets `stop` (the runner stops the run's pods and records it stopped), a second one exits
+    at once (`pipelines/local/watch.py`). A `VcpilotError` (a `WorkflowError`: bad file, parameter or name)
+    reaches the command's `reported`.
     """
+    progress = Progress.for_command(json_output)
+    stop = StopRequest()
     try:
-        if json_output:
-            result = start(None)
-            print(json.dumps(result.status, indent=2))
-        else:
-            console = Console()
-            with Live(Text("starting…"), console=console, refresh_per_second=8, transient=True) as live:
-                result = start(lambda status: live.update(render_status(status)))
-            console.print(render_status(result.status))
-            console.print(_summary(result))
-            console.print(_next_steps(result.name), highlight=False, soft_wrap=True)
+        with interrupts(stop):
+            if progress.mode == "live":
+                with progress.display(Text("starting…")) as show:
+                    result = start(lambda status: show(render_status(status)), stop, progress)
+            else:
+                events = NodeEvents(progress.event, lambda: stop.run_name) if progress.mode == "plain" else None
+                result = start(events, stop, progress)
+    except Interrupted:
+        typer.echo("stopped before the workflow started: nothing ran, nothing to resume", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    if json_output:
+        print(json.dumps(result.status, indent=2))
+    else:
+        console = Console()
+        console.print(render_status(result.status))
+        console.print(_summary(result))
+        console.print(_next_steps(result.name), highlight=False, soft_wrap=True)
+    if result.stopped:
+        typer.echo(f"stopped {result.name} and its pods; {resume_hint(result.name)}", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED)
     raise typer.Exit(0 if result.phase == "Succeeded" else 1)
 
 

@@ -4,6 +4,11 @@ A run lives in `VCPILOT_HOME/runs/<workflow-name>/`: `status.json` (the Workflow
 rewritten atomically as nodes change) and `nodes/<node-id>/` (each leaf's `main.log`, script and `/tmp`).
 `resume` reloads status.json after the runner died: nodes that ended keep their outputs and do not run
 again, leaves that were running start over (a resource node re-attaches to the job it created).
+
+A run given a `StopRequest` stops when it is set (Ctrl-C in the CLI), as `argo terminate` stops a workflow:
+its processes are killed, the jobs it created that still run are deleted (their pods stop), and status.json
+says `Failed`, "Stopped with strategy 'Terminate'", with `spec.shutdown: Terminate`. `resume` continues such
+a run like a killed one: the stopped leaves run again.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import fcntl
 import json
 import os
 import shutil
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,25 +27,59 @@ from typing import Any
 from components.volcano.cluster import ClusterError
 from components.volcano.cluster_local import LocalCluster, default_home
 from pipelines.local.engine.engine import Engine
-from pipelines.local.engine.executors import kill_stale
-from pipelines.local.engine.resources import ObjectCluster, OwnedObject
+from pipelines.local.engine.executors import SHUTDOWN_MESSAGE, STOPPED_MESSAGE, kill_stale
+from pipelines.local.engine.resources import ObjectCluster, OwnedObject, job_finished
 from pipelines.local.engine.status import RunState, now_rfc3339
 from pipelines.local.workflow import TRIGGER_LABEL, Workflow, WorkflowError, load_workflow
 
-__all__ = ["RunResult", "WorkflowError", "delete_run", "is_running", "resume", "run_workflow"]
+__all__ = [
+    "Interrupted",
+    "RunResult",
+    "StopRequest",
+    "WorkflowError",
+    "delete_run",
+    "is_running",
+    "resume",
+    "run_workflow",
+]
 
 OnUpdate = Callable[[dict[str, Any]], None]
 _FINISHED = ("Succeeded", "Failed", "Error")
 
 
+class StopRequest:
+    """Asks a run to stop; safe to `set` from a signal handler. The run writes its name here once it has one."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.run_name: str | None = None
+
+    def set(self) -> None:
+        """Ask the run to stop (it stops within a fraction of a second)."""
+        self._event.set()
+
+    def is_set(self) -> bool:
+        """Whether a stop was asked for."""
+        return self._event.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for a stop; whether one was asked for."""
+        return self._event.wait(timeout)
+
+
+class Interrupted(Exception):  # noqa: N818 - a stop, not an error: what the CLI exits 130 for
+    """A stop was asked for before the workflow started (e.g. while the first champion trained)."""
+
+
 @dataclass(frozen=True)
 class RunResult:
-    """How a run ended: its name, the workflow phase and the Argo-shaped `status`."""
+    """How a run ended: its name, the workflow phase and the Argo-shaped `status`; `stopped` by a StopRequest."""
 
     name: str
     phase: str
     status: dict[str, Any]
     home: Path
+    stopped: bool = False
 
     @property
     def nodes(self) -> dict[str, dict[str, Any]]:
@@ -59,8 +99,9 @@ def run_workflow(
     cluster: Any = None,
     name: str | None = None,
     on_update: OnUpdate | None = None,
+    stop: StopRequest | None = None,
 ) -> RunResult:
-    """Run a Workflow/WorkflowTemplate (file, YAML text or dict) to its end; raises WorkflowError on bad input."""
+    """Run a Workflow/WorkflowTemplate (file, YAML text or dict) to its end or its stop; WorkflowError on bad input."""
     home_path = _home(home)
     workflow = load_workflow(path_or_dict, params or {}, name=name)
     workflow.labels.setdefault(TRIGGER_LABEL, "local")  # Argo's controller labels its workflows too
@@ -69,14 +110,21 @@ def run_workflow(
         raise WorkflowError(f"a run named {workflow.name!r} already exists in {run_dir.parent}; resume or delete it.")
     document = {**workflow.document(), "local": {"cwd": os.getcwd(), "owned": []}}
     with _exclusive(run_dir, workflow.name):
+        if stop is not None:
+            stop.run_name = workflow.name
         state = RunState(run_dir / "status.json", document, on_update=on_update)
-        return _drive(workflow, state, home_path, cluster)
+        return _drive(workflow, state, home_path, cluster, stop)
 
 
 def resume(
-    name: str, *, home: str | Path | None = None, cluster: Any = None, on_update: OnUpdate | None = None
+    name: str,
+    *,
+    home: str | Path | None = None,
+    cluster: Any = None,
+    on_update: OnUpdate | None = None,
+    stop: StopRequest | None = None,
 ) -> RunResult:
-    """Continue a run whose runner died; a run that already ended is returned as it is."""
+    """Continue a run whose runner died or was stopped; a run that ended otherwise is returned as it is."""
     home_path = _home(home)
     path = home_path / "runs" / name / "status.json"
     try:
@@ -86,12 +134,18 @@ def resume(
     except ValueError:
         raise WorkflowError(f"{path} is not valid JSON; the run cannot be resumed.") from None
     status = document.get("status") or {}
-    if status.get("phase") in _FINISHED:
+    stopped = bool((document.get("spec") or {}).get("shutdown"))
+    if status.get("phase") in _FINISHED and not stopped:
         return RunResult(name, status["phase"], status, home_path)
     with _exclusive(path.parent, name):
+        document["spec"].pop("shutdown", None)
+        if stop is not None:
+            stop.run_name = name
         state = RunState(path, document, on_update=on_update)
         for node in state.nodes():
-            if node.fulfilled:
+            if stopped and node.phase == "Failed" and node.message in (SHUTDOWN_MESSAGE, STOPPED_MESSAGE):
+                state.update(node, phase="Running", message=None, finished_at=None)  # the stop ended it
+            elif node.fulfilled:
                 continue
             if node.type == "Pod":
                 node_dir = path.parent / "nodes" / node.id
@@ -100,7 +154,7 @@ def resume(
                 state.forget(node)
             elif node.type != "Suspend":
                 state.mark(node, "Running")
-        return _drive(Workflow.from_document(document), state, home_path, cluster)
+        return _drive(Workflow.from_document(document), state, home_path, cluster, stop)
 
 
 def delete_run(name: str, *, home: str | Path | None = None, cluster: Any = None) -> None:
@@ -169,7 +223,7 @@ def _session(home: Path, cluster: Any) -> Callable[[], contextlib.AbstractContex
     return local if cluster is None or isinstance(cluster, LocalCluster) else shared
 
 
-def _drive(workflow: Workflow, state: RunState, home: Path, cluster: Any) -> RunResult:
+def _drive(workflow: Workflow, state: RunState, home: Path, cluster: Any, stop: StopRequest | None) -> RunResult:
     run_dir = state.path.parent
     local = state.document.setdefault("local", {})
     owned: list[OwnedObject] = local.setdefault("owned", [])
@@ -189,6 +243,16 @@ def _drive(workflow: Workflow, state: RunState, home: Path, cluster: Any) -> Run
         cluster=_session(home, cluster),
         own=own,
     )
+    ended = threading.Event()
+    if stop is not None:
+
+        def watch() -> None:
+            while not ended.is_set():
+                if stop.wait(0.1):
+                    engine.terminate()
+                    return
+
+        threading.Thread(target=watch, name="stop-watcher", daemon=True).start()
     try:
         engine.run()
     except Exception as err:  # the engine records node errors itself; this is the last line of defence
@@ -196,6 +260,19 @@ def _drive(workflow: Workflow, state: RunState, home: Path, cluster: Any) -> Run
             phase="Error", message=f"internal error: {type(err).__name__}: {err}", finished_at=now_rfc3339()
         )
     finally:
+        ended.set()
         engine.table.kill_all("the runner stopped", exempt_too=True)  # e.g. Ctrl-C: leave no orphans
+        if engine.stopped.is_set():
+            _stop_jobs(owned, home, cluster)
         status = state.close()
-    return RunResult(workflow.name, status.get("phase", "Error"), status, home)
+    return RunResult(workflow.name, status.get("phase", "Error"), status, home, engine.stopped.is_set())
+
+
+def _stop_jobs(owned: list[OwnedObject], home: Path, cluster: Any) -> None:
+    """Delete the run's jobs that still run, so that their pods stop; `resume` creates them again."""
+    with _session(home, cluster)() as c:
+        for obj in list(owned):
+            name, namespace = obj["name"], obj.get("namespace") or "default"
+            with contextlib.suppress(ClusterError):
+                if not job_finished(c.get_object(name, namespace)):
+                    c.delete(name, namespace, missing_ok=True)

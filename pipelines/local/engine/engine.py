@@ -7,7 +7,9 @@ the order of decisions follow Argo v4.1.2 (workflow/controller/operator.go). Sim
 - a reference to a task/step output that does not exist errors the node, where Argo would wait forever;
 - `timeout`/`activeDeadlineSeconds` apply to leaf templates only (Argo's validator refuses them elsewhere);
 - lifecycle hooks other than `exit` (those with an `expression`) are not run;
-- `retryPolicy: OnTransientError` never retries (a local process has no transient Kubernetes errors).
+- `retryPolicy: OnTransientError` never retries (a local process has no transient Kubernetes errors);
+- `terminate()` is `argo terminate` (nothing more runs, exit handlers neither) recorded at once: the status
+  written is the one of the moment of the stop, so that `resume` continues from there.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from pipelines.local.engine.calls import Call, Prepared, exit_hook
 from pipelines.local.engine.dag import run_dag
 from pipelines.local.engine.executors import (
     DEADLINE_MESSAGE,
+    SHUTDOWN_MESSAGE,
+    STOPPED_MESSAGE,
     LeafContext,
     LeafResult,
     ProcessTable,
@@ -82,7 +86,8 @@ class Engine:
         self.cluster = cluster
         self.own = own
         self.cancel = threading.Event()  # set when the workflow's activeDeadlineSeconds has passed
-        self.never = threading.Event()  # the cancel event of exit-handler nodes
+        self.never = threading.Event()  # the cancel event of exit-handler nodes: set only by a stop
+        self.stopped = threading.Event()  # set by terminate(): no node starts any more
         self.table = ProcessTable()
         parallelism = workflow.spec.get("parallelism")
         self._pods = threading.BoundedSemaphore(int(parallelism)) if parallelism else None
@@ -107,7 +112,7 @@ class Engine:
             message = root.message
             self.runtime["workflow.status"] = phase
             self.runtime["workflow.failures"] = self._failures()
-            hook = self._workflow_exit_hook()
+            hook = None if self.stopped.is_set() else self._workflow_exit_hook()
             if hook is not None:
                 call = Call(name=f"{self.wf.name}.onExit", ref=hook, on_exit=True, hooked=True)
                 try:
@@ -138,6 +143,27 @@ class Engine:
         timer.daemon = True
         timer.start()
         return timer
+
+    def terminate(self) -> None:
+        """Stop the run as `argo terminate` does, and record it now: every node still going Failed, and the workflow.
+
+        The status is frozen at this moment (`RunState.freeze`): the threads that unwind afterwards change
+        nothing on disk, and `resume` runs the stopped leaves again. The caller stops the run's jobs.
+        """
+        with self.state.lock:
+            if self.stopped.is_set():
+                return
+            self.stopped.set()
+            for node in self.state.nodes():
+                if not node.fulfilled:
+                    leaf = node.type in ("Pod", "Suspend")
+                    self.state.mark(node, "Failed", SHUTDOWN_MESSAGE if leaf else STOPPED_MESSAGE)
+            self.state.set_workflow(phase="Failed", message=STOPPED_MESSAGE, finished_at=now_rfc3339())
+            self.state.document["spec"]["shutdown"] = "Terminate"  # where Argo records a stop
+            self.state.freeze()
+        self.cancel.set()
+        self.never.set()
+        self.table.shut(SHUTDOWN_MESSAGE)
 
     def _expire(self) -> None:
         self.cancel.set()
@@ -319,11 +345,16 @@ class Engine:
                 flag=call.flag,
             )
             self._started[node.id] = time.time()
+        if self.stopped.is_set():
+            self.state.mark(node, "Failed", SHUTDOWN_MESSAGE)
+            return node
         if self.cancel.is_set() and not call.on_exit:
             self.state.mark(node, "Failed", DEADLINE_MESSAGE)
             return node
         with self._pod_slot(kind != "suspend"):
-            if self.cancel.is_set() and not call.on_exit:
+            if self.stopped.is_set():
+                result = LeafResult("Failed", SHUTDOWN_MESSAGE)
+            elif self.cancel.is_set() and not call.on_exit:
                 result = LeafResult("Failed", DEADLINE_MESSAGE)
             else:
                 self.state.mark(node, "Running")

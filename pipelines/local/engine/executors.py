@@ -30,6 +30,8 @@ from pipelines.local.workflow import parse_duration, stringify
 
 __all__ = [
     "DEADLINE_MESSAGE",
+    "SHUTDOWN_MESSAGE",
+    "STOPPED_MESSAGE",
     "LeafContext",
     "LeafResult",
     "ProcessTable",
@@ -43,6 +45,9 @@ __all__ = [
 ]
 
 DEADLINE_MESSAGE = "Step exceeded its deadline"
+# What Argo writes on the nodes whose pods it stops for `argo terminate` (controller/exec_control.go).
+SHUTDOWN_MESSAGE = "workflow shutdown with strategy:  Terminate"
+STOPPED_MESSAGE = "Stopped with strategy 'Terminate'"  # ... and on the workflow and its retry nodes (operator.go)
 POD_DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 MAX_RESULT_BYTES = 256 * 1024  # Argo's executor keeps the last 256 kB of a longer stdout as the result
 _ROOTS = re.compile(r"(?<![\w.~/$-])/(tmp|argo)(?=/|[^\w.-]|$)")
@@ -85,17 +90,26 @@ class _Running:
 
 @dataclass
 class ProcessTable:
-    """The processes of a run, so that a workflow deadline can stop them all."""
+    """The processes of a run, so that a workflow deadline or a stop can end them all."""
 
     _entries: dict[int, _Running] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _shut: str | None = None
 
     def add(self, proc: subprocess.Popen[bytes], exempt: bool) -> _Running:
-        """Track a started process; `exempt` processes (exit handlers) survive `kill_all`."""
+        """Track a started process; `exempt` processes (exit handlers) survive `kill_all`, none survives `shut`."""
         entry = _Running(proc, exempt)
         with self._lock:
             self._entries[proc.pid] = entry
+            if self._shut is not None:  # started in the moment the run was stopped: it must not outlive it
+                entry.kill(self._shut)
         return entry
+
+    def shut(self, reason: str) -> None:
+        """Kill every process, and any that is added from now on."""
+        with self._lock:
+            self._shut = reason
+        self.kill_all(reason, exempt_too=True)
 
     def remove(self, entry: _Running) -> None:
         """Stop tracking a process that ended."""

@@ -24,7 +24,7 @@ class NodeRunner(Protocol):
     `execute` runs a call to its node (or returns the node when a resumed run already has it), `run_template`
     does so without the retry wrapper; both block until the node is done. `spawn` runs a child in a thread of
     its own. `cancel` is set once the workflow's deadline has passed; `never` is the event exit handlers wait
-    on instead (it is never set).
+    on instead (set only when the run is stopped); `stopped` is set when the run is stopped (Ctrl-C).
     """
 
     @property
@@ -45,6 +45,11 @@ class NodeRunner(Protocol):
     @property
     def never(self) -> threading.Event:
         """The cancel event of exit-handler nodes."""
+        ...
+
+    @property
+    def stopped(self) -> threading.Event:
+        """Set when the run is stopped as `argo terminate` stops a workflow: nothing more starts."""
         ...
 
     def execute(self, call: Call) -> NodeStatus:

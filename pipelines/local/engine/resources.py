@@ -25,7 +25,7 @@ from pipelines.local.engine.status import Outputs, Parameter
 from pipelines.local.expressions import ExpressionError, evaluate_condition, jsonpath
 from pipelines.local.workflow import stringify
 
-__all__ = ["ObjectCluster", "OwnedObject", "run_resource"]
+__all__ = ["ObjectCluster", "OwnedObject", "job_finished", "run_resource"]
 
 SUPPORTED = {("batch.volcano.sh/v1alpha1", "Job"), ("batch/v1", "Job")}
 _FAILED_VOLCANO = ("Failed", "Aborted", "Terminated")
@@ -146,6 +146,11 @@ def _wait(
         if cancel.wait(delay):
             return obj, DEADLINE_MESSAGE
         delay = min(delay * 1.5, 1.0)
+
+
+def job_finished(obj: Mapping[str, Any]) -> bool:
+    """Whether a Volcano or batch/v1 Job has ended, well or badly (its pods are gone or going)."""
+    return _default_verdict(obj) is not None
 
 
 def _default_verdict(obj: Mapping[str, Any]) -> bool | None:

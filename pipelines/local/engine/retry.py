@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from pipelines.local.engine.calls import Call, Prepared
+from pipelines.local.engine.executors import STOPPED_MESSAGE
 from pipelines.local.engine.node_runner import NodeRunner
 from pipelines.local.engine.scope import substitute_tree
 from pipelines.local.engine.status import NodeStatus, parse_rfc3339
@@ -87,6 +88,8 @@ def _retry_verdict(
     last_ended: float | None,
 ) -> tuple[str | None, float]:
     """(why retrying stops, or None; seconds to back off first), in Argo's order of checks."""
+    if engine.stopped.is_set():
+        return STOPPED_MESSAGE, 0.0
     if engine.cancel.is_set() and not call.on_exit:
         return "retry exceeded workflow deadline", 0.0
     now = time.time()

@@ -186,6 +186,7 @@ class RunState:
         self._on_update = on_update
         self._dirty = threading.Event()
         self._closed = False
+        self._frozen: dict[str, Any] | None = None
         self._last_write = 0.0
         self._writer = threading.Thread(target=self._write_loop, name="status-writer", daemon=True)
         self._writer.start()
@@ -339,12 +340,23 @@ class RunState:
     # -- persisting ----------------------------------------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
-        """The Argo-shaped status as a plain dict."""
+        """The Argo-shaped status as a plain dict (the frozen one once `freeze` was called)."""
         with self.lock:
+            if self._frozen is not None:
+                return json.loads(json.dumps(self._frozen))
             pods = [n for n in self.status.nodes.values() if n.type == "Pod"]
             if pods:
                 self.status.progress = f"{sum(n.phase == 'Succeeded' for n in pods)}/{len(pods)}"
             return self.status.dump()
+
+    def freeze(self) -> None:
+        """Keep the status as it is now, on disk and for the listener; later changes stay in memory only.
+
+        A stopped run records where it stopped while its threads unwind; what they do then is not the run's.
+        """
+        with self.lock:
+            self._frozen = self.snapshot()
+        self.write()
 
     def changed(self) -> None:
         """Note that something changed; the writer thread persists it soon."""
