@@ -150,6 +150,7 @@ def test_piped_output_shows_a_line_per_step_while_the_run_goes(tmp_path: Path) -
         (marks / "go").touch()
         rest, _err = process.communicate(timeout=60)
     finally:
+        (marks / "go").touch()  # a failed look must not leave the waiting pod behind
         process.kill()
     assert process.returncode == 0
     assert "✔ second (wait) Succeeded" in rest and "✔ piped Succeeded" in rest
