@@ -13,7 +13,6 @@ A run left two records on this machine, and neither needs MLflow:
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from agent.records import read_decision
 from components.errors import InputError
 from pipelines.local.engine.status import parse_rfc3339
 from pipelines.local.runner import delete_run, is_running
+from pipelines.local.workflow import check_run_name
 from pipelines.workspace import RunPaths
 
 __all__ = [
@@ -40,8 +40,8 @@ __all__ = [
     "step_logs",
 ]
 
-# Argo's workflow names are Kubernetes object names: a DNS-1123 subdomain. It also keeps `..` and `/` out.
-_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+# A run's name is checked by the runner's one rule (a workflow name; it keeps `..` and `/` out of paths).
+check_name = check_run_name
 _LEAVES = ("Pod", "Suspend", "Skipped")
 
 
@@ -106,15 +106,6 @@ class Removed(BaseModel):
 
     removed: list[str]
     left: list[str] = []
-
-
-def check_name(name: str) -> str:
-    """`name` when it can be a workflow's name; InputError otherwise (so no name reaches outside `runs/`)."""
-    if len(name) > 253 or not _NAME.fullmatch(name):
-        raise InputError(
-            f"{name!r} is not a run name: workflow names are lower-case letters, digits, '-' and '.' (DNS-1123)"
-        )
-    return name
 
 
 def load_run(home: Path, name: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ __all__ = [
     "PodInfo",
     "QueueNotFound",
     "QueueSnapshot",
+    "StateDamaged",
     "Timeout",
     "Unschedulable",
     "FINISHED_PHASES",
@@ -59,6 +60,10 @@ class Conflict(ClusterError):
 
 class Invalid(ClusterError):
     """The manifest breaks a rule the API server or Volcano's admission would enforce."""
+
+
+class StateDamaged(ClusterError):
+    """The cluster's own stored state cannot be read (LocalCluster's database); the message says how to start over."""
 
 
 class Unschedulable(ClusterError):

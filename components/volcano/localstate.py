@@ -45,11 +45,11 @@ def _parse(manifest: str) -> Job:
 
 
 def pod_resources(containers: Sequence[Container]) -> Resources:
-    """A pod's requests: the sum over containers, a container's limits standing in for missing requests."""
+    """A pod's requests: the sum over containers, a limit standing in for its missing request (Kubernetes' default)."""
     out: Resources = {}
     for container in containers:
         res = container.resources
-        raw = (res.requests or res.limits) if res else None
+        raw = {**(res.limits or {}), **(res.requests or {})} if res else None
         for name, amount in parse_resources(raw).items():
             out[name] = out.get(name, 0.0) + amount
     return out

@@ -24,7 +24,7 @@ from pipelines.local.engine.engine import Engine
 from pipelines.local.engine.executors import kill_stale
 from pipelines.local.engine.resources import ObjectCluster, OwnedObject
 from pipelines.local.engine.status import RunState, now_rfc3339
-from pipelines.local.workflow import TRIGGER_LABEL, Workflow, WorkflowError, load_workflow
+from pipelines.local.workflow import TRIGGER_LABEL, Workflow, WorkflowError, check_run_name, load_workflow
 
 __all__ = ["RunResult", "WorkflowError", "delete_run", "is_running", "resume", "run_workflow"]
 
@@ -78,7 +78,7 @@ def resume(
 ) -> RunResult:
     """Continue a run whose runner died; a run that already ended is returned as it is."""
     home_path = _home(home)
-    path = home_path / "runs" / name / "status.json"
+    path = home_path / "runs" / check_run_name(name) / "status.json"
     try:
         document = json.loads(path.read_text())
     except FileNotFoundError:
@@ -106,7 +106,7 @@ def resume(
 def delete_run(name: str, *, home: str | Path | None = None, cluster: Any = None) -> None:
     """Delete a run's directory and the jobs it created with `setOwnerReference: true`."""
     home_path = _home(home)
-    run_dir = home_path / "runs" / name
+    run_dir = home_path / "runs" / check_run_name(name)
     try:
         document = json.loads((run_dir / "status.json").read_text())
     except FileNotFoundError:
@@ -123,7 +123,7 @@ def delete_run(name: str, *, home: str | Path | None = None, cluster: Any = None
 
 def is_running(name: str, *, home: str | Path | None = None) -> bool:
     """Whether a runner holds the run's lock now (a run left `Running` by a killed runner is not running)."""
-    lock_path = _home(home) / "runs" / name / "runner.lock"
+    lock_path = _home(home) / "runs" / check_run_name(name) / "runner.lock"
     if not lock_path.is_file():
         return False
     with open(lock_path, "a") as lock:  # "a": probing must not truncate or create anything
