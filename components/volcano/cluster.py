@@ -240,6 +240,10 @@ class Cluster(Protocol):
         """Every node with its readiness and GPU accounting."""
         ...
 
+    def priority_classes(self) -> dict[str, int]:
+        """Every PriorityClass by name, with its value."""
+        ...
+
     def events(self, name: str, namespace: str = "default", limit: int = 50) -> list[Event]:
         """The most recent events of a job and its pods, oldest first."""
         ...

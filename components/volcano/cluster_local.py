@@ -393,6 +393,11 @@ class LocalCluster:
             names = [r["name"] for r in db.execute("SELECT name FROM queues ORDER BY name")]
             return [self._queue_snapshot(n) for n in names]
 
+    def priority_classes(self) -> dict[str, int]:
+        """Every PriorityClass by name, with its value."""
+        with self._tx() as db:
+            return {r["name"]: r["value"] for r in db.execute("SELECT name, value FROM priority_classes ORDER BY name")}
+
     def nodes(self) -> list[NodeInfo]:
         """Every node with readiness and GPU accounting from its running pods."""
         with self._tx() as db:
