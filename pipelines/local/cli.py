@@ -89,6 +89,9 @@ def report_run(start: Callable[[Any], RunResult], json_output: bool) -> None:
                 result = start(lambda status: live.update(render_status(status)))
             console.print(render_status(result.status))
             console.print(_summary(result))
+            if result.phase != "Succeeded":
+                for line in _failures(result):
+                    console.print(line, highlight=False, soft_wrap=True)
             console.print(_next_steps(result.name), highlight=False, soft_wrap=True)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
@@ -102,6 +105,23 @@ def _summary(result: RunResult) -> Text:
         line.append(f": {result.status['message']}")
     line.append(f"  ({result.home / 'runs' / result.name / 'status.json'})", style="dim")
     return line
+
+
+def _failures(result: RunResult) -> list[Text]:
+    """Each failed step with why (the last line of its output) and where its log is: the reason, not only a code."""
+    lines = []
+    for step in result.failed_steps():
+        icon, style = _ICONS.get(step.phase, ("?", ""))
+        line = Text(f"  {icon} {step.name}", style=style)
+        if step.template:
+            line.append(f" ({step.template})", style="cyan")
+        line.append(f" {step.phase}")
+        for said in dict.fromkeys(x for x in (step.reason, step.message) if x):
+            line.append(f": {said}")
+        lines.append(line)
+        if step.log is not None:
+            lines.append(Text(f"      log: {step.log}", style="dim"))
+    return lines
 
 
 def _next_steps(name: str) -> Text:

@@ -21,12 +21,22 @@ from typing import Any
 from components.volcano.cluster import ClusterError
 from components.volcano.cluster_local import LocalCluster, default_home
 from pipelines.local.engine.engine import Engine
-from pipelines.local.engine.executors import kill_stale
+from pipelines.local.engine.executors import STDERR_TAIL, kill_stale
 from pipelines.local.engine.resources import ObjectCluster, OwnedObject
 from pipelines.local.engine.status import RunState, now_rfc3339
 from pipelines.local.workflow import TRIGGER_LABEL, Workflow, WorkflowError, check_run_name, load_workflow
 
-__all__ = ["RunResult", "WorkflowError", "delete_run", "is_running", "resume", "run_workflow"]
+__all__ = [
+    "FailedStep",
+    "RunResult",
+    "WorkflowError",
+    "delete_run",
+    "is_running",
+    "last_line",
+    "resume",
+    "run_workflow",
+    "step_reason",
+]
 
 OnUpdate = Callable[[dict[str, Any]], None]
 _FINISHED = ("Succeeded", "Failed", "Error")
@@ -49,6 +59,54 @@ class RunResult:
     def node_dir(self, node_id: str) -> Path:
         """Where a leaf node's files (main.log, /tmp) are."""
         return self.home / "runs" / self.name / "nodes" / node_id
+
+    def failed_steps(self) -> list[FailedStep]:
+        """The steps (leaf nodes) that failed, in the order they started, each with its reason and its log."""
+        found = []
+        for node in sorted(self.status.get("nodes", {}).values(), key=lambda n: str(n.get("startedAt") or "~")):
+            if node.get("type") != "Pod" or node.get("phase") not in ("Failed", "Error"):
+                continue
+            node_dir = self.node_dir(str(node.get("id")))
+            log = node_dir / "main.log"
+            found.append(
+                FailedStep(
+                    name=str(node.get("displayName") or node.get("name")),
+                    template=str(node.get("templateName") or ""),
+                    phase=str(node["phase"]),
+                    message=str(node.get("message") or ""),
+                    reason=step_reason(node_dir),
+                    log=log if log.is_file() else None,
+                )
+            )
+        return found
+
+
+@dataclass(frozen=True)
+class FailedStep:
+    """A step that failed: Argo's message, the last line of its output (usually the sentence that says why)."""
+
+    name: str
+    template: str
+    phase: str
+    message: str
+    reason: str
+    log: Path | None
+
+
+def step_reason(node_dir: Path) -> str:
+    """Why a step ended, as it said: the last line it wrote to stderr, else the last line of its log."""
+    return last_line(node_dir / STDERR_TAIL) or last_line(node_dir / "main.log")
+
+
+def last_line(log: Path) -> str:
+    """The last non-empty line of a log ("" when there is none): a step's last words are usually why it ended."""
+    try:
+        with open(log, "rb") as file:
+            file.seek(max(0, file.seek(0, 2) - 4096))  # the end is enough, however long the log
+            lines = [line.strip() for line in file.read().decode(errors="replace").splitlines()]
+    except OSError:
+        return ""
+    return next((line for line in reversed(lines) if line), "")
 
 
 def run_workflow(
