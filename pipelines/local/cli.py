@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,8 +23,18 @@ from components.entry import reported
 from components.errors import InputError
 from pipelines.local.engine.status import parse_rfc3339
 from pipelines.local.runner import RunResult, resume, run_workflow
+from pipelines.local.workflow import Workflow, WorkflowError
 
-__all__ = ["app", "parse_params", "render_status", "report_run", "resume_command", "run_workflow_command"]
+__all__ = [
+    "PARAMETER_CHECKS",
+    "app",
+    "check_template_parameters",
+    "parse_params",
+    "render_status",
+    "report_run",
+    "resume_command",
+    "run_workflow_command",
+]
 
 _ICONS = {
     "Succeeded": ("✔", "green"),
@@ -51,7 +61,10 @@ def run_workflow_command(
 ) -> None:
     """Run an Argo workflow on this machine, as Argo's controller would; exit 0 only when it Succeeded."""
     params = parse_params(parameter)
-    report_run(lambda on_update: run_workflow(file, params, name=name, on_update=on_update), json_output)
+    report_run(
+        lambda on_update: run_workflow(file, params, name=name, on_update=on_update, check=check_template_parameters),
+        json_output,
+    )
 
 
 @reported
@@ -61,6 +74,22 @@ def resume_command(
 ) -> None:
     """Continue a run whose runner was killed: finished nodes are kept, interrupted ones run again."""
     report_run(lambda on_update: resume(name, on_update=on_update), json_output)
+
+
+# The parameter rules of known WorkflowTemplates, by name, beyond what their declarations say (types, sizes):
+# checked before a run starts. `pipelines.cli` adds llm-autopilot's (pipelines.parameters), above this package.
+PARAMETER_CHECKS: dict[str, Callable[[Mapping[str, str]], None]] = {}
+
+
+def check_template_parameters(workflow: Workflow) -> None:
+    """Refuse (WorkflowError) parameters the workflow's template's own rules refuse, before the run starts."""
+    rule = PARAMETER_CHECKS.get(workflow.from_template)
+    if rule is None:
+        return
+    try:
+        rule(workflow.parameters)
+    except ValueError as err:
+        raise WorkflowError(str(err)) from None
 
 
 def parse_params(values: list[str] | None) -> dict[str, str]:

@@ -117,10 +117,17 @@ def run_workflow(
     cluster: Any = None,
     name: str | None = None,
     on_update: OnUpdate | None = None,
+    check: Callable[[Workflow], None] | None = None,
 ) -> RunResult:
-    """Run a Workflow/WorkflowTemplate (file, YAML text or dict) to its end; raises WorkflowError on bad input."""
+    """Run a Workflow/WorkflowTemplate (file, YAML text or dict) to its end; raises WorkflowError on bad input.
+
+    `check` refuses (WorkflowError) a workflow before anything of the run exists: the parameter rules a
+    template's declarations cannot say (types, sizes), known to whoever starts it.
+    """
     home_path = _home(home)
     workflow = load_workflow(path_or_dict, params or {}, name=name)
+    if check is not None:
+        check(workflow)
     workflow.labels.setdefault(TRIGGER_LABEL, "local")  # Argo's controller labels its workflows too
     run_dir = home_path / "runs" / workflow.name
     if (run_dir / "status.json").exists():

@@ -113,6 +113,7 @@ class Workflow:
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     templates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    from_template: str = ""  # the WorkflowTemplate it comes from (its metadata.name), "" for a plain Workflow
 
     def __post_init__(self) -> None:
         if not self.templates:
@@ -224,6 +225,7 @@ def load_workflow(
         spec=spec,
         labels={str(k): stringify(v) for k, v in (meta.get("labels") or {}).items()},
         annotations={str(k): stringify(v) for k, v in (meta.get("annotations") or {}).items()},
+        from_template=str(meta.get("name") or "") if kind == "WorkflowTemplate" else "",
     )
 
 

@@ -92,3 +92,19 @@ def test_a_parameter_outside_its_enum_starts_nothing(home: Path, tmp_path: Path)
     _refused(CliRunner().invoke(app, ["run-workflow", str(workflow), "-p", "greeting=yo"]), "greeting", "hi, hello")
     _refused(CliRunner().invoke(app, ["run-workflow", str(workflow), "-p", "nope=1"]), "unknown parameter 'nope'")
     assert not home.exists()
+
+
+@pytest.mark.parametrize(
+    ("param", "says"),
+    [
+        ("gpus-wanted=abc", "parameter gpus-wanted is 'abc', which is not a whole number"),
+        ("gpus-wanted=3", "the training's sizes do not fit together"),
+        ("queue=Not_A_Queue", "parameter queue is 'Not_A_Queue', which is not a Kubernetes name"),
+    ],
+)
+def test_llm_autopilot_run_by_file_is_held_to_its_parameter_rules_before_it_starts(
+    home: Path, param: str, says: str
+) -> None:
+    template = Path(__file__).resolve().parents[3] / "deploy" / "argo" / "llm-autopilot.yaml"
+    _refused(CliRunner().invoke(app, ["run-workflow", str(template), "-p", param]), says)
+    assert not home.exists()

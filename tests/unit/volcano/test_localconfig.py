@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -105,3 +106,23 @@ def test_a_file_that_is_no_database_is_moved_aside_by_reset(tmp_path: Path) -> N
     aside = LocalCluster.start_over(home)
     assert aside.name.startswith("cluster.db.damaged-") and aside.read_bytes().startswith(b"this is not")
     assert [n.name for n in LocalCluster(home).nodes()] == ["node-0", "node-1"]
+
+
+def test_a_stored_job_that_no_longer_parses_is_damaged_state_not_a_traceback(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    LocalCluster(home).close()
+    with sqlite3.connect(home / "cluster.db") as db:  # what an older, laxer version could have admitted
+        manifest = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "old"}, "spec": {}}
+        manifest["spec"] = {"tasks": [{"name": "t", "replicas": 1, "template": {"spec": {"containers": [
+            {"name": "c", "command": ["true"], "resources": {"limits": {"nvidia.com/gpu": -2}}}]}}}]}  # fmt: skip
+        db.execute(
+            "INSERT INTO jobs(namespace, name, uid, seq, manifest, phase, pg_phase, retry_count, generation, cwd,"
+            " created) VALUES ('default', 'old', 'u', 1, ?, 'Pending', 'Pending', 0, 0, '/', 0)",
+            (json.dumps(manifest),),
+        )
+    cluster = LocalCluster(home)
+    with pytest.raises(StateDamaged, match=r"no longer valid .*`vcpilot cluster reset` starts the cluster over"):
+        cluster.list_jobs()
+    cluster.close()
+    LocalCluster.start_over(home)
+    assert LocalCluster(home).list_jobs() == []
