@@ -28,20 +28,24 @@ __all__ = [
 ]
 
 
+def _label(path: str | Path, what: str) -> str:
+    return f"{what} {path}" if what else str(path)
+
+
 def read_text(path: str | Path, what: str = "file") -> str:
     """The UTF-8 text of `path`; InputError, naming `what` and the file, when it cannot be read or is not text."""
-    target = Path(path)
+    target, label = Path(path), _label(path, what)
     try:
         data = target.read_bytes()
     except IsADirectoryError:
-        raise InputError(f"{what} {target} is a directory; give a file.") from None
+        raise InputError(f"{label} is a directory; give a file") from None
     except OSError as err:
-        raise InputError(f"cannot read {what} {target}: {err.strerror or err}.") from None
+        raise InputError(f"cannot read {label}: {err.strerror or err}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise InputError(
-            f"{what} {target} is not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start}); save it as UTF-8."
+            f"{label} is not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start}); save it as UTF-8"
         ) from None
 
 
@@ -62,15 +66,15 @@ def _parse_all(text: str, label: str) -> list[Any]:
     try:
         return [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as err:
-        raise InputError(f"{label} is not valid YAML or JSON{describe_yaml_error(err)}.") from None
+        raise InputError(f"{label} is not valid YAML or JSON{describe_yaml_error(err)}") from None
     except (ValueError, TypeError, RecursionError) as err:  # a constructor's refusal: `2024-13-45` as a date
         problem = " ".join(str(err).split()) or type(err).__name__
-        raise InputError(f"{label} is not valid YAML or JSON: {problem}.") from None
+        raise InputError(f"{label} is not valid YAML or JSON: {problem}") from None
 
 
 def load_documents(path: str | Path, what: str = "file") -> list[Any]:
     """Every YAML (or JSON) document in `path`, empty ones dropped; InputError for unreadable or broken files."""
-    return _parse_all(read_text(path, what), f"{what} {path}")
+    return _parse_all(read_text(path, what), _label(path, what))
 
 
 def load_document(path: str | Path, what: str = "file", *, mapping: bool = True) -> Any:
@@ -80,10 +84,10 @@ def load_document(path: str | Path, what: str = "file", *, mapping: bool = True)
     """
     documents = load_documents(path, what)
     if len(documents) > 1:
-        raise InputError(f"{what} {path} holds {len(documents)} YAML documents; give one.")
+        raise InputError(f"{_label(path, what)} holds {len(documents)} YAML documents; give one")
     document = documents[0] if documents else ({} if mapping else None)
     if mapping and not isinstance(document, dict):
-        raise InputError(f"{what} {path} must hold a mapping of fields, not {_kind(document)}.")
+        raise InputError(f"{_label(path, what)} must hold a mapping of fields, not {_kind(document)}")
     return document
 
 

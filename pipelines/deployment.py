@@ -108,6 +108,6 @@ def _names(objects: list[dict[str, Any]], kind: str) -> list[str]:
 
 def _load(path: Path) -> list[Any]:
     try:
-        return load_documents(path, "manifest")
+        return load_documents(path, "")
     except InputError as err:
         raise DeployError(str(err)) from None
