@@ -85,9 +85,9 @@ def parse_quantity(value: str | int | float) -> float:
 def scale_quantity(value: str, factor: int) -> str:
     """`value` times a whole `factor`, in the same unit ("1500m" × 2 = "3000m", "16Gi" × 2 = "32Gi")."""
     match = _QUANTITY.fullmatch(value.strip())
-    if not match or match.group(3) is not None:
+    if not match:
         raise ValueError(f"quantity {value!r} is not {_EXAMPLES}")
-    number = Decimal(match.group(1)) * factor
+    number = (quantity_value(value.strip()) if match.group(3) is not None else Decimal(match.group(1))) * factor
     digits = format(number.normalize(), "f") if number != number.to_integral() else str(int(number))
     return f"{digits}{match.group(2) or ''}"
 

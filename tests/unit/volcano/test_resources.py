@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from vcjob_factory import GPU, vcjob
 
 from components.volcano.models import ResourceRequirements, parse_job
-from components.volcano.resources import check_requirements, quantity_value
+from components.volcano.resources import check_requirements, quantity_value, scale_quantity
 
 
 @pytest.mark.parametrize(
@@ -96,3 +96,7 @@ def test_a_job_asking_a_broken_gpu_amount_is_refused_where_it_is_parsed(gpus: fl
 def test_the_model_refuses_in_one_validation_error() -> None:
     with pytest.raises(ValidationError):
         ResourceRequirements(requests={GPU: -2}, limits={GPU: -2})
+
+
+def test_scaling_keeps_the_unit_and_reads_exponents() -> None:
+    assert [scale_quantity(v, 2) for v in ("1500m", "16Gi", "1e3", "2.5")] == ["3000m", "32Gi", "2000", "5"]
