@@ -21,6 +21,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from components.errors import InputError
 from components.volcano import localpods
 from components.volcano.cluster import (
     FINISHED_PHASES,
@@ -84,8 +85,14 @@ class LocalCluster:
 
     def _open(self) -> None:
         """Connect to `cluster.db` and make its tables; StateDamaged when the file is not a database of ours."""
-        self.home.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.home / "cluster.db", timeout=60, isolation_level=None)
+        try:
+            self.home.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise InputError(f"cannot use {self.home} as the LocalCluster's home: {err.strerror or err}") from None
+        try:
+            self._db = sqlite3.connect(self.home / "cluster.db", timeout=60, isolation_level=None)
+        except sqlite3.Error as err:
+            raise StateDamaged(f"{self._damaged()}: {err}") from None
         self._db.row_factory = sqlite3.Row
         # Every pod runs this when it ends, so the cluster moves on even when no process is watching.
         reconcile_hook = (
