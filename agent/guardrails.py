@@ -9,18 +9,17 @@ MCP client's error knows which line of the guardrails file to change. The limits
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent.actions import Abort, Action, Wait
 from agent.observation import PlanRequest
 from components.errors import InputError, VcpilotError
+from components.files import load_document
 from components.volcano.models import Job, PodSpec
 from components.volcano.resources import GPU, parse_quantity
 from components.volcano.validation import describe_validation_error
@@ -72,15 +71,7 @@ class Guardrails(BaseModel):
     @classmethod
     def from_file(cls, path: str | Path) -> Guardrails:
         """Read a YAML or JSON guardrails file; InputError in one sentence naming the file and the problem."""
-        try:
-            text = Path(path).read_text()
-        except OSError as err:
-            raise InputError(f"cannot read the guardrails file {path}: {err.strerror}") from None
-        try:
-            data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-        except (json.JSONDecodeError, yaml.YAMLError) as err:
-            first = " ".join(str(err).split("\n")[0].split())
-            raise InputError(f"the guardrails file {path} is not valid YAML or JSON: {first}") from None
+        data = load_document(path, "the guardrails file", mapping=False)
         if data is None:
             data = {}
         if not isinstance(data, dict):

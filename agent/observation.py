@@ -6,13 +6,15 @@ seconds; GPU counts are whole GPUs (`nvidia.com/gpu`).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from components.errors import InputError
 from components.volcano.cluster import Event, JobInfo, NodeInfo, QueueSnapshot
 
-__all__ = ["AttemptRecord", "CheckpointInfo", "Observation", "PlanRequest", "Throughput"]
+__all__ = ["AttemptRecord", "CheckpointInfo", "Observation", "PlanRequest", "Throughput", "check_names"]
 
 
 class _Frozen(BaseModel):
@@ -49,6 +51,29 @@ class PlanRequest(_Frozen):
                 f"{self.gpus} × {self.micro_batch}"
             )
         return self
+
+    def check_names(self, queues: Collection[str], priority_classes: Collection[str]) -> None:
+        """Refuse, in one sentence, a queue or priority class the cluster does not have (see `check_names`)."""
+        check_names(self.queue, self.fallback_queue, self.priority_class, queues, priority_classes)
+
+
+def check_names(
+    queue: str, fallback_queue: str, priority_class: str, queues: Collection[str], priority_classes: Collection[str]
+) -> None:
+    """Refuse, in one sentence, a queue or priority class the cluster does not have (InputError).
+
+    A plan into a queue that does not exist renders a VCJob the cluster refuses, minutes later; say so before.
+    """
+    known = ", ".join(sorted(queues)) or "none"
+    for what, name in (("queue", queue), ("fallback queue", fallback_queue)):
+        if name and name not in queues:
+            raise InputError(f"{what} {name!r} does not exist on this cluster; its queues are {known}")
+    if priority_class and priority_class not in priority_classes:
+        classes = ", ".join(sorted(priority_classes)) or "none"
+        raise InputError(
+            f"priority class {priority_class!r} does not exist on this cluster; its priority classes are "
+            f"{classes} (leave it empty for none)"
+        )
 
 
 class CheckpointInfo(_Frozen):

@@ -21,6 +21,7 @@ from agent.failures import attempt_record
 from agent.observation import AttemptRecord
 from agent.policy import Decision, Policy
 from agent.tracing import trace_decision
+from components.files import read_text
 from components.tracking.adapter import (
     PARENT_TAG,
     STEP_TAG,
@@ -130,9 +131,7 @@ def read_decision(path: str | Path) -> Decision:
     """A recorded decision; ValueError in one sentence when the file is missing or not a decision record."""
     file = Path(path)
     try:
-        return Decision.model_validate_json(file.read_text())
-    except OSError as err:
-        raise ValueError(f"cannot read decision record {file}: {err.strerror or err}") from None
+        return Decision.model_validate_json(read_text(file, "decision record"))
     except ValidationError as err:
         raise ValueError(f"{file} is not a decision record: {describe_validation_error(err, Decision)}") from None
 

@@ -1,4 +1,10 @@
-"""Writing a step's report: atomically, so a reader (the next step, a retry, a person) never sees half of it."""
+"""Files in and out: what a person hands us is read whole or refused in one sentence; what we write lands whole.
+
+Every command that takes a file (a VCJob, a cluster config, a workflow, a report) reads it through `read_text` or
+`load_document`, so a missing file, a directory, bytes that are not UTF-8 and broken YAML/JSON read the same
+everywhere: an `InputError` naming the file and what to do, never a traceback. Reports are written atomically,
+so a reader (the next step, a retry, a person) never sees half of one.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,90 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_bytes", "write_json", "write_text"]
+import yaml
+
+from components.errors import InputError
+
+__all__ = [
+    "describe_yaml_error",
+    "load_document",
+    "load_documents",
+    "read_text",
+    "write_bytes",
+    "write_json",
+    "write_text",
+]
+
+
+def _label(path: str | Path, what: str) -> str:
+    return f"{what} {path}" if what else str(path)
+
+
+def read_text(path: str | Path, what: str = "file") -> str:
+    """The UTF-8 text of `path`; InputError, naming `what` and the file, when it cannot be read or is not text."""
+    target, label = Path(path), _label(path, what)
+    try:
+        data = target.read_bytes()
+    except IsADirectoryError:
+        raise InputError(f"{label} is a directory; give a file") from None
+    except OSError as err:
+        raise InputError(f"cannot read {label}: {err.strerror or err}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(
+            f"{label} is not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start}); save it as UTF-8"
+        ) from None
+
+
+def describe_yaml_error(err: yaml.YAMLError) -> str:
+    """Where and what, in a few words, of a YAML syntax error: `at line 2, column 5: mapping values are not …`."""
+    mark = getattr(err, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = getattr(err, "problem", None) or getattr(err, "context", None) or " ".join(str(err).split())
+    return f"{where}: {problem}"
+
+
+def _parse_all(text: str, label: str) -> list[Any]:
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            return [json.loads(text)]
+        except ValueError:
+            pass  # flow-style YAML starts the same way: let the YAML parser have it, and say what it says
+    try:
+        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError as err:
+        raise InputError(f"{label} is not valid YAML or JSON{describe_yaml_error(err)}") from None
+    except (ValueError, TypeError, RecursionError) as err:  # a constructor's refusal: `2024-13-45` as a date
+        problem = " ".join(str(err).split()) or type(err).__name__
+        raise InputError(f"{label} is not valid YAML or JSON: {problem}") from None
+
+
+def load_documents(path: str | Path, what: str = "file") -> list[Any]:
+    """Every YAML (or JSON) document in `path`, empty ones dropped; InputError for unreadable or broken files."""
+    return _parse_all(read_text(path, what), _label(path, what))
+
+
+def load_document(path: str | Path, what: str = "file", *, mapping: bool = True) -> Any:
+    """The one YAML or JSON document in `path` (a mapping unless `mapping` is false); InputError otherwise.
+
+    An empty file is an empty mapping.
+    """
+    documents = load_documents(path, what)
+    if len(documents) > 1:
+        raise InputError(f"{_label(path, what)} holds {len(documents)} YAML documents; give one")
+    document = documents[0] if documents else ({} if mapping else None)
+    if mapping and not isinstance(document, dict):
+        raise InputError(f"{_label(path, what)} must hold a mapping of fields, not {_kind(document)}")
+    return document
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    return f"a {type(value).__name__}" if value is not None else "nothing"
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:

@@ -29,21 +29,24 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
+from agent.observation import check_names
 from components.finetune.checkpoint_layout import latest
 from components.progress import Progress
 from components.tracking.adapter import experiment_name, local_store_uri
 from components.tracking.runs import close_workflow_run
 from components.volcano.cluster import ClusterError
 from components.volcano.cluster_local import LocalCluster, default_home
+from components.volcano.localconfig import load_config
 from pipelines.local.runner import Interrupted, RunResult, StopRequest, WorkflowError, run_workflow
-from pipelines.local.workflow import load_workflow
-from pipelines.parameters import check_parameters
+from pipelines.local.workflow import check_run_name, load_workflow
+from pipelines.parameters import DEFAULTS, check_parameters
 
 __all__ = [
     "SCENARIOS",
     "Scenario",
     "TEMPLATE",
     "bootstrap_champion",
+    "demo_log_source",
     "demo_parameters",
     "prepare_demo",
     "run_autopilot",
@@ -118,6 +121,11 @@ CHAMPION_STEPS = 100
 FINETUNE_STEPS = 150
 
 
+def demo_log_source(home: Path, drift: bool) -> Path:
+    """Where `prepare_demo` puts the scenario's logs (nothing is written)."""
+    return home / "demo" / ("logs" if drift else "calm-logs")
+
+
 def prepare_demo(home: Path, drift: bool) -> Path:
     """Generate the demo's data once (deterministic); return the log source for the scenario.
 
@@ -130,7 +138,7 @@ def prepare_demo(home: Path, drift: bool) -> Path:
         write_demo(demo, DemoConfig())
     if drift:
         return demo / "logs"
-    calm = demo / "calm-logs"
+    calm = demo_log_source(home, drift)
     for window in ("baseline", "current"):
         if not (calm / window).exists():
             shutil.copytree(demo / "logs" / "baseline", calm / window)
@@ -260,6 +268,24 @@ def local_parameters(home: Path) -> dict[str, str]:
     }
 
 
+def _check_cluster_names(home: Path, arguments: Mapping[str, str]) -> None:
+    """Refuse queues and a priority class the LocalCluster does not have, before anything starts.
+
+    A home without a cluster yet is judged by the config its cluster will be built from; nothing is created.
+    """
+    if (home / "cluster.db").exists():
+        cluster = LocalCluster(home)
+        try:
+            queues, classes = [q.name for q in cluster.queues()], list(cluster.priority_classes())
+        finally:
+            cluster.close()
+    else:
+        config = load_config(home / "cluster.yaml" if (home / "cluster.yaml").exists() else None)
+        queues, classes = ["default", *(q.name for q in config.queues)], list(config.priority_classes)
+    values = {**DEFAULTS, **arguments}
+    check_names(values["queue"], values["fallback-queue"], values["priority-class"], queues, classes)
+
+
 @contextlib.contextmanager
 def _environment(values: Mapping[str, str]) -> Iterator[None]:
     """Set environment variables for the run (pods and steps inherit them), and restore them after."""
@@ -296,14 +322,17 @@ def run_autopilot(
         raise WorkflowError(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}.")
     chosen = SCENARIOS[scenario]
     home_path = Path(home).resolve() if home else default_home()
-    run = name or f"llm-autopilot-{time.strftime('%Y%m%d-%H%M%S')}"
-    arguments = {**local_parameters(home_path), "log-source": str(prepare_demo(home_path, chosen.drift))}
+    run = check_run_name(name) if name is not None else f"llm-autopilot-{time.strftime('%Y%m%d-%H%M%S')}"
+    # Everything is checked before anything is written: no demo data, champion, MLflow run or cluster state.
+    arguments = {**local_parameters(home_path), "log-source": str(demo_log_source(home_path, chosen.drift))}
     arguments.update(params or {})
     try:
         check_parameters(arguments)  # what the workflow's first step checks, before anything runs here
     except ValueError as err:
         raise WorkflowError(str(err)) from None
     load_workflow(TEMPLATE, arguments, name=run)  # unknown parameters fail here
+    _check_cluster_names(home_path, arguments)
+    prepare_demo(home_path, chosen.drift)
     if bootstrap and arguments["base-model"] == str(home_path / "demo" / "champion"):
         bootstrap_champion(
             home_path, arguments["mlflow-tracking-uri"], arguments["registered-model"], progress=progress, stop=stop

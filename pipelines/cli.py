@@ -14,6 +14,7 @@ from components.release import cli as release_cli
 from components.serving import cli as serving_cli
 from pipelines import cli_cluster, cli_doctor, cli_lint, cli_plan, cli_run, cli_runs, cli_workflows
 from pipelines.local import cli as local_cli
+from pipelines.parameters import TEMPLATE_NAME, check_parameters
 
 __all__ = ["app"]
 
@@ -26,6 +27,7 @@ app.add_typer(cli_cluster.app, name="cluster")
 app.command()(cli_lint.lint)
 app.command("compile")(cli_workflows.compile_command)
 app.command("submit")(cli_workflows.submit_command)
+local_cli.PARAMETER_CHECKS[TEMPLATE_NAME] = check_parameters  # run-workflow deploy/argo/llm-autopilot.yaml
 app.command("run-workflow")(local_cli.run_workflow_command)
 app.command("resume")(local_cli.resume_command)
 app.command("run")(cli_run.run_command)

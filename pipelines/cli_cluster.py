@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-import yaml
 from rich.console import Console
 from rich.table import Table
 
 from components.entry import reported
 from components.errors import InputError
+from components.files import load_documents
 from components.volcano.cluster_local import LocalCluster
 
 __all__ = ["app"]
@@ -75,14 +75,10 @@ def submit(
     as_json: JsonFlag = False,
 ) -> None:
     """Submit a Volcano Job."""
-    try:
-        manifest = yaml.safe_load(file.read_text())
-    except OSError as err:
-        fail(f"cannot read {file}: {err.strerror}.")
-    except yaml.YAMLError as err:
-        fail(f"{file} is not valid YAML or JSON: {str(err).splitlines()[0]}.")
-    if not isinstance(manifest, dict):
-        fail(f"{file} does not hold a Volcano Job object.")
+    documents = load_documents(file, "Volcano Job")
+    if len(documents) != 1 or not isinstance(documents[0], dict):
+        fail(f"{file} does not hold one Volcano Job object.")
+    manifest = documents[0]
     kind = (manifest.get("apiVersion"), manifest.get("kind"))
     if kind != ("batch.volcano.sh/v1alpha1", "Job"):
         fail(
@@ -150,8 +146,11 @@ def recover_node(node: str) -> None:
 def reset(
     config: Annotated[Path | None, typer.Option(help="Cluster YAML (nodes, queues, priorityClasses).")] = None,
 ) -> None:
-    """Kill every pod and start an empty cluster (from --config, VCPILOT_HOME/cluster.yaml or the default)."""
-    if config is not None and not config.exists():
-        fail(f"cluster config {config} does not exist.")
-    _cluster().reset(config)
+    """Kill every pod and start an empty cluster (from --config, VCPILOT_HOME/cluster.yaml or the default).
+
+    The config is checked first: a refused one leaves the cluster as it was. A damaged state is moved aside.
+    """
+    where = LocalCluster.start_over(config=config)
+    if where.name != "cluster.db":
+        console.print(f"the damaged state was moved to {where}", highlight=False)
     console.print("cluster reset")

@@ -113,6 +113,11 @@ def plan_command(
         _fail(f"cannot open the cluster: {sentence}", code)
     except (OSError, sqlite3.Error) as err:  # the LocalCluster's state under VCPILOT_HOME
         _fail(f"cannot open the cluster: {err}", EXIT_UNAVAILABLE)
+    try:
+        request.check_names([q.name for q in cluster.queues()], cluster.priority_classes())
+    except VcpilotError as err:  # an InputError: a name that is not there; a ClusterError: cannot tell
+        sentence, code = explain(err)
+        _fail(sentence, code)
     observation = observe(cluster, request, checkpoints=inputs.context().paths.checkpoints)
     decision = decide(chosen, observation, "plan", fallback)
     try:

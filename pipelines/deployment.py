@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
-from components.errors import VcpilotError
+from components.errors import InputError, VcpilotError
+from components.files import load_documents
 
 __all__ = ["DEPLOY", "STANDARD_VERBS", "DeployError", "Grant", "manifests", "namespace", "rbac_grants", "volcano_names"]
 
@@ -108,8 +108,6 @@ def _names(objects: list[dict[str, Any]], kind: str) -> list[str]:
 
 def _load(path: Path) -> list[Any]:
     try:
-        return list(yaml.safe_load_all(path.read_text()))
-    except OSError as err:
-        raise DeployError(f"cannot read {path}: {err.strerror or err}") from None
-    except yaml.YAMLError as err:
-        raise DeployError(f"{path} is not valid YAML: {' '.join(str(err).split())}") from None
+        return load_documents(path, "")
+    except InputError as err:
+        raise DeployError(str(err)) from None

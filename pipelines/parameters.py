@@ -7,13 +7,18 @@ Real Argo does not hold a submission to a template's enums (the Argo Server's su
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
 from hera.workflows import Parameter
+from pydantic import ValidationError
 
+from agent.observation import PlanRequest
+from components.names import is_dns1123_subdomain
 from components.volcano.resources import parse_quantity
+from components.volcano.validation import describe_validation_error
 
-__all__ = ["DEFAULT_IMAGE", "MODES", "PARAMETERS", "POLICIES", "TEMPLATE_NAME", "check_parameters"]
+__all__ = ["DEFAULTS", "DEFAULT_IMAGE", "MODES", "PARAMETERS", "POLICIES", "TEMPLATE_NAME", "check_parameters"]
 
 TEMPLATE_NAME = "llm-autopilot"
 DEFAULT_IMAGE = "ghcr.io/vcpilot/vcpilot:0.1.0"
@@ -78,6 +83,9 @@ PARAMETERS: tuple[Parameter, ...] = (
 )
 
 
+# Each parameter's value when a run gives none.
+DEFAULTS: dict[str, str] = {p.name: str(p.value) for p in PARAMETERS if p.name}
+
 # What each typed parameter must hold, beyond its enum: (kind, least value).
 _NUMBERS: dict[str, tuple[type[int] | type[float], float]] = {
     "gpus-wanted": (int, 1),
@@ -93,6 +101,8 @@ _NUMBERS: dict[str, tuple[type[int] | type[float], float]] = {
     "eval-margin": (float, float("-inf")),
 }
 _QUANTITIES = ("cpu-per-gpu", "memory-per-gpu")
+# Parameters that name Kubernetes objects (empty: none, or the default).
+_OBJECT_NAMES = ("queue", "fallback-queue", "priority-class", "workspace-pvc", "job-service-account")
 
 
 def check_parameters(values: Mapping[str, str]) -> None:
@@ -124,6 +134,27 @@ def check_parameters(values: Mapping[str, str]) -> None:
                 raise ValueError(
                     f"parameter {name} is {value!r}; give a quantity greater than 0, such as 4, 1500m or 16Gi"
                 )
+        if name in _OBJECT_NAMES and value and not is_dns1123_subdomain(value):
+            raise ValueError(
+                f"parameter {name} is {value!r}, which is not a Kubernetes name (lower-case letters, digits, '-' "
+                "and '.')"
+            )
     wanted, fewest = values.get("gpus-wanted"), values.get("gpus-min")
     if wanted and fewest and int(fewest) > int(wanted):
         raise ValueError(f"parameter gpus-min ({fewest}) is more than gpus-wanted ({wanted})")
+    _check_sizes({**DEFAULTS, **values})
+
+
+def _check_sizes(values: Mapping[str, str]) -> None:
+    """The training's sizes together, as the plan step's request checks them (agent.observation.PlanRequest)."""
+    try:
+        PlanRequest(
+            gpus=int(values["gpus-wanted"]),
+            gpus_min=int(values["gpus-min"]),
+            gpus_per_pod=int(values["gpus-per-pod"]),
+            global_batch=int(values["global-batch"]),
+            micro_batch=int(values["micro-batch"]),
+        )
+    except ValidationError as err:
+        problem = re.sub(r"\bgpus\b(?!-)", "gpus-wanted", describe_validation_error(err, PlanRequest))
+        raise ValueError(f"the training's sizes do not fit together: {problem}") from None

@@ -13,7 +13,6 @@ A run left two records on this machine, and neither needs MLflow:
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,8 @@ from pydantic import BaseModel
 from agent.records import read_decision
 from components.errors import InputError
 from pipelines.local.engine.status import parse_rfc3339
-from pipelines.local.runner import delete_run, is_running
+from pipelines.local.runner import delete_run, is_running, last_line, step_reason
+from pipelines.local.workflow import check_run_name
 from pipelines.workspace import RunPaths
 
 __all__ = [
@@ -40,8 +40,8 @@ __all__ = [
     "step_logs",
 ]
 
-# Argo's workflow names are Kubernetes object names: a DNS-1123 subdomain. It also keeps `..` and `/` out.
-_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+# A run's name is checked by the runner's one rule (a workflow name; it keeps `..` and `/` out of paths).
+check_name = check_run_name
 _LEAVES = ("Pod", "Suspend", "Skipped")
 
 
@@ -106,15 +106,6 @@ class Removed(BaseModel):
 
     removed: list[str]
     left: list[str] = []
-
-
-def check_name(name: str) -> str:
-    """`name` when it can be a workflow's name; InputError otherwise (so no name reaches outside `runs/`)."""
-    if len(name) > 253 or not _NAME.fullmatch(name):
-        raise InputError(
-            f"{name!r} is not a run name: workflow names are lower-case letters, digits, '-' and '.' (DNS-1123)"
-        )
-    return name
 
 
 def load_run(home: Path, name: str) -> dict[str, Any]:
@@ -259,7 +250,9 @@ def _steps(nodes: dict[str, dict[str, Any]], run_dir: Path, home: Path, namespac
                 duration_s=finished - started if started is not None and finished is not None else None,
                 exit_code=int(code) if code.lstrip("-").isdigit() else None,
                 message=str(node.get("message") or ""),
-                error=_last_line(last) if phase in ("Failed", "Error") else "",
+                error=(step_reason(log.parent) if log.is_file() else last_line(last))
+                if phase in ("Failed", "Error")
+                else "",
                 log=str(log) if log.is_file() else None,
                 job="/".join(job) if job else None,
                 pod_logs=[str(p) for p in pod_logs],
@@ -293,16 +286,6 @@ def _pod_logs(home: Path, job: tuple[str, str]) -> list[Path]:
     directory = home / "logs" / job[0] / job[1]
     files = directory.glob("*.log") if directory.is_dir() else ()
     return sorted(files, key=lambda p: p.stat().st_mtime)
-
-
-def _last_line(log: Path) -> str:
-    try:
-        with open(log, "rb") as file:
-            file.seek(max(0, file.seek(0, 2) - 4096))  # the end is enough, however long the log
-            lines = [line.strip() for line in file.read().decode(errors="replace").splitlines()]
-    except OSError:
-        return ""
-    return next((line for line in reversed(lines) if line), "")
 
 
 def _decisions(directory: Path, notes: list[str]) -> list[DecisionView]:

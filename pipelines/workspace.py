@@ -13,6 +13,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from components.errors import InputError
+from components.files import read_text
 from components.volcano.validation import describe_validation_error
 
 __all__ = ["RunPaths", "read_report"]
@@ -79,6 +80,6 @@ def read_report(path: str, model: type[_M], what: str) -> _M:
     if not file.is_file():
         raise InputError(f"the {what} report {path} does not exist; the {what} step did not write it")
     try:
-        return model.model_validate_json(file.read_text())
+        return model.model_validate_json(read_text(file, f"{what} report"))
     except ValidationError as err:
         raise InputError(f"the {what} report {path} is not valid: {describe_validation_error(err, model)}") from None

@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from components.errors import InputError
+from components.files import read_text
 from components.finetune.errors import FinetuneError
 
 __all__ = [
@@ -83,11 +85,14 @@ def load_examples(directory: Path, split: str = "train", *, required: bool = Tru
             problem = f"holds no {split}.jsonl"
         raise FinetuneError(f"dataset directory {directory} {problem}; pass a directory with {split}.jsonl in it.")
     records: list[dict[str, str]] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            records.append(_record(path, number, line))
+    try:
+        lines = read_text(path, "dataset").splitlines()
+    except InputError as err:
+        raise FinetuneError(str(err)) from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        records.append(_record(path, number, line))
     if required and not records:
         raise FinetuneError(f"{path} is empty; it needs at least one {{'prompt', 'completion'}} line to train on.")
     return records

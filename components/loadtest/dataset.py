@@ -6,7 +6,8 @@ import json
 import random
 from pathlib import Path
 
-from components.errors import VcpilotError
+from components.errors import InputError, VcpilotError
+from components.files import read_text
 from components.loadtest.records import RequestSpec
 
 __all__ = ["DatasetError", "load_requests", "synthetic_requests"]
@@ -32,12 +33,12 @@ def synthetic_requests(count: int, *, prompt_words: int = 6, max_tokens: int = 1
 
 def load_requests(path: Path, count: int, *, max_tokens: int = 16) -> list[RequestSpec]:
     """`count` requests from a JSONL file of {"prompt", "completion"} lines, cycling when it holds fewer."""
+    if not path.exists():
+        raise DatasetError(f"dataset {path} does not exist")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise DatasetError(f"dataset {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise DatasetError(f"cannot read dataset {path}: {err.__class__.__name__}") from None
+        lines = read_text(path, "dataset").splitlines()
+    except InputError as err:
+        raise DatasetError(str(err)) from None
     rows: list[RequestSpec] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():

@@ -24,6 +24,7 @@ __all__ = [
     "PodInfo",
     "QueueNotFound",
     "QueueSnapshot",
+    "StateDamaged",
     "Timeout",
     "Unschedulable",
     "FINISHED_PHASES",
@@ -59,6 +60,10 @@ class Conflict(ClusterError):
 
 class Invalid(ClusterError):
     """The manifest breaks a rule the API server or Volcano's admission would enforce."""
+
+
+class StateDamaged(ClusterError):
+    """The cluster's own stored state cannot be read (LocalCluster's database); the message says how to start over."""
 
 
 class Unschedulable(ClusterError):
@@ -233,6 +238,10 @@ class Cluster(Protocol):
 
     def nodes(self) -> list[NodeInfo]:
         """Every node with its readiness and GPU accounting."""
+        ...
+
+    def priority_classes(self) -> dict[str, int]:
+        """Every PriorityClass by name, with its value."""
         ...
 
     def events(self, name: str, namespace: str = "default", limit: int = 50) -> list[Event]:

@@ -371,6 +371,11 @@ class KubeCluster:
         pods = self._pods(None, field_selector="status.phase!=Succeeded,status.phase!=Failed")
         return sorted((k8s_status.node_info(n, pods) for n in nodes), key=lambda n: n.name)
 
+    def priority_classes(self) -> dict[str, int]:
+        """Every PriorityClass by name, with its value."""
+        found = self._api.items("list priority classes", self._api.scheduling.list_priority_class)
+        return {str(p["metadata"]["name"]): int(p.get("value") or 0) for p in found}
+
     def events(self, name: str, namespace: str = "default", limit: int = 50) -> list[Event]:
         """The most recent events of the job, its PodGroup and its pods, oldest first."""
         job = self._job(name, namespace)

@@ -21,9 +21,11 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from components.errors import InputError
 from components.volcano import localpods
 from components.volcano.cluster import (
     FINISHED_PHASES,
+    ClusterUnavailable,
     Conflict,
     Event,
     Invalid,
@@ -33,6 +35,7 @@ from components.volcano.cluster import (
     PodInfo,
     QueueNotFound,
     QueueSnapshot,
+    StateDamaged,
     Timeout,
 )
 from components.volcano.localconfig import LocalClusterConfig, load_config
@@ -62,32 +65,83 @@ class LocalCluster:
         hook: bool = True,
     ) -> None:
         self.home = Path(home).resolve() if home else default_home()
-        self.home.mkdir(parents=True, exist_ok=True)
         self._clock = clock
-        self._db = sqlite3.connect(self.home / "cluster.db", timeout=60, isolation_level=None)
+        self._hook = hook
+        # A config given, or the one a new home is built from, is checked before anything is written: a refused
+        # one leaves the home as it was. An existing cluster keeps what it has.
+        fresh = not (self.home / "cluster.db").exists()
+        chosen = self._config(config) if config is not None or fresh else None
+        self._open()
+        with self._tx() as db:
+            nodes = db.execute("SELECT COUNT(*) FROM nodes").fetchone()[0]
+            queues = db.execute("SELECT COUNT(*) FROM queues").fetchone()[0]
+        if nodes == 0 and queues == 0:
+            chosen = chosen or self._config(config)
+            with self._tx():
+                self._install(chosen)
+        elif nodes == 0:
+            self._db.close()
+            raise StateDamaged(f"{self._damaged()}: it has no nodes")
+
+    def _open(self) -> None:
+        """Connect to `cluster.db` and make its tables; StateDamaged when the file is not a database of ours."""
+        try:
+            self.home.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise InputError(f"cannot use {self.home} as the LocalCluster's home: {err.strerror or err}") from None
+        try:
+            self._db = sqlite3.connect(self.home / "cluster.db", timeout=60, isolation_level=None)
+        except sqlite3.Error as err:
+            raise StateDamaged(f"{self._damaged()}: {err}") from None
         self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
         # Every pod runs this when it ends, so the cluster moves on even when no process is watching.
         reconcile_hook = (
             f"{shlex.quote(sys.executable)} -m components.volcano.cluster_local reconcile "
             f"--home {shlex.quote(str(self.home))}"
         )
-        self._ctl = Controller(self._db, self.home, clock, reconcile_hook if hook else None)
-        with self._tx():
-            for statement in SCHEMA:
-                self._db.execute(statement)
-            if self._db.execute("SELECT COUNT(*) FROM nodes").fetchone()[0] == 0:
-                self._install(self._config(config))
+        self._ctl = Controller(self._db, self.home, self._clock, reconcile_hook if self._hook else None)
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            with self._tx():
+                for statement in SCHEMA:
+                    self._db.execute(statement)
+        except StateDamaged:
+            self._db.close()
+            raise
+        except sqlite3.DatabaseError as err:
+            self._db.close()
+            raise StateDamaged(f"{self._damaged()}: {err}") from None
+
+    def _damaged(self) -> str:
+        return (
+            f"the LocalCluster's state {self.home / 'cluster.db'} is damaged and cannot be used; "
+            "`vcpilot cluster reset` starts the cluster over"
+        )
 
     # -- transactions and setup -------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction: every change a call makes lands together or not at all."""
-        self._db.execute("BEGIN IMMEDIATE")
+        """One write transaction: every change a call makes lands together or not at all.
+
+        A database error is the state's fault, not the caller's: StateDamaged says how to start over, and a
+        lock held past the connection's timeout is ClusterUnavailable.
+        """
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as err:
+            if "locked" in str(err) or "busy" in str(err):
+                raise ClusterUnavailable(f"the LocalCluster's state in {self.home} stays locked: {err}") from None
+            raise StateDamaged(f"{self._damaged()}: {err}") from None
+        except sqlite3.DatabaseError as err:
+            raise StateDamaged(f"{self._damaged()}: {err}") from None
         try:
             yield self._db
+        except sqlite3.DatabaseError as err:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+            raise StateDamaged(f"{self._damaged()}: {err}") from None
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
@@ -123,13 +177,45 @@ class LocalCluster:
         db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('overcommit', ?)", (config.overcommit_factor,))
 
     def reset(self, config: LocalClusterConfig | str | Path | None = None) -> None:
-        """Kill every pod and start over with an empty cluster built from `config`."""
+        """Kill every pod and start over with an empty cluster built from `config` (checked before anything goes)."""
+        chosen = self._config(config)
         with self._tx() as db:
             for pod in db.execute("SELECT pid, token FROM pods WHERE phase = 'Running'").fetchall():
                 localpods.kill(pod["pid"], pod["token"])
             for table in ("pods", "jobs", "events", "nodes", "queues", "priority_classes", "meta"):
                 db.execute(f"DELETE FROM {table}")
-            self._install(self._config(config))
+            self._install(chosen)
+
+    @classmethod
+    def start_over(cls, home: str | Path | None = None, config: LocalClusterConfig | str | Path | None = None) -> Path:
+        """`reset` that also works when the state is damaged: a database past reading is moved aside, not lost.
+
+        Returns where the damaged database went, or the home's `cluster.db` when it could be reset in place.
+        """
+        base = Path(home).resolve() if home else default_home()
+        if isinstance(config, LocalClusterConfig):
+            chosen = config
+        elif config is None and (base / "cluster.yaml").exists():
+            chosen = load_config(base / "cluster.yaml")
+        else:
+            chosen = load_config(config)
+        cluster = cls.__new__(cls)
+        cluster.home, cluster._clock, cluster._hook = base, time.time, True
+        try:
+            cluster._open()
+            try:
+                cluster.reset(chosen)
+                return base / "cluster.db"
+            finally:
+                cluster.close()
+        except StateDamaged:
+            pass
+        aside = base / f"cluster.db.damaged-{time.strftime('%Y%m%d-%H%M%S')}"
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(base / f"cluster.db{suffix}", aside.with_name(aside.name + suffix))
+        cls(base, chosen).close()
+        return aside
 
     def close(self) -> None:
         """Close the database connection (pods keep running)."""
@@ -313,6 +399,11 @@ class LocalCluster:
             self._ctl.reconcile()
             names = [r["name"] for r in db.execute("SELECT name FROM queues ORDER BY name")]
             return [self._queue_snapshot(n) for n in names]
+
+    def priority_classes(self) -> dict[str, int]:
+        """Every PriorityClass by name, with its value."""
+        with self._tx() as db:
+            return {r["name"]: r["value"] for r in db.execute("SELECT name, value FROM priority_classes ORDER BY name")}
 
     def nodes(self) -> list[NodeInfo]:
         """Every node with readiness and GPU accounting from its running pods."""

@@ -1,15 +1,22 @@
-"""The shape of a LocalCluster: virtual nodes, queues and priority classes, read from YAML."""
+"""The shape of a LocalCluster: virtual nodes, queues and priority classes, read from YAML and checked whole.
+
+A config is refused before a cluster is built from it: at least one node, node and queue names that Kubernetes
+accepts and that no two entries share, sizes above zero in Kubernetes' quantity grammar, priority values a user
+may give. So a refused config leaves the cluster as it was.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from components.errors import InputError
-from components.volcano.resources import GPU, parse_quantity
+from components.files import load_document
+from components.names import is_dns1123_subdomain
+from components.volcano.resources import GPU, check_resource_name, parse_quantity, quantity_value
+from components.volcano.validation import describe_validation_error
 
 __all__ = ["DEFAULT_CONFIG", "LocalClusterConfig", "NodeConfig", "QueueConfig", "load_config"]
 
@@ -18,26 +25,47 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+# Kubernetes' ceiling for a PriorityClass a user creates (scheduling/v1 HighestUserDefinablePriority).
+HIGHEST_USER_PRIORITY = 1_000_000_000
+
+
+def _object_name(value: str) -> str:
+    if not is_dns1123_subdomain(value):
+        raise ValueError(
+            f"{value!r} is not a Kubernetes name: lower-case letters, digits, '-' and '.', "
+            "starting and ending with a letter or digit"
+        )
+    return value
+
+
+_Name = Annotated[str, AfterValidator(_object_name)]
+
+
 class NodeConfig(_Strict):
     """One virtual node; `count` > 1 makes `name-0`, `name-1`, ..."""
 
-    name: str
+    name: _Name
     count: int = Field(default=1, ge=1)
     gpus: int = Field(default=4, ge=0)
     cpu: str | int = "32"
-    memory: str = "256Gi"
+    memory: str | int = "256Gi"
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[dict[str, str]] = Field(default_factory=list)
 
     @field_validator("cpu", "memory")
     @classmethod
     def _quantity(cls, value: str | int) -> str | int:
-        parse_quantity(value)
+        if quantity_value(value) <= 0:
+            raise ValueError(f"{value!r} must be greater than 0")
         return value
+
+    def names(self) -> list[str]:
+        """The names of the nodes this entry stands for."""
+        return [self.name] if self.count == 1 else [f"{self.name}-{i}" for i in range(self.count)]
 
     def expand(self) -> list[dict[str, Any]]:
         """The concrete nodes this entry stands for."""
-        names = [self.name] if self.count == 1 else [f"{self.name}-{i}" for i in range(self.count)]
+        names = self.names()
         allocatable = {GPU: float(self.gpus), "cpu": parse_quantity(self.cpu), "memory": parse_quantity(self.memory)}
         return [
             {
@@ -53,37 +81,59 @@ class NodeConfig(_Strict):
 class QueueConfig(_Strict):
     """A queue created with the cluster."""
 
-    name: str
-    weight: int = Field(default=1, ge=1)
+    name: _Name
+    weight: int = Field(default=1, ge=1, le=65535)
     capability: dict[str, str | int] = Field(default_factory=dict)
     reclaimable: bool = True
+
+    @field_validator("capability")
+    @classmethod
+    def _amounts(cls, value: dict[str, str | int]) -> dict[str, str | int]:
+        for resource, amount in value.items():
+            check_resource_name(resource)
+            if quantity_value(amount) < 0:
+                raise ValueError(f"capability[{resource}] is {amount}; it must be greater than or equal to 0")
+        return value
 
 
 class LocalClusterConfig(_Strict):
     """A whole LocalCluster. The `default` queue always exists, as Volcano's scheduler creates it."""
 
-    nodes: list[NodeConfig] = Field(default_factory=lambda: [NodeConfig(name="node", count=2, gpus=4)])
+    nodes: list[NodeConfig] = Field(default_factory=lambda: [NodeConfig(name="node", count=2, gpus=4)], min_length=1)
     queues: list[QueueConfig] = Field(default_factory=list)
     priority_classes: dict[str, int] = Field(default_factory=dict, alias="priorityClasses")
-    overcommit_factor: float = Field(default=1.2, ge=1.0, alias="overcommitFactor")
+    overcommit_factor: float = Field(default=1.2, ge=1.0, allow_inf_nan=False, alias="overcommitFactor")
+
+    @model_validator(mode="after")
+    def _whole(self) -> LocalClusterConfig:
+        seen: dict[str, int] = {}
+        for index, entry in enumerate(self.nodes):
+            for name in entry.names():
+                if name in seen:
+                    raise ValueError(f"nodes[{index}] makes node {name!r}, which nodes[{seen[name]}] makes too")
+                seen[name] = index
+        queues = [q.name for q in self.queues]
+        twice = sorted({n for n in queues if queues.count(n) > 1})
+        if twice:
+            raise ValueError(f"queue {twice[0]!r} is listed twice")
+        for name, value in self.priority_classes.items():
+            _object_name(name)
+            if name.startswith("system-"):
+                raise ValueError(f"priority class {name!r}: names starting with 'system-' are Kubernetes' own")
+            if value > HIGHEST_USER_PRIORITY:
+                raise ValueError(f"priority class {name!r} is {value}; it must be at most {HIGHEST_USER_PRIORITY}")
+        return self
 
 
 DEFAULT_CONFIG = LocalClusterConfig()
 
 
 def load_config(path: str | Path | None) -> LocalClusterConfig:
-    """Read a config file; ValueError with one sentence when it is unreadable or wrong."""
+    """Read a config file; InputError with one sentence when it is unreadable or wrong."""
     if path is None:
         return DEFAULT_CONFIG
-    try:
-        data = yaml.safe_load(Path(path).read_text()) or {}
-    except OSError as err:
-        raise InputError(f"cannot read cluster config {path}: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise InputError(f"cluster config {path} is not valid YAML: {str(err).splitlines()[0]}") from None
+    data = load_document(path, "cluster config")
     try:
         return LocalClusterConfig.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise InputError(f"cluster config {path}: {where}: {first['msg']}") from None
+        raise InputError(f"cluster config {path}: {describe_validation_error(err, LocalClusterConfig)}.") from None

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from components.volcano.cluster import StateDamaged
 from components.volcano.localpods import resolve_command
 from components.volcano.models import Container, Job, JobSpec, parse_job
 from components.volcano.resources import Resources, parse_resources
@@ -40,16 +41,25 @@ SCHEMA = (
 
 @lru_cache(maxsize=4096)
 def _parse(manifest: str) -> Job:
-    """Manifests are stored validated; parsing each once per process keeps reconciles cheap."""
-    return parse_job(json.loads(manifest))
+    """Manifests are stored validated; parsing each once per process keeps reconciles cheap.
+
+    One that no longer parses (stored by a version that checked less) is damaged state, not the caller's input.
+    """
+    try:
+        return parse_job(json.loads(manifest))
+    except ValueError as err:
+        raise StateDamaged(
+            f"a job stored in the LocalCluster's state is no longer valid ({err}); "
+            "`vcpilot cluster reset` starts the cluster over"
+        ) from None
 
 
 def pod_resources(containers: Sequence[Container]) -> Resources:
-    """A pod's requests: the sum over containers, a container's limits standing in for missing requests."""
+    """A pod's requests: the sum over containers, a limit standing in for its missing request (Kubernetes' default)."""
     out: Resources = {}
     for container in containers:
         res = container.resources
-        raw = (res.requests or res.limits) if res else None
+        raw = {**(res.limits or {}), **(res.requests or {})} if res else None
         for name, amount in parse_resources(raw).items():
             out[name] = out.get(name, 0.0) + amount
     return out

@@ -12,10 +12,10 @@ import json
 from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from components.volcano.resources import parse_quantity
+from components.volcano.resources import check_requirements, parse_quantity
 from components.volcano.validation import (
     describe_validation_error,
     is_dns1123_label,
@@ -167,10 +167,15 @@ class EnvVar(_Kube):
 
 
 class ResourceRequirements(_Kube):
-    """Requests and limits of a container, e.g. {"cpu": "2", "nvidia.com/gpu": 1}."""
+    """Requests and limits of a container, e.g. {"cpu": "2", "nvidia.com/gpu": 1}, held to Kubernetes' rules."""
 
     limits: dict[str, Quantity] | None = None
     requests: dict[str, Quantity] | None = None
+
+    @model_validator(mode="after")
+    def _kubernetes_rules(self) -> ResourceRequirements:
+        check_requirements(self.requests, self.limits)
+        return self
 
 
 class Container(_Kube):

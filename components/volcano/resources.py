@@ -1,12 +1,30 @@
-"""Kubernetes resource quantities as plain numbers, so scheduling math needs no client library."""
+"""Kubernetes resource quantities and the API server's rules for them, so scheduling math needs no client library."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 
-__all__ = ["GPU", "Resources", "add", "fits", "parse_quantity", "parse_resources", "scale_quantity", "sub", "total"]
+from components.names import is_dns1123_subdomain
+
+__all__ = [
+    "GPU",
+    "Resources",
+    "add",
+    "check_requirements",
+    "check_resource_name",
+    "fits",
+    "is_extended_resource",
+    "is_native_resource",
+    "parse_quantity",
+    "parse_resources",
+    "quantity_value",
+    "scale_quantity",
+    "sub",
+    "total",
+]
 
 GPU = "nvidia.com/gpu"
 
@@ -14,46 +32,123 @@ GPU = "nvidia.com/gpu"
 Resources = dict[str, float]
 
 _SUFFIXES = {
-    "n": 1e-9,
-    "u": 1e-6,
-    "m": 1e-3,
-    "": 1.0,
-    "k": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "P": 1e15,
-    "E": 1e18,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+    "Ki": Decimal(2**10),
+    "Mi": Decimal(2**20),
+    "Gi": Decimal(2**30),
+    "Ti": Decimal(2**40),
+    "Pi": Decimal(2**50),
+    "Ei": Decimal(2**60),
 }
-_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+# Kubernetes' grammar (apimachinery's resource.Quantity): a signed decimal number, then one binary-SI suffix, one
+# decimal-SI suffix or one integer exponent. Nothing else: no spaces, no unit after an exponent ("1e3Ki").
+_QUANTITY = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(?:(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE]([+-]?\d+))?")
+_EXAMPLES = "a number such as 2, 500m or 16Gi"
+# Container resources a name without a domain may be (core/v1 standardContainerResources, hugepages-<size>).
+_STANDARD = ("cpu", "memory", "ephemeral-storage")
+_QUALIFIED_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+
+
+def quantity_value(value: str | int | float) -> Decimal:
+    """The exact value of a Kubernetes quantity ("500m", "16Gi", 2); ValueError names the bad value."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError(f"quantity {value!r} is not {_EXAMPLES}")
+    if isinstance(value, int | float):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"quantity {value!r} is not {_EXAMPLES}")
+        return Decimal(str(value))
+    match = _QUANTITY.fullmatch(value)
+    if not match:
+        raise ValueError(f"quantity {value!r} is not {_EXAMPLES}")
+    number, suffix, exponent = match.groups()
+    if exponent is not None:
+        if abs(int(exponent)) > 1000:  # what no cluster holds, and Decimal would spend a while on
+            raise ValueError(f"quantity {value!r} is out of range")
+        return Decimal(number).scaleb(int(exponent))
+    return Decimal(number) * _SUFFIXES[suffix or ""]
 
 
 def parse_quantity(value: str | int | float) -> float:
     """Turn a Kubernetes quantity ("500m", "16Gi", 2) into a number; ValueError names the bad value."""
-    if isinstance(value, bool):
-        raise ValueError(f"quantity {value!r} is not a number such as 2, 500m or 16Gi")
-    if isinstance(value, int | float):
-        return float(value)
-    match = _QUANTITY.match(str(value).strip())
-    if not match:
-        raise ValueError(f"quantity {value!r} is not a number such as 2, 500m or 16Gi")
-    return float(match.group(1)) * _SUFFIXES[match.group(2) or ""]
+    return float(quantity_value(value))
 
 
 def scale_quantity(value: str, factor: int) -> str:
     """`value` times a whole `factor`, in the same unit ("1500m" × 2 = "3000m", "16Gi" × 2 = "32Gi")."""
-    match = _QUANTITY.match(value.strip())
+    match = _QUANTITY.fullmatch(value.strip())
     if not match:
-        raise ValueError(f"quantity {value!r} is not a number such as 2, 500m or 16Gi")
-    number = Decimal(match.group(1)) * factor
+        raise ValueError(f"quantity {value!r} is not {_EXAMPLES}")
+    number = (quantity_value(value.strip()) if match.group(3) is not None else Decimal(match.group(1))) * factor
     digits = format(number.normalize(), "f") if number != number.to_integral() else str(int(number))
     return f"{digits}{match.group(2) or ''}"
+
+
+def is_native_resource(name: str) -> bool:
+    """Kubernetes' own resources: a name without a domain, or in the kubernetes.io domain (may be overcommitted)."""
+    return "/" not in name or "kubernetes.io/" in name
+
+
+def is_extended_resource(name: str) -> bool:
+    """A resource a device plugin or an operator advertises (`nvidia.com/gpu`): whole units, never overcommitted."""
+    return not is_native_resource(name) and not name.startswith("requests.")
+
+
+def check_resource_name(name: str) -> None:
+    """Refuse a container resource name the API server would (validateContainerResourceName), in one sentence."""
+    if "/" not in name:
+        if name in _STANDARD or (name.startswith("hugepages-") and len(name) > len("hugepages-")):
+            return
+        raise ValueError(
+            f"resource {name!r} is not a container resource: use cpu, memory, ephemeral-storage, hugepages-<size> "
+            "or a domain-qualified name such as nvidia.com/gpu"
+        )
+    prefix, _, short = name.partition("/")
+    if not is_dns1123_subdomain(prefix) or not _QUALIFIED_NAME.fullmatch(short) or "/" in short:
+        raise ValueError(f"resource {name!r} must be <domain>/<name>, such as nvidia.com/gpu")
+    if is_native_resource(name):
+        raise ValueError(f"resource {name!r} is in the kubernetes.io domain, which has no such container resource")
+
+
+def check_requirements(
+    requests: Mapping[str, str | int | float] | None, limits: Mapping[str, str | int | float] | None
+) -> None:
+    """Refuse what Kubernetes' API server refuses in a container's requests and limits, in one sentence.
+
+    The rules of core/v1 `ValidateResourceRequirements`: a known or domain-qualified name; no negative amount;
+    extended resources (`nvidia.com/gpu`) in whole units, and — as they cannot be overcommitted — a request only
+    with an equal limit; any other request at most its limit. A limit alone is fine: the request defaults to it.
+    """
+    limits, requests = dict(limits or {}), dict(requests or {})
+    for field, amounts in (("limits", limits), ("requests", requests)):
+        for name, amount in amounts.items():
+            check_resource_name(name)
+            value = quantity_value(amount)
+            if value < 0:
+                raise ValueError(f"{field}[{name}] is {amount}; it must be greater than or equal to 0")
+            if is_extended_resource(name) and value != value.to_integral_value():
+                raise ValueError(f"{field}[{name}] is {amount}; {name} must be a whole number")
+    for name, amount in requests.items():
+        overcommit = is_native_resource(name) and not name.startswith("hugepages-")
+        if name not in limits:
+            if not overcommit:
+                raise ValueError(
+                    f"requests[{name}] needs limits[{name}] too, equal to it ({name} cannot be overcommitted)"
+                )
+            continue
+        request, limit = quantity_value(amount), quantity_value(limits[name])
+        if not overcommit and request != limit:
+            raise ValueError(f"requests[{name}] is {amount}; it must be equal to the {name} limit of {limits[name]}")
+        if request > limit:
+            raise ValueError(f"requests[{name}] is {amount}; it must be at most the {name} limit of {limits[name]}")
 
 
 def parse_resources(raw: Mapping[str, str | int | float] | None) -> Resources:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import difflib
-import re
 import types
 from typing import TYPE_CHECKING, Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from components.names import is_dns1123_label, is_dns1123_subdomain
 from components.volcano.resources import parse_quantity
 
 if TYPE_CHECKING:
@@ -24,9 +24,6 @@ __all__ = [
     "validate_job",
 ]
 
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_LABEL = re.compile(rf"^{_LABEL}$")
-_DNS1123_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
 
 # The subsets of the CRD enums that pkg/webhooks/admission/jobs/validate/util.go lets users write; the
 # others (PodRunning, OutOfSync, CommandIssued; SyncJob, EnqueueJob, the queue actions) are internal.
@@ -48,16 +45,6 @@ USER_ACTIONS = frozenset(
 # Plugins registered in pkg/controllers/job/plugins/factory.go.
 KNOWN_PLUGINS = frozenset({"ssh", "env", "svc", "tensorflow", "mpi", "pytorch", "hcclrank", "ray"})
 _POD_NAME_MAX = 63
-
-
-def is_dns1123_label(value: str) -> bool:
-    """Tell whether `value` is a lowercase RFC 1123 label: a-z, 0-9 and '-', at most 63 characters."""
-    return len(value) <= 63 and bool(_DNS1123_LABEL.match(value))
-
-
-def is_dns1123_subdomain(value: str) -> bool:
-    """Tell whether `value` is a lowercase RFC 1123 subdomain: labels joined by '.', at most 253 long."""
-    return len(value) <= 253 and bool(_DNS1123_SUBDOMAIN.match(value))
 
 
 def validate_job(job: Job) -> None:
@@ -141,7 +128,7 @@ def _check_task(job: Job, index: int, task: TaskSpec) -> None:
     if task.topology_policy not in (None, "none"):
         for position, container in enumerate(task.template.spec.containers):
             resources = container.resources
-            amounts = (resources.requests or resources.limits or {}) if resources else {}
+            amounts = {**(resources.limits or {}), **(resources.requests or {})} if resources else {}
             cpu = parse_quantity(amounts.get("cpu", 0))
             if cpu <= 0 or cpu != int(cpu):
                 raise ValueError(

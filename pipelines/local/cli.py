@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,8 +26,18 @@ from components.progress import Progress
 from pipelines.local.engine.status import parse_rfc3339
 from pipelines.local.runner import Interrupted, RunResult, StopRequest, resume, run_workflow
 from pipelines.local.watch import EXIT_INTERRUPTED, NodeEvents, interrupts, resume_hint
+from pipelines.local.workflow import Workflow, WorkflowError
 
-__all__ = ["app", "parse_params", "render_status", "report_run", "resume_command", "run_workflow_command"]
+__all__ = [
+    "PARAMETER_CHECKS",
+    "app",
+    "check_template_parameters",
+    "parse_params",
+    "render_status",
+    "report_run",
+    "resume_command",
+    "run_workflow_command",
+]
 
 _ICONS = {
     "Succeeded": ("✔", "green"),
@@ -55,7 +65,9 @@ def run_workflow_command(
     """Run an Argo workflow on this machine, as Argo's controller would; exit 0 only when it Succeeded."""
     params = parse_params(parameter)
     report_run(
-        lambda on_update, stop, _progress: run_workflow(file, params, name=name, on_update=on_update, stop=stop),
+        lambda on_update, stop, _progress: run_workflow(
+            file, params, name=name, on_update=on_update, stop=stop, check=check_template_parameters
+        ),
         json_output,
     )
 
@@ -67,6 +79,22 @@ def resume_command(
 ) -> None:
     """Continue a run whose runner was killed or stopped: finished nodes are kept, interrupted ones run again."""
     report_run(lambda on_update, stop, _progress: resume(name, on_update=on_update, stop=stop), json_output)
+
+
+# The parameter rules of known WorkflowTemplates, by name, beyond what their declarations say (types, sizes):
+# checked before a run starts. `pipelines.cli` adds llm-autopilot's (pipelines.parameters), above this package.
+PARAMETER_CHECKS: dict[str, Callable[[Mapping[str, str]], None]] = {}
+
+
+def check_template_parameters(workflow: Workflow) -> None:
+    """Refuse (WorkflowError) parameters the workflow's template's own rules refuse, before the run starts."""
+    rule = PARAMETER_CHECKS.get(workflow.from_template)
+    if rule is None:
+        return
+    try:
+        rule(workflow.parameters)
+    except ValueError as err:
+        raise WorkflowError(str(err)) from None
 
 
 def parse_params(values: list[str] | None) -> dict[str, str]:
@@ -111,6 +139,9 @@ def report_run(start: Start, json_output: bool) -> None:
         console = Console()
         console.print(render_status(result.status))
         console.print(_summary(result))
+        if result.phase != "Succeeded" and not result.stopped:
+            for line in _failures(result):
+                console.print(line, highlight=False, soft_wrap=True)
         console.print(_next_steps(result.name), highlight=False, soft_wrap=True)
     if result.stopped:
         typer.echo(f"stopped {result.name} and its pods; {resume_hint(result.name)}", err=True)
@@ -125,6 +156,23 @@ def _summary(result: RunResult) -> Text:
         line.append(f": {result.status['message']}")
     line.append(f"  ({result.home / 'runs' / result.name / 'status.json'})", style="dim")
     return line
+
+
+def _failures(result: RunResult) -> list[Text]:
+    """Each failed step with why (the last line of its output) and where its log is: the reason, not only a code."""
+    lines = []
+    for step in result.failed_steps():
+        icon, style = _ICONS.get(step.phase, ("?", ""))
+        line = Text(f"  {icon} {step.name}", style=style)
+        if step.template:
+            line.append(f" ({step.template})", style="cyan")
+        line.append(f" {step.phase}")
+        for said in dict.fromkeys(x for x in (step.reason, step.message) if x):
+            line.append(f": {said}")
+        lines.append(line)
+        if step.log is not None:
+            lines.append(Text(f"      log: {step.log}", style="dim"))
+    return lines
 
 
 def _next_steps(name: str) -> Text:

@@ -27,20 +27,23 @@ from typing import Any
 from components.volcano.cluster import ClusterError
 from components.volcano.cluster_local import LocalCluster, default_home
 from pipelines.local.engine.engine import Engine
-from pipelines.local.engine.executors import SHUTDOWN_MESSAGE, STOPPED_MESSAGE, kill_stale
+from pipelines.local.engine.executors import SHUTDOWN_MESSAGE, STDERR_TAIL, STOPPED_MESSAGE, kill_stale
 from pipelines.local.engine.resources import ObjectCluster, OwnedObject, job_finished
 from pipelines.local.engine.status import RunState, now_rfc3339
-from pipelines.local.workflow import TRIGGER_LABEL, Workflow, WorkflowError, load_workflow
+from pipelines.local.workflow import TRIGGER_LABEL, Workflow, WorkflowError, check_run_name, load_workflow
 
 __all__ = [
+    "FailedStep",
     "Interrupted",
     "RunResult",
     "StopRequest",
     "WorkflowError",
     "delete_run",
     "is_running",
+    "last_line",
     "resume",
     "run_workflow",
+    "step_reason",
 ]
 
 OnUpdate = Callable[[dict[str, Any]], None]
@@ -90,6 +93,54 @@ class RunResult:
         """Where a leaf node's files (main.log, /tmp) are."""
         return self.home / "runs" / self.name / "nodes" / node_id
 
+    def failed_steps(self) -> list[FailedStep]:
+        """The steps (leaf nodes) that failed, in the order they started, each with its reason and its log."""
+        found = []
+        for node in sorted(self.status.get("nodes", {}).values(), key=lambda n: str(n.get("startedAt") or "~")):
+            if node.get("type") != "Pod" or node.get("phase") not in ("Failed", "Error"):
+                continue
+            node_dir = self.node_dir(str(node.get("id")))
+            log = node_dir / "main.log"
+            found.append(
+                FailedStep(
+                    name=str(node.get("displayName") or node.get("name")),
+                    template=str(node.get("templateName") or ""),
+                    phase=str(node["phase"]),
+                    message=str(node.get("message") or ""),
+                    reason=step_reason(node_dir),
+                    log=log if log.is_file() else None,
+                )
+            )
+        return found
+
+
+@dataclass(frozen=True)
+class FailedStep:
+    """A step that failed: Argo's message, the last line of its output (usually the sentence that says why)."""
+
+    name: str
+    template: str
+    phase: str
+    message: str
+    reason: str
+    log: Path | None
+
+
+def step_reason(node_dir: Path) -> str:
+    """Why a step ended, as it said: the last line it wrote to stderr, else the last line of its log."""
+    return last_line(node_dir / STDERR_TAIL) or last_line(node_dir / "main.log")
+
+
+def last_line(log: Path) -> str:
+    """The last non-empty line of a log ("" when there is none): a step's last words are usually why it ended."""
+    try:
+        with open(log, "rb") as file:
+            file.seek(max(0, file.seek(0, 2) - 4096))  # the end is enough, however long the log
+            lines = [line.strip() for line in file.read().decode(errors="replace").splitlines()]
+    except OSError:
+        return ""
+    return next((line for line in reversed(lines) if line), "")
+
 
 def run_workflow(
     path_or_dict: str | Path | Mapping[str, Any],
@@ -100,10 +151,17 @@ def run_workflow(
     name: str | None = None,
     on_update: OnUpdate | None = None,
     stop: StopRequest | None = None,
+    check: Callable[[Workflow], None] | None = None,
 ) -> RunResult:
-    """Run a Workflow/WorkflowTemplate (file, YAML text or dict) to its end or its stop; WorkflowError on bad input."""
+    """Run a Workflow/WorkflowTemplate (file, YAML text or dict) to its end or its stop; WorkflowError on bad input.
+
+    `check` refuses (WorkflowError) a workflow before anything of the run exists: the parameter rules a
+    template's declarations cannot say (types, sizes), known to whoever starts it.
+    """
     home_path = _home(home)
     workflow = load_workflow(path_or_dict, params or {}, name=name)
+    if check is not None:
+        check(workflow)
     workflow.labels.setdefault(TRIGGER_LABEL, "local")  # Argo's controller labels its workflows too
     run_dir = home_path / "runs" / workflow.name
     if (run_dir / "status.json").exists():
@@ -126,7 +184,7 @@ def resume(
 ) -> RunResult:
     """Continue a run whose runner died or was stopped; a run that ended otherwise is returned as it is."""
     home_path = _home(home)
-    path = home_path / "runs" / name / "status.json"
+    path = home_path / "runs" / check_run_name(name) / "status.json"
     try:
         document = json.loads(path.read_text())
     except FileNotFoundError:
@@ -160,7 +218,7 @@ def resume(
 def delete_run(name: str, *, home: str | Path | None = None, cluster: Any = None) -> None:
     """Delete a run's directory and the jobs it created with `setOwnerReference: true`."""
     home_path = _home(home)
-    run_dir = home_path / "runs" / name
+    run_dir = home_path / "runs" / check_run_name(name)
     try:
         document = json.loads((run_dir / "status.json").read_text())
     except FileNotFoundError:
@@ -177,7 +235,7 @@ def delete_run(name: str, *, home: str | Path | None = None, cluster: Any = None
 
 def is_running(name: str, *, home: str | Path | None = None) -> bool:
     """Whether a runner holds the run's lock now (a run left `Running` by a killed runner is not running)."""
-    lock_path = _home(home) / "runs" / name / "runner.lock"
+    lock_path = _home(home) / "runs" / check_run_name(name) / "runner.lock"
     if not lock_path.is_file():
         return False
     with open(lock_path, "a") as lock:  # "a": probing must not truncate or create anything

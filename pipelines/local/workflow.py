@@ -22,13 +22,17 @@ from typing import Any
 
 import yaml
 
-from components.errors import VcpilotError
+from components.errors import InputError
+from components.files import describe_yaml_error, read_text
+from components.names import is_dns1123_subdomain
 
 __all__ = [
+    "MAX_RUN_NAME",
     "TEMPLATE_TYPES",
     "TRIGGER_LABEL",
     "Workflow",
     "WorkflowError",
+    "check_run_name",
     "load_workflow",
     "parse_duration",
     "stringify",
@@ -43,8 +47,27 @@ _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, 
 _DEPENDS_WORD = re.compile(r"([a-zA-Z0-9][-a-zA-Z0-9]*?)\.[A-Z][a-zA-Z]+|([a-zA-Z0-9][-a-zA-Z0-9]*)")
 
 
-class WorkflowError(VcpilotError, ValueError):
+class WorkflowError(InputError):
     """The workflow cannot run as given; the message is one sentence that says what to fix."""
+
+
+# Argo's controller refuses a longer workflow name (validate.go maxCharsInObjectName: it becomes a label value).
+MAX_RUN_NAME = 63
+
+
+def check_run_name(name: str) -> str:
+    """`name` when Argo would take it as a workflow's name; WorkflowError otherwise.
+
+    The one rule for run names, wherever one is given or read (run-workflow, run, resume, runs …): a DNS-1123
+    subdomain of at most 63 characters, so no name holds a '/' or '..' and reaches outside `VCPILOT_HOME/runs/`.
+    """
+    if len(name) > MAX_RUN_NAME or not is_dns1123_subdomain(name):
+        shown = name if len(name) <= 80 else name[:77] + "..."
+        raise WorkflowError(
+            f"{shown!r} is not a run name: workflow names are lower-case letters, digits, '-' and '.', "
+            f"at most {MAX_RUN_NAME} of them, starting and ending with a letter or digit (DNS-1123)."
+        )
+    return name
 
 
 def stringify(value: Any) -> str:
@@ -90,6 +113,7 @@ class Workflow:
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     templates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    from_template: str = ""  # the WorkflowTemplate it comes from (its metadata.name), "" for a plain Workflow
 
     def __post_init__(self) -> None:
         if not self.templates:
@@ -194,13 +218,14 @@ def load_workflow(
         else:
             name = f"{meta.get('generateName') or 'workflow-'}{_suffix()}"
     return Workflow(
-        name=str(name),
+        name=check_run_name(str(name)),
         namespace=str(meta.get("namespace") or "default"),
         uid=str(uuid.uuid4()),
         created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         spec=spec,
         labels={str(k): stringify(v) for k, v in (meta.get("labels") or {}).items()},
         annotations={str(k): stringify(v) for k, v in (meta.get("annotations") or {}).items()},
+        from_template=str(meta.get("name") or "") if kind == "WorkflowTemplate" else "",
     )
 
 
@@ -222,14 +247,16 @@ def _read(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
         path = Path(text)
         if not path.is_file():
             raise WorkflowError(f"{path} does not exist or is not a file.")
-        text = path.read_text()
+        try:
+            text = read_text(path, "workflow")
+        except InputError as err:
+            raise WorkflowError(str(err)) from None
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise WorkflowError(f"{_label(source)} is not valid YAML{where}: {problem}.") from None
+        raise WorkflowError(f"{_label(source)} is not valid YAML{describe_yaml_error(err)}.") from None
+    except (ValueError, TypeError, RecursionError) as err:  # a constructor's refusal: `2024-13-45` as a date
+        raise WorkflowError(f"{_label(source)} is not valid YAML: {' '.join(str(err).split())}.") from None
     if len(documents) != 1 or not isinstance(documents[0], dict):
         raise WorkflowError(f"{_label(source)} must hold exactly one YAML mapping (a Workflow), not {len(documents)}.")
     return documents[0]

@@ -3,8 +3,9 @@ import json
 import pytest
 import yaml
 from typer.testing import CliRunner
-from vcjob_factory import vcjob
+from vcjob_factory import GPU, vcjob
 
+from components.errors import InputError
 from pipelines.cli import app
 
 
@@ -74,4 +75,68 @@ def test_reset_with_a_config(run, tmp_path):
     assert [n["gpu_capacity"] for n in data["nodes"]] == [8, 8, 8]
     assert [q["name"] for q in data["queues"]] == ["default", "research"]
     config.write_text("nodes: [{name: big, gpus: -1}]\n")
-    one_sentence_error(run("reset", "--config", str(config)), "nodes.0.gpus")
+    one_sentence_error(run("reset", "--config", str(config)), "nodes[0].gpus")
+
+
+def _refused(result, *fragments):
+    """One sentence on stderr naming what is wrong, the input error's exit code, no traceback."""
+    assert result.exit_code == InputError.exit_code, result.output
+    text = result.stderr.strip()
+    assert text.count("\n") == 0 and "Traceback" not in result.output, result.output
+    for fragment in fragments:
+        assert fragment in text, text
+
+
+def test_a_refused_config_leaves_the_cluster_as_it_was(run, tmp_path):
+    assert run("submit", str(_job_file(tmp_path, vcjob("keep", "sleep 30")))).exit_code == 0
+    before = json.loads(run("status", "--json").stdout)
+    config = tmp_path / "bad.yaml"
+    for text, fragment in (
+        ("nodes: []", "nodes: must not be empty"),
+        ("nodes: [{name: a}, {name: a}]", "which nodes[0] makes too"),
+        ("nodes: [{name: a, memory: 0}]", "must be greater than 0"),
+    ):
+        config.write_text(text)
+        _refused(run("reset", "--config", str(config)), str(config), fragment)
+    after = json.loads(run("status", "--json").stdout)
+    assert [j["name"] for j in after["jobs"]] == ["keep"] and after["nodes"] == before["nodes"]
+    assert run("status").exit_code == 0  # and every command still works
+    assert run("delete", "keep").exit_code == 0
+
+
+def test_a_damaged_state_is_one_sentence_and_reset_recovers_it(run, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "cluster.db").write_bytes(b"\x00garbage" * 512)
+    _refused_state = run("status")
+    assert _refused_state.exit_code != 0 and "Traceback" not in _refused_state.output
+    assert "`vcpilot cluster reset`" in _refused_state.stderr and _refused_state.stderr.strip().count("\n") == 0
+    reset = run("reset")
+    assert reset.exit_code == 0 and "the damaged state was moved to" in reset.stdout
+    assert run("status").exit_code == 0
+
+
+@pytest.mark.parametrize(("gpus", "fragment"), [(-2, "must be greater than or equal to 0"), (0.5, "whole number")])
+def test_a_gpu_amount_kubernetes_refuses_is_not_admitted(run, tmp_path, gpus, fragment):
+    job = vcjob("bad")
+    resources = job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]
+    resources["requests"][GPU] = resources["limits"][GPU] = gpus
+    _refused(run("submit", str(_job_file(tmp_path, job))), "nvidia.com/gpu", fragment)
+    data = json.loads(run("status", "--json").stdout)
+    assert data["jobs"] == [] and {n["gpu_allocated"] for n in data["nodes"]} == {0}
+
+
+def test_a_file_that_is_not_utf8_is_one_sentence_naming_it(run, tmp_path):
+    latin = tmp_path / "latin1.yaml"
+    latin.write_bytes(yaml.safe_dump(vcjob("caf")).encode() + b"# caf\xe9\n")
+    _refused(run("submit", str(latin)), str(latin), "is not UTF-8 text")
+    config = tmp_path / "latin1-config.yaml"
+    config.write_bytes(b"nodes: [{name: caf\xe9}]\n")
+    _refused(run("reset", "--config", str(config)), str(config), "is not UTF-8 text")
+    _refused(run("submit", str(tmp_path)), "is a directory")
+
+
+def _job_file(tmp_path, job):
+    path = tmp_path / f"{job['metadata']['name']}.yaml"
+    path.write_text(yaml.safe_dump(job))
+    return path

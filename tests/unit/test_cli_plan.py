@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from components.errors import InputError
 from components.volcano.cluster_local import LocalCluster
 from components.volcano.localconfig import LocalClusterConfig
 from pipelines import steps_training
@@ -22,7 +23,11 @@ GPU = "nvidia.com/gpu"
 def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalCluster]:
     """The LocalCluster both paths observe (through VCPILOT_HOME): 2 nodes × 4 GPUs, a queue capped at 4."""
     home = tmp_path / "home"
-    config = {"nodes": [{"name": "node", "count": 2, "gpus": 4}], "queues": [{"name": "small", "capability": {GPU: 4}}]}
+    config = {
+        "nodes": [{"name": "node", "count": 2, "gpus": 4}],
+        "queues": [{"name": "small", "capability": {GPU: 4}}],
+        "priorityClasses": {"high": 1000},
+    }
     made = LocalCluster(home, LocalClusterConfig.model_validate(config))
     monkeypatch.setenv("VCPILOT_HOME", str(home))
     yield made
@@ -90,3 +95,25 @@ def test_plan_renders_the_vcjob_the_pipelines_plan_step_submits(
         assert planned.action == "downscale" and shown["spec"]["minAvailable"] == 4
         assert shown["spec"]["volumes"] == [{"mountPath": workspace, "volumeClaimName": "vcpilot-workspace"}]
     assert cluster.list_jobs() == []  # neither path submits: the resource template does
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragments"),
+    [
+        (["--queue", "nope"], ("queue 'nope' does not exist", "its queues are default, small")),
+        (["--fallback-queue", "spare"], ("fallback queue 'spare' does not exist", "default, small")),
+        (["--priority-class", "urgent"], ("priority class 'urgent' does not exist", "its priority classes are high")),
+    ],
+)
+@pytest.mark.parametrize("as_json", [False, True])
+def test_plan_refuses_a_queue_or_priority_class_that_does_not_exist(
+    cluster: LocalCluster, flags: list[str], fragments: tuple[str, ...], as_json: bool
+) -> None:
+    shown = CliRunner().invoke(app, ["plan", *flags, *(["--json"] if as_json else [])])
+    assert shown.exit_code == InputError.exit_code, shown.output
+    assert "proceed" not in shown.stdout and "VCJob" not in shown.stdout and '"vcjob"' not in shown.stdout
+    sentence = shown.stderr.strip()
+    assert sentence.count("\n") == 0 and "Traceback" not in shown.output
+    for fragment in fragments:
+        assert fragment in sentence
+    assert cluster.list_jobs() == []

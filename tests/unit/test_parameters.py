@@ -38,3 +38,23 @@ def test_a_bad_value_gets_one_sentence_naming_the_parameter(name: str, value: st
 
 def test_parameters_it_does_not_know_are_left_to_argo() -> None:
     check_parameters({"mode": "force", "something-else": "x"})
+
+
+@pytest.mark.parametrize(
+    ("values", "says"),
+    [
+        ({"gpus-wanted": "3"}, "global-batch 32 is not a multiple of gpus-wanted × micro-batch = 3 × 4"),
+        ({"gpus-wanted": "2", "gpus-per-pod": "4"}, "gpus-wanted 2 is not a multiple of gpus-per-pod 4"),
+        ({"global-batch": "30"}, "global-batch 30 is not a multiple"),
+    ],
+)
+def test_sizes_the_plan_step_cannot_split_are_refused_before_it_runs(values: dict[str, str], says: str) -> None:
+    with pytest.raises(ValueError, match="the training's sizes do not fit together: " + says):
+        check_parameters(values)
+
+
+@pytest.mark.parametrize("name", ["queue", "fallback-queue", "priority-class", "workspace-pvc", "job-service-account"])
+@pytest.mark.parametrize("value", ["Big_Queue", "../x", "a/b"])
+def test_parameters_that_name_kubernetes_objects_must_be_kubernetes_names(name: str, value: str) -> None:
+    with pytest.raises(ValueError, match=f"parameter {name} is .*, which is not a Kubernetes name"):
+        check_parameters({name: value})

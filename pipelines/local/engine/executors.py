@@ -5,9 +5,10 @@ else runs from the host's PATH. Absolute paths under `/tmp` and `/argo` that the
 (the script at `/argo/staging/script`, output files such as `/tmp/result.txt`, Hera's `/tmp/hera-outputs`) are
 rewritten into the node's own directory — in the command, args, env values, script source and output paths —
 so parallel nodes never share a file; values that arrive through parameters are host paths and stay as they
-are. A node's stdout and stderr go to `main.log` in that directory; stdout, less one trailing newline, is
-`outputs.result` (its last 256 kB, as Argo's executor keeps of a longer one). Volumes, resources and env
-variables taken `valueFrom` a Secret or ConfigMap are ignored: steps share the host's filesystem.
+are. A node's stdout and stderr go to `main.log` in that directory (the end of stderr to `stderr.tail` too);
+stdout, less one trailing newline, is `outputs.result` (its last 256 kB, as Argo's executor keeps of a longer
+one). Volumes, resources and env variables taken `valueFrom` a Secret or ConfigMap are ignored: steps share the
+host's filesystem.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "LeafContext",
     "LeafResult",
     "ProcessTable",
+    "STDERR_TAIL",
     "kill_stale",
     "localize",
     "mark_paths",
@@ -49,6 +51,8 @@ DEADLINE_MESSAGE = "Step exceeded its deadline"
 SHUTDOWN_MESSAGE = "workflow shutdown with strategy:  Terminate"
 STOPPED_MESSAGE = "Stopped with strategy 'Terminate'"  # ... and on the workflow and its retry nodes (operator.go)
 POD_DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
+# The last 4 kB a node wrote to stderr, beside main.log: where a failed step's reason is read from.
+STDERR_TAIL = "stderr.tail"
 MAX_RESULT_BYTES = 256 * 1024  # Argo's executor keeps the last 256 kB of a longer stdout as the result
 _ROOTS = re.compile(r"(?<![\w.~/$-])/(tmp|argo)(?=/|[^\w.-]|$)")
 # Stands for the node's directory in a template until the node runs (no parameter value can contain it).
@@ -240,6 +244,8 @@ def _run(
 ) -> LeafResult:
     log_path = ctx.node_dir / "main.log"
     tail = bytearray()  # the end of stdout: what becomes the result
+    said = bytearray()  # the end of stderr: why a failed step failed (STDERR_TAIL)
+    writing = threading.Lock()
     with open(log_path, "ab") as log:
         try:
             proc = subprocess.Popen(
@@ -248,11 +254,24 @@ def _run(
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
-                stderr=log,
+                stderr=subprocess.PIPE,
                 start_new_session=True,
             )
         except OSError as err:
             return LeafResult("Error", f"cannot start {argv[0]!r}: {err.strerror or err}.")
+
+        def pump_stderr() -> None:
+            assert proc.stderr is not None
+            while chunk := os.read(proc.stderr.fileno(), 65536):
+                with writing:
+                    log.write(chunk)
+                    log.flush()
+                said.extend(chunk)
+                del said[:-4096]
+            proc.stderr.close()
+
+        errors = threading.Thread(target=pump_stderr, daemon=True)
+        errors.start()
         (ctx.node_dir / "pid").write_text(f"{proc.pid} {_start_token(proc.pid) or ''}")
         entry = table.add(proc, exempt)
         timer = None
@@ -262,15 +281,19 @@ def _run(
             timer.start()
         assert proc.stdout is not None
         while chunk := os.read(proc.stdout.fileno(), 65536):
-            log.write(chunk)
-            log.flush()
+            with writing:
+                log.write(chunk)
+                log.flush()
             tail += chunk
             del tail[: -(MAX_RESULT_BYTES + 1)]  # one more: a trailing newline is dropped before the cut
         proc.stdout.close()
+        errors.join()
         code = proc.wait()
         if timer is not None:
             timer.cancel()
         table.remove(entry)
+    if said.strip():
+        (ctx.node_dir / STDERR_TAIL).write_bytes(bytes(said))
     if code < 0:
         code = 128 - code
     if tail.endswith(b"\n"):

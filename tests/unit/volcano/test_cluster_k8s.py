@@ -855,3 +855,19 @@ def test_outside_a_pod_the_in_cluster_account_is_one_sentence(monkeypatch):
 def test_kubecluster_is_a_cluster(fake):
     _, cluster, _ = fake
     assert isinstance(cluster, Cluster)
+
+
+def test_priority_classes_are_read_by_name_with_their_values(fake: tuple[FakeApiServer, KubeCluster, list[float]]):
+    server, cluster, _ = fake
+    server.routes[("GET", "/apis/scheduling.k8s.io/v1/priorityclasses")] = [
+        (
+            200,
+            {
+                "items": [
+                    {"metadata": {"name": "system-node-critical"}, "value": 2000001000},
+                    {"metadata": {"name": "vcpilot-high"}, "value": 1000},
+                ]
+            },
+        )
+    ]
+    assert cluster.priority_classes() == {"system-node-critical": 2000001000, "vcpilot-high": 1000}

@@ -1,0 +1,90 @@
+"""Every file a command reads is refused in one sentence naming it: unreadable, not UTF-8, broken YAML or JSON.
+
+The readers all go through `components.files`; this pins the class, reader by reader, with the same bad bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from agent.guardrails import Guardrails
+from agent.records import read_decision
+from components.errors import VcpilotError
+from components.files import load_document, load_documents, read_text
+from components.finetune.data import load_examples
+from components.loadtest.dataset import load_requests
+from components.volcano.localconfig import load_config
+from pipelines.workspace import read_report
+
+NOT_UTF8 = b'{"prompt": "caf\xe9", "completion": "x"}\n'
+
+
+class _Report(BaseModel):
+    ok: bool
+
+
+def _in_dir(name: str) -> Callable[[Path], Path]:
+    return lambda directory: directory / name
+
+
+READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path], Path]]] = {
+    "read_text": (read_text, _in_dir("f.yaml")),
+    "load_document": (load_document, _in_dir("f.yaml")),
+    "cluster config": (load_config, _in_dir("c.yaml")),
+    "guardrails": (Guardrails.from_file, _in_dir("g.yaml")),
+    "step report": (lambda p: read_report(str(p), _Report, "detect"), _in_dir("r.json")),
+    "decision record": (read_decision, _in_dir("d.json")),
+    "finetune data": (lambda p: load_examples(p.parent), _in_dir("train.jsonl")),
+    "loadtest data": (lambda p: load_requests(p, 4), _in_dir("prompts.jsonl")),
+}
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_a_file_that_is_not_utf8_is_one_sentence_naming_it(tmp_path: Path, reader: str) -> None:
+    read, place = READERS[reader]
+    path = place(tmp_path)
+    path.write_bytes(NOT_UTF8)
+    with pytest.raises(VcpilotError) as caught:
+        read(path)
+    sentence = str(caught.value)
+    assert str(path) in sentence and "is not UTF-8 text" in sentence and "\n" not in sentence
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"a: [1, 2\n", "is not valid YAML or JSON at line 2, column 1"),
+        (b'{"a": 1', "is not valid YAML or JSON"),
+        (b"when: 2024-13-45\n", "is not valid YAML or JSON: month must be in 1..12"),
+        (b"a: &x [*x]\nb: !!python/object:os.system {}\n", "is not valid YAML or JSON"),
+        (b"a: 1\n---\nb: 2\n", "holds 2 YAML documents; give one"),
+        (b"- a list\n", "must hold a mapping of fields, not a list"),
+        (b"\x00\x01", "is not valid YAML or JSON"),
+    ],
+)
+def test_a_document_that_does_not_parse_is_one_sentence_naming_it(tmp_path: Path, content: bytes, says: str) -> None:
+    path = tmp_path / "doc.yaml"
+    path.write_bytes(content)
+    with pytest.raises(VcpilotError, match=says) as caught:
+        load_document(path, "manifest")
+    assert str(caught.value).startswith(f"manifest {path}") and "\n" not in str(caught.value)
+
+
+def test_a_missing_file_and_a_directory_are_named(tmp_path: Path) -> None:
+    with pytest.raises(VcpilotError, match=f"cannot read manifest {tmp_path / 'nope'}: No such file or directory"):
+        read_text(tmp_path / "nope", "manifest")
+    with pytest.raises(VcpilotError, match=f"manifest {tmp_path} is a directory; give a file"):
+        load_documents(tmp_path, "manifest")
+
+
+def test_json_and_yaml_both_read(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text('{"a": [1, 2]}')
+    (tmp_path / "b.yaml").write_text("{a: [1, 2]}\n")  # flow YAML that is not JSON
+    (tmp_path / "empty.yaml").write_text("")
+    assert load_document(tmp_path / "a.json") == load_document(tmp_path / "b.yaml") == {"a": [1, 2]}
+    assert load_document(tmp_path / "empty.yaml") == {}

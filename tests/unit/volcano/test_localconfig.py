@@ -1,0 +1,128 @@
+"""Cluster configs are checked whole before a LocalCluster is built from them, and a damaged state starts over."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from components.errors import InputError
+from components.volcano.cluster import StateDamaged
+from components.volcano.cluster_local import LocalCluster
+from components.volcano.localconfig import load_config
+
+
+def _config(tmp_path: Path, text: str | bytes) -> Path:
+    path = tmp_path / "cluster.yaml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return path
+
+
+def _dump(db: Path) -> list[str]:
+    with sqlite3.connect(db) as connection:
+        return list(connection.iterdump())
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("nodes: []", "nodes: must not be empty"),
+        ("nodes: [{name: a}, {name: a}]", "nodes[1] makes node 'a', which nodes[0] makes too"),
+        ("nodes: [{name: a, count: 2}, {name: a-1}]", "nodes[1] makes node 'a-1', which nodes[0] makes too"),
+        ("nodes: [{name: Big_Node}]", "nodes[0].name: 'Big_Node' is not a Kubernetes name"),
+        ("nodes: [{name: ../x}]", "is not a Kubernetes name"),
+        ("nodes: [{name: a, gpus: -1}]", "nodes[0].gpus: value must be at least 0"),
+        ("nodes: [{name: a, count: 0}]", "nodes[0].count: value must be at least 1"),
+        ("nodes: [{name: a, cpu: '0'}]", "nodes[0].cpu: '0' must be greater than 0"),
+        ("nodes: [{name: a, memory: -1Gi}]", "nodes[0].memory: '-1Gi' must be greater than 0"),
+        ("nodes: [{name: a, memory: 16GB}]", "nodes[0].memory: quantity '16GB' is not a number"),
+        ("queues: [{name: q}, {name: q}]", "queue 'q' is listed twice"),
+        ("queues: [{name: q, capability: {nvidia.com/gpu: -4}}]", "capability[nvidia.com/gpu] is -4"),
+        ("queues: [{name: Research}]", "queues[0].name: 'Research' is not a Kubernetes name"),
+        ("priorityClasses: {system-high: 5}", "names starting with 'system-' are Kubernetes' own"),
+        ("priorityClasses: {high: 2000000000}", "it must be at most 1000000000"),
+        ("overcommitFactor: .nan", "overcommitFactor"),
+        ("nodes: {name: a}", "nodes: expected a list"),
+        ("- just\n- a list", "must hold a mapping of fields, not a list"),
+        ("nodes: [unclosed", "is not valid YAML or JSON at line 1"),
+        (b"nodes: [{name: caf\xe9}]", "is not UTF-8 text (byte 0xe9 at offset 18)"),
+    ],
+)
+def test_a_config_kubernetes_or_volcano_would_refuse_is_one_sentence(tmp_path: Path, text: str, message: str) -> None:
+    path = _config(tmp_path, text)
+    with pytest.raises(InputError) as caught:
+        load_config(path)
+    sentence = str(caught.value)
+    assert message in sentence
+    assert str(path) in sentence and "\n" not in sentence
+
+
+def test_a_refused_config_leaves_the_cluster_as_it_was(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    LocalCluster(home).close()
+    db = home / "cluster.db"
+    before, rows = db.read_bytes(), _dump(db)
+    for text in ("nodes: []", "nodes: [{name: a}, {name: a}]", b"\xff\xfe"):
+        with pytest.raises(InputError):
+            LocalCluster.start_over(home, _config(tmp_path, text))
+        cluster = LocalCluster(home)
+        with pytest.raises(InputError):
+            cluster.reset(_config(tmp_path, text))
+        cluster.close()
+    assert _dump(db) == rows
+    assert db.read_bytes() == before
+
+
+def test_a_refused_config_creates_no_cluster(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with pytest.raises(InputError):
+        LocalCluster.start_over(home, _config(tmp_path, "nodes: []"))
+    with pytest.raises(InputError):
+        LocalCluster(home, _config(tmp_path, "nodes: []"))
+    assert not home.exists()
+
+
+def test_a_state_without_nodes_is_named_damaged_and_reset_starts_over(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    LocalCluster(home).close()
+    with sqlite3.connect(home / "cluster.db") as db:  # what a config of `nodes: []` used to leave
+        db.execute("DELETE FROM nodes")
+    with pytest.raises(StateDamaged, match=r"has no nodes") as caught:
+        LocalCluster(home)
+    assert "`vcpilot cluster reset` starts the cluster over" in str(caught.value)
+    assert LocalCluster.start_over(home) == home / "cluster.db"
+    assert [n.name for n in LocalCluster(home).nodes()] == ["node-0", "node-1"]
+
+
+def test_a_file_that_is_no_database_is_moved_aside_by_reset(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "cluster.db").write_bytes(b"this is not a database, it was overwritten by accident" * 100)
+    with pytest.raises(StateDamaged, match="is damaged and cannot be used") as caught:
+        LocalCluster(home)
+    assert "\n" not in str(caught.value)
+    aside = LocalCluster.start_over(home)
+    assert aside.name.startswith("cluster.db.damaged-") and aside.read_bytes().startswith(b"this is not")
+    assert [n.name for n in LocalCluster(home).nodes()] == ["node-0", "node-1"]
+
+
+def test_a_stored_job_that_no_longer_parses_is_damaged_state_not_a_traceback(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    LocalCluster(home).close()
+    with sqlite3.connect(home / "cluster.db") as db:  # what an older, laxer version could have admitted
+        manifest = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "old"}, "spec": {}}
+        manifest["spec"] = {"tasks": [{"name": "t", "replicas": 1, "template": {"spec": {"containers": [
+            {"name": "c", "command": ["true"], "resources": {"limits": {"nvidia.com/gpu": -2}}}]}}}]}  # fmt: skip
+        db.execute(
+            "INSERT INTO jobs(namespace, name, uid, seq, manifest, phase, pg_phase, retry_count, generation, cwd,"
+            " created) VALUES ('default', 'old', 'u', 1, ?, 'Pending', 'Pending', 0, 0, '/', 0)",
+            (json.dumps(manifest),),
+        )
+    cluster = LocalCluster(home)
+    with pytest.raises(StateDamaged, match=r"no longer valid .*`vcpilot cluster reset` starts the cluster over"):
+        cluster.list_jobs()
+    cluster.close()
+    LocalCluster.start_over(home)
+    assert LocalCluster(home).list_jobs() == []
