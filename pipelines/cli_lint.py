@@ -7,8 +7,6 @@ from typing import Annotated
 
 import typer
 
-from pipelines.lint import find_schema, lint_files
-
 __all__ = ["lint"]
 
 
@@ -19,6 +17,8 @@ def lint(
     ] = None,
 ) -> None:
     """Validate Argo workflow files; exit 1 when any problem is found."""
+    from pipelines.lint import find_schema, lint_files
+
     schema_path = schema or find_schema()
     problems = lint_files(files, schema_path=schema_path)
     for problem in problems:

@@ -8,9 +8,7 @@ from typing import Annotated
 
 import typer
 
-from components.entry import reported
-from pipelines.compile import SubmitError, compile_all, submit
-from pipelines.local.cli import parse_params
+from pipelines.local.cli import ParamOption, parse_params
 
 __all__ = ["compile_command", "submit_command"]
 
@@ -23,18 +21,21 @@ def compile_command(
     ),
 ) -> None:
     """Compile the WorkflowTemplate and CronWorkflow from their Hera definitions."""
+    from pipelines.compile import compile_all
+
     for path in compile_all(out):
         typer.echo(f"wrote {path}")
 
 
-@reported
 def submit_command(
-    param: Annotated[list[str] | None, typer.Option("-p", "--param", help="Template parameter name=value.")] = None,
+    param: ParamOption = None,
     server: Annotated[str | None, typer.Option(help="Argo Server URL (env ARGO_SERVER).")] = None,
     namespace: Annotated[str | None, typer.Option(help="Namespace (env ARGO_NAMESPACE, default argo).")] = None,
     token: Annotated[str | None, typer.Option(help="Bearer token (env ARGO_TOKEN).", show_default=False)] = None,
 ) -> None:
     """Submit a run of the llm-autopilot WorkflowTemplate to an Argo Server; print its name and UI link."""
+    from pipelines.compile import SubmitError, submit
+
     url = server or os.environ.get("ARGO_SERVER")
     if not url:
         raise SubmitError("no Argo Server: pass --server or set ARGO_SERVER.")

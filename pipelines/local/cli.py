@@ -2,7 +2,7 @@
 
 Wire into the main CLI with `app.command("run-workflow")(run_workflow_command)` and
 `app.command("resume")(resume_command)`; `python -m pipelines.local.cli` runs the same two commands alone.
-The exit code is 0 only when the workflow Succeeded (1 when it did not, 2 for input it cannot run).
+The exit code is 0 only when the workflow Succeeded (1 when it did not or its input is wrong, 2 for a bad command line).
 """
 
 from __future__ import annotations
@@ -11,20 +11,37 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console, Group
-from rich.live import Live
-from rich.text import Text
-from rich.tree import Tree
 
-from components.entry import reported
+from components.entry import new_app
 from components.errors import InputError
-from pipelines.local.engine.status import parse_rfc3339
-from pipelines.local.runner import RunResult, resume, run_workflow
 
-__all__ = ["app", "parse_params", "render_status", "report_run", "resume_command", "run_workflow_command"]
+if TYPE_CHECKING:  # rich's renderables and the runner are imported where they are used: `--help` needs neither
+    from rich.console import Group
+    from rich.text import Text
+    from rich.tree import Tree
+
+    from pipelines.local.runner import RunResult
+
+__all__ = [
+    "JsonStatus",
+    "ParamOption",
+    "app",
+    "parse_params",
+    "render_status",
+    "report_run",
+    "resume_command",
+    "run_workflow_command",
+]
+
+# `-p NAME=VALUE` of every command that starts a workflow: run-workflow, run and submit.
+ParamOption = Annotated[
+    list[str] | None,
+    typer.Option("--param", "-p", metavar="NAME=VALUE", help="A workflow parameter; repeatable."),
+]
+JsonStatus = Annotated[bool, typer.Option("--json", help="Print only the final workflow status, as one JSON document.")]
 
 _ICONS = {
     "Succeeded": ("✔", "green"),
@@ -38,28 +55,29 @@ _ICONS = {
 _GROUPING = ("Retry", "TaskGroup", "StepGroup", "Steps", "DAG")
 
 
-@reported
 def run_workflow_command(
     file: Annotated[Path, typer.Argument(help="A Workflow or WorkflowTemplate YAML file (e.g. from deploy/argo/).")],
-    parameter: Annotated[
-        list[str] | None, typer.Option("--parameter", "-p", help="NAME=VALUE for a workflow parameter; repeatable.")
-    ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print only the final workflow status as JSON.")] = False,
+    param: ParamOption = None,
+    json_output: JsonStatus = False,
     name: Annotated[
         str | None, typer.Option(help="Run name (default: metadata.name or generateName + suffix).")
     ] = None,
+    parameter: Annotated[list[str] | None, typer.Option("--parameter", hidden=True)] = None,  # its old spelling
 ) -> None:
     """Run an Argo workflow on this machine, as Argo's controller would; exit 0 only when it Succeeded."""
-    params = parse_params(parameter)
+    from pipelines.local.runner import run_workflow
+
+    params = parse_params([*(param or []), *(parameter or [])])
     report_run(lambda on_update: run_workflow(file, params, name=name, on_update=on_update), json_output)
 
 
-@reported
 def resume_command(
     name: Annotated[str, typer.Argument(help="The run to continue (its workflow name).")],
-    json_output: Annotated[bool, typer.Option("--json", help="Print only the final workflow status as JSON.")] = False,
+    json_output: JsonStatus = False,
 ) -> None:
     """Continue a run whose runner was killed: finished nodes are kept, interrupted ones run again."""
+    from pipelines.local.runner import resume
+
     report_run(lambda on_update: resume(name, on_update=on_update), json_output)
 
 
@@ -69,7 +87,7 @@ def parse_params(values: list[str] | None) -> dict[str, str]:
     for item in values or []:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise InputError(f"-p {item!r} is not NAME=VALUE")
+            raise InputError(f"--param {item!r} is not NAME=VALUE; write --param name=value")
         params[name.strip()] = value
     return params
 
@@ -77,8 +95,12 @@ def parse_params(values: list[str] | None) -> dict[str, str]:
 def report_run(start: Callable[[Any], RunResult], json_output: bool) -> None:
     """Run `start(on_update)` with a live tree (or quietly with --json) and exit 0 only when it Succeeded.
 
-    A `VcpilotError` (a `WorkflowError`: bad file, parameter or name) reaches the command's `reported`.
+    A `VcpilotError` (a `WorkflowError`: bad file, parameter or name) ends as `components.entry` ends every error.
     """
+    from rich.console import Console
+    from rich.live import Live
+    from rich.text import Text
+
     try:
         if json_output:
             result = start(None)
@@ -96,6 +118,8 @@ def report_run(start: Callable[[Any], RunResult], json_output: bool) -> None:
 
 
 def _summary(result: RunResult) -> Text:
+    from rich.text import Text
+
     icon, style = _ICONS.get(result.phase, ("?", ""))
     line = Text(f"{icon} {result.name} {result.phase}", style=style)
     if result.status.get("message"):
@@ -106,6 +130,8 @@ def _summary(result: RunResult) -> Text:
 
 def _next_steps(name: str) -> Text:
     """How to look at the run again: the commands live in `pipelines/cli_runs.py`, above this package."""
+    from rich.text import Text
+
     return Text.assemble(
         "look at it again: ",
         (f"vcpilot runs show {name}", "bold"),
@@ -119,6 +145,9 @@ def _next_steps(name: str) -> Text:
 
 def render_status(status: dict[str, Any]) -> Group:
     """The nodes of a status as a tree: each node under its step group, loop, retry or DAG."""
+    from rich.console import Group
+    from rich.tree import Tree
+
     nodes: dict[str, dict[str, Any]] = status.get("nodes") or {}
     parents: dict[str, str | None] = {nid: None for nid in nodes}
     for nid, node in nodes.items():
@@ -147,6 +176,10 @@ def _grow(tree: Tree, nid: str, nodes: dict[str, dict[str, Any]], kids: dict[str
 
 
 def _label(node: dict[str, Any]) -> Text:
+    from rich.text import Text
+
+    from pipelines.local.engine.status import parse_rfc3339
+
     icon, style = _ICONS.get(node.get("phase", ""), ("?", ""))
     text = Text(f"{icon} ", style=style)
     text.append(str(node.get("displayName") or node.get("name")), style="bold")
@@ -164,7 +197,7 @@ def _label(node: dict[str, Any]) -> Text:
     return text
 
 
-app = typer.Typer(help="The local Argo runner.", no_args_is_help=True, pretty_exceptions_enable=False)
+app = new_app(help="The local Argo runner.")
 app.command("run-workflow")(run_workflow_command)
 app.command("resume")(resume_command)
 
