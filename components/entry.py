@@ -16,14 +16,16 @@ A command's body only raises: `raise InputError("…")` (or its area's error) an
 
 from __future__ import annotations
 
+import difflib
 import errno
+import inspect
 import json
 import os
 import re
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, ParamSpec, TypeVar
 
 import typer
 from typer._click import core as click_core
@@ -36,6 +38,7 @@ from components.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, InputEr
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
+    from typer._click.formatting import HelpFormatter
 
 __all__ = [
     "CONTEXT_SETTINGS",
@@ -43,9 +46,11 @@ __all__ = [
     "Command",
     "Group",
     "JsonOption",
+    "LazyGroup",
     "enable_debug",
     "flag_name",
     "invoke",
+    "lazy_group",
     "new_app",
     "option_error",
     "print_json",
@@ -103,6 +108,76 @@ class Command(TyperCommand):
         sys.exit(invoke(self, args, prog_name, complete_var=complete_var, **extra))
 
 
+class LazyGroup(Group):
+    """A group whose commands are built (typer reads every parameter of a command) only when one is named.
+
+    Building the whole `vcpilot` tree costs more than importing typer; `vcpilot --help` needs only each command's
+    first docstring line, and `vcpilot cluster status` only the cluster's commands. `lazy_group` makes one.
+    """
+
+    lazy: ClassVar[dict[str, typer.Typer | Callable[..., Any]]] = {}
+
+    def list_commands(self, ctx: click_core.Context) -> list[str]:
+        """The commands in the order they were given."""
+        return [*super().list_commands(ctx), *(name for name in self.lazy if name not in self.commands)]
+
+    def get_command(self, ctx: click_core.Context, cmd_name: str) -> click_core.Command | None:
+        """The command called `cmd_name`, built the first time it is asked for."""
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            self.commands[cmd_name] = _build(cmd_name, self.lazy[cmd_name])
+        return super().get_command(ctx, cmd_name)
+
+    def resolve_command(
+        self, ctx: click_core.Context, args: list[str]
+    ) -> tuple[str | None, click_core.Command | None, list[str]]:
+        """The command `args` name, or a usage error that suggests the closest names (built or not)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click_exceptions.UsageError as err:
+            if args and "Did you mean" not in err.message:
+                close = difflib.get_close_matches(args[0], self.list_commands(ctx))
+                if close:
+                    err.message = f"{err.message.rstrip('.')}. Did you mean {', '.join(map(repr, close))}?"
+            raise
+
+    def format_commands(self, ctx: click_core.Context, formatter: HelpFormatter) -> None:
+        """The commands and their one-line help, as click writes them, from the docstrings alone."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = [(name, click_utils.make_default_short_help(self._help_of(name), limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def _help_of(self, name: str) -> str:
+        if name in self.commands:
+            command = self.commands[name]
+            return command.short_help or command.help or ""
+        target = self.lazy[name]
+        if isinstance(target, typer.Typer):
+            callback = target.registered_callback.callback if target.registered_callback else None
+            return target.info.help or inspect.getdoc(callback) or ""
+        return inspect.getdoc(target) or ""
+
+
+def lazy_group(commands: dict[str, typer.Typer | Callable[..., Any]]) -> type[LazyGroup]:
+    """A `LazyGroup` class of these commands (a sub-app, or a command's function), for `new_app(cls=…)`."""
+    return type("Commands", (LazyGroup,), {"lazy": commands})
+
+
+def _build(name: str, target: typer.Typer | Callable[..., Any]) -> click_core.Command:
+    import typer.main
+
+    if not isinstance(target, typer.Typer):
+        target_app = typer.Typer(rich_markup_mode=None, add_completion=False)
+        target_app.command(name)(target)
+        target = target_app
+    command = typer.main.get_command(target)
+    command.name = name
+    return command
+
+
 def new_app(**settings: Any) -> typer.Typer:
     """A typer app under the contract: `-h`, plain help, no completion install options, no pretty tracebacks.
 
@@ -110,8 +185,8 @@ def new_app(**settings: Any) -> typer.Typer:
     """
     settings.setdefault("no_args_is_help", True)
     settings.setdefault("add_completion", False)
+    settings.setdefault("cls", Group)
     return typer.Typer(
-        cls=Group,
         context_settings=CONTEXT_SETTINGS,
         rich_markup_mode=None,
         pretty_exceptions_enable=False,
@@ -237,6 +312,7 @@ def flag_name(param: str) -> str | None:
 def _usage_sentence(err: click_exceptions.UsageError) -> str:
     """Click's message on one line, with where to read the command's options."""
     message = " ".join(err.format_message().split()).rstrip(".")
+    message = re.sub(r"\. Did you mean (.*)\?$", r" (did you mean \1?)", message)
     bad = re.fullmatch(r"Invalid value for '([^']+)': (?:Value error, )?(.*)", message)
     if bad:  # typer's coercion speaks pydantic: "Input should be a valid integer"
         name, detail = bad.groups()

@@ -7,13 +7,14 @@ needs (hera, mlflow, torch, the cluster) inside its body, so `vcpilot --help` co
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 
 from agent import cli_mcp
 from components.demo import cli as demo_cli
-from components.entry import DEBUG_ENV, enable_debug, new_app
+from components.entry import DEBUG_ENV, enable_debug, lazy_group, new_app
 from components.evaluate import cli as evaluate_cli
 from components.finetune import cli as finetune_cli
 from components.loadtest import cli as loadtest_cli
@@ -25,27 +26,35 @@ from pipelines.local import cli as local_cli
 
 __all__ = ["app"]
 
-app = new_app(help="vcpilot: detect drift in LLM logs, fine-tune on Volcano, load-test, evaluate, release with MLflow.")
-app.add_typer(cli_cluster.app, name="cluster")
-app.command()(cli_lint.lint)
-app.command("compile")(cli_workflows.compile_command)
-app.command("submit")(cli_workflows.submit_command)
-app.command("run-workflow")(local_cli.run_workflow_command)
-app.command("resume")(local_cli.resume_command)
-app.command("run")(cli_run.run_command)
-app.add_typer(cli_runs.app, name="runs")
-app.command("ui")(cli_runs.ui_command)
-app.command("finetune")(finetune_cli.finetune_command)
-app.command("loadtest")(loadtest_cli.loadtest_command)
-app.command("serve")(serving_cli.serve_command)
-app.command("evaluate")(evaluate_cli.evaluate_command)
-app.add_typer(release_cli.app, name="release")
 demo_cli.app.command("seed")(cli_run.seed_command)
-app.add_typer(demo_cli.app, name="demo")
-app.add_typer(logs_cli.app, name="logs")
-app.command("mcp")(cli_mcp.mcp_command)
-app.command("plan")(cli_plan.plan_command)
-app.command("doctor")(cli_doctor.doctor_command)
+
+# Each command is built when it is named (components.entry.LazyGroup): `--help` reads the docstrings only.
+_COMMANDS: dict[str, typer.Typer | Callable[..., Any]] = {
+    "run": cli_run.run_command,
+    "run-workflow": local_cli.run_workflow_command,
+    "resume": local_cli.resume_command,
+    "runs": cli_runs.app,
+    "ui": cli_runs.ui_command,
+    "plan": cli_plan.plan_command,
+    "cluster": cli_cluster.app,
+    "lint": cli_lint.lint,
+    "compile": cli_workflows.compile_command,
+    "submit": cli_workflows.submit_command,
+    "logs": logs_cli.app,
+    "finetune": finetune_cli.finetune_command,
+    "serve": serving_cli.serve_command,
+    "loadtest": loadtest_cli.loadtest_command,
+    "evaluate": evaluate_cli.evaluate_command,
+    "release": release_cli.app,
+    "demo": demo_cli.app,
+    "mcp": cli_mcp.mcp_command,
+    "doctor": cli_doctor.doctor_command,
+}
+
+app = new_app(
+    cls=lazy_group(_COMMANDS),
+    help="vcpilot: detect drift in LLM logs, fine-tune on Volcano, load-test, evaluate, release with MLflow.",
+)
 
 
 def _print_version(asked: bool) -> None:

@@ -10,7 +10,6 @@ dataset, 3 the server could not be reached.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -57,6 +56,8 @@ def loadtest_command(
     Sends --requests streaming requests at a fixed --concurrency or at --rate arrivals per second and reports
     TTFT, TPOT, ITL, end-to-end latency, throughput, goodput and errors.
     """
+    import asyncio
+
     from components.loadtest.session import LoadtestError, build_config, run_loadtest, write_records
 
     if concurrency is None and rate is None:
