@@ -72,7 +72,19 @@ _R = TypeVar("_R")
 _debug = False  # this invocation's --debug (the root command's callback sets it)
 
 
-class Group(TyperGroup):
+class _BoolHelp:
+    """Typer builds a pydantic adapter (importing pydantic, ~0.1 s) for a flag whose value is not a bool, and its
+    help flag has no default: give it False, so that a command that needs no pydantic does not import it."""
+
+    def get_help_option(self, ctx: click_core.Context) -> Any:
+        """The `-h`/`--help` flag, False when absent."""
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None and option.default is None:
+            option.default = False
+        return option
+
+
+class Group(_BoolHelp, TyperGroup):
     """The click group of every vcpilot app with sub-commands."""
 
     def main(
@@ -90,7 +102,7 @@ class Group(TyperGroup):
         sys.exit(invoke(self, args, prog_name, complete_var=complete_var, **extra))
 
 
-class Command(TyperCommand):
+class Command(_BoolHelp, TyperCommand):
     """The click command of a vcpilot app of one command (typer collapses those into the command itself)."""
 
     def main(
@@ -170,12 +182,20 @@ def _build(name: str, target: typer.Typer | Callable[..., Any]) -> click_core.Co
     import typer.main
 
     if not isinstance(target, typer.Typer):
-        target_app = typer.Typer(rich_markup_mode=None, add_completion=False)
+        target_app = App(rich_markup_mode=None, add_completion=False)
         target_app.command(name)(target)
         target = target_app
     command = typer.main.get_command(target)
     command.name = name
     return command
+
+
+class App(typer.Typer):
+    """A typer app whose commands are `Command`s unless told otherwise."""
+
+    def command(self, name: str | None = None, *, cls: Any = None, **settings: Any) -> Any:
+        """Register a command, as `typer.Typer.command` does."""
+        return super().command(name, cls=cls or Command, **settings)
 
 
 def new_app(**settings: Any) -> typer.Typer:
@@ -186,7 +206,7 @@ def new_app(**settings: Any) -> typer.Typer:
     settings.setdefault("no_args_is_help", True)
     settings.setdefault("add_completion", False)
     settings.setdefault("cls", Group)
-    return typer.Typer(
+    return App(
         context_settings=CONTEXT_SETTINGS,
         rich_markup_mode=None,
         pretty_exceptions_enable=False,
