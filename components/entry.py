@@ -73,8 +73,11 @@ _debug = False  # this invocation's --debug (the root command's callback sets it
 
 
 class _BoolHelp:
-    """Typer builds a pydantic adapter (importing pydantic, ~0.1 s) for a flag whose value is not a bool, and its
-    help flag has no default: give it False, so that a command that needs no pydantic does not import it."""
+    """The help flag defaults to False, so that a command that needs no pydantic does not import it.
+
+    Typer builds a pydantic adapter (importing pydantic, ~0.1 s) for a flag whose value is not a bool, and its own
+    help flag has no default.
+    """
 
     def get_help_option(self, ctx: click_core.Context) -> Any:
         """The `-h`/`--help` flag, False when absent."""
