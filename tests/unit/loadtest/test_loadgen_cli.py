@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
@@ -20,7 +21,9 @@ def one_sentence_error(result, code, *fragments):
     assert result.exit_code == code, result.output
     text = result.stderr.strip()
     assert text.startswith("error: ") and text.count("\n") == 0, text
-    assert "Traceback" not in result.output and result.stdout == ""
+    assert "Traceback" not in result.output
+    if result.stdout:  # with --json, the error is stdout's one JSON document too
+        assert json.loads(result.stdout) == {"error": text.removeprefix("error: "), "exit_code": code}
     for fragment in fragments:
         assert fragment in text
 
