@@ -192,4 +192,4 @@ def test_vcpilot_plan_prints_the_decision_and_the_vcjob_without_submitting(local
     assert "VCJob vcpilot-plan-train-1 (not submitted):" in human.stdout
 
     bad = runner.invoke(app, ["plan", "--gpus", "2", "--min-gpus", "4"])
-    assert bad.exit_code == 2 and bad.stderr == "error: --min-gpus 4 is above gpus 2\n"
+    assert bad.exit_code == 1 and bad.stderr == "error: --min-gpus 4 is above --gpus 2\n"
