@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from components.entry import new_app, run
+
 if TYPE_CHECKING:
     from components.volcano.cluster import Cluster
 
-__all__ = ["GUARDRAILS_ENV", "Transport", "mcp_command"]
+__all__ = ["GUARDRAILS_ENV", "Transport", "main", "mcp_command"]
 
 GUARDRAILS_ENV = "VCPILOT_GUARDRAILS"  # agent.guardrails.ENV_VAR, without importing pydantic to say it
 
@@ -104,3 +106,10 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m agent.mcp_server [OPTIONS]`: `vcpilot mcp` for an MCP client's config; its exit code."""
+    app = new_app()
+    app.command()(mcp_command)
+    return run(app, argv, "python -m agent.mcp_server")

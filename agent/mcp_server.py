@@ -80,3 +80,11 @@ def _register(ctx: ToolContext, tool: Tool) -> MCPTool:
 
 
 # stdout carries the stdio transport: everything for people goes to stderr (where `reported` writes).
+
+
+if __name__ == "__main__":  # what MCP clients' configs name: `python -m agent.mcp_server --read-only`
+    import sys
+
+    from agent.cli_mcp import main
+
+    sys.exit(main())

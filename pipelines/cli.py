@@ -52,6 +52,7 @@ _COMMANDS: dict[str, typer.Typer | Callable[..., Any]] = {
 }
 
 app = new_app(
+    name="vcpilot",  # what `Usage:` says under a test's CliRunner too
     cls=lazy_group(_COMMANDS),
     help="vcpilot: detect drift in LLM logs, fine-tune on Volcano, load-test, evaluate, release with MLflow.",
 )
