@@ -69,8 +69,8 @@ def test_synthetic_requests_are_seeded():
     ("args", "fragment"),
     [
         ((), "give --concurrency C"),
-        (("--concurrency", "0"), "--concurrency: input should be greater than 0"),
-        (("--rate", "-2"), "--rate: input should be greater than 0"),
+        (("--concurrency", "0"), "--concurrency should be greater than 0, got 0"),
+        (("--rate", "-2"), "--rate should be greater than 0, got -2.0"),
         (("--concurrency", "2", "--requests", "0"), "--requests"),
         (("--rate", "5", "--burstiness", "0"), "--burstiness"),
         (("--concurrency", "2", "--slo-ttft-ms", "-1"), "--slo-ttft-ms"),
