@@ -33,9 +33,7 @@ def doctor_command(
     try:
         ns = namespace or deployment.namespace()
     except deployment.DeployError as err:
-        sentence, code = explain(err)
-        typer.echo(f"error: {sentence}; pass --namespace.", err=True)
-        raise typer.Exit(code) from None
+        raise deployment.DeployError(f"{explain(err)[0].rstrip('.')}; pass --namespace") from None
     checks = doctor.run_checks(kubeconfig, ns, argo_server)
     typer.echo(render_json(checks) if as_json else render_text(checks))
     raise typer.Exit(exit_code(checks))

@@ -115,6 +115,15 @@ def test_json_commands_that_need_nothing_print_one_document(run, args):
     assert isinstance(json.loads(done.stdout), (dict, list))
 
 
+def test_lint_json_is_one_document_with_its_problems(run, tmp_path):
+    good = run("lint", str(ROOT / "deploy" / "argo" / "llm-autopilot.yaml"), "--json")
+    assert good.exit_code == 0 and json.loads(good.stdout)["problems"] == []
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nspec: {entrypoint: nope, templates: []}\n")
+    found = run("lint", str(bad), "--json")
+    assert found.exit_code == 1 and json.loads(found.stdout)["problems"][0]["file"] == str(bad)
+
+
 def test_a_user_error_is_one_sentence_exit_1_and_a_json_object_with_json(run):
     one_line_error(run("cluster", "get", "nope"), EXIT_INPUT, "job default/nope does not exist")
     done = run("cluster", "get", "nope", "--json")
