@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -37,7 +37,8 @@ def loadtest_command(
     slo_ttft_ms: Annotated[float | None, typer.Option(help="SLO on time to first token, ms.")] = None,
     slo_tpot_ms: Annotated[float | None, typer.Option(help="SLO on time per output token, ms.")] = None,
     slo_e2el_ms: Annotated[float | None, typer.Option(help="SLO on end-to-end latency, ms.")] = None,
-    slo_percentile: Annotated[int, typer.Option(help="Percentile the gate compares: 50, 90, 95 or 99.")] = 95,
+    # The choices are components.loadtest.metrics.PERCENTILES (the metrics module is not needed to say them).
+    slo_percentile: Annotated[Literal[50, 90, 95, 99], typer.Option(help="Percentile the gate compares.")] = 95,
     max_errors: Annotated[int, typer.Option(help="Failed requests the gate tolerates.")] = 0,
     dataset: Annotated[
         Path | None, typer.Option(help='Prompts from a JSONL of {"prompt", "completion"} (default: synthetic).')
