@@ -170,12 +170,11 @@ def test_the_same_crash_twice_is_aborted_with_a_reason_a_person_understands(tmp_
 
 
 def test_vcpilot_plan_prints_the_decision_and_the_vcjob_without_submitting(local) -> None:
-    import typer
-
+    from components.entry import new_app
     from pipelines.cli_plan import plan_command
 
     cluster = local({"nodes": [{"name": "node", "count": 2, "gpus": 4}]})
-    app = typer.Typer()
+    app = new_app()  # the contract (components.entry) is in the app, not in the command
     app.command("plan")(plan_command)
     app.callback()(lambda: None)
     runner = CliRunner()
