@@ -61,7 +61,7 @@ def plan_command(
     resume_checkpoint: Annotated[str, typer.Option(help="A step-N checkpoint the training must start from.")] = "",
     policy: Annotated[
         PolicyChoice, typer.Option(help="Who decides (llm: at VCPILOT_LLM_URL, the rules behind it).")
-    ] = ("rules"),
+    ] = "rules",
     image: Annotated[
         str | None, typer.Option(help="Image of the rendered VCJob (default: the pipeline's image parameter).")
     ] = None,
