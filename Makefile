@@ -35,6 +35,7 @@ test: lint
 
 bench: venv
 	$(BIN)/python benchmarks/scheduler.py
+	$(BIN)/python benchmarks/cli.py
 	$(BIN)/python benchmarks/runner.py
 	$(BIN)/python benchmarks/logs.py
 	$(BIN)/python benchmarks/train.py

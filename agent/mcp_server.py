@@ -11,29 +11,18 @@ thread that opened it, and a cluster's answers are quick.
 
 from __future__ import annotations
 
-import ipaddress
 import json
-import os
-import sys
-from enum import StrEnum
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools.base import Tool as MCPTool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict
 
-from agent.guardrails import ENV_VAR, Guardrails
 from agent.tools import TOOLS, Tool, ToolContext, call_tool, input_schema
-from components.entry import reported
-from components.volcano.cluster import Cluster
-from components.volcano.cluster_local import LocalCluster
-from components.volcano.connect import connect
 
-__all__ = ["SERVER_NAME", "Transport", "build_server", "mcp_command"]
+__all__ = ["SERVER_NAME", "build_server"]
 
 SERVER_NAME = "vcpilot"
 _INSTRUCTIONS = (
@@ -42,13 +31,6 @@ _INSTRUCTIONS = (
     "the server's guardrails (namespaces, queues, images, priority classes, a GPU cap, read-only); a refused call "
     "says which rule refused it."
 )
-
-
-class Transport(StrEnum):
-    """How a client reaches the server."""
-
-    STDIO = "stdio"
-    HTTP = "http"
 
 
 class _RawArguments(ArgModelBase):
@@ -98,74 +80,11 @@ def _register(ctx: ToolContext, tool: Tool) -> MCPTool:
 
 
 # stdout carries the stdio transport: everything for people goes to stderr (where `reported` writes).
-@reported
-def mcp_command(
-    read_only: Annotated[
-        bool, typer.Option("--read-only", help="Refuse every tool that changes the cluster (submit, cancel).")
-    ] = False,
-    transport: Annotated[
-        Transport,
-        typer.Option(help="stdio for a client that starts the server (Claude Desktop); http: streamable HTTP at /mcp."),
-    ] = Transport.STDIO,
-    host: Annotated[str, typer.Option(help="Address to listen on with --transport http.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on with --transport http.")] = 8765,
-    kubeconfig: Annotated[
-        str | None,
-        typer.Option(
-            envvar="VCPILOT_KUBECONFIG", help="Serve the Kubernetes cluster of this kubeconfig (KubeCluster)."
-        ),
-    ] = None,
-    context: Annotated[
-        str | None, typer.Option(help="The kubeconfig context to use (default: its current one).")
-    ] = None,
-    guardrails: Annotated[
-        Path | None, typer.Option(envvar=ENV_VAR, help="Guardrails file (YAML or JSON); defaults apply without one.")
-    ] = None,
-    checkpoints_root: Annotated[
-        Path | None,
-        typer.Option(
-            envvar="VCPILOT_WORKSPACE",
-            help="find_latest_checkpoint looks only under this directory (default: $VCPILOT_HOME/workspace).",
-        ),
-    ] = None,
-) -> None:
-    """Serve the agent's tools over MCP against the LocalCluster (VCPILOT_HOME) or a kubeconfig's cluster."""
-    rules = Guardrails.from_file(guardrails) if guardrails else Guardrails()
-    if read_only:
-        rules = rules.model_copy(update={"read_only": True})
-    cluster = connect(kubeconfig or None, context)
-    root = checkpoints_root or Path(os.environ.get("VCPILOT_HOME") or ".vcpilot") / "workspace"
-    server = build_server(ToolContext(cluster=cluster, guardrails=rules, checkpoints_root=root.resolve()))
-    where = _describe(cluster)
-    mode = "read-only" if rules.read_only else "read-write"
-    if transport == "stdio":
-        print(f"vcpilot MCP server ({mode}) on stdio, serving {where}", file=sys.stderr)
-        server.run("stdio")
-        return
-    if not _loopback(host):
-        print(
-            f"warning: listening on {host}: anyone who can reach {host}:{port} can call these tools; "
-            "put an authenticating proxy in front or use --read-only",
-            file=sys.stderr,
-        )
-    print(f"vcpilot MCP server ({mode}) at http://{host}:{port}/mcp, serving {where}", file=sys.stderr)
-    server.run("streamable-http", host=host, port=port)
 
 
-def _describe(cluster: Cluster) -> str:
-    if isinstance(cluster, LocalCluster):
-        return f"the LocalCluster in {cluster.home}"
-    return f"the Kubernetes cluster at {getattr(cluster, 'host', 'the kubeconfig')}"
+if __name__ == "__main__":  # what MCP clients' configs name: `python -m agent.mcp_server --read-only`
+    import sys
 
+    from agent.cli_mcp import main
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-if __name__ == "__main__":
-    typer.run(mcp_command)
+    sys.exit(main())

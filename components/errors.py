@@ -10,18 +10,25 @@ from __future__ import annotations
 __all__ = [
     "EXIT_FAILED",
     "EXIT_INPUT",
+    "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_UNAVAILABLE",
+    "EXIT_USAGE",
     "InputError",
     "Unavailable",
     "VcpilotError",
     "explain",
 ]
 
+# A person's error and a failed run share 1: both mean "read the message"; only what a script does differs, and it
+# gets 2 (the command line itself is wrong) and 3 (try again later) apart. Pods exit with the same codes; the
+# pipeline's diagnose step reads only whether every rank exited alike (agent/failures.py), never a code's meaning.
 EXIT_OK = 0
 EXIT_FAILED = 1  # the work ran and did not succeed
-EXIT_INPUT = 2  # the input is wrong: fix what the message says, then run again
+EXIT_INPUT = 1  # the input is wrong (a file, an option's value, a name): fix what the message says, then run again
+EXIT_USAGE = 2  # the command line is wrong: an unknown option, a value of the wrong type, a missing argument
 EXIT_UNAVAILABLE = 3  # a service it needs could not be reached: the same command may work later
+EXIT_INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as a shell reports it
 
 
 class VcpilotError(Exception):

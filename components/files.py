@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from components.errors import InputError
+
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = [
     "describe_yaml_error",
@@ -63,6 +64,8 @@ def _parse_all(text: str, label: str) -> list[Any]:
             return [json.loads(text)]
         except ValueError:
             pass  # flow-style YAML starts the same way: let the YAML parser have it, and say what it says
+    import yaml  # imported here: a command that reads no YAML starts without it
+
     try:
         return [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as err:

@@ -2,35 +2,48 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from components.entry import reported
+from components.entry import JsonOption, new_app
 from components.errors import InputError
 from components.files import load_documents
-from components.volcano.cluster_local import LocalCluster
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from components.volcano.cluster_local import LocalCluster
 
 __all__ = ["app"]
 
-app = typer.Typer(help="The embedded Volcano cluster (LocalCluster) under VCPILOT_HOME.", no_args_is_help=True)
-console = Console()
+app = new_app(help="The embedded Volcano cluster (LocalCluster) under VCPILOT_HOME.")
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document and nothing else.")]
+JsonFlag = JsonOption
 Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the job.")]
+JobName = Annotated[str, typer.Argument(help="The job's name (see `vcpilot cluster status`).", show_default=False)]
+NodeName = Annotated[str, typer.Argument(help="The node's name (see `vcpilot cluster status`).", show_default=False)]
 
 
 def fail(message: str) -> NoReturn:
-    """End the command on bad input: one sentence, exit code 2 (components.errors)."""
+    """End the command on bad input: one sentence, exit code 1 (components.errors)."""
     raise InputError(message)
 
 
 def _cluster() -> LocalCluster:
+    from components.volcano.cluster_local import LocalCluster  # imported here: pydantic and sqlite take a while
+
     return LocalCluster()
+
+
+@functools.cache
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console()
 
 
 def _dump(data: Any) -> None:
@@ -38,9 +51,10 @@ def _dump(data: Any) -> None:
 
 
 @app.command()
-@reported
 def status(as_json: JsonFlag = False) -> None:
     """Show nodes, queues and jobs."""
+    from rich.table import Table
+
     cluster = _cluster()
     nodes, queues, jobs = cluster.nodes(), cluster.queues(), cluster.list_jobs()
     if as_json:
@@ -55,21 +69,20 @@ def status(as_json: JsonFlag = False) -> None:
     table = Table("node", "ready", "GPUs used/allocatable", title="Nodes")
     for n in nodes:
         table.add_row(n.name, "yes" if n.ready else "[red]NotReady[/red]", f"{n.gpu_allocated}/{n.gpu_allocatable}")
-    console.print(table)
+    _console().print(table)
     table = Table("queue", "state", "weight", "capability", "pending", "inqueue", "running", title="Queues")
     for q in queues:
         cap = ", ".join(f"{k}={v:g}" for k, v in q.capability.items()) or "-"
         table.add_row(q.name, q.state, str(q.weight), cap, str(q.pending), str(q.inqueue), str(q.running))
-    console.print(table)
+    _console().print(table)
     table = Table("job", "queue", "phase", "retries", "pods", "message", title="Jobs")
     for j in jobs:
         pods = ", ".join(f"{p.name}:{p.phase}" + (f"@{p.node}" if p.node else "") for p in j.pods) or "-"
         table.add_row(f"{j.namespace}/{j.name}", j.queue, j.phase, str(j.retry_count), pods, j.message or "")
-    console.print(table)
+    _console().print(table)
 
 
 @app.command()
-@reported
 def submit(
     file: Annotated[Path, typer.Argument(help="A Volcano Job (batch.volcano.sh/v1alpha1) in YAML or JSON.")],
     as_json: JsonFlag = False,
@@ -88,28 +101,26 @@ def submit(
     if as_json:
         _dump(info.model_dump())
     else:
-        console.print(f"job {info.namespace}/{info.name} submitted: {info.phase}")
+        _console().print(f"job {info.namespace}/{info.name} submitted: {info.phase}")
 
 
 @app.command()
-@reported
-def get(name: str, namespace: Namespace = "default", as_json: JsonFlag = False) -> None:
+def get(name: JobName, namespace: Namespace = "default", as_json: JsonFlag = False) -> None:
     """Show one job and its pods."""
     info = _cluster().get(name, namespace)
     if as_json:
         _dump(info.model_dump())
         return
-    console.print(f"job {info.namespace}/{info.name}: {info.phase} (retries {info.retry_count}, queue {info.queue})")
+    _console().print(f"job {info.namespace}/{info.name}: {info.phase} (retries {info.retry_count}, queue {info.queue})")
     if info.message:
-        console.print(f"  {info.message}", highlight=False)
+        _console().print(f"  {info.message}", highlight=False)
     for p in info.pods:
         code = f" exit {p.exit_code}" if p.exit_code is not None else ""
-        console.print(f"  {p.name} [{p.task}#{p.index}] {p.phase}{code} {p.node or ''} {p.reason or ''}")
+        _console().print(f"  {p.name} [{p.task}#{p.index}] {p.phase}{code} {p.node or ''} {p.reason or ''}")
 
 
 @app.command()
-@reported
-def logs(name: str, namespace: Namespace = "default") -> None:
+def logs(name: JobName, namespace: Namespace = "default") -> None:
     """Print the logs of every pod run of a job."""
     entries = _cluster().logs(name, namespace)
     for file_name, text in entries:
@@ -118,31 +129,27 @@ def logs(name: str, namespace: Namespace = "default") -> None:
 
 
 @app.command()
-@reported
-def delete(name: str, namespace: Namespace = "default") -> None:
+def delete(name: JobName, namespace: Namespace = "default") -> None:
     """Delete a job and kill its pods."""
     _cluster().delete(name, namespace)
-    console.print(f"job {namespace}/{name} deleted")
+    _console().print(f"job {namespace}/{name} deleted")
 
 
 @app.command("fail-node")
-@reported
-def fail_node(node: str) -> None:
+def fail_node(node: NodeName) -> None:
     """Turn a node NotReady: its pods are killed and evicted."""
     evicted = _cluster().fail_node(node)
-    console.print(f"node {node} is NotReady; evicted: {', '.join(evicted) or 'nothing'}")
+    _console().print(f"node {node} is NotReady; evicted: {', '.join(evicted) or 'nothing'}")
 
 
 @app.command("recover-node")
-@reported
-def recover_node(node: str) -> None:
+def recover_node(node: NodeName) -> None:
     """Make a failed node Ready again."""
     _cluster().recover_node(node)
-    console.print(f"node {node} is Ready")
+    _console().print(f"node {node} is Ready")
 
 
 @app.command()
-@reported
 def reset(
     config: Annotated[Path | None, typer.Option(help="Cluster YAML (nodes, queues, priorityClasses).")] = None,
 ) -> None:
@@ -150,7 +157,9 @@ def reset(
 
     The config is checked first: a refused one leaves the cluster as it was. A damaged state is moved aside.
     """
+    from components.volcano.cluster_local import LocalCluster  # imported here: pydantic and sqlite take a while
+
     where = LocalCluster.start_over(config=config)
     if where.name != "cluster.db":
-        console.print(f"the damaged state was moved to {where}", highlight=False)
-    console.print("cluster reset")
+        _console().print(f"the damaged state was moved to {where}", highlight=False)
+    _console().print("cluster reset")

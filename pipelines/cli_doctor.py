@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from components.errors import explain
-from pipelines.doctor_report import exit_code, render_json, render_text
 
 __all__ = ["doctor_command"]
 
@@ -29,13 +28,12 @@ def doctor_command(
     """Check the cluster, Volcano, RBAC, Argo, MLflow and the step image; exit 1 when anything needs fixing."""
     # Imported here: the kubernetes client is slow to load, and every other command would pay for it.
     from pipelines import deployment, doctor
+    from pipelines.doctor_report import exit_code, render_json, render_text
 
     try:
         ns = namespace or deployment.namespace()
     except deployment.DeployError as err:
-        sentence, code = explain(err)
-        typer.echo(f"error: {sentence}; pass --namespace.", err=True)
-        raise typer.Exit(code) from None
+        raise deployment.DeployError(f"{explain(err)[0].rstrip('.')}; pass --namespace") from None
     checks = doctor.run_checks(kubeconfig, ns, argo_server)
     typer.echo(render_json(checks) if as_json else render_text(checks))
     raise typer.Exit(exit_code(checks))

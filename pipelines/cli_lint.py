@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from pipelines.lint import find_schema, lint_files
+from components.entry import JsonOption, print_json
 
 __all__ = ["lint"]
 
@@ -17,10 +17,22 @@ def lint(
     schema: Annotated[
         Path | None, typer.Option(help="Argo's JSON schema (default: ../shared/schemas/argo-v4.1.2/schema.json).")
     ] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Validate Argo workflow files; exit 1 when any problem is found."""
+    from pipelines.lint import find_schema, lint_files
+
     schema_path = schema or find_schema()
     problems = lint_files(files, schema_path=schema_path)
+    if as_json:  # {files, schema, problems: [{file, path, message}]}; exit 1 when there are problems, as without
+        print_json(
+            {
+                "files": [str(f) for f in files],
+                "schema": str(schema_path) if schema_path else None,
+                "problems": [{"file": p.file, "path": p.path, "message": p.message} for p in problems],
+            }
+        )
+        raise typer.Exit(1 if problems else 0)
     for problem in problems:
         print(problem)
     if schema_path is None:

@@ -8,36 +8,29 @@ the VCJob that the plan step (`pipelines.steps_training.plan_training`) would re
 from __future__ import annotations
 
 import json
-import sqlite3
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-import yaml
-from pydantic import ValidationError
 
-from agent.actions import Candidate
-from agent.observation import PlanRequest
-from agent.observe import observe
-from agent.policies import POLICY_NAMES, decide, select_policy
-from components.errors import EXIT_INPUT, EXIT_UNAVAILABLE, VcpilotError, explain
-from components.volcano.connect import connect
-from components.volcano.validation import describe_validation_error
-from pipelines.parameters import DEFAULT_IMAGE
-from pipelines.steps_training import TrainingPlanInput
+from components.entry import JsonOption, flag_name
+from components.errors import EXIT_UNAVAILABLE, InputError, Unavailable, VcpilotError, explain
 
-__all__ = ["plan_command"]
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
-# PlanRequest's field names as this command's flags, for error messages.
-_FLAGS = {
-    "gpus_min": "min-gpus",
-    "gpus-min": "min-gpus",
-    "gpus_per_pod": "gpus-per-pod",
-    "global_batch": "global-batch",
-    "micro_batch": "micro-batch",
-    "max_steps": "max-steps",
-    "fallback_queue": "fallback-queue",
-    "priority_class": "priority-class",
-    "resume_checkpoint": "resume-checkpoint",
+    from agent.actions import Candidate
+
+__all__ = ["PolicyChoice", "plan_command"]
+
+# agent.policies.POLICY_NAMES, written out so that typer shows them as the choices.
+PolicyChoice = Literal["rules", "llm"]
+
+# The plan step's input fields (TrainingPlanInput, PlanRequest) by this command's parameter names.
+_PARAMS = {
+    "gpus_min": "min_gpus",
+    "gpus-min": "min_gpus",
+    "train_max_steps": "max_steps",
+    "workflow_name": "workflow",
 }
 
 
@@ -66,20 +59,33 @@ def plan_command(
     ] = "/workspace",
     workspace_pvc: Annotated[str, typer.Option(help="PVC mounted at the workspace; empty for none.")] = "",
     resume_checkpoint: Annotated[str, typer.Option(help="A step-N checkpoint the training must start from.")] = "",
-    policy: Annotated[str, typer.Option(help=f"Who decides: {' or '.join(POLICY_NAMES)} (llm: VCPILOT_LLM_URL).")] = (
-        "rules"
-    ),
-    image: Annotated[str, typer.Option(help="Image of the rendered VCJob.")] = DEFAULT_IMAGE,
+    policy: Annotated[
+        PolicyChoice, typer.Option(help="Who decides (llm: at VCPILOT_LLM_URL, the rules behind it).")
+    ] = "rules",
+    image: Annotated[
+        str | None, typer.Option(help="Image of the rendered VCJob (default: the pipeline's image parameter).")
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Submit nothing (always so: the pipeline submits, not this command).")
     ] = True,
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document and nothing else.")] = False,
+    json_output: JsonOption = False,
     kubeconfig: Annotated[
         str, typer.Option(envvar="VCPILOT_KUBECONFIG", help="Observe this kubeconfig's cluster, not the LocalCluster.")
     ] = "",
 ) -> None:
     """Show what the agent would decide for a training on the current cluster, and the VCJob it would render."""
     del dry_run  # accepted so that scripts can say so; planning never submits
+    import sqlite3
+
+    import yaml
+    from pydantic import ValidationError
+
+    from agent.observe import observe
+    from agent.policies import decide, select_policy
+    from components.volcano.connect import connect
+    from pipelines.parameters import DEFAULT_IMAGE
+    from pipelines.steps_training import TrainingPlanInput
+
     try:
         chosen, fallback = select_policy(policy)
         inputs = TrainingPlanInput(
@@ -87,7 +93,7 @@ def plan_command(
             namespace=namespace,
             workspace=workspace,
             workspace_pvc=workspace_pvc,
-            image=image,
+            image=image or DEFAULT_IMAGE,
             queue=queue,
             priority_class=priority_class,
             gpus=gpus,
@@ -103,27 +109,27 @@ def plan_command(
         )
         request = inputs.plan_request()
     except ValidationError as err:
-        _fail(_flag_error(err), EXIT_INPUT)
+        raise _flag_error(err) from None
     except ValueError as err:  # the request's checks run in pydantic validators, which speak ValueError
-        _fail(str(err), EXIT_INPUT)
+        raise InputError(_flags_named(str(err))) from None
     try:
         cluster = connect(kubeconfig or None)
     except VcpilotError as err:
         sentence, code = explain(err)
-        _fail(f"cannot open the cluster: {sentence}", code)
+        raise (Unavailable if code == EXIT_UNAVAILABLE else InputError)(
+            f"cannot open the cluster: {sentence}"
+        ) from None
     except (OSError, sqlite3.Error) as err:  # the LocalCluster's state under VCPILOT_HOME
-        _fail(f"cannot open the cluster: {err}", EXIT_UNAVAILABLE)
-    try:
-        request.check_names([q.name for q in cluster.queues()], cluster.priority_classes())
-    except VcpilotError as err:  # an InputError: a name that is not there; a ClusterError: cannot tell
-        sentence, code = explain(err)
-        _fail(sentence, code)
+        raise Unavailable(f"cannot open the cluster: {err}") from None
+    # A queue or priority class that is not there: an InputError naming the ones that are; a ClusterError when
+    # the cluster cannot tell. Either reaches the entry point as its one sentence.
+    request.check_names([q.name for q in cluster.queues()], cluster.priority_classes())
     observation = observe(cluster, request, checkpoints=inputs.context().paths.checkpoints)
     decision = decide(chosen, observation, "plan", fallback)
     try:
         job = inputs.training_job(decision)
     except ValueError as err:  # the manifest checks (components.volcano.validation) speak ValueError too
-        _fail(str(err), EXIT_INPUT)
+        raise InputError(_flags_named(str(err))) from None
     manifest: dict[str, Any] | None = job.to_dict() if job else None
     if json_output:
         print(json.dumps({"decision": decision.model_dump(mode="json"), "vcjob": manifest}, indent=2))
@@ -150,14 +156,27 @@ def _candidates(candidates: list[Candidate]) -> str:
     )
 
 
-def _flag_error(err: ValidationError) -> str:
-    """A request error in the words of the flags (`--min-gpus`, not gpus_min)."""
+def _flag_error(err: ValidationError) -> InputError:
+    """A request error in the words of the options (`--min-gpus`, not gpus_min), without a colon after them."""
+    from agent.observation import PlanRequest
+    from components.volcano.validation import describe_validation_error
+
     message = describe_validation_error(err, PlanRequest)
-    for field, flag in _FLAGS.items():
-        message = message.replace(field, f"--{flag}")
-    return message
+    field, sep, detail = message.partition(": ")
+    flag = flag_name(_PARAMS.get(field, field)) if sep else None
+    if flag is None:
+        return InputError(_flags_named(message))
+    if detail.startswith("value must"):
+        return InputError(f"{flag} {detail.removeprefix('value ')}")
+    return InputError(f"{flag} is invalid ({detail})")
 
 
-def _fail(message: str, code: int) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
+def _flags_named(message: str) -> str:
+    """A check's sentence about the request's fields with each field named as its option (`--min-gpus 4`)."""
+    import re
+
+    def option(match: re.Match[str]) -> str:
+        return flag_name(_PARAMS.get(match[0], match[0].replace("-", "_"))) or match[0]
+
+    # A compound name (gpus-min, max_steps), or a plain one right before its number (gpus 2).
+    return re.sub(r"(?<![\w-])(?:[a-z]+(?:[_-][a-z]+)+|[a-z]+(?= -?\d))(?![\w-])", option, message)

@@ -4,32 +4,35 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
-from components.entry import reported
 from components.errors import VcpilotError, explain
-from pipelines.autopilot_run import SCENARIOS, bootstrap_champion, demo_parameters, prepare_demo, run_autopilot
 from pipelines.cli_cluster import fail
-from pipelines.local.cli import parse_params, report_run
+from pipelines.local.cli import JsonStatus, ParamOption, parse_params, report_run
+from pipelines.scenarios import SCENARIOS
 
-__all__ = ["run_command", "seed_command"]
+__all__ = ["ScenarioName", "run_command", "seed_command"]
+
+# The names of pipelines.scenarios.SCENARIOS, written out so that typer shows them as the choices.
+ScenarioName = Literal["drift", "no-drift", "node-failure", "pod-kill", "code-bug"]
 
 
-@reported
 def run_command(
     scenario: Annotated[
-        str,
+        ScenarioName,
         typer.Option(
             help="What happens during the run: " + "; ".join(f"{k}: {v.description}" for k, v in SCENARIOS.items())
         ),
     ] = "drift",
-    param: Annotated[list[str] | None, typer.Option("-p", "--param", help="Template parameter name=value.")] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print only the final workflow status as JSON.")] = False,
+    param: ParamOption = None,
+    json_output: JsonStatus = False,
     name: Annotated[str | None, typer.Option(help="Run name (default: llm-autopilot-<timestamp>).")] = None,
 ) -> None:
     """Run the llm-autopilot WorkflowTemplate through the local runner on LocalCluster; exit 0 when it Succeeded."""
+    from pipelines.autopilot_run import run_autopilot
+
     params = parse_params(param)
     report_run(
         lambda on_update, stop, progress: run_autopilot(
@@ -47,6 +50,8 @@ def seed_command(
 
     Prints, as JSON, the template parameters that run the demo from there. Done once; a second call finds both.
     """
+    from pipelines.autopilot_run import bootstrap_champion, demo_parameters, prepare_demo
+
     try:
         prepare_demo(home, drift=True)
         bootstrap_champion(home, mlflow_tracking_uri)

@@ -10,35 +10,31 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from components.entry import reported
+from components.entry import JsonOption, new_app
 from components.tracking.adapter import TrackingUnavailable, experiment_name, resolve_uri
-from components.volcano.cluster_local import default_home
 from pipelines import runs_mlflow
-from pipelines.runs import RunDetail, RunSummary, check_name, list_runs, remove_run, show_run, step_logs
+
+if TYPE_CHECKING:
+    from pipelines.runs import RunDetail, RunSummary
 
 __all__ = ["app", "delete_command", "list_command", "logs_command", "show_command", "ui_command"]
 
-app = typer.Typer(
-    help="Workflow runs on this machine: list, show, logs, delete.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON only.")]
+app = new_app(help="Workflow runs on this machine: list, show, logs, delete.")
 NameArgument = Annotated[str, typer.Argument(help="The run's name (its workflow name; see `vcpilot runs list`).")]
 
 
 @app.command("list")
-@reported
 def list_command(
     json_output: JsonOption = False,
     limit: Annotated[int, typer.Option(min=1, help="Show at most this many, newest first.")] = 20,
 ) -> None:
     """The recent workflow runs: outcome, the agent's decisions, the released version, the MLflow run."""
+    from pipelines.runs import list_runs
+
     home = default_home()
     found = list_runs(home, limit)
     note = _link(home, found)
@@ -61,9 +57,10 @@ def list_command(
 
 
 @app.command("show")
-@reported
 def show_command(name: NameArgument, json_output: JsonOption = False) -> None:
     """A run's steps, the agent's decisions and their reasons, where its reports, logs and MLflow run are."""
+    from pipelines.runs import show_run
+
     home = default_home()
     detail = show_run(home, name)
     note = _link(home, [detail])
@@ -76,12 +73,13 @@ def show_command(name: NameArgument, json_output: JsonOption = False) -> None:
 
 
 @app.command("logs")
-@reported
 def logs_command(
     name: NameArgument,
     step: Annotated[str | None, typer.Argument(help="A step's display or template name (default: every step).")] = None,
 ) -> None:
     """Print a step's log, or every step's log in the order they ran."""
+    from pipelines.runs import step_logs
+
     chosen = step_logs(default_home(), name, step)
     for view, log in chosen:
         if len(chosen) > 1 or step is None:
@@ -91,11 +89,12 @@ def logs_command(
 
 
 @app.command("delete")
-@reported
 def delete_command(
     name: NameArgument, yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask first.")] = False
 ) -> None:
     """Remove a run's local state (runner directory, its VCJobs, its workspace directory) and its MLflow run."""
+    from pipelines.runs import check_name, remove_run, show_run
+
     home = default_home()
     detail = show_run(home, check_name(name))
     if not yes:
@@ -107,7 +106,6 @@ def delete_command(
     typer.echo(runs_mlflow.mark_deleted(where, name))
 
 
-@reported
 def ui_command(
     port: Annotated[int, typer.Option(min=1, max=65535, help="The port to serve on.")] = runs_mlflow.UI_PORT,
     host: Annotated[str, typer.Option(help="The address to listen on (loopback unless you mean it).")] = (
@@ -137,6 +135,13 @@ def ui_command(
             raise typer.Exit(1)
     except KeyboardInterrupt:
         typer.echo("MLflow UI stopped", err=True)
+
+
+def default_home() -> Path:
+    """`VCPILOT_HOME`, or `./.vcpilot` (components.volcano.cluster_local.default_home, without importing it)."""
+    import os
+
+    return Path(os.environ.get("VCPILOT_HOME") or ".vcpilot").resolve()
 
 
 def _link(home: Path, found: list[RunSummary] | list[RunDetail]) -> str:

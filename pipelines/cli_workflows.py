@@ -8,9 +8,8 @@ from typing import Annotated
 
 import typer
 
-from components.entry import reported
-from pipelines.compile import SubmitError, compile_all, submit
-from pipelines.local.cli import parse_params
+from components.entry import JsonOption, print_json
+from pipelines.local.cli import ParamOption, parse_params
 
 __all__ = ["compile_command", "submit_command"]
 
@@ -21,24 +20,36 @@ def compile_command(
     out: Annotated[Path, typer.Option(help="Directory for llm-autopilot.yaml and llm-autopilot-nightly.yaml.")] = (
         DEFAULT_OUT
     ),
+    as_json: JsonOption = False,
 ) -> None:
     """Compile the WorkflowTemplate and CronWorkflow from their Hera definitions."""
-    for path in compile_all(out):
+    from pipelines.compile import compile_all
+
+    written = compile_all(out)
+    if as_json:
+        print_json({"wrote": [str(path) for path in written]})
+        return
+    for path in written:
         typer.echo(f"wrote {path}")
 
 
-@reported
 def submit_command(
-    param: Annotated[list[str] | None, typer.Option("-p", "--param", help="Template parameter name=value.")] = None,
+    param: ParamOption = None,
     server: Annotated[str | None, typer.Option(help="Argo Server URL (env ARGO_SERVER).")] = None,
     namespace: Annotated[str | None, typer.Option(help="Namespace (env ARGO_NAMESPACE, default argo).")] = None,
     token: Annotated[str | None, typer.Option(help="Bearer token (env ARGO_TOKEN).", show_default=False)] = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Submit a run of the llm-autopilot WorkflowTemplate to an Argo Server; print its name and UI link."""
+    from pipelines.compile import SubmitError, submit
+
     url = server or os.environ.get("ARGO_SERVER")
     if not url:
         raise SubmitError("no Argo Server: pass --server or set ARGO_SERVER.")
     ns = namespace or os.environ.get("ARGO_NAMESPACE") or "argo"
     name, link = submit(url, ns, token or os.environ.get("ARGO_TOKEN"), parse_params(param))  # SubmitError: reported
+    if as_json:
+        print_json({"name": name, "namespace": ns, "url": link})
+        return
     typer.echo(name)
     typer.echo(link)

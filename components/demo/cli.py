@@ -13,16 +13,11 @@ from typing import Annotated
 
 import typer
 
-from components.demo.data import make_demo
-from components.entry import reported
+from components.entry import JsonOption, new_app
 
 __all__ = ["app", "data_command", "demo"]
 
-app = typer.Typer(
-    help="The demo's data: a shop assistant's logs with a drift, generated from a seed.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
+app = new_app(help="The demo's data: a shop assistant's logs with a drift, generated from a seed.")
 
 
 @app.callback()
@@ -31,7 +26,6 @@ def demo() -> None:
 
 
 @app.command("data")
-@reported
 def data_command(
     out: Annotated[Path, typer.Option("--out", help="Directory to write logs/, data/ and demo.json into.")],
     seed: Annotated[int, typer.Option(help="The same seed gives the same bytes.")] = 0,
@@ -39,9 +33,11 @@ def data_command(
     new_items: Annotated[int, typer.Option("--new-items", help="Items added in the current window (0-20).")] = 12,
     changed_share: Annotated[float, typer.Option("--changed-share", help="Share of prices that change.")] = 0.5,
     requests: Annotated[int, typer.Option(help="Requests per window.")] = 600,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Generate the demo's service logs, request logs and datasets (baseline and drifted)."""
+    from components.demo.data import make_demo
+
     summary = make_demo(
         out, seed=seed, items=items, new_items=new_items, changed_share=changed_share, requests=requests
     )

@@ -36,6 +36,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from components.demo.catalog import Catalog, CatalogConfig, Drift, Item, build_drift
+from components.entry import option_error
 from components.errors import InputError
 from components.files import write_bytes
 
@@ -311,10 +312,8 @@ def make_demo(out: Path, *, seed: int, items: int, new_items: int, changed_share
     try:
         catalog = CatalogConfig(items=items, new_items=new_items, changed_share=changed_share)
         config = DemoConfig(seed=seed, catalog=catalog, requests=requests)
-    except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "option"
-        raise InputError(f"{field}: {first['msg']}") from None
+    except ValidationError as err:  # in the words of the command's options (`--changed-share`)
+        raise option_error(err) from None
     if out.exists() and not out.is_dir():
         raise InputError(f"{out} is a file; give a directory to write the demo data into")
     try:

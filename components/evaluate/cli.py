@@ -3,7 +3,7 @@
 It scores a model directory, and the registered model's `champion`, on an evaluation set; with
 `--loadtest-report` it adds the promote verdict, and with `--report` (what the pod passes) it writes the report
 the release step reads and records the step in MLflow (components/evaluate/step.py). Exit codes are every step
-program's (components/errors.py): 2 a bad input, 3 MLflow could not be reached.
+program's (components/errors.py): 1 a bad input, 3 MLflow could not be reached.
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ from typing import Annotated
 
 import typer
 
-from components.entry import reported
+from components.entry import JsonOption, new_app
 
 __all__ = ["app", "evaluate_command"]
 
 
-@reported
 def evaluate_command(
     model: Annotated[
         Path, typer.Option("--model", "--candidate", help="The model directory to score (a Hugging Face causal LM).")
@@ -52,7 +51,7 @@ def evaluate_command(
     report: Annotated[
         Path | None, typer.Option("--report", help="Write the JSON report here (the pipeline's step does).")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON and nothing else.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Exact match and perplexity of a model on an evaluation set, beside the current champion's."""
     # Imported here so that `vcpilot --help` does not wait for torch and MLflow.
@@ -93,5 +92,5 @@ def evaluate_command(
         typer.echo(f"report: {report}")
 
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app = new_app()
 app.command()(evaluate_command)

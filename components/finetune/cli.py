@@ -4,7 +4,7 @@ People write `--data` and `--out`; the pipeline's VCJob writes `--dataset-dir` a
 batch shape in the env (VCPILOT_MICRO_BATCH, VCPILOT_GRAD_ACCUM, VCPILOT_GLOBAL_BATCH) and, on a retry, the
 checkpoint to continue from (VCPILOT_RESUME, which wins over --resume). Pods resume on their own (__main__ adds
 `--resume auto`), so a pod that Volcano restarts continues instead of failing. Bad input ends with one sentence
-and exit code 2, as in every step program (components/errors.py); the simulated bug of VCPILOT_FAIL_AT_STEP with
+and exit code 1, as in every step program (components/errors.py); the simulated bug of VCPILOT_FAIL_AT_STEP with
 exit code 3 (EXIT_SIMULATED_BUG); SIGTERM (a pod being preempted, evicted or deleted) with a checkpoint of the step
 every rank stopped at and exit code 143 (EXIT_STOPPED).
 """
@@ -14,19 +14,19 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
 
-from components.entry import reported
-from components.finetune.config import LORA_TARGETS, TrainConfig, describe_error
+from components.entry import JsonOption, new_app, option_error
 from components.finetune.errors import EXIT_SIMULATED_BUG, EXIT_STOPPED, FinetuneError, SimulatedFailure, Stopped
+
+if TYPE_CHECKING:
+    from components.finetune.config import TrainConfig
 
 __all__ = ["app", "finetune_command"]
 
 
-@reported
 def finetune_command(
     data: Annotated[Path, typer.Option("--data", "--dataset-dir", help="Directory with train.jsonl (and eval.jsonl).")],
     out: Annotated[Path, typer.Option("--out", "--output-dir", help="Where the trained model is written.")],
@@ -73,11 +73,15 @@ def finetune_command(
     max_length: Annotated[int | None, typer.Option(help="Longest sequence in tokens (default: the model's).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the initial weights of 'tiny' and of the data order.")] = 0,
     log_every: Annotated[int, typer.Option(help="Print progress every this many steps.")] = 10,
-    json_output: Annotated[bool, typer.Option("--json", help="Print only the summary, as JSON.")] = False,
+    json_output: JsonOption = False,
     step_delay: Annotated[float, typer.Option(envvar="VCPILOT_STEP_DELAY", hidden=True)] = 0.0,
     fail_at_step: Annotated[int, typer.Option(envvar="VCPILOT_FAIL_AT_STEP", hidden=True)] = 0,
 ) -> None:
     """Fine-tune a causal LM on prompt/completion pairs, checkpointing as it goes; rank 0 writes the model."""
+    from pydantic import ValidationError
+
+    from components.finetune.config import LORA_TARGETS, TrainConfig
+
     try:
         config = TrainConfig(
             base_model=base_model,
@@ -105,7 +109,7 @@ def finetune_command(
             fail_at_step=fail_at_step,
         )
     except ValidationError as err:
-        raise FinetuneError(describe_error(err)) from None
+        raise FinetuneError(str(option_error(err, {"lora_targets": "lora_target"}))) from None
     _run(config, json_output)
 
 
@@ -144,5 +148,5 @@ def _run(config: TrainConfig, json_output: bool) -> None:
     )
 
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app = new_app()
 app.command()(finetune_command)

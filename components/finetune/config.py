@@ -11,11 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from components.finetune.errors import FinetuneError
 
-__all__ = ["LORA_TARGETS", "TINY", "BatchShape", "TrainConfig", "describe_error", "resolve_batch"]
+__all__ = ["LORA_TARGETS", "TINY", "BatchShape", "TrainConfig", "resolve_batch"]
 
 TINY = "tiny"
 LORA_TARGETS = ("q_proj", "v_proj")  # the attention projections LoRA adapts in Llama-style models
@@ -94,10 +94,3 @@ def resolve_batch(world_size: int, micro_batch: int, grad_accum: int | None, glo
             f"accumulation {grad_accum} = {per_pass * grad_accum}; change the micro batch or the accumulation."
         )
     return BatchShape(world_size=world_size, micro_batch=micro_batch, grad_accum=grad_accum, global_batch=global_batch)
-
-
-def describe_error(err: ValidationError) -> str:
-    """A pydantic error about a setting as one sentence naming the command-line flag."""
-    first = err.errors()[0]
-    flag = "--" + "-".join(str(part) for part in first["loc"]).replace("_", "-")
-    return f"{flag}: {first['msg'].lower()} (got {first.get('input')!r})."

@@ -4,31 +4,28 @@
 (`python -m components.loadtest --port N --report FILE …`, the `client` task of the load-test VCJob) loads the
 gang's server and writes the report (components/loadtest/step.py). Two commands, because a missed SLO means
 different things to them: a person's load test fails (exit 1), while the pipeline's client leaves the verdict to
-the release step (exit 0). Both exit as every step program does (components/errors.py): 2 a bad option or
+the release step (exit 0). Both exit as every step program does (components/errors.py): 1 a bad option or
 dataset, 3 the server could not be reached.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from components.entry import reported
+from components.entry import JsonOption, new_app
 from components.errors import EXIT_FAILED
-from components.loadtest.session import LoadtestError, Outcome, build_config, run_loadtest, write_records
-from components.progress import Progress
+
+if TYPE_CHECKING:
+    from components.loadtest.session import Outcome
 
 __all__ = ["app", "loadtest_command", "step_app", "step_command"]
 
 
-@reported
 def loadtest_command(
     url: Annotated[str, typer.Option(help="Server base URL (http://host:8000) or a full /v1/… completions URL.")],
     requests: Annotated[int, typer.Option(help="How many requests to send.")] = 100,
@@ -40,7 +37,8 @@ def loadtest_command(
     slo_ttft_ms: Annotated[float | None, typer.Option(help="SLO on time to first token, ms.")] = None,
     slo_tpot_ms: Annotated[float | None, typer.Option(help="SLO on time per output token, ms.")] = None,
     slo_e2el_ms: Annotated[float | None, typer.Option(help="SLO on end-to-end latency, ms.")] = None,
-    slo_percentile: Annotated[int, typer.Option(help="Percentile the gate compares: 50, 90, 95 or 99.")] = 95,
+    # The choices are components.loadtest.metrics.PERCENTILES (the metrics module is not needed to say them).
+    slo_percentile: Annotated[Literal[50, 90, 95, 99], typer.Option(help="Percentile the gate compares.")] = 95,
     max_errors: Annotated[int, typer.Option(help="Failed requests the gate tolerates.")] = 0,
     dataset: Annotated[
         Path | None, typer.Option(help='Prompts from a JSONL of {"prompt", "completion"} (default: synthetic).')
@@ -51,7 +49,7 @@ def loadtest_command(
     seed: Annotated[int, typer.Option(help="Seed of the arrival process and the synthetic prompts.")] = 0,
     timeout_s: Annotated[float, typer.Option(help="Timeout of one request, seconds.")] = 300.0,
     api_key: Annotated[str, typer.Option(envvar="OPENAI_API_KEY", help="Bearer token, if the server needs one.")] = "",
-    json_output: Annotated[bool, typer.Option("--json", help="Print one JSON document and nothing else.")] = False,
+    json_output: JsonOption = False,
     records: Annotated[Path | None, typer.Option(help="Write one JSON line per request here.")] = None,
 ) -> None:
     """Load-test an OpenAI-compatible server and judge it against SLOs.
@@ -59,6 +57,11 @@ def loadtest_command(
     Sends --requests streaming requests at a fixed --concurrency or at --rate arrivals per second and reports
     TTFT, TPOT, ITL, end-to-end latency, throughput, goodput and errors.
     """
+    import asyncio
+
+    from components.loadtest.session import LoadtestError, build_config, run_loadtest, write_records
+    from components.progress import Progress
+
     if concurrency is None and rate is None:
         raise LoadtestError("give --concurrency C (requests in flight) or --rate R (requests per second)")
     if max_tokens <= 0:
@@ -98,6 +101,9 @@ def loadtest_command(
 
 
 def _print_table(outcome: Outcome) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     m = outcome.metrics
     console = Console()
     console.print(
@@ -118,7 +124,6 @@ def _print_table(outcome: Outcome) -> None:
     console.print(f"SLO {'met' if outcome.verdict.passed else 'missed'}: {outcome.verdict.reason}")
 
 
-@reported
 def step_command(
     report: Annotated[Path, typer.Option(help="Where to write the JSON report.")],
     port: Annotated[int, typer.Option(help="The server task's port.")] = 8000,
@@ -153,7 +158,7 @@ def step_command(
     print(json.dumps({k: summary[k] for k in ("ttft_p95_ms", "tpot_p95_ms", "errors", "slo_passed", "slo_reason")}))
 
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+app = new_app()
 app.command()(loadtest_command)
-step_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+step_app = new_app()
 step_app.command()(step_command)

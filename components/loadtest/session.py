@@ -158,7 +158,10 @@ def build_config(**fields: Any) -> LoadtestConfig:
         if not first["loc"]:
             raise LoadtestError(message) from None
         name = str(first["loc"][-1])
-        raise LoadtestError(f"{_FLAGS.get(name, '--' + name.replace('_', '-'))}: {message}") from None
+        flag = _FLAGS.get(name, "--" + name.replace("_", "-"))
+        if message.startswith("input should"):  # "--rate should be greater than 0": the option, then what it needs
+            raise LoadtestError(f"{flag} {message.removeprefix('input ')}, got {first.get('input')!r}") from None
+        raise LoadtestError(f"{flag} is invalid ({message})") from None
 
 
 def write_records(path: Path, records: tuple[RequestRecord, ...]) -> None:

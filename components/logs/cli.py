@@ -9,28 +9,22 @@ exit codes are every step program's (components/errors.py) and say whether it wo
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from components.entry import reported
+from components.entry import JsonOption, new_app
 from components.errors import InputError
-from components.logs.compare import DetectPolicy
-from components.logs.parse import parse_files
-from components.logs.reader import Malformed
-from components.logs.report import DetectionReport
-from components.logs.step import run_detect, run_step
-from components.progress import Progress
+
+if TYPE_CHECKING:
+    from components.logs.reader import Malformed
+    from components.logs.report import DetectionReport
 
 __all__ = ["app", "detect_command", "parse_command", "step_command"]
 
-app = typer.Typer(
-    help="Mine log templates (Drain3) and detect drift in the service's logs.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
+app = new_app(help="Mine log templates (Drain3) and detect drift in the service's logs.")
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document and nothing else.")]
+JsonFlag = JsonOption
 StateOption = Annotated[
     Path | None,
     typer.Option(
@@ -52,7 +46,6 @@ def _skipped(malformed: Malformed) -> str:
 
 
 @app.command("parse")
-@reported
 def parse_command(
     files: Annotated[list[Path], typer.Argument(help="Log files, directories or globs (.gz is read too).")],
     out: Annotated[Path, typer.Option("--out", help="The CSV to write: LineId, EventId, EventTemplate.")],
@@ -60,6 +53,9 @@ def parse_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Write every line's template in Loghub's structured format, one row per input line."""
+    from components.logs.parse import parse_files
+    from components.progress import Progress
+
     try:
         # Big inputs take minutes: a count on a terminal, a line every few seconds in a pipe (stderr with --json).
         with Progress.for_command(as_json).steps("lines parsed", None, every_s=5) as advance:
@@ -84,7 +80,6 @@ def _print(report: DetectionReport, path: Path, as_json: bool) -> None:
 
 
 @app.command("detect")
-@reported
 def detect_command(
     current: Annotated[list[Path], typer.Option("--current", help="The window to judge (repeat for several).")],
     out: Annotated[Path, typer.Option("--out", help="Directory for report.json, report.md, train/eval.jsonl.")],
@@ -99,6 +94,9 @@ def detect_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Compare a current window of logs with a baseline; write the report and the curated fine-tuning set."""
+    from components.logs.compare import DetectPolicy
+    from components.logs.step import run_detect
+
     policy = DetectPolicy(alpha=alpha, min_sample=min_sample)
     path = out / "report.json"
     report = run_detect(current, path, baseline=baseline or None, state=state, policy=policy, eval_=eval_fraction)
@@ -106,7 +104,6 @@ def detect_command(
 
 
 @app.command("step")
-@reported
 def step_command(
     source: Annotated[
         Path, typer.Option("--source", help="Logs: a file, directory or glob; one holding baseline/ and current/.")
@@ -119,6 +116,9 @@ def step_command(
     as_json: JsonFlag = False,
 ) -> None:
     """The detect-logs step: judge the service's logs and write the drift report the gate reads."""
+    from components.logs.compare import DetectPolicy
+    from components.logs.step import run_step
+
     policy = DetectPolicy(alpha=alpha, min_sample=min_sample)
     result = run_step(source, report, state=state, policy=policy, eval_=eval_fraction)
     _print(result, report, as_json)

@@ -15,28 +15,23 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from components.entry import reported
+from components.entry import JsonOption, new_app
 
 if TYPE_CHECKING:
     from components.release.registry import RegistryView
 
 __all__ = ["app", "register_command", "render_view", "rollback_command", "show_command"]
 
-app = typer.Typer(
-    help="Model versions in the MLflow registry: register with lineage, roll back, show.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
+app = new_app(help="Model versions in the MLflow registry: register with lineage, roll back, show.")
 
 Name = Annotated[str, typer.Option("--registered-model", help="The MLflow registered model.")]
 TrackingUri = Annotated[
     str, typer.Option("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else local).")
 ]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document and nothing else.")]
+JsonFlag = JsonOption
 
 
 @app.command("register")
-@reported
 def register_command(
     model: Annotated[Path, typer.Option("--model", help="The model directory to register (its files are logged).")],
     name: Name,
@@ -104,7 +99,6 @@ def register_command(
 
 
 @app.command("rollback")
-@reported
 def rollback_command(name: Name, tracking_uri: TrackingUri = "", as_json: JsonFlag = False) -> None:
     """Make `previous` the champion again (and `previous` the version that one had replaced, if any)."""
     from components.release.registry import connect, rollback
@@ -120,7 +114,6 @@ def rollback_command(name: Name, tracking_uri: TrackingUri = "", as_json: JsonFl
 
 
 @app.command("show")
-@reported
 def show_command(name: Name, tracking_uri: TrackingUri = "", as_json: JsonFlag = False) -> None:
     """Show what the model is, where the aliases point, and every version with its lineage, scores and verdict."""
     from components.release.registry import connect, view

@@ -18,8 +18,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -194,6 +192,9 @@ def unreachable(tracking_uri: str, timeout_s: float) -> str | None:
     """
     if not tracking_uri.startswith(("http://", "https://")):
         return None
+    import urllib.error  # imported here: urllib.request and http.client cost every `vcpilot` command otherwise
+    import urllib.request
+
     try:
         with urllib.request.urlopen(tracking_uri.rstrip("/") + "/health", timeout=timeout_s) as response:  # noqa: S310
             return None if response.status == 200 else f"/health answered {response.status}"

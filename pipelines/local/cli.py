@@ -2,9 +2,9 @@
 
 Wire into the main CLI with `app.command("run-workflow")(run_workflow_command)` and
 `app.command("resume")(resume_command)`; `python -m pipelines.local.cli` runs the same two commands alone.
-The exit code is 0 only when the workflow Succeeded (1 when it did not, 2 for input it cannot run, 130 when
-Ctrl-C stopped it). On a terminal the run's steps are a live tree; piped, one line per step that starts or ends
-(`components/progress.py`); with `--json` those lines go to stderr and stdout gets the final status only.
+The exit code is 0 only when the workflow Succeeded (1 when it did not or its input is wrong, 2 for a bad command
+line, 130 when Ctrl-C stopped it). On a terminal the run's steps are a live tree; piped, one line per step that
+starts or ends (`components/progress.py`); with `--json` those lines go to stderr and stdout gets the final status.
 """
 
 from __future__ import annotations
@@ -13,23 +13,26 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 import typer
-from rich.console import Console, Group
-from rich.text import Text
-from rich.tree import Tree
 
-from components.entry import reported
+from components.entry import new_app
 from components.errors import InputError
-from components.progress import Progress
-from pipelines.local.engine.status import parse_rfc3339
-from pipelines.local.runner import Interrupted, RunResult, StopRequest, resume, run_workflow
-from pipelines.local.watch import EXIT_INTERRUPTED, NodeEvents, interrupts, resume_hint
-from pipelines.local.workflow import Workflow, WorkflowError
+
+if TYPE_CHECKING:  # rich, the progress display and the runner are imported where they are used: `--help` needs none
+    from rich.console import Group
+    from rich.text import Text
+    from rich.tree import Tree
+
+    from components.progress import Progress
+    from pipelines.local.runner import RunResult, StopRequest
+    from pipelines.local.workflow import Workflow
 
 __all__ = [
     "PARAMETER_CHECKS",
+    "JsonStatus",
+    "ParamOption",
     "app",
     "check_template_parameters",
     "parse_params",
@@ -38,6 +41,13 @@ __all__ = [
     "resume_command",
     "run_workflow_command",
 ]
+
+# `-p NAME=VALUE` of every command that starts a workflow: run-workflow, run and submit.
+ParamOption = Annotated[
+    list[str] | None,
+    typer.Option("--param", "-p", metavar="NAME=VALUE", help="A workflow parameter; repeatable."),
+]
+JsonStatus = Annotated[bool, typer.Option("--json", help="Print only the final workflow status, as one JSON document.")]
 
 _ICONS = {
     "Succeeded": ("✔", "green"),
@@ -51,19 +61,19 @@ _ICONS = {
 _GROUPING = ("Retry", "TaskGroup", "StepGroup", "Steps", "DAG")
 
 
-@reported
 def run_workflow_command(
     file: Annotated[Path, typer.Argument(help="A Workflow or WorkflowTemplate YAML file (e.g. from deploy/argo/).")],
-    parameter: Annotated[
-        list[str] | None, typer.Option("--parameter", "-p", help="NAME=VALUE for a workflow parameter; repeatable.")
-    ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print only the final workflow status as JSON.")] = False,
+    param: ParamOption = None,
+    json_output: JsonStatus = False,
     name: Annotated[
         str | None, typer.Option(help="Run name (default: metadata.name or generateName + suffix).")
     ] = None,
+    parameter: Annotated[list[str] | None, typer.Option("--parameter", hidden=True)] = None,  # its old spelling
 ) -> None:
     """Run an Argo workflow on this machine, as Argo's controller would; exit 0 only when it Succeeded."""
-    params = parse_params(parameter)
+    from pipelines.local.runner import run_workflow
+
+    params = parse_params([*(param or []), *(parameter or [])])
     report_run(
         lambda on_update, stop, _progress: run_workflow(
             file, params, name=name, on_update=on_update, stop=stop, check=check_template_parameters
@@ -72,29 +82,34 @@ def run_workflow_command(
     )
 
 
-@reported
 def resume_command(
     name: Annotated[str, typer.Argument(help="The run to continue (its workflow name).")],
-    json_output: Annotated[bool, typer.Option("--json", help="Print only the final workflow status as JSON.")] = False,
+    json_output: JsonStatus = False,
 ) -> None:
     """Continue a run whose runner was killed or stopped: finished nodes are kept, interrupted ones run again."""
+    from pipelines.local.runner import resume
+
     report_run(lambda on_update, stop, _progress: resume(name, on_update=on_update, stop=stop), json_output)
 
 
-# The parameter rules of known WorkflowTemplates, by name, beyond what their declarations say (types, sizes):
-# checked before a run starts. `pipelines.cli` adds llm-autopilot's (pipelines.parameters), above this package.
-PARAMETER_CHECKS: dict[str, Callable[[Mapping[str, str]], None]] = {}
+# Where the parameter rules of known WorkflowTemplates are found, beyond what their declarations say (types,
+# sizes): asked with the template's name before a run starts. `pipelines.cli` adds llm-autopilot's
+# (pipelines.parameters), above this package; each finder imports its rules only when asked.
+PARAMETER_CHECKS: list[Callable[[str], Callable[[Mapping[str, str]], None] | None]] = []
 
 
 def check_template_parameters(workflow: Workflow) -> None:
     """Refuse (WorkflowError) parameters the workflow's template's own rules refuse, before the run starts."""
-    rule = PARAMETER_CHECKS.get(workflow.from_template)
-    if rule is None:
-        return
-    try:
-        rule(workflow.parameters)
-    except ValueError as err:
-        raise WorkflowError(str(err)) from None
+    from pipelines.local.workflow import WorkflowError
+
+    for find in PARAMETER_CHECKS:
+        rule = find(workflow.from_template)
+        if rule is None:
+            continue
+        try:
+            rule(workflow.parameters)
+        except ValueError as err:
+            raise WorkflowError(str(err)) from None
 
 
 def parse_params(values: list[str] | None) -> dict[str, str]:
@@ -103,21 +118,28 @@ def parse_params(values: list[str] | None) -> dict[str, str]:
     for item in values or []:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise InputError(f"-p {item!r} is not NAME=VALUE")
+            raise InputError(f"--param {item!r} is not NAME=VALUE; write --param name=value")
         params[name.strip()] = value
     return params
 
 
-Start = Callable[[Callable[[dict[str, Any]], None] | None, StopRequest, Progress], RunResult]
+Start: TypeAlias = "Callable[[Callable[[dict[str, Any]], None] | None, StopRequest, Progress], RunResult]"
 
 
 def report_run(start: Start, json_output: bool) -> None:
     """Run `start(on_update, stop, progress)` showing its steps; exit 0 only when it Succeeded, 130 when stopped.
 
     The first Ctrl-C sets `stop` (the runner stops the run's pods and records it stopped), a second one exits
-    at once (`pipelines/local/watch.py`). A `VcpilotError` (a `WorkflowError`: bad file, parameter or name)
-    reaches the command's `reported`.
+    at once (`pipelines/local/watch.py`). A `VcpilotError` (a `WorkflowError`: bad file, parameter or name) ends
+    as `components.entry` ends every error.
     """
+    from rich.console import Console
+    from rich.text import Text
+
+    from components.progress import Progress
+    from pipelines.local.runner import Interrupted, StopRequest
+    from pipelines.local.watch import EXIT_INTERRUPTED, NodeEvents, interrupts, resume_hint
+
     progress = Progress.for_command(json_output)
     stop = StopRequest()
     try:
@@ -150,6 +172,8 @@ def report_run(start: Start, json_output: bool) -> None:
 
 
 def _summary(result: RunResult) -> Text:
+    from rich.text import Text
+
     icon, style = _ICONS.get(result.phase, ("?", ""))
     line = Text(f"{icon} {result.name} {result.phase}", style=style)
     if result.status.get("message"):
@@ -160,6 +184,8 @@ def _summary(result: RunResult) -> Text:
 
 def _failures(result: RunResult) -> list[Text]:
     """Each failed step with why (the last line of its output) and where its log is: the reason, not only a code."""
+    from rich.text import Text
+
     lines = []
     for step in result.failed_steps():
         icon, style = _ICONS.get(step.phase, ("?", ""))
@@ -177,6 +203,8 @@ def _failures(result: RunResult) -> list[Text]:
 
 def _next_steps(name: str) -> Text:
     """How to look at the run again: the commands live in `pipelines/cli_runs.py`, above this package."""
+    from rich.text import Text
+
     return Text.assemble(
         "look at it again: ",
         (f"vcpilot runs show {name}", "bold"),
@@ -190,6 +218,9 @@ def _next_steps(name: str) -> Text:
 
 def render_status(status: dict[str, Any]) -> Group:
     """The nodes of a status as a tree: each node under its step group, loop, retry or DAG."""
+    from rich.console import Group
+    from rich.tree import Tree
+
     nodes: dict[str, dict[str, Any]] = status.get("nodes") or {}
     parents: dict[str, str | None] = {nid: None for nid in nodes}
     for nid, node in nodes.items():
@@ -218,6 +249,10 @@ def _grow(tree: Tree, nid: str, nodes: dict[str, dict[str, Any]], kids: dict[str
 
 
 def _label(node: dict[str, Any]) -> Text:
+    from rich.text import Text
+
+    from pipelines.local.engine.status import parse_rfc3339
+
     icon, style = _ICONS.get(node.get("phase", ""), ("?", ""))
     text = Text(f"{icon} ", style=style)
     text.append(str(node.get("displayName") or node.get("name")), style="bold")
@@ -235,7 +270,7 @@ def _label(node: dict[str, Any]) -> Text:
     return text
 
 
-app = typer.Typer(help="The local Argo runner.", no_args_is_help=True, pretty_exceptions_enable=False)
+app = new_app(help="The local Argo runner.")
 app.command("run-workflow")(run_workflow_command)
 app.command("resume")(resume_command)
 

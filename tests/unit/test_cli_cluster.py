@@ -21,7 +21,7 @@ def run(tmp_path, monkeypatch):
 
 
 def one_sentence_error(result, *fragments):
-    assert result.exit_code == 2  # EXIT_INPUT
+    assert result.exit_code == 1  # EXIT_INPUT
     text = result.stderr.strip()
     assert text.count("\n") == 0, text
     for fragment in fragments:

@@ -170,12 +170,11 @@ def test_the_same_crash_twice_is_aborted_with_a_reason_a_person_understands(tmp_
 
 
 def test_vcpilot_plan_prints_the_decision_and_the_vcjob_without_submitting(local) -> None:
-    import typer
-
+    from components.entry import new_app
     from pipelines.cli_plan import plan_command
 
     cluster = local({"nodes": [{"name": "node", "count": 2, "gpus": 4}]})
-    app = typer.Typer()
+    app = new_app()  # the contract (components.entry) is in the app, not in the command
     app.command("plan")(plan_command)
     app.callback()(lambda: None)
     runner = CliRunner()
@@ -192,4 +191,4 @@ def test_vcpilot_plan_prints_the_decision_and_the_vcjob_without_submitting(local
     assert "VCJob vcpilot-plan-train-1 (not submitted):" in human.stdout
 
     bad = runner.invoke(app, ["plan", "--gpus", "2", "--min-gpus", "4"])
-    assert bad.exit_code == 2 and bad.stderr == "error: --min-gpus 4 is above gpus 2\n"
+    assert bad.exit_code == 1 and bad.stderr == "error: --min-gpus 4 is above --gpus 2\n"

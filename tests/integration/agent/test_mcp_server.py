@@ -15,9 +15,11 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 from typer.testing import CliRunner
 
+from agent.cli_mcp import mcp_command
 from agent.guardrails import DEFAULT_IMAGE, Guardrails
-from agent.mcp_server import build_server, mcp_command
+from agent.mcp_server import build_server
 from agent.tools import TOOLS, ToolContext
+from components.entry import new_app
 from components.volcano.cluster_local import LocalCluster
 
 pytestmark = pytest.mark.integration
@@ -152,7 +154,7 @@ def test_the_command_serves_stdio_and_refuses_a_submit_in_read_only_mode(tmp_pat
 
 
 def _cli() -> typer.Typer:
-    app = typer.Typer()
+    app = new_app()  # the contract (components.entry) is in the app, not in the command
     app.command()(mcp_command)
     return app
 
@@ -161,7 +163,7 @@ def test_a_bad_guardrails_file_stops_the_command_with_one_sentence(tmp_path):
     bad = tmp_path / "guardrails.yaml"
     bad.write_text("max_gpu_per_job: 4\n")
     done = CliRunner().invoke(_cli(), ["--guardrails", str(bad)], env=_server_env(tmp_path))
-    assert done.exit_code == 2 and done.stdout == ""  # EXIT_INPUT
+    assert done.exit_code == 1 and done.stdout == ""  # EXIT_INPUT
     assert done.stderr.strip().splitlines() == [
         f"error: the guardrails file {bad}: unknown field max_gpu_per_job (did you mean max_gpus_per_job?)"
     ]
@@ -170,7 +172,7 @@ def test_a_bad_guardrails_file_stops_the_command_with_one_sentence(tmp_path):
 def test_a_kubeconfig_that_cannot_be_served_is_said_in_one_sentence(tmp_path):
     env = {**_server_env(tmp_path), "VCPILOT_KUBECONFIG": str(tmp_path / "missing-config")}
     done = CliRunner().invoke(_cli(), [], env=env)
-    assert done.exit_code == 2 and done.stdout == ""  # EXIT_INPUT
+    assert done.exit_code == 1 and done.stdout == ""  # EXIT_INPUT
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ")
     assert not (tmp_path / "home").exists(), "no LocalCluster was opened instead"

@@ -34,16 +34,18 @@ def test_failed_workflow_exits_1_and_shows_the_tree(cli: CliRunner, shared_dir: 
     assert "cry" in out.stdout and "Failed: main: Error (exit code 1)" in out.stdout
 
 
-def test_bad_input_is_one_line_and_exit_2(cli: CliRunner, shared_dir: Path, home: Path) -> None:
+def test_bad_input_is_one_line_and_exit_1(cli: CliRunner, shared_dir: Path, home: Path) -> None:
     path = shared_dir / "argo-examples" / "hello-world.yaml"
     out = cli.invoke(app, ["run-workflow", str(path), "-p", "who=me", "--json"])
-    assert out.exit_code == 2
-    assert out.stderr.strip() == "error: unknown parameter 'who': this workflow's parameters are none."
-    assert out.stdout == "" and not (home / "runs").exists()
+    assert out.exit_code == 1  # EXIT_INPUT
+    sentence = "unknown parameter 'who': this workflow's parameters are none."
+    assert out.stderr.strip() == f"error: {sentence}"
+    assert json.loads(out.stdout) == {"error": sentence, "exit_code": 1} and not (home / "runs").exists()
     out = cli.invoke(app, ["resume", "nope"])
-    assert out.exit_code == 2 and "there is no run named 'nope'" in out.stderr
-    out = cli.invoke(app, ["run-workflow", str(path), "-p", "who"])
-    assert (out.exit_code, out.stderr.strip()) == (2, "error: -p 'who' is not NAME=VALUE")
+    assert out.exit_code == 1 and "there is no run named 'nope'" in out.stderr
+    out = cli.invoke(app, ["run-workflow", str(path), "--parameter", "who"])  # the old spelling still works
+    message = "error: --param 'who' is not NAME=VALUE; write --param name=value"
+    assert (out.exit_code, out.stderr.strip()) == (1, message)
     assert not (home / "runs").exists()
 
 

@@ -72,7 +72,7 @@ def test_the_step_compares_baseline_and_current_and_remembers_the_window(tmp_pat
 
 def test_the_step_fails_with_one_sentence_on_a_missing_source(tmp_path: Path) -> None:
     done = _step(tmp_path / "nowhere", tmp_path / "report.json", tmp_path / "home")
-    assert done.returncode == 2 and done.stdout == ""
+    assert done.returncode == 1 and done.stdout == ""  # EXIT_INPUT
     assert done.stderr.strip().splitlines() == [
         f"error: the log source {tmp_path / 'nowhere'} does not exist: give a file, a directory or a glob"
     ]

@@ -164,8 +164,9 @@ def test_bad_input_fails_before_anything_runs(tmp_path):
         text=True,
         env={"VCPILOT_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
     )
-    assert cli.returncode == 2 and cli.stdout == ""
+    assert cli.returncode == 1  # EXIT_INPUT
     assert cli.stderr.strip().count("\n") == 0 and "mode" in cli.stderr
+    assert json.loads(cli.stdout) == {"error": cli.stderr.strip().removeprefix("error: "), "exit_code": 1}
 
 
 def test_the_demo_releases_a_model_that_beats_its_champion(tmp_path):

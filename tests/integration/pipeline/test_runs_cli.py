@@ -179,7 +179,7 @@ def test_logs_prints_one_step_or_all_and_names_the_steps_when_unknown(cli: CliRu
     every = cli.invoke(app, ["runs", "logs", "good-run"]).stdout
     assert every.index("plan: proceed") < every.index("step 2 loss") < every.index("released shop-assistant")
     out = cli.invoke(app, ["runs", "logs", "good-run", "nope"])
-    assert out.exit_code == 2
+    assert out.exit_code == 1  # EXIT_INPUT
     assert out.stderr.strip() == (
         "error: run 'good-run' has no step 'nope' with a log; its steps: plan, plan-training, release, train"
     )
@@ -188,10 +188,10 @@ def test_logs_prints_one_step_or_all_and_names_the_steps_when_unknown(cli: CliRu
 def test_unknown_and_escaping_names_are_refused_in_one_sentence(cli: CliRunner, ran) -> None:
     for command in (["show"], ["logs"], ["delete", "--yes"]):
         out = cli.invoke(app, ["runs", *command, "../good-run"])
-        assert out.exit_code == 2
+        assert out.exit_code == 1  # EXIT_INPUT
         assert out.stderr.strip().startswith("error: '../good-run' is not a run name")
     out = cli.invoke(app, ["runs", "delete", "--yes", "no-such-run"])
-    assert out.exit_code == 2
+    assert out.exit_code == 1  # EXIT_INPUT
     assert out.stderr.strip().startswith("error: there is no run named 'no-such-run'")
     assert (ran["home"] / "runs" / "good-run" / "status.json").is_file()
 
@@ -233,7 +233,7 @@ def test_delete_refuses_a_running_run(cli: CliRunner, ran) -> None:
         while not (home / "runs" / "busy" / "status.json").is_file() and time.monotonic() < deadline:
             time.sleep(0.05)
         out = cli.invoke(app, ["runs", "delete", "busy", "--yes"])
-        assert out.exit_code == 2
+        assert out.exit_code == 1  # EXIT_INPUT
         assert out.stderr.strip() == "error: run 'busy' is still running in another process; wait for it or stop it."
         assert (home / "runs" / "busy" / "status.json").is_file()
         assert "busy  Running" in cli.invoke(app, ["runs", "list"]).stdout
@@ -281,7 +281,7 @@ def test_ui_serves_mlflow_on_the_local_store_and_stops_on_ctrl_c(ui, ran) -> Non
         text=True,
         timeout=60,
     )
-    assert taken.returncode == 2
+    assert taken.returncode == 1  # EXIT_INPUT
     assert taken.stderr.strip().startswith(f"error: port {port} on 127.0.0.1 is taken")
     process.send_signal(signal.SIGINT)  # what Ctrl-C sends
     assert process.wait(timeout=30) == 0

@@ -160,7 +160,7 @@ def test_a_bad_report_is_one_sentence_and_nothing_is_registered(mlflow_server, c
         app, ["register", "--model", str(model_dir), "--registered-model", "shop-bad"]
         + ["--tracking-uri", mlflow_server, "--loadtest", str(tmp_path / "bad.json")]
     )  # fmt: skip
-    assert done.exit_code == 2 and done.output.count("\n") == 1 and "is not JSON" in done.output
+    assert done.exit_code == 1 and done.output.count("\n") == 1 and "is not JSON" in done.output
     assert find_alias(client, "shop-bad", "champion") is None
 
 
@@ -185,7 +185,7 @@ def test_rollback_makes_v1_the_champion_again(mlflow_server, model_dir):
     assert data["aliases"] == {"champion": "1"}
     assert [(v["version"], v["aliases"]) for v in data["versions"]] == [("2", []), ("1", ["champion"])]
     again = runner.invoke(app, ["rollback", "--registered-model", "shop-rollback", "--tracking-uri", mlflow_server])
-    assert again.exit_code == 2 and "no previous version to roll back to" in again.output
+    assert again.exit_code == 1 and "no previous version to roll back to" in again.output
 
 
 def test_successive_rollbacks_walk_back_through_the_promotions(client, model_dir):

@@ -107,13 +107,13 @@ def test_service_logs_are_plain_loghub_like_lines_and_the_current_window_names_t
 
 
 def test_bad_options_get_one_sentence(tmp_path, capsys):
-    assert main(["--out", str(tmp_path / "d"), "--items", "2"]) == 2
+    assert main(["--out", str(tmp_path / "d"), "--items", "2"]) == 1  # EXIT_INPUT
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and err.count("\n") == 1 and "items" in err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "--items" in err
     (tmp_path / "file").write_text("x")
-    assert main(["--out", str(tmp_path / "file")]) == 2
+    assert main(["--out", str(tmp_path / "file")]) == 1
     assert "is a file" in capsys.readouterr().err
     assert main(["--out", str(tmp_path / "ok"), "--requests", "60", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["windows"]["current"]["requests"] == 60
-    assert main(["--out", str(tmp_path / "few"), "--requests", "20"]) == 2
+    assert main(["--out", str(tmp_path / "few"), "--requests", "20"]) == 1
     assert "at least the 60 items" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""`vcpilot finetune` refuses bad input with one sentence and exit code 2, before any training."""
+"""`vcpilot finetune` refuses bad input with one sentence and exit code 1, before any training."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def invoke(args, env=None):
 
 
 def refused(result, *fragments):
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 1, result.output  # EXIT_INPUT
     assert result.stdout == ""
     line = result.stderr.strip()
     assert line.startswith("error: ") and "\n" not in line and "Traceback" not in line

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
@@ -20,7 +21,9 @@ def one_sentence_error(result, code, *fragments):
     assert result.exit_code == code, result.output
     text = result.stderr.strip()
     assert text.startswith("error: ") and text.count("\n") == 0, text
-    assert "Traceback" not in result.output and result.stdout == ""
+    assert "Traceback" not in result.output
+    if result.stdout:  # with --json, the error is stdout's one JSON document too
+        assert json.loads(result.stdout) == {"error": text.removeprefix("error: "), "exit_code": code}
     for fragment in fragments:
         assert fragment in text
 
@@ -66,12 +69,11 @@ def test_synthetic_requests_are_seeded():
     ("args", "fragment"),
     [
         ((), "give --concurrency C"),
-        (("--concurrency", "0"), "--concurrency: input should be greater than 0"),
-        (("--rate", "-2"), "--rate: input should be greater than 0"),
+        (("--concurrency", "0"), "--concurrency should be greater than 0, got 0"),
+        (("--rate", "-2"), "--rate should be greater than 0, got -2.0"),
         (("--concurrency", "2", "--requests", "0"), "--requests"),
         (("--rate", "5", "--burstiness", "0"), "--burstiness"),
         (("--concurrency", "2", "--slo-ttft-ms", "-1"), "--slo-ttft-ms"),
-        (("--concurrency", "2", "--slo-percentile", "75"), "--slo-percentile"),
         (("--concurrency", "2", "--max-tokens", "0"), "--max-tokens"),
     ],
 )
@@ -95,3 +97,15 @@ def test_a_missing_dataset_gets_one_sentence(tmp_path, closed_port):
 def test_an_unreachable_url_gets_one_sentence_and_a_nonzero_exit(closed_port):
     result = invoke("--url", f"http://127.0.0.1:{closed_port}", "--concurrency", "2", "--requests", "3", "--json")
     one_sentence_error(result, EXIT_UNAVAILABLE, f"cannot reach http://127.0.0.1:{closed_port}", "--url")
+
+
+def test_a_percentile_that_is_not_a_choice_is_a_usage_error():
+    from typing import get_args, get_type_hints
+
+    from components.loadtest.cli import loadtest_command
+    from components.loadtest.metrics import PERCENTILES
+
+    result = invoke("--url", "http://127.0.0.1:1", "--concurrency", "2", "--slo-percentile", "75")
+    assert result.exit_code == 2 and "invalid --slo-percentile" in result.stderr  # EXIT_USAGE
+    hint = get_type_hints(loadtest_command, include_extras=True)["slo_percentile"]
+    assert get_args(get_args(hint)[0]) == tuple(PERCENTILES)

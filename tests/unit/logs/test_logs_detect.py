@@ -111,13 +111,13 @@ def test_bad_input_is_one_sentence(tmp_path: Path, setup: str, message: str) -> 
     (tmp_path / "garbage" / "blob.bin").write_bytes(b"\x00\x01\x02\n\x03\x04\n")
     current = {"missing": "nope", "empty": "empty", "garbage": "garbage"}[setup]
     result = CliRunner().invoke(app, ["detect", "--current", str(tmp_path / current), "--out", str(tmp_path / "o")])
-    assert result.exit_code == 2  # EXIT_INPUT
+    assert result.exit_code == 1  # EXIT_INPUT
     assert result.output.strip().splitlines() == [message.format(root=tmp_path)]
     assert not (tmp_path / "o" / "report.json").exists()
 
 
 def test_the_step_entry_point_rejects_a_missing_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--source", str(tmp_path / "nope"), "--report", str(tmp_path / "r.json")]) == 2
+    assert main(["--source", str(tmp_path / "nope"), "--report", str(tmp_path / "r.json")]) == 1
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [
         f"error: the log source {tmp_path / 'nope'} does not exist: give a file, a directory or a glob"
@@ -129,5 +129,5 @@ def test_an_unwritable_output_is_one_sentence(make_windows: WindowsFactory, tmp_
     (tmp_path / "file").write_text("not a directory")
     out = tmp_path / "file" / "detect"
     result = CliRunner().invoke(app, ["detect", "--current", str(source / "current"), "--out", str(out)])
-    assert result.exit_code == 2  # EXIT_INPUT
+    assert result.exit_code == 1  # EXIT_INPUT
     assert result.output.strip().splitlines() == [f"error: cannot write {out}: Not a directory"]

@@ -75,13 +75,13 @@ def test_every_input_line_gets_a_row_with_its_final_template(tmp_path: Path) -> 
 def test_parse_rejects_a_missing_file_and_an_empty_one_with_one_sentence(tmp_path: Path) -> None:
     runner = CliRunner()
     missing = runner.invoke(app, ["parse", str(tmp_path / "nope.log"), "--out", str(tmp_path / "o.csv")])
-    assert missing.exit_code == 2  # EXIT_INPUT
+    assert missing.exit_code == 1  # EXIT_INPUT
     assert missing.output.strip().splitlines() == [
         f"error: the log source {tmp_path / 'nope.log'} does not exist: give a file, a directory or a glob"
     ]
     (tmp_path / "empty.log").write_text("")
     empty = runner.invoke(app, ["parse", str(tmp_path / "empty.log"), "--out", str(tmp_path / "o.csv")])
-    assert empty.exit_code == 2
+    assert empty.exit_code == 1
     assert empty.output.strip().splitlines() == [
         f"error: {tmp_path / 'empty.log'} holds no log lines: nothing to parse"
     ]

@@ -1,0 +1,115 @@
+"""`vcpilot mcp`: the command that serves the agent's tools over MCP (the server itself is `agent.mcp_server`).
+
+Apart from the server so that the `vcpilot` command does not import the MCP SDK, uvicorn and starlette until
+`vcpilot mcp` runs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from components.entry import new_app, run
+
+if TYPE_CHECKING:
+    from components.volcano.cluster import Cluster
+
+__all__ = ["GUARDRAILS_ENV", "Transport", "main", "mcp_command"]
+
+GUARDRAILS_ENV = "VCPILOT_GUARDRAILS"  # agent.guardrails.ENV_VAR, without importing pydantic to say it
+
+
+class Transport(StrEnum):
+    """How a client reaches the server."""
+
+    STDIO = "stdio"
+    HTTP = "http"
+
+
+def mcp_command(
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="Refuse every tool that changes the cluster (submit, cancel).")
+    ] = False,
+    transport: Annotated[
+        Transport,
+        typer.Option(help="stdio for a client that starts the server (Claude Desktop); http: streamable HTTP at /mcp."),
+    ] = Transport.STDIO,
+    host: Annotated[str, typer.Option(help="Address to listen on with --transport http.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on with --transport http.")] = 8765,
+    kubeconfig: Annotated[
+        str | None,
+        typer.Option(
+            envvar="VCPILOT_KUBECONFIG", help="Serve the Kubernetes cluster of this kubeconfig (KubeCluster)."
+        ),
+    ] = None,
+    context: Annotated[
+        str | None, typer.Option(help="The kubeconfig context to use (default: its current one).")
+    ] = None,
+    guardrails: Annotated[
+        Path | None,
+        typer.Option(envvar=GUARDRAILS_ENV, help="Guardrails file (YAML or JSON); defaults apply without one."),
+    ] = None,
+    checkpoints_root: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="VCPILOT_WORKSPACE",
+            help="find_latest_checkpoint looks only under this directory (default: $VCPILOT_HOME/workspace).",
+        ),
+    ] = None,
+) -> None:
+    """Serve the agent's tools over MCP against the LocalCluster (VCPILOT_HOME) or a kubeconfig's cluster."""
+    from agent.guardrails import Guardrails
+    from agent.mcp_server import build_server
+    from agent.tools import ToolContext
+    from components.volcano.connect import connect
+
+    rules = Guardrails.from_file(guardrails) if guardrails else Guardrails()
+    if read_only:
+        rules = rules.model_copy(update={"read_only": True})
+    cluster = connect(kubeconfig or None, context)
+    root = checkpoints_root or Path(os.environ.get("VCPILOT_HOME") or ".vcpilot") / "workspace"
+    server = build_server(ToolContext(cluster=cluster, guardrails=rules, checkpoints_root=root.resolve()))
+    where = _describe(cluster)
+    mode = "read-only" if rules.read_only else "read-write"
+    if transport == "stdio":
+        print(f"vcpilot MCP server ({mode}) on stdio, serving {where}", file=sys.stderr)
+        server.run("stdio")
+        return
+    if not _loopback(host):
+        print(
+            f"warning: listening on {host}: anyone who can reach {host}:{port} can call these tools; "
+            "put an authenticating proxy in front or use --read-only",
+            file=sys.stderr,
+        )
+    print(f"vcpilot MCP server ({mode}) at http://{host}:{port}/mcp, serving {where}", file=sys.stderr)
+    server.run("streamable-http", host=host, port=port)
+
+
+def _describe(cluster: Cluster) -> str:
+    from components.volcano.cluster_local import LocalCluster
+
+    if isinstance(cluster, LocalCluster):
+        return f"the LocalCluster in {cluster.home}"
+    return f"the Kubernetes cluster at {getattr(cluster, 'host', 'the kubeconfig')}"
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m agent.mcp_server [OPTIONS]`: `vcpilot mcp` for an MCP client's config; its exit code."""
+    app = new_app()
+    app.command()(mcp_command)
+    return run(app, argv, "python -m agent.mcp_server")

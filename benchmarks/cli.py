@@ -1,0 +1,91 @@
+"""CLI start-up benchmark: `vcpilot --help`, `cluster status` and `plan --dry-run` beside `import typer, rich`.
+
+Prints one JSON document. Each command runs as a person runs it (the `vcpilot` script beside this Python, in a
+fresh process, against a LocalCluster in a temporary VCPILOT_HOME), and so does the baseline, `python -c "import
+typer, rich"`: the least any typer CLI costs on this machine. Rounds are interleaved (baseline, help, status, plan,
+then again) so that a machine busy for a while slows every command alike; each figure is the median of its
+rounds, in wall time and in CPU time (user + system of the child, which load stretches less). The ratios are
+command / baseline; the goals are the issue's: at most 1.5x for `--help` and `cluster status`, 3x for `plan`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROUNDS = 9
+GOALS = {"help": 1.5, "cluster_status": 1.5, "plan_dry_run": 3.0}
+
+
+def vcpilot() -> list[str]:
+    """The installed `vcpilot` script next to this interpreter, else the module (a checkout on PYTHONPATH)."""
+    script = Path(sys.executable).with_name("vcpilot")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "pipelines.cli"]
+
+
+def commands() -> dict[str, list[str]]:
+    cli = vcpilot()
+    return {
+        "baseline": [sys.executable, "-c", "import typer, rich"],
+        "help": [*cli, "--help"],
+        "cluster_status": [*cli, "cluster", "status"],
+        "plan_dry_run": [*cli, "plan", "--dry-run"],
+    }
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run of `argv`; a failing command stops the benchmark."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.strip()[-500:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> None:
+    home = tempfile.mkdtemp(prefix="vcpilot-bench-cli-")
+    env = {**os.environ, "VCPILOT_HOME": home, "VCPILOT_WORKSPACE": str(Path(home) / "workspace")}
+    # As on a person's machine, Python keeps the byte-compiled modules after the first run (the warm-up's).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    runs = commands()
+    for argv in runs.values():  # warm-up: the cluster's database, byte-compiled modules, the page cache
+        timed(argv, env)
+    wall: dict[str, list[float]] = {name: [] for name in runs}
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(ROUNDS):
+        for name, argv in runs.items():
+            w, c = timed(argv, env)
+            wall[name].append(w)
+            cpu[name].append(c)
+    median_wall = {name: statistics.median(values) for name, values in wall.items()}
+    median_cpu = {name: statistics.median(values) for name, values in cpu.items()}
+    ratios = {name: round(median_wall[name] / median_wall["baseline"], 2) for name in GOALS}
+    cpu_ratios = {name: round(median_cpu[name] / median_cpu["baseline"], 2) for name in GOALS}
+    print(
+        json.dumps(
+            {
+                "rounds": ROUNDS,
+                "median_wall_ms": {name: round(value * 1000, 1) for name, value in median_wall.items()},
+                "median_cpu_ms": {name: round(value * 1000, 1) for name, value in median_cpu.items()},
+                "ratio_to_baseline": ratios,
+                "cpu_ratio_to_baseline": cpu_ratios,
+                "goal": GOALS,
+                "met": {name: ratios[name] <= goal for name, goal in GOALS.items()},
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
