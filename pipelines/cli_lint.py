@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -17,10 +19,22 @@ def lint(
     schema: Annotated[
         Path | None, typer.Option(help="Argo's JSON schema (default: ../shared/schemas/argo-v4.1.2/schema.json).")
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document and nothing else.")] = False,
 ) -> None:
     """Validate Argo workflow files; exit 1 when any problem is found."""
     schema_path = schema or find_schema()
     problems = lint_files(files, schema_path=schema_path)
+    if as_json:
+        document = {
+            "ok": not problems,
+            "files": [str(f) for f in files],
+            "schema": str(schema_path) if schema_path else None,
+            "problems": [dataclasses.asdict(p) for p in problems],
+        }
+        print(json.dumps(document, indent=2))
+        if problems:
+            raise typer.Exit(1)
+        return
     for problem in problems:
         print(problem)
     if schema_path is None:

@@ -122,7 +122,19 @@ def mutated_bytes(draw: st.DrawFn, seeds: list[bytes], steps: int = 4) -> bytes:
         elif action == "duplicate":
             data[where:where] = data[where : where + draw(st.integers(min_value=1, max_value=64))]
         else:
-            special = [b"\xff\xfe", b"\x00", b"\xef\xbb\xbf", b"\t", b": ", b"- ", b"{", b"[", b"&a", b"*a", b"!!python/"]
+            special = [
+                b"\xff\xfe",
+                b"\x00",
+                b"\xef\xbb\xbf",
+                b"\t",
+                b": ",
+                b"- ",
+                b"{",
+                b"[",
+                b"&a",
+                b"*a",
+                b"!!python/",
+            ]
             data[where:where] = draw(st.sampled_from(special))
     return bytes(data)
 

@@ -15,7 +15,7 @@ from components.logs.reader import Malformed, read_lines
 
 # Real lines of the formats we read: the first lines of each loghub sample when ../shared is there, else a few.
 _FALLBACK = [
-    "081109 203518 143 INFO dfs.DataNode$DataXceiver: Receiving block blk_-1608999687919862906 src: /10.250.19.102:54106",
+    "081109 203518 143 INFO dfs.DataNode$DataXceiver: Receiving blk_-1608999687919862906 src: /10.250.19.102:5410",
     "[Sun Dec 04 04:47:44 2005] [notice] workerEnv.init() ok /etc/httpd/conf/workers2.properties",
     "2015-07-29 17:41:44,747 - INFO  [QuorumPeer[myid=1]/0:0:0:0:0:0:0:0:2181:FastLeaderElection@774] - Notification",
     "Dec 10 06:55:46 LabSZ sshd[24200]: Invalid user webmaster from 173.234.31.186",
@@ -34,9 +34,11 @@ def _seed_lines() -> list[str]:
 LINES = _seed_lines()
 FILES = ["\n".join(LINES[i : i + 4]).encode() + b"\n" for i in range(0, len(LINES), 4)]
 LOG_BYTES = st.one_of(mutated_bytes(FILES), st.binary(max_size=600))
-LOG_TEXT = st.one_of(st.sampled_from(LINES), st.text(max_size=300), mutated_bytes([s.encode() for s in LINES]).map(
-    lambda b: b.decode("utf-8", errors="replace")
-))
+LOG_TEXT = st.one_of(
+    st.sampled_from(LINES),
+    st.text(max_size=300),
+    mutated_bytes([s.encode() for s in LINES]).map(lambda b: b.decode("utf-8", errors="replace")),
+)
 
 
 def _expected_lines(data: bytes) -> int:
