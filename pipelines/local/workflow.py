@@ -355,7 +355,7 @@ def _check_dag(template: Mapping[str, Any]) -> None:
 # A field of the wrong type (a list where a mapping goes, a number for a name) is refused here in one sentence,
 # before a check or the engine meets it as an AttributeError deep inside the run.
 
-_TYPE_NAMES = {Mapping: "a mapping", list: "a list", str: "a string"}
+_TYPE_NAMES: dict[type, str] = {Mapping: "a mapping", list: "a list", str: "a string"}
 
 
 def _kind(value: Any) -> str:
