@@ -87,9 +87,11 @@ def submit(
 ) -> None:
     """Submit a Volcano Job."""
     try:
-        manifest = yaml.safe_load(file.read_text())
+        manifest = yaml.safe_load(file.read_text(encoding="utf-8"))
     except OSError as err:
         fail(f"cannot read {file}: {err.strerror}.")
+    except UnicodeDecodeError as err:
+        fail(f"{file} is not UTF-8 text (byte {err.start}): save it as UTF-8 YAML or JSON.")
     except yaml.YAMLError as err:
         fail(f"{file} is not valid YAML or JSON: {str(err).splitlines()[0]}.")
     if not isinstance(manifest, dict):

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from components.errors import InputError
 from components.volcano.resources import GPU, parse_quantity
@@ -67,6 +67,17 @@ class LocalClusterConfig(_Strict):
     priority_classes: dict[str, int] = Field(default_factory=dict, alias="priorityClasses")
     overcommit_factor: float = Field(default=1.2, ge=1.0, alias="overcommitFactor")
 
+    @model_validator(mode="after")
+    def _nodes(self) -> LocalClusterConfig:
+        # A cluster of no nodes, or two of one name, cannot be stored: the database refused it after the reset.
+        if not self.nodes:
+            raise ValueError("nodes must list at least one node, e.g. [{name: node, count: 2, gpus: 4}]")
+        names = [node["name"] for entry in self.nodes for node in entry.expand()]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"node names must be unique; {', '.join(twice)} appear more than once")
+        return self
+
 
 DEFAULT_CONFIG = LocalClusterConfig()
 
@@ -76,14 +87,17 @@ def load_config(path: str | Path | None) -> LocalClusterConfig:
     if path is None:
         return DEFAULT_CONFIG
     try:
-        data = yaml.safe_load(Path(path).read_text()) or {}
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     except OSError as err:
         raise InputError(f"cannot read cluster config {path}: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"cluster config {path} is not UTF-8 text (byte {err.start}): save it as UTF-8 YAML") from None
     except yaml.YAMLError as err:
         raise InputError(f"cluster config {path} is not valid YAML: {str(err).splitlines()[0]}") from None
     try:
         return LocalClusterConfig.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise InputError(f"cluster config {path}: {where}: {first['msg']}") from None
+        where = ".".join(str(p) for p in first["loc"])
+        message = first["msg"].removeprefix("Value error, ")
+        raise InputError(f"cluster config {path}: {where + ': ' if where else ''}{message}") from None

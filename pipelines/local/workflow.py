@@ -225,7 +225,10 @@ def _read(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
         path = Path(text)
         if not path.is_file():
             raise WorkflowError(f"{path} does not exist or is not a file.")
-        text = path.read_text()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as err:
+            raise WorkflowError(f"{path} is not UTF-8 text (byte {err.start}): save it as UTF-8 YAML.") from None
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as err:
