@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from fuzz_kit import SHARED, mutated_bytes, mutated_tree, yaml_bytes
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 from vcjob_factory import vcjob
@@ -36,6 +36,11 @@ WORKFLOWS = [
     if isinstance(d, dict)
 ] or [{"kind": "Workflow", "spec": {"entrypoint": "m", "templates": [{"name": "m", "container": {"image": "a"}}]}}]
 LOGS = [b"081109 203518 143 INFO dfs.DataNode: Receiving block blk_1 src: /10.0.0.1:5\n" * 3]
+
+
+# Each example runs a whole command (a fresh cluster database, the app): half the profile's count keeps
+# `make test` quick, and `make fuzz` still runs a thousand.
+FEWER = settings(max_examples=max(1, settings.default.max_examples // 2))
 
 
 def files(seeds: list[Any]) -> st.SearchStrategy[bytes]:
@@ -81,6 +86,7 @@ def _with_file(data: bytes, command: list[str], suffix: str = ".yaml") -> None:
             assert status.exit_code == 0, f"the cluster is unusable after the input: {status.output}"
 
 
+@FEWER
 @given(files(JOBS))
 @example(b"\xff\xfe\x00")  # not UTF-8
 @example(
@@ -90,6 +96,7 @@ def test_cluster_submit(data: bytes) -> None:
     _with_file(data, ["cluster", "submit", "FILE", "--json"])
 
 
+@FEWER
 @given(files(CONFIGS))
 @example(b"nodes: []\n")  # issue 14: an empty cluster bricked every later command
 @example(b"nodes: [{name: a, gpus: 2}, {name: a, gpus: 2}]\n")
@@ -97,17 +104,20 @@ def test_cluster_reset_config(data: bytes) -> None:
     _with_file(data, ["cluster", "reset", "--yes", "--config", "FILE"])
 
 
+@FEWER
 @given(files(WORKFLOWS))
 @example(b"\xff\xfe\x00")
 def test_run_workflow(data: bytes) -> None:
     _with_file(data, ["run-workflow", "FILE", "--json"])
 
 
+@FEWER
 @given(files(WORKFLOWS))
 def test_lint(data: bytes) -> None:
     _with_file(data, ["lint", "FILE", "--json"])
 
 
+@FEWER
 @given(st.one_of(mutated_bytes(LOGS), st.binary(max_size=300)))
 def test_logs_parse(data: bytes) -> None:
     with tempfile.TemporaryDirectory() as tmp:
