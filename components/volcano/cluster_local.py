@@ -153,7 +153,9 @@ class LocalCluster:
         original: dict[str, Any] | None = None
         try:
             raw = job.to_dict() if isinstance(job, Job) else copy.deepcopy(dict(job))
-            meta_raw = raw.setdefault("metadata", {}) or {}
+            meta_raw = raw["metadata"] = raw.get("metadata") or {}
+            if not isinstance(meta_raw, dict):
+                raise ValueError(f"metadata must be a mapping (name, namespace, labels), not {type(meta_raw).__name__}")
             if not meta_raw.get("name") and meta_raw.get("generateName"):
                 meta_raw["name"] = generate_name(meta_raw.pop("generateName"))
             if (raw.get("apiVersion"), raw.get("kind")) == BATCH_JOB:

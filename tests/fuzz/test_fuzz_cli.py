@@ -92,6 +92,7 @@ def _with_file(data: bytes, command: list[str], suffix: str = ".yaml") -> None:
 @example(
     yaml_bytes({**JOBS[0], "spec": {**JOBS[0]["spec"], "tasks": [{**JOBS[0]["spec"]["tasks"][0], "replicas": -2}]}})
 )
+@example(b"apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata:\n  name; train\nspec: {}\n")  # metadata a string
 def test_cluster_submit(data: bytes) -> None:
     _with_file(data, ["cluster", "submit", "FILE", "--json"])
 
