@@ -290,7 +290,7 @@ class LLMPolicy:
         if response.status_code >= 400:
             raise _Unusable(f"the LLM endpoint answered HTTP {response.status_code}{_error_detail(response)}")
         try:
-            message = response.json()["choices"][0]["message"]
+            message = _strict_json(response.content)["choices"][0]["message"]
         except ValueError:
             raise _Unusable("the LLM endpoint's reply is not JSON") from None
         except (KeyError, IndexError, TypeError):
@@ -370,12 +370,24 @@ def _arguments(call: dict[str, Any]) -> dict[str, Any]:
     raw = _function(call).get("arguments")
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw or "{}")
+            raw = _strict_json(raw or "{}")
         except ValueError:
             raise ValueError("not valid JSON") from None
     if not isinstance(raw, dict):
         raise ValueError("not a JSON object")
     return raw
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _strict_json(text: str | bytes) -> Any:
+    """JSON as RFC 8259 has it: Python's `NaN` and `Infinity` extensions are refused.
+
+    Whatever is read from the model may be sent back to it in the next request, whose encoder refuses them.
+    """
+    return json.loads(text, parse_constant=_refuse_constant)
 
 
 def _error_detail(response: httpx.Response) -> str:

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
 from components.entry import JsonOption, new_app
-from components.errors import InputError
+from components.errors import EXIT_FAILED, InputError
 from components.files import load_documents
+from components.volcano.locallogs import PodLog, tail_lines, whole_lines
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where they are used: pydantic, sqlite and rich take a while, `--help` needs none
     from rich.console import Console
 
     from components.volcano.cluster_local import LocalCluster
@@ -21,11 +24,10 @@ if TYPE_CHECKING:
 __all__ = ["app"]
 
 app = new_app(help="The embedded Volcano cluster (LocalCluster) under VCPILOT_HOME.")
+FOLLOW_POLL_S = 0.5  # how often `logs --follow` looks for new lines
 
 JsonFlag = JsonOption
 Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the job.")]
-JobName = Annotated[str, typer.Argument(help="The job's name (see `vcpilot cluster status`).", show_default=False)]
-NodeName = Annotated[str, typer.Argument(help="The node's name (see `vcpilot cluster status`).", show_default=False)]
 
 
 def fail(message: str) -> NoReturn:
@@ -34,7 +36,7 @@ def fail(message: str) -> NoReturn:
 
 
 def _cluster() -> LocalCluster:
-    from components.volcano.cluster_local import LocalCluster  # imported here: pydantic and sqlite take a while
+    from components.volcano.cluster_local import LocalCluster
 
     return LocalCluster()
 
@@ -84,7 +86,12 @@ def status(as_json: JsonFlag = False) -> None:
 
 @app.command()
 def submit(
-    file: Annotated[Path, typer.Argument(help="A Volcano Job (batch.volcano.sh/v1alpha1) in YAML or JSON.")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="A Volcano Job (batch.volcano.sh/v1alpha1) in YAML or JSON; `vcpilot cluster sample` prints one."
+        ),
+    ],
     as_json: JsonFlag = False,
 ) -> None:
     """Submit a Volcano Job."""
@@ -105,7 +112,11 @@ def submit(
 
 
 @app.command()
-def get(name: JobName, namespace: Namespace = "default", as_json: JsonFlag = False) -> None:
+def get(
+    name: Annotated[str, typer.Argument(help="The job to show.")],
+    namespace: Namespace = "default",
+    as_json: JsonFlag = False,
+) -> None:
     """Show one job and its pods."""
     info = _cluster().get(name, namespace)
     if as_json:
@@ -120,46 +131,248 @@ def get(name: JobName, namespace: Namespace = "default", as_json: JsonFlag = Fal
 
 
 @app.command()
-def logs(name: JobName, namespace: Namespace = "default") -> None:
-    """Print the logs of every pod run of a job."""
-    entries = _cluster().logs(name, namespace)
-    for file_name, text in entries:
-        print(f"==> {file_name} <==")
-        print(text, end="" if text.endswith("\n") or not text else "\n")
+def logs(
+    name: Annotated[str, typer.Argument(help="The job whose pods' logs to print.")],
+    namespace: Namespace = "default",
+    pod: Annotated[str | None, typer.Option("--pod", help="Only this pod's runs (see `cluster get NAME`).")] = None,
+    tail: Annotated[int | None, typer.Option("--tail", min=0, help="Only the last N lines of each run.")] = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing new lines until the job finishes (Ctrl-C stops).")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Print the logs of every run of the job's pods, in the order they ran (restarts after the runs before)."""
+    cluster = _cluster()
+    if follow:
+        if as_json:
+            fail("--json prints one document once, --follow prints as lines come: use one of them.")
+        _follow(cluster, name, namespace, pod, tail)
+        return
+    runs = cluster.pod_logs(name, namespace, pod)
+    texts = [tail_lines(r.read().decode(errors="replace"), tail) for r in runs]
+    if as_json:
+        _dump(
+            {
+                "job": f"{namespace}/{name}",
+                "runs": [
+                    {"pod": r.pod, "generation": r.generation, "run": r.run, "path": str(r.path), "text": text}
+                    for r, text in zip(runs, texts, strict=True)
+                ],
+            }
+        )
+        return
+    for run, text in zip(runs, texts, strict=True):
+        _print_run(run, text)
+
+
+def _print_run(run: PodLog, text: str) -> None:
+    sys.stdout.write(f"==> {run.path.name} <==\n")
+    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+    sys.stdout.flush()
+
+
+def _follow(cluster: LocalCluster, name: str, namespace: str, pod: str | None, tail: int | None) -> None:
+    """Print each run's lines as they are written, new runs as they start, until the job is finished."""
+    printed: dict[Path, int] = {}
+    current: Path | None = None
+    while True:
+        # Finished before reading: whatever the pods wrote is then on disk, and this pass prints the rest of it.
+        finished = cluster.get(name, namespace).finished
+        for run in cluster.pod_logs(name, namespace, pod):
+            first = run.path not in printed
+            chunk = whole_lines(run.read(printed.get(run.path, 0)), finished)
+            printed[run.path] = printed.get(run.path, 0) + len(chunk)
+            text = chunk.decode(errors="replace")
+            if first:
+                text = tail_lines(text, tail)
+            if not text:
+                continue
+            if run.path != current:
+                sys.stdout.write(f"==> {run.path.name} <==\n")
+                current = run.path
+            sys.stdout.write(text if text.endswith("\n") or not finished else text + "\n")
+            sys.stdout.flush()
+        if finished:
+            return
+        time.sleep(FOLLOW_POLL_S)
 
 
 @app.command()
-def delete(name: JobName, namespace: Namespace = "default") -> None:
+def events(
+    of: Annotated[
+        str | None,
+        typer.Option(
+            "--for",
+            metavar="KIND/NAME",
+            help="Only the events of job/NAME (with its pods'), pod/NAME, or node/NAME (those naming the node).",
+        ),
+    ] = None,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Only this namespace's events (default: every one).")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many, the most recent.")] = 200,
+    as_json: JsonFlag = False,
+) -> None:
+    """List the events LocalCluster recorded (submitted, scheduled, pod exits, restarts, evictions), oldest first."""
+    cluster = _cluster()
+    if of is None:
+        found = cluster.all_events(namespace=namespace, limit=limit)
+    else:
+        from pipelines.cluster_describe import node_events, parse_ref
+
+        kind, obj = parse_ref(of)
+        ns = namespace or "default"
+        if kind == "job":
+            found = cluster.all_events(namespace=ns, job=obj, limit=limit)
+            if not found:
+                cluster.get(obj, ns)  # JobNotFound names it when it never existed
+        elif kind == "pod":
+            found = cluster.all_events(namespace=ns, obj=f"Pod/{obj}", limit=limit)
+            if not found:
+                cluster.find_pod(obj, ns)
+        elif kind == "node":
+            found = node_events(cluster, obj, limit)
+        else:
+            fail(f"queues have no events of their own: see `vcpilot cluster describe {of}` for the jobs in it.")
+    from pipelines.cluster_describe import event_rows, render_events
+
+    now = time.time()
+    if as_json:
+        _dump({"events": event_rows(found, now)})
+        return
+    for line in render_events(found, now, with_job=True):
+        print(line)
+
+
+@app.command("describe")
+def describe_command(
+    ref: Annotated[
+        str,
+        typer.Argument(
+            metavar="KIND/NAME",
+            help="What to describe: job/NAME, pod/NAME, queue/NAME or node/NAME (kubectl's short names too).",
+        ),
+    ],
+    namespace: Namespace = "default",
+    as_json: JsonFlag = False,
+) -> None:
+    """Show one job, pod, queue or node in detail, with its events (as `kubectl describe` does)."""
+    from pipelines.cluster_describe import describe, parse_ref
+
+    kind, name = parse_ref(ref)
+    data, text = describe(_cluster(), kind, name, namespace, time.time())
+    if as_json:
+        _dump(data)
+    else:
+        print(text)
+
+
+@app.command()
+def delete(
+    name: Annotated[str, typer.Argument(help="The job to delete.")],
+    namespace: Namespace = "default",
+    as_json: JsonFlag = False,
+) -> None:
     """Delete a job and kill its pods."""
     _cluster().delete(name, namespace)
-    _console().print(f"job {namespace}/{name} deleted")
+    if as_json:
+        _dump({"deleted": f"{namespace}/{name}"})
+    else:
+        _console().print(f"job {namespace}/{name} deleted")
 
 
 @app.command("fail-node")
-def fail_node(node: NodeName) -> None:
+def fail_node(
+    node: Annotated[str, typer.Argument(help="The node to turn NotReady.")], as_json: JsonFlag = False
+) -> None:
     """Turn a node NotReady: its pods are killed and evicted."""
     evicted = _cluster().fail_node(node)
-    _console().print(f"node {node} is NotReady; evicted: {', '.join(evicted) or 'nothing'}")
+    if as_json:
+        _dump({"node": node, "ready": False, "evicted": evicted})
+    else:
+        _console().print(f"node {node} is NotReady; evicted: {', '.join(evicted) or 'nothing'}")
 
 
 @app.command("recover-node")
-def recover_node(node: NodeName) -> None:
+def recover_node(
+    node: Annotated[str, typer.Argument(help="The failed node to make Ready.")], as_json: JsonFlag = False
+) -> None:
     """Make a failed node Ready again."""
     _cluster().recover_node(node)
-    _console().print(f"node {node} is Ready")
+    if as_json:
+        _dump({"node": node, "ready": True})
+    else:
+        _console().print(f"node {node} is Ready")
+
+
+@app.command()
+def sample(
+    name: Annotated[str | None, typer.Option(help="The job's name (default: the sample's own).")] = None,
+    pods: Annotated[int, typer.Option(min=1, help="Pods in the gang.")] = 2,
+    gpus: Annotated[int, typer.Option(min=0, help="GPUs each pod asks.")] = 1,
+    as_json: JsonFlag = False,
+) -> None:
+    """Print a Volcano Job to start from: `vcpilot cluster sample > job.yaml; vcpilot cluster submit job.yaml`."""
+    import yaml
+
+    from pipelines.cluster_sample import SAMPLE_NAME, sample_job
+
+    name = name or SAMPLE_NAME
+    manifest = sample_job(name, pods, gpus).to_dict()
+    if as_json:
+        _dump(manifest)
+        return
+    print("# A gang of pods that each print a line; submit it with `vcpilot cluster submit FILE`,")
+    print(f"# then watch it with `vcpilot cluster describe job/{name}` and `vcpilot cluster logs {name}`.")
+    print(yaml.safe_dump(manifest, sort_keys=False), end="")
+
+
+def _interactive() -> bool:
+    """True when a person can answer a question: standard input is a terminal."""
+    return sys.stdin.isatty()
 
 
 @app.command()
 def reset(
     config: Annotated[Path | None, typer.Option(help="Cluster YAML (nodes, queues, priorityClasses).")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before deleting jobs and killing pods.")] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Kill every pod and start an empty cluster (from --config, VCPILOT_HOME/cluster.yaml or the default).
 
-    The config is checked first: a refused one leaves the cluster as it was. A damaged state is moved aside.
+    The config is checked first: a refused one leaves the cluster as it was. When jobs would be lost it asks
+    first; without a terminal to ask at, it refuses unless --yes is given. A damaged state is moved aside.
     """
-    from components.volcano.cluster_local import LocalCluster  # imported here: pydantic and sqlite take a while
+    from components.volcano.cluster import StateDamaged
+    from components.volcano.cluster_local import LocalCluster
+    from components.volcano.localconfig import load_config
 
+    if config is not None:
+        load_config(config)  # a refused config changes nothing, and is said before anything is asked
+    try:
+        jobs = _cluster().list_jobs()
+    except StateDamaged:  # nothing can be read of it to lose: start over
+        jobs = []
+    if jobs and not yes:
+        running = sum(p.phase == "Running" for j in jobs for p in j.pods)
+        loss = f"delete {len(jobs)} job(s) and kill {running} running pod(s)"
+        if not _interactive():
+            fail(f"cluster reset would {loss}: pass --yes to reset when there is no terminal to confirm at.")
+        if not typer.confirm(f"cluster reset will {loss}. Reset?", default=False, err=True):
+            print("cluster left as it was", file=sys.stderr)
+            raise typer.Exit(EXIT_FAILED)
     where = LocalCluster.start_over(config=config)
+    cluster = _cluster()
+    if as_json:
+        _dump(
+            {
+                "deleted_jobs": [f"{j.namespace}/{j.name}" for j in jobs],
+                "nodes": [n.name for n in cluster.nodes()],
+                "queues": [q.name for q in cluster.queues()],
+                "damaged_state_moved_to": None if where.name == "cluster.db" else str(where),
+            }
+        )
+        return
     if where.name != "cluster.db":
         _console().print(f"the damaged state was moved to {where}", highlight=False)
-    _console().print("cluster reset")
+    _console().print("cluster reset" + (f": {len(jobs)} job(s) deleted" if jobs else ""))

@@ -27,6 +27,7 @@ def lint(
     if as_json:  # {files, schema, problems: [{file, path, message}]}; exit 1 when there are problems, as without
         print_json(
             {
+                "ok": not problems,
                 "files": [str(f) for f in files],
                 "schema": str(schema_path) if schema_path else None,
                 "problems": [{"file": p.file, "path": p.path, "message": p.message} for p in problems],

@@ -13,6 +13,7 @@ from pipelines.local.cli import ParamOption, parse_params
 
 __all__ = ["compile_command", "submit_command"]
 
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document and nothing else.")]
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "deploy" / "argo"
 
 

@@ -6,8 +6,22 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# The fuzz tests (tests/fuzz/) under hypothesis: `make test` runs the `ci` profile, a fixed small set of examples
+# per target drawn the same way every run (derandomize), so a red build is reproducible and the suite stays fast;
+# `make fuzz` runs `fuzz` (HYPOTHESIS_PROFILE=fuzz), many random examples, keeping the failures it finds in
+# .hypothesis/ so the next run tries them first. No deadline: a slow example on a busy CI machine is not a bug.
+_QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+settings.register_profile(
+    "ci", max_examples=30, deadline=None, derandomize=True, database=None, suppress_health_check=_QUIET
+)
+settings.register_profile(
+    "fuzz", max_examples=int(os.environ.get("FUZZ_EXAMPLES", "2000")), deadline=None, suppress_health_check=_QUIET
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session")

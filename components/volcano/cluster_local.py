@@ -40,12 +40,20 @@ from components.volcano.cluster import (
 )
 from components.volcano.localconfig import LocalClusterConfig, load_config
 from components.volcano.localcontroller import Controller, Transition
+from components.volcano.locallogs import PodLog, pod_logs
 from components.volcano.localstate import SCHEMA, JobRow
 from components.volcano.models import Job, Queue, apply_volcano_defaults, parse_job, validate_job
 from components.volcano.objects import BATCH_JOB, batch_job_status, batch_to_volcano, generate_name, volcano_job_status
 from components.volcano.resources import GPU, parse_resources
 
-__all__ = ["LocalCluster", "default_home"]
+__all__ = ["JobEvent", "LocalCluster", "default_home"]
+
+
+class JobEvent(Event):
+    """An event with the job it is filed under: what `vcpilot cluster events` lists across jobs."""
+
+    namespace: str
+    job: str
 
 
 def default_home() -> Path:
@@ -231,7 +239,9 @@ class LocalCluster:
         original: dict[str, Any] | None = None
         try:
             raw = job.to_dict() if isinstance(job, Job) else copy.deepcopy(dict(job))
-            meta_raw = raw.setdefault("metadata", {}) or {}
+            meta_raw = raw["metadata"] = raw.get("metadata") or {}
+            if not isinstance(meta_raw, dict):
+                raise ValueError(f"metadata must be a mapping (name, namespace, labels), not {type(meta_raw).__name__}")
             if not meta_raw.get("name") and meta_raw.get("generateName"):
                 meta_raw["name"] = generate_name(meta_raw.pop("generateName"))
             if (raw.get("apiVersion"), raw.get("kind")) == BATCH_JOB:
@@ -444,12 +454,44 @@ class LocalCluster:
     # -- beyond the protocol: logs and fault injection --------------------------------------------------
 
     def logs(self, name: str, namespace: str = "default") -> list[tuple[str, str]]:
-        """(log file name, text) of every run of every pod of the job, oldest run first."""
+        """(log file name, text) of every run of every pod of the job, in the order they ran."""
+        return [(r.path.name, r.read().decode(errors="replace")) for r in self.pod_logs(name, namespace)]
+
+    def pod_logs(self, name: str, namespace: str = "default", pod: str | None = None) -> list[PodLog]:
+        """The job's pod runs (`pod`'s alone when given) in the order they ran (components.volcano.locallogs)."""
         with self._tx():
-            self._ctl.job(namespace, name)
-        directory = self.home / "logs" / namespace / name
-        files = sorted(directory.glob("*.log"), key=lambda p: p.stat().st_mtime) if directory.exists() else []
-        return [(p.name, p.read_text(errors="replace")) for p in files]
+            pods = [p.name for p in self._info(self._ctl.job(namespace, name)).pods]
+        if pod is not None and pod not in pods:
+            raise JobNotFound(f"job {namespace}/{name} has no pod {pod!r} (pods: {', '.join(pods) or 'none'}).")
+        return pod_logs(self.home / "logs" / namespace / name, pod)
+
+    def all_events(
+        self, namespace: str | None = None, job: str | None = None, obj: str | None = None, limit: int = -1
+    ) -> list[JobEvent]:
+        """The last `limit` events (all: -1) of `namespace`, `job`, `obj` ("Pod/x") when given, oldest first.
+
+        Unlike `events`, a job that was deleted still has its events here, until the next reset.
+        """
+        wanted = {"namespace": namespace, "job": job, "object": obj}
+        where = " AND ".join([f"{column} = ?" for column, v in wanted.items() if v is not None] or ["1"])
+        with self._tx() as db:
+            self._ctl.reconcile()
+            rows = db.execute(
+                f"SELECT * FROM events WHERE {where} ORDER BY id DESC LIMIT ?",
+                [*(v for v in wanted.values() if v is not None), limit],
+            ).fetchall()
+        fields = ("namespace", "job", "time", "object", "type", "reason", "message")
+        return [JobEvent(**{f: r[f] for f in fields}) for r in reversed(rows)]
+
+    def find_pod(self, pod: str, namespace: str = "default") -> tuple[str, PodInfo]:
+        """The job a pod belongs to, and the pod; JobNotFound when no job has it."""
+        with self._tx() as db:
+            self._ctl.reconcile()
+            row = db.execute("SELECT job FROM pods WHERE namespace = ? AND name = ?", (namespace, pod)).fetchone()
+            if row is None:
+                raise JobNotFound(f"pod {namespace}/{pod} does not exist.")
+            info = self._info(self._ctl.job(namespace, row["job"]))
+        return info.name, next(p for p in info.pods if p.name == pod)
 
     def fail_node(self, node: str) -> list[str]:
         """Turn a node NotReady; its pods are killed and evicted. Returns the evicted pods."""

@@ -35,7 +35,9 @@ __all__ = [
     "JobState",
     "JobStatus",
     "LifecyclePolicy",
+    "NetworkTopology",
     "ObjectMeta",
+    "PartitionPolicy",
     "PodGroup",
     "PodGroupPhase",
     "PodGroupSpec",
@@ -232,6 +234,23 @@ class LifecyclePolicy(_Volcano):
     timeout: str | None = None
 
 
+class NetworkTopology(_Volcano):
+    """How far apart (in network tiers) the pods of a job or partition may be placed."""
+
+    mode: Literal["hard", "soft"] | None = None
+    highest_tier_allowed: int | None = Field(default=None, ge=0)
+    highest_tier_name: str | None = None
+
+
+class PartitionPolicy(_Volcano):
+    """A task split into `totalPartitions` gangs of `partitionSize` pods, at least `minPartitions` of them running."""
+
+    total_partitions: int | None = Field(default=None, ge=0)
+    partition_size: int | None = Field(default=None, ge=0)
+    min_partitions: int | None = Field(default=None, ge=0)
+    network_topology: NetworkTopology | None = None
+
+
 class TaskSpec(_Volcano):
     """A group of identical pods within a Job."""
 
@@ -243,7 +262,7 @@ class TaskSpec(_Volcano):
     max_retry: int | None = Field(default=None, ge=0)
     depends_on: dict[str, Any] | None = None
     topology_policy: Literal["none", "best-effort", "restricted", "single-numa-node"] | None = None
-    partition_policy: dict[str, Any] | None = None
+    partition_policy: PartitionPolicy | None = None
 
 
 class JobSpec(_Volcano):
@@ -459,9 +478,9 @@ def apply_volcano_defaults(job: Job) -> Job:
     spec.max_retry = spec.max_retry or 3
     for task in spec.tasks:
         if task.min_available is None:
-            partition = task.partition_policy or {}
-            if partition.get("minPartitions", 0) > 0:
-                task.min_available = partition["minPartitions"] * partition.get("partitionSize", 1)
+            partition = task.partition_policy
+            if partition is not None and (partition.min_partitions or 0) > 0:
+                task.min_available = (partition.min_partitions or 0) * (partition.partition_size or 1)
             else:
                 task.min_available = task.replicas
         task.max_retry = task.max_retry or 3

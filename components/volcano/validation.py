@@ -142,9 +142,7 @@ def _check_partition_policy(task: TaskSpec, where: str) -> None:
     policy = task.partition_policy
     if policy is None:
         return
-    total = policy.get("totalPartitions", 0)
-    size = policy.get("partitionSize", 0)
-    minimum = policy.get("minPartitions", 0)
+    total, size, minimum = policy.total_partitions or 0, policy.partition_size or 0, policy.min_partitions or 0
     if total <= 0 or size <= 0:
         raise ValueError(f"{where}.partitionPolicy needs totalPartitions and partitionSize greater than 0")
     if task.replicas != total * size:
@@ -155,7 +153,8 @@ def _check_partition_policy(task: TaskSpec, where: str) -> None:
         raise ValueError(
             f"{where}.minAvailable {task.min_available} must equal minPartitions × partitionSize = {minimum} × {size}"
         )
-    _check_network_topology(policy.get("networkTopology"), f"{where}.partitionPolicy.networkTopology")
+    topology = policy.network_topology
+    _check_network_topology(topology.to_dict() if topology else None, f"{where}.partitionPolicy.networkTopology")
 
 
 def _check_network_topology(topology: dict[str, Any] | None, where: str) -> None:

@@ -205,9 +205,12 @@ def load_workflow(
     if not isinstance(spec, Mapping):
         raise WorkflowError(f"{_label(source)} has no spec.")
     spec = copy.deepcopy(dict(spec))
+    _check_shape(spec)
     if spec.get("workflowTemplateRef"):
         raise WorkflowError("spec.workflowTemplateRef is not supported locally; run the WorkflowTemplate's own file.")
-    meta = document.get("metadata") or {}
+    meta = _optional(document, "metadata", Mapping, "") or {}
+    for key in ("labels", "annotations"):
+        _optional(meta, key, Mapping, "metadata")
     spec["arguments"] = _apply_params(spec.get("arguments") or {}, params or {})
     _check_templates(spec)
     if name is None:
@@ -373,3 +376,95 @@ def _check_dag(template: Mapping[str, Any]) -> None:
 
     for task_name in names:
         visit(task_name, [])
+
+
+# -- the shape of what the loader and the engine walk ---------------------------------------------------------
+# A field of the wrong type (a list where a mapping goes, a number for a name) is refused here in one sentence,
+# before a check or the engine meets it as an AttributeError deep inside the run.
+
+_TYPE_NAMES: dict[type, str] = {Mapping: "a mapping", list: "a list", str: "a string"}
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", type(None): "empty"}.get(
+        type(value), f"a {type(value).__name__}"
+    )
+
+
+def _optional(holder: Mapping[str, Any], key: str, expected: type, where: str) -> Any:
+    """`holder[key]` when it is absent, null or of type `expected`; WorkflowError naming the field otherwise."""
+    value = holder.get(key)
+    if value is not None and not isinstance(value, expected):
+        field_name = f"{where}.{key}" if where else key
+        raise WorkflowError(f"{field_name} must be {_TYPE_NAMES[expected]}, not {_kind(value)}.")
+    return value
+
+
+def _named_mappings(holder: Mapping[str, Any], key: str, where: str, *, names: bool = True) -> list[Mapping[str, Any]]:
+    """`holder[key]` as a list of mappings, each with a string `name` when `names`."""
+    items = _optional(holder, key, list, where) or []
+    for index, item in enumerate(items):
+        here = f"{where}.{key}[{index}]"
+        if not isinstance(item, Mapping):
+            raise WorkflowError(f"{here} must be a mapping, not {_kind(item)}.")
+        if names and not isinstance(item.get("name"), str):
+            raise WorkflowError(f"{here} needs a name (a string), not {_kind(item.get('name'))}.")
+    return items
+
+
+def _check_io(holder: Mapping[str, Any], where: str) -> None:
+    for key in ("arguments", "inputs", "outputs"):
+        block = _optional(holder, key, Mapping, where)
+        if block is not None:
+            _named_mappings(block, "parameters", f"{where}.{key}")
+            _named_mappings(block, "artifacts", f"{where}.{key}")
+
+
+def _check_hooks(holder: Mapping[str, Any], where: str) -> None:
+    _optional(holder, "onExit", str, where)
+    for name, hook in (_optional(holder, "hooks", Mapping, where) or {}).items():
+        if not isinstance(hook, Mapping):
+            raise WorkflowError(f"{where}.hooks.{name} must be a mapping, not {_kind(hook)}.")
+
+
+def _check_call(call: Mapping[str, Any], where: str) -> None:
+    """A step or a DAG task: what it calls, its arguments, its hooks."""
+    for key in ("template", "when", "depends"):
+        _optional(call, key, str, where)
+    inline = _optional(call, "inline", Mapping, where)
+    if inline is not None:
+        _check_template(inline, f"{where}.inline")
+    for dependency in _optional(call, "dependencies", list, where) or []:
+        if not isinstance(dependency, str):
+            raise WorkflowError(f"{where}.dependencies must list task names, not {_kind(dependency)}.")
+    _check_io(call, where)
+    _check_hooks(call, where)
+
+
+def _check_template(template: Mapping[str, Any], where: str) -> None:
+    _check_io(template, where)
+    for index, group in enumerate(_optional(template, "steps", list, where) or []):
+        if not isinstance(group, list):
+            raise WorkflowError(f"{where}.steps[{index}] must be a list of steps, not {_kind(group)}.")
+        for number, step in enumerate(group):
+            if not isinstance(step, Mapping):
+                raise WorkflowError(f"{where}.steps[{index}][{number}] must be a mapping, not {_kind(step)}.")
+            _check_call(step, f"{where}.steps[{index}][{number}]")
+    dag = _optional(template, "dag", Mapping, where)
+    if dag is not None:
+        for index, task in enumerate(_named_mappings(dag, "tasks", f"{where}.dag")):
+            _check_call(task, f"{where}.dag.tasks[{index}]")
+    for kind in TEMPLATE_TYPES + _UNSUPPORTED_TYPES:
+        if kind not in ("steps", "dag"):
+            _optional(template, kind, Mapping, where)
+
+
+def _check_shape(spec: Mapping[str, Any]) -> None:
+    """Refuse, naming the field, a spec whose parts the loader reads are not of the type Argo's schema gives."""
+    for key in ("entrypoint", "serviceAccountName"):
+        _optional(spec, key, str, "spec")
+    _check_io(spec, "spec")
+    _check_hooks(spec, "spec")
+    for index, template in enumerate(_named_mappings(spec, "templates", "spec")):
+        _check_template(template, f"spec.templates[{index}]")
+    _optional(spec, "templateDefaults", Mapping, "spec")

@@ -140,3 +140,108 @@ def _job_file(tmp_path, job):
     path = tmp_path / f"{job['metadata']['name']}.yaml"
     path.write_text(yaml.safe_dump(job))
     return path
+
+
+# -- the verbs of issue 14: --json everywhere, events, describe, reset's confirmation, the sample ----------------
+
+
+def test_every_cluster_verb_speaks_json(run, tmp_path):
+    assert json.loads(run("fail-node", "node-1", "--json").stdout) == {"node": "node-1", "ready": False, "evicted": []}
+    assert json.loads(run("recover-node", "node-1", "--json").stdout) == {"node": "node-1", "ready": True}
+    assert json.loads(run("events", "--json").stdout) == {"events": []}
+    described = json.loads(run("describe", "node/node-0", "--json").stdout)
+    assert described["kind"] == "Node" and described["node"]["gpu_capacity"] == 4
+    queue = json.loads(run("describe", "queue/default", "--json").stdout)
+    assert queue["queue"]["name"] == "default" and queue["jobs"] == []
+    reset = json.loads(run("reset", "--json").stdout)
+    assert reset == {
+        "deleted_jobs": [],
+        "nodes": ["node-0", "node-1"],
+        "queues": ["default"],
+        "damaged_state_moved_to": None,
+    }
+    sample = json.loads(run("sample", "--json").stdout)
+    assert sample["kind"] == "Job" and sample["metadata"]["name"] == "hello"
+
+
+def test_describe_and_events_name_what_is_wrong(run):
+    one_sentence_error(run("describe", "hello"), "KIND/NAME", "job, pod, queue, node")
+    one_sentence_error(run("describe", "deployment/x"), "KIND/NAME")
+    one_sentence_error(run("describe", "job/nope"), "job default/nope does not exist")
+    one_sentence_error(run("describe", "pod/nope"), "pod default/nope does not exist")
+    one_sentence_error(run("describe", "queue/nope"), "queue 'nope' does not exist")
+    one_sentence_error(run("describe", "node/gpu-9"), "node 'gpu-9' does not exist", "node-0")
+    one_sentence_error(run("events", "--for", "job/nope"), "job default/nope does not exist")
+    one_sentence_error(run("events", "--for", "queue/default"), "queues have no events")
+    one_sentence_error(run("logs", "nope"), "job default/nope does not exist")
+
+
+def _pending_job(run, tmp_path, name="big"):
+    """A job no node can hold (16 GPUs a pod): it is stored and pending, and no process starts."""
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(vcjob(name, gpus=16)))
+    assert run("submit", str(path)).exit_code == 0
+    return path
+
+
+def test_events_and_describe_of_a_pending_job(run, tmp_path):
+    _pending_job(run, tmp_path)
+    events = json.loads(run("events", "--for", "job/big", "--json").stdout)["events"]
+    assert [(e["object"], e["reason"]) for e in events][:1] == [("Job/big", "Created")]
+    assert all(e["job"] == "big" and e["namespace"] == "default" for e in events)
+    text = run("events").stdout
+    assert "default/big" in text and "Created" in text and text.splitlines()[0].split()[:3] == ["JOB", "AGE", "TYPE"]
+    described = run("describe", "job/big")
+    assert described.exit_code == 0
+    out = described.stdout
+    for line in ("Name:", "Queue:", "Phase:", "Pods:", "Events:"):
+        assert line in out
+    assert "Pending" in out and "Created" in out
+    data = json.loads(run("describe", "vcjob/big", "--json").stdout)
+    assert data["job"]["phase"] == "Pending" and data["spec"]["tasks"][0]["name"] == "main"
+    queue = json.loads(run("describe", "queue/default", "--json").stdout)
+    assert queue["jobs"] == ["default/big"] and queue["queue"]["pending"] + queue["queue"]["inqueue"] == 1
+
+
+def test_reset_asks_before_it_deletes_jobs(run, tmp_path, monkeypatch):
+    from components.errors import EXIT_FAILED
+    from pipelines import cli_cluster
+
+    _pending_job(run, tmp_path)
+    # No terminal (CliRunner's stdin is none): refused in one sentence, the job kept.
+    one_sentence_error(run("reset"), "would delete 1 job(s)", "--yes")
+    assert len(json.loads(run("status", "--json").stdout)["jobs"]) == 1
+    # At a terminal: a "no" keeps everything, a "yes" resets.
+    monkeypatch.setattr(cli_cluster, "_interactive", lambda: True)
+    runner = CliRunner()
+    declined = runner.invoke(app, ["cluster", "reset"], input="n\n")
+    assert declined.exit_code == EXIT_FAILED
+    assert "cluster left as it was" in declined.stderr
+    assert len(json.loads(run("status", "--json").stdout)["jobs"]) == 1
+    accepted = runner.invoke(app, ["cluster", "reset"], input="y\n")
+    assert accepted.exit_code == 0, accepted.output
+    assert json.loads(run("status", "--json").stdout)["jobs"] == []
+    # --yes / -y skip the question; an empty cluster is reset without one.
+    monkeypatch.setattr(cli_cluster, "_interactive", lambda: False)
+    _pending_job(run, tmp_path)
+    assert run("reset", "-y").exit_code == 0
+    assert run("reset").exit_code == 0
+
+
+def test_the_sample_is_a_valid_job_for_submit(run, tmp_path):
+    from components.volcano.models import apply_volcano_defaults, parse_job, validate_job
+
+    result = run("sample")
+    assert result.exit_code == 0
+    manifest = yaml.safe_load(result.stdout)
+    validate_job(apply_volcano_defaults(parse_job(manifest)))
+    assert manifest["spec"]["minAvailable"] == 2 and manifest["spec"]["tasks"][0]["replicas"] == 2
+    help_text = run("submit", "--help").stdout
+    assert "cluster sample" in help_text
+
+
+def test_logs_refuse_json_with_follow_and_unknown_pods(run, tmp_path):
+    _pending_job(run, tmp_path)
+    one_sentence_error(run("logs", "big", "--json", "-f"), "--json", "--follow")
+    one_sentence_error(run("logs", "big", "--pod", "nope"), "has no pod 'nope'", "pods: none")  # not admitted
+    assert json.loads(run("logs", "big", "--json").stdout) == {"job": "default/big", "runs": []}

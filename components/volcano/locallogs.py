@@ -1,0 +1,76 @@
+"""The logs LocalCluster's pods leave on disk: one file per run of a pod, found and put in the order they ran.
+
+A pod's process writes `logs/<namespace>/<job>/<pod>.run<generation>-<suffix>.log`; a restarted job (a new
+generation) or a restarted pod leaves a new file beside the old ones. Directory order and modification times
+alone do not say which ran first, so runs are ordered by generation, then pod (numbers compared as numbers:
+`w-2` before `w-10`), then the time the file was last written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["PodLog", "pod_logs", "tail_lines", "whole_lines"]
+
+_RUN = re.compile(r"^(?P<pod>.+)\.run(?P<generation>\d+)-[0-9a-f]+$")
+
+
+@dataclass(frozen=True)
+class PodLog:
+    """One run of one pod: its log file, the pod, and the job generation it belonged to."""
+
+    pod: str
+    generation: int
+    path: Path
+    modified: float  # seconds since the epoch, when the file was last written
+
+    @property
+    def run(self) -> str:
+        """The run's name, as in the file name: `<pod>.run<generation>-<suffix>`."""
+        return self.path.stem
+
+    def read(self, start: int = 0) -> bytes:
+        """The file's bytes from `start` on (what a follower has not printed yet)."""
+        with open(self.path, "rb") as handle:
+            handle.seek(start)
+            return handle.read()
+
+
+def _natural(name: str) -> tuple[tuple[int, str], ...]:
+    return tuple((int(part), "") if part.isdigit() else (0, part) for part in re.split(r"(\d+)", name) if part)
+
+
+def pod_logs(directory: Path, pod: str | None = None) -> list[PodLog]:
+    """The runs logged under a job's directory (`pod`'s alone when given), in the order they ran."""
+    runs: list[PodLog] = []
+    for path in directory.glob("*.log") if directory.is_dir() else ():
+        match = _RUN.match(path.stem)
+        name, generation = (match["pod"], int(match["generation"])) if match else (path.stem, 0)
+        if pod is not None and name != pod:
+            continue
+        try:
+            modified = path.stat().st_mtime
+        except OSError:  # removed since the listing (a reset or a TTL ran meanwhile)
+            continue
+        runs.append(PodLog(name, generation, path, modified))
+    return sorted(runs, key=lambda r: (r.generation, _natural(r.pod), r.modified, r.path.name))
+
+
+def tail_lines(text: str, count: int | None) -> str:
+    """The last `count` lines of `text` (all of it when `count` is None), as `kubectl logs --tail` shows them."""
+    if count is None:
+        return text
+    if count <= 0:
+        return ""
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[-count:])
+
+
+def whole_lines(chunk: bytes, final: bool) -> bytes:
+    """The part of `chunk` a follower may print now: up to its last newline, or all of it once the job ended.
+
+    A line half written waits for its end, so a multi-byte character is never split across two prints.
+    """
+    return chunk if final else chunk[: chunk.rfind(b"\n") + 1]

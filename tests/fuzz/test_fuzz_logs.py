@@ -1,0 +1,93 @@
+"""Fuzz the log reader and the masker: any bytes are lines or counted malformed ones, any text masks without error."""
+
+from __future__ import annotations
+
+import gzip
+import tempfile
+from pathlib import Path
+
+from fuzz_kit import SHARED, mutated_bytes
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from components.logs.masking import level_of, mask_variables, message_tokens, split_header
+from components.logs.reader import Malformed, read_lines
+
+# Real lines of the formats we read: the first lines of each loghub sample when ../shared is there, else a few.
+_FALLBACK = [
+    "081109 203518 143 INFO dfs.DataNode$DataXceiver: Receiving blk_-1608999687919862906 src: /10.250.19.102:5410",
+    "[Sun Dec 04 04:47:44 2005] [notice] workerEnv.init() ok /etc/httpd/conf/workers2.properties",
+    "2015-07-29 17:41:44,747 - INFO  [QuorumPeer[myid=1]/0:0:0:0:0:0:0:0:2181:FastLeaderElection@774] - Notification",
+    "Dec 10 06:55:46 LabSZ sshd[24200]: Invalid user webmaster from 173.234.31.186",
+    '{"ts": "2024-05-01T10:00:00Z", "level": "error", "msg": "timeout after 30s", "request_id": "9f1c"}',
+]
+
+
+def _seed_lines() -> list[str]:
+    lines = list(_FALLBACK)
+    for path in sorted(SHARED.glob("datasets/loghub/*/*_2k.log")):
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines += [next(handle).rstrip("\n") for _ in range(3)]
+    return lines
+
+
+LINES = _seed_lines()
+FILES = ["\n".join(LINES[i : i + 4]).encode() + b"\n" for i in range(0, len(LINES), 4)]
+LOG_BYTES = st.one_of(mutated_bytes(FILES), st.binary(max_size=600))
+LOG_TEXT = st.one_of(
+    st.sampled_from(LINES),
+    st.text(max_size=300),
+    mutated_bytes([s.encode() for s in LINES]).map(lambda b: b.decode("utf-8", errors="replace")),
+)
+
+
+def _expected_lines(data: bytes) -> int:
+    """How many lines a reader must yield for `data`: one per newline, one more for an unterminated last line."""
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+@given(LOG_BYTES)
+@example(b"\xef\xbb\xbf")  # a byte-order mark alone
+@example(b"x" * 64 + b"\n" + b"y" * 200)  # lines at and past the length limit, the last one unterminated
+@example(b"\r\n\r\n\x1b[31mred\x1b[0m\n")
+def test_every_line_is_yielded_as_text_or_counted(data: bytes) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "service.log"
+        path.write_bytes(data)
+        malformed = Malformed()
+        lines = list(read_lines([path], malformed, max_line_bytes=64))
+    assert len(lines) == _expected_lines(data)
+    assert [line.number for line in lines] == list(range(1, len(lines) + 1))
+    assert sum(line.problem is not None for line in lines) == malformed.total
+    for line in lines:
+        assert "\n" not in line.text
+        assert line.problem is None or line.text == ""
+
+
+@given(LOG_BYTES, st.integers(min_value=0, max_value=400))
+@example(b"", 0)
+def test_a_cut_or_corrupt_gzip_is_counted_not_raised(data: bytes, cut: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "service.log.gz"
+        packed = gzip.compress(data)
+        path.write_bytes(packed[:cut] if cut < len(packed) else packed)
+        malformed = Malformed()
+        lines = list(read_lines([path], malformed, max_line_bytes=64))
+    if cut >= len(packed):
+        assert len(lines) == _expected_lines(data)
+    elif cut > 0:  # an empty file is an empty log, not a broken one
+        assert malformed.counts.get("truncated_gzip", 0) + malformed.counts.get("unreadable_file", 0) == 1
+
+
+@given(LOG_TEXT)
+@example("[" * 40)  # unbalanced brackets: the header pattern must not backtrack for ever
+@example("0x" + "f" * 200)
+def test_masking_keeps_the_line_and_masks_whole_tokens(line: str) -> None:
+    header, message = split_header(line)
+    assert header + message == line
+    level = level_of(header, message)
+    assert level is None or level == level.upper()
+    masked = mask_variables(message)
+    assert isinstance(masked, str)
+    tokens = message_tokens(message, max_tokens=20)
+    assert len(tokens) <= 20
