@@ -1,4 +1,4 @@
-"""`vcpilot runs list|show|logs|delete` and `vcpilot ui`: find a workflow run again, read it, remove it.
+"""`vcpilot runs list|show|logs|replay|delete` and `vcpilot ui`: find a workflow run again, read it, remove it.
 
 Wire into the main CLI with `app.add_typer(cli_runs.app, name="runs")` and `app.command("ui")(cli_runs.ui_command)`.
 Everything but the MLflow link comes from this machine's files (`pipelines/runs.py`); MLflow is asked last
@@ -15,15 +15,16 @@ from typing import Annotated
 import typer
 
 from components.entry import reported
+from components.errors import InputError, Unavailable
 from components.tracking.adapter import TrackingUnavailable, experiment_name, resolve_uri
 from components.volcano.cluster_local import default_home
 from pipelines import runs_mlflow
 from pipelines.runs import RunDetail, RunSummary, check_name, list_runs, remove_run, show_run, step_logs
 
-__all__ = ["app", "delete_command", "list_command", "logs_command", "show_command", "ui_command"]
+__all__ = ["app", "delete_command", "list_command", "logs_command", "replay_command", "show_command", "ui_command"]
 
 app = typer.Typer(
-    help="Workflow runs on this machine: list, show, logs, delete.",
+    help="Workflow runs on this machine: list, show, logs, replay, delete.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
@@ -88,6 +89,37 @@ def logs_command(
             typer.secho(f"── {view.name} ({view.template}, {view.phase}) {log}", dim=True)
         sys.stdout.write(log.read_text(errors="replace"))
         sys.stdout.flush()
+
+
+@app.command("replay")
+@reported
+def replay_command(
+    name: NameArgument,
+    tracking_uri: Annotated[
+        str, typer.Option("--tracking-uri", help="Send to this MLflow instead of the run's own tracking URI.")
+    ] = "",
+    timeout: Annotated[float, typer.Option(min=1, help="Give up after this many seconds; what is left waits.")] = 300,
+    json_output: JsonOption = False,
+) -> None:
+    """Send the MLflow records a run's steps spooled and MLflow did not take (it was down); nothing goes twice."""
+    from components.tracking.replay import replay_all
+
+    home = default_home()
+    detail = show_run(home, check_name(name))
+    spools = Path(detail.workspace_dir) / "tracking" if detail.workspace_dir else None
+    if spools is None or not spools.is_dir():
+        raise InputError(f"run {name} has no tracking spools (it records nothing to MLflow, or its workspace is gone)")
+    where = runs_mlflow.target(home, tracking_uri or detail.tracking_uri, detail.experiment)
+    result = replay_all(spools, where.uri, timeout_s=timeout)
+    if json_output:
+        print(json.dumps({"run": name, "tracking_uri": where.uri, "spools": str(spools), **result.model_dump()}))
+    else:
+        typer.echo(f"sent {result.sent} records of {name} to {where.uri}; {result.skipped} left out for good")
+    if result.pending:
+        raise Unavailable(
+            f"MLflow at {where.uri} did not take {result.pending} records of {name} ({result.reason}); "
+            f"they wait in {spools}: run `vcpilot runs replay {name}` again when it answers"
+        )
 
 
 @app.command("delete")

@@ -1,7 +1,7 @@
 """Screenshots of the MLflow UI for docs/review.md: a real `mlflow server` on loopback and headless Chromium.
 
 The screenshot half takes any tracking URI and the names to look for (`ReviewTarget`), so it does not care who
-wrote the runs: today `review_data.populate`, later what `vcpilot run --scenario node-failure` records. Every shot
+wrote the runs (`review_night`: what `vcpilot run --scenario node-failure` recorded). Every shot
 waits for the texts it must show to be visible and for MLflow's spinners to go, never for a fixed time.
 
 Routes are those of MLflow 3.17's single-page UI (hash router; see `Routes` in its bundle `static/js/main.*.js`).
