@@ -261,7 +261,9 @@ def _expand_parent(name: str) -> Callable[[Browser], None]:
 
     def expand(browser: Browser) -> None:
         browser.wait_for_texts([name])
-        row = f"//div[contains(@class,'ag-row')][.//*[normalize-space(text())={_xpath_literal(name)}]]"
+        # The row itself (class token `ag-row`), not a container whose class merely starts so (`ag-row-animation`).
+        row_class = "contains(concat(' ', normalize-space(@class), ' '), ' ag-row ')"
+        row = f"//div[{row_class}][.//*[normalize-space(text())={_xpath_literal(name)}]]"
         button = browser.wait(
             lambda d: next((b for b in d.find_elements("xpath", f"{row}{EXPANDER}") if b.is_displayed()), False),
             f"the expander of {name!r}",

@@ -22,7 +22,7 @@ from review_night import MODEL, NAME, SPANS, TRACED, nested_runs, night_target, 
 _MISSING = browser_missing()
 if _MISSING and os.environ.get("VCPILOT_REQUIRE_BROWSER") == "1":
     raise RuntimeError(f"VCPILOT_REQUIRE_BROWSER=1 but no headless browser: {_MISSING}")
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.night]
 
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images" / "review"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
