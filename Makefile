@@ -56,7 +56,7 @@ bench: venv
 # The real-pod tests go first: they size their pods to the nodes' two CPUs, before the deployment's MLflow runs.
 e2e: venv
 	deploy/e2e/host-deps.sh
-	VCPILOT_REQUIRE_BROWSER=1 $(BIN)/pytest -q tests/integration/test_review_screenshots.py
+	VCPILOT_REQUIRE_BROWSER=1 $(BIN)/pytest -q -m night tests/integration/test_review_screenshots.py
 	deploy/e2e/build.sh
 	deploy/e2e/image.sh
 	trap 'deploy/e2e/down.sh' EXIT; trap 'exit 130' INT TERM; \

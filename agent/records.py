@@ -4,7 +4,8 @@
 rationale, policy — written atomically, so a reader never sees half of one. The diagnose records are also the
 memory of the recursion: `read_history` rebuilds the earlier attempts from them, which is how a bug that fails
 twice the same way is told from a first failure. `replay` decides a recorded observation again. The child run's
-trace (`agent.tracing`) shows the reasoning stage by stage, made from the same record.
+trace (`agent.tracing`) shows the reasoning stage by stage, made from the same record; both go through a spool, so
+an MLflow outage delays them and loses nothing.
 """
 
 from __future__ import annotations
@@ -20,25 +21,19 @@ from pydantic import ValidationError
 from agent.failures import attempt_record
 from agent.observation import AttemptRecord
 from agent.policy import Decision, Policy
-from agent.tracing import trace_decision
-from components.files import read_text
-from components.tracking.adapter import (
-    PARENT_TAG,
-    STEP_TAG,
-    TAG_LIMIT,
-    TrackingUnavailable,
-    bounded_retries,
-    client,
-    configured_uri,
-    experiment_name,
-    tracking_errors,
-)
-from components.tracking.runs import workflow_run
+from agent.tracing import decision_spans
+from components.files import read_text, write_text
+from components.tracking.adapter import STEP_TAG, WORKFLOW_ENV, configured_uri, experiment_name
+from components.tracking.recorder import Recorder
+from components.tracking.recorder import spool_dir as recorder_spool_dir
+from components.tracking.replay import ReplayResult
+from components.tracking.runs import WorkflowRun, start_parent
+from components.tracking.spool import Spool
 from components.volcano.validation import describe_validation_error
 
 __all__ = [
     "decisions_dir",
-    "log_decision",
+    "record_decision",
     "read_decision",
     "read_history",
     "replay",
@@ -62,69 +57,69 @@ def write_decision(
     workflow: str = "",
     tracking_uri: str | None = None,
     experiment: str | None = None,
+    run: WorkflowRun | None = None,
+    spool_dir: str | Path | None = None,
 ) -> Path:
-    """Write `<stage>-<attempt>.json` atomically; then, when MLflow is configured, log the decision there too.
+    """Write `<stage>-<attempt>.json` atomically; then, when MLflow is configured, record the decision there too.
 
-    MLflow is configured by `tracking_uri` (else MLFLOW_TRACKING_URI) and `workflow`; `experiment` defaults to
-    MLFLOW_EXPERIMENT_NAME, then llm-autopilot. The decision is a child run of the workflow's run, and its trace
-    is linked to that child. MLflow unreachable or failing (`TrackingUnavailable`) costs one warning line, never
-    the decision; without tracking nothing of MLflow is imported.
+    MLflow is configured by `tracking_uri` (else MLFLOW_TRACKING_URI) and the workflow (`run`, else a run known by
+    the name `workflow` alone); `experiment` defaults to MLFLOW_EXPERIMENT_NAME, then llm-autopilot. The decision
+    is a child run of the workflow's run, with its trace linked to it, spooled in `spool_dir` (default: where this
+    process's spools go, `components.tracking.recorder.spool_dir`) and sent at once. MLflow unreachable or failing
+    costs one warning line, never the decision; what it did not take waits in the spool for the exit handler's
+    sweep (or `vcpilot runs replay`). Without tracking nothing of MLflow is imported.
     """
     target = Path(directory) / f"{decision.stage}-{decision.observation.request.attempt}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=target.parent, prefix=f".{target.name}.", delete=False) as tmp:
-        tmp.write(decision.model_dump_json(indent=2) + "\n")
-    os.replace(tmp.name, target)
+    write_text(target, decision.model_dump_json(indent=2) + "\n")
     uri = configured_uri() if tracking_uri is None else tracking_uri
-    if uri and workflow:
-        try:
-            with bounded_retries():
-                run_id = log_decision(decision, uri, experiment_name(experiment), workflow)
-        except TrackingUnavailable as err:  # the workspace record stands; MLflow is a view of it
-            log.warning("decision not logged to MLflow (%s); it is in %s", err.reason, target)
-            return target
-        try:
-            with bounded_retries():
-                trace_decision(decision, uri, run_id)
-        except TrackingUnavailable as err:
-            log.warning("decision %s logged to MLflow without its trace (%s); it is in %s", run_id, err.reason, target)
+    if uri and (run or workflow):
+        workflow_run = run or WorkflowRun(name=workflow)
+        where = Path(spool_dir) if spool_dir else recorder_spool_dir({**os.environ, WORKFLOW_ENV: workflow_run.name})
+        spool = Spool(where / f"decision-{target.stem}.jsonl")
+        recorder = Recorder(spool, uri, flush_every_s=None)
+        result = record_decision(recorder, decision, experiment_name(experiment), workflow_run)
+        if result.pending:
+            log.warning(
+                "decision not logged to MLflow yet (%s); it is in %s, and its %d tracking records wait in %s",
+                result.reason,
+                target,
+                result.pending,
+                spool.path,
+            )
     return target
 
 
-def log_decision(decision: Decision, tracking_uri: str, experiment: str, workflow: str) -> str:
-    """Log `decision` as a child run of the workflow's parent run; return the child's run id.
+def record_decision(recorder: Recorder, decision: Decision, experiment: str, run: WorkflowRun) -> ReplayResult:
+    """Spool `decision` as a child run of the workflow's parent run, with its record and its trace; send it now.
 
-    Params: stage, policy, action kind, attempt and the training shape; the rationale as a tag; the whole
-    decision as the artifact `decision.json`. The child does not carry the workflow tag, which marks the parent.
-    TrackingUnavailable when MLflow fails.
+    Params: stage, policy, action kind, attempt and the training shape; the rationale as a tag; the whole decision
+    as the artifact `decision.json`; the trace of `agent.tracing.decision_spans`, stamped when the decision was
+    recorded. The child does not carry the workflow tag, which marks the parent. A replay adds nothing twice.
     """
-    mlflow: Any = client(tracking_uri)
-    parent = workflow_run(tracking_uri, experiment, workflow)
     action = decision.action
     attempt = decision.observation.request.attempt
-    tags = {
-        PARENT_TAG: parent,
-        STEP_TAG: decision.stage,
-        "vcpilot.decision": action.kind,
-        "vcpilot.rationale": action.rationale[:TAG_LIMIT],
-    }
+    name = f"{decision.stage}-{attempt}"
+    key = f"{run.key}/decision/{name}"
+    tags = {STEP_TAG: decision.stage, "vcpilot.decision": action.kind, "vcpilot.rationale": action.rationale}
     if decision.fallback:
-        tags["vcpilot.fallback"] = decision.fallback[:TAG_LIMIT]
-    params = {"stage": decision.stage, "policy": decision.policy, "action": action.kind, "attempt": attempt}
+        tags["vcpilot.fallback"] = decision.fallback
+    params: dict[str, Any] = {"stage": decision.stage, "policy": decision.policy, "action": action.kind}
+    params["attempt"] = attempt
     for field in ("gpus", "micro_batch", "grad_accum", "queue", "from_gpus", "checkpoint", "avoid_nodes"):
         if hasattr(action, field):
             value = getattr(action, field)
             params[field] = ",".join(value) if isinstance(value, list) else value
-    with tracking_errors(tracking_uri, f"log the {decision.stage} decision"):
-        from mlflow.entities import Param  # imported here: MLflow takes seconds to import
-
-        experiment_id = mlflow.get_run(parent).info.experiment_id
-        run = mlflow.create_run(experiment_id, run_name=f"{decision.stage}-{attempt}", tags=tags)
-        run_id: str = run.info.run_id
-        mlflow.log_batch(run_id, params=[Param(key, str(value)[:_MAX_PARAM]) for key, value in params.items()])
-        mlflow.log_text(run_id, decision.model_dump_json(indent=2), "decision.json")
-        mlflow.set_terminated(run_id, status="FINISHED")
-    return run_id
+    parent = start_parent(recorder, experiment, run)
+    recorder.start_run(key, name, experiment, tags, parent=parent)
+    recorder.log_params(key, {k: str(v)[:_MAX_PARAM] for k, v in params.items()})
+    with tempfile.TemporaryDirectory() as tmp:
+        record = Path(tmp) / "decision.json"
+        record.write_text(decision.model_dump_json(indent=2))
+        recorder.log_artifact(key, record)
+    span_tags = {"vcpilot.stage": decision.stage, "vcpilot.decision": action.kind}
+    recorder.log_trace(key, decision_spans(decision, recorder.clock()), span_tags)
+    recorder.end_run(key)
+    return recorder.flush(timeout_s=30.0, wait_s=5.0)
 
 
 def read_decision(path: str | Path) -> Decision:

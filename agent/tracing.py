@@ -2,9 +2,9 @@
 
 The trace is made after the decision, from its record alone — the `Decision`, and for the LLM policy the
 `Exchange` it carries — so it shows what happened, can be made again from a decision file, and is tested without
-a model. `decision_spans` is the pure part: the tree of spans, with their inputs, outputs and times.
-`trace_decision` sends it to MLflow, linked to the decision's run (the trace's `mlflow.sourceRun`, which is
-what the run's Traces tab lists), in the run's experiment. The tree:
+a model. `decision_spans` is the pure part: the tree of spans, with their inputs, outputs and times, which
+`agent.records` spools with the decision's run; the replay sends it (`components.tracking.traces`), linked to that
+run (the trace's `mlflow.sourceRun`, which is what the run's Traces tab lists), in the run's experiment. The tree:
 
     plan-1                      CHAIN      the request in; the action, the policy and the summary out
     ├── observe                 RETRIEVER  what the agent saw: queue, nodes, failed job, checkpoint, notes
@@ -24,23 +24,18 @@ reaches a span: the exchange is scrubbed of the API key when it is recorded, and
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from agent.actions import Wait
 from agent.exchange import Exchange
 from agent.observation import Observation
 from agent.policy import Decision
 from agent.prompts import SYSTEM_PROMPT, render_observation
-from components.tracking.adapter import TRACKING_URI_ENV, client, tracking_errors
+from components.tracking.traces import PlannedSpan
 
-__all__ = ["PlannedSpan", "decision_spans", "trace_decision"]
+__all__ = ["PlannedSpan", "decision_spans"]
 
 _NS = 1_000_000_000
 _TICK_NS = 1000  # the stages without a recorded duration get a microsecond each, in order
@@ -48,28 +43,6 @@ _RULES_GUARDRAILS = (
     "the rule policy builds its action within the request's limits; the guardrails check the LLM's answers "
     "and tool calls"
 )
-
-
-class PlannedSpan(BaseModel):
-    """One span of the trace to be: MLflow's fields, and its children in the order they happened."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    span_type: str
-    start_ns: int
-    end_ns: int
-    inputs: Any = None
-    outputs: Any = None
-    attributes: dict[str, Any] = Field(default_factory=dict)
-    error: str = ""  # the span failed (a request that got no usable reply)
-    children: list[PlannedSpan] = Field(default_factory=list)
-
-    def walk(self) -> Iterator[PlannedSpan]:
-        """The span itself, then every span under it, depth first."""
-        yield self
-        for child in self.children:
-            yield from child.walk()
 
 
 def decision_spans(decision: Decision, now_s: float) -> PlannedSpan:
@@ -122,41 +95,6 @@ def decision_spans(decision: Decision, now_s: float) -> PlannedSpan:
         attributes={"vcpilot.policy": decision.policy, "vcpilot.fallback": decision.fallback},
         children=children,
     )
-
-
-def trace_decision(
-    decision: Decision, tracking_uri: str, run_id: str, *, clock: Callable[[], float] = time.time
-) -> str:
-    """Log `decision`'s trace in the experiment of its run `run_id`, linked to that run; return the trace id.
-
-    TrackingUnavailable when MLflow fails or the trace did not arrive (MLflow's exporter only logs its own
-    failures, so the trace is read back to know).
-    """
-    root = decision_spans(decision, clock())
-    mlflow_client: Any = client(tracking_uri)
-    with tracking_errors(tracking_uri, f"trace the {decision.stage} decision"), _exporting_to(tracking_uri):
-        import mlflow  # imported here: MLflow takes seconds to import
-
-        experiment_id = mlflow_client.get_run(run_id).info.experiment_id
-        top = mlflow_client.start_trace(
-            root.name,
-            span_type=root.span_type,
-            inputs=root.inputs,
-            attributes=root.attributes,
-            tags={"vcpilot.stage": decision.stage, "vcpilot.decision": decision.action.kind},
-            experiment_id=experiment_id,
-            start_time_ns=root.start_ns,
-            run_id=run_id,  # the trace's mlflow.sourceRun: the run's Traces tab lists it
-        )
-        trace_id: str = top.trace_id
-        try:
-            for child in root.children:
-                _send(mlflow_client, trace_id, top.span_id, child)
-        finally:  # a trace left open is never exported; end it whatever happened to its spans
-            mlflow_client.end_trace(trace_id, outputs=root.outputs, end_time_ns=root.end_ns)
-        mlflow.flush_trace_async_logging()
-        mlflow_client.get_trace(trace_id)
-    return trace_id
 
 
 # -- the stages ---------------------------------------------------------------------------------------------
@@ -319,59 +257,3 @@ def _json(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         return text
-
-
-# -- MLflow -------------------------------------------------------------------------------------------------
-
-
-def _send(mlflow_client: Any, trace_id: str, parent_id: str, planned: PlannedSpan) -> None:
-    span = mlflow_client.start_span(
-        planned.name,
-        trace_id=trace_id,
-        parent_id=parent_id,
-        span_type=planned.span_type,
-        inputs=planned.inputs,
-        attributes=planned.attributes,
-        start_time_ns=planned.start_ns,
-    )
-    for child in planned.children:
-        _send(mlflow_client, trace_id, span.span_id, child)
-    mlflow_client.end_span(
-        trace_id,
-        span.span_id,
-        outputs=planned.outputs,
-        status="ERROR" if planned.error else "OK",
-        end_time_ns=planned.end_ns,
-    )
-
-
-@contextlib.contextmanager
-def _exporting_to(tracking_uri: str) -> Iterator[None]:
-    """Within this block MLflow's tracer exports to `tracking_uri`, synchronously.
-
-    The tracer sends every trace to the process's tracking URI, not to the client's, so it is pointed at the
-    decision's for the while and set back after (the environment variable too, which MLflow rewrites). Export
-    is made synchronous where the user did not choose: a step's process may exit right after its decision.
-    """
-    import mlflow
-
-    async_env = "MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"
-    added = async_env not in os.environ
-    if added:
-        os.environ[async_env] = "false"
-    previous = mlflow.get_tracking_uri() if mlflow.tracking.is_tracking_uri_set() else None
-    saved_env = os.environ.get(TRACKING_URI_ENV)
-    moved = previous != tracking_uri
-    if moved:
-        mlflow.set_tracking_uri(tracking_uri)  # resets the tracer, which is made again for this URI
-    try:
-        yield
-    finally:
-        if moved:
-            mlflow.set_tracking_uri(previous)  # type: ignore[arg-type]  # None: back to unset
-            if saved_env is None:
-                os.environ.pop(TRACKING_URI_ENV, None)
-            else:
-                os.environ[TRACKING_URI_ENV] = saved_env
-        if added:
-            os.environ.pop(async_env, None)

@@ -1,4 +1,4 @@
-"""`vcpilot runs list|show|logs|delete` and `vcpilot ui`: find a workflow run again, read it, remove it.
+"""`vcpilot runs list|show|logs|replay|delete` and `vcpilot ui`: find a workflow run again, read it, remove it.
 
 Wire into the main CLI with `app.add_typer(cli_runs.app, name="runs")` and `app.command("ui")(cli_runs.ui_command)`.
 Everything but the MLflow link comes from this machine's files (`pipelines/runs.py`); MLflow is asked last
@@ -14,16 +14,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from components.entry import JsonOption, new_app
+from components.entry import JsonOption, new_app, print_json
+from components.errors import InputError, Unavailable
 from components.tracking.adapter import TrackingUnavailable, experiment_name, resolve_uri
 from pipelines import runs_mlflow
 
 if TYPE_CHECKING:
     from pipelines.runs import RunDetail, RunSummary
 
-__all__ = ["app", "delete_command", "list_command", "logs_command", "show_command", "ui_command"]
+__all__ = ["app", "delete_command", "list_command", "logs_command", "replay_command", "show_command", "ui_command"]
 
-app = new_app(help="Workflow runs on this machine: list, show, logs, delete.")
+app = new_app(help="Workflow runs on this machine: list, show, logs, replay, delete.")
 NameArgument = Annotated[str, typer.Argument(help="The run's name (its workflow name; see `vcpilot runs list`).")]
 
 
@@ -86,6 +87,37 @@ def logs_command(
             typer.secho(f"── {view.name} ({view.template}, {view.phase}) {log}", dim=True)
         sys.stdout.write(log.read_text(errors="replace"))
         sys.stdout.flush()
+
+
+@app.command("replay")
+def replay_command(
+    name: NameArgument,
+    tracking_uri: Annotated[
+        str, typer.Option("--tracking-uri", help="Send to this MLflow instead of the run's own tracking URI.")
+    ] = "",
+    timeout: Annotated[float, typer.Option(min=1, help="Give up after this many seconds; what is left waits.")] = 300,
+    json_output: JsonOption = False,
+) -> None:
+    """Send the MLflow records a run's steps spooled and MLflow did not take (it was down); nothing goes twice."""
+    from components.tracking.replay import replay_all
+    from pipelines.runs import check_name, show_run
+
+    home = default_home()
+    detail = show_run(home, check_name(name))
+    spools = Path(detail.workspace_dir) / "tracking" if detail.workspace_dir else None
+    if spools is None or not spools.is_dir():
+        raise InputError(f"run {name} has no tracking spools (it records nothing to MLflow, or its workspace is gone)")
+    where = runs_mlflow.target(home, tracking_uri or detail.tracking_uri, detail.experiment)
+    result = replay_all(spools, where.uri, timeout_s=timeout)
+    if result.pending:  # what was sent is kept; the rest waits, said in the one sentence (or JSON error) of errors
+        raise Unavailable(
+            f"MLflow at {where.uri} took {result.sent} records of {name} but not {result.pending} ({result.reason}); "
+            f"they wait in {spools}: run `vcpilot runs replay {name}` again when it answers"
+        )
+    if json_output:
+        print_json({"run": name, "tracking_uri": where.uri, "spools": str(spools), **result.model_dump()})
+    else:
+        typer.echo(f"sent {result.sent} records of {name} to {where.uri}; {result.skipped} left out for good")
 
 
 @app.command("delete")

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from agent.records import read_decision
 from components.errors import InputError
+from components.tracking.spool import Spool
 from pipelines.local.engine.status import parse_rfc3339
 from pipelines.local.runner import delete_run, is_running, last_line, step_reason
 from pipelines.local.workflow import check_run_name
@@ -207,6 +208,9 @@ def _detail(home: Path, name: str, document: dict[str, Any]) -> RunDetail:
     notes: list[str] = []
     decisions = _decisions(workspace / "decisions", notes) if workspace else []
     released, reason = _release(workspace / "release.json", notes) if workspace else (None, "")
+    if workspace and (waiting := _spooled(workspace / "tracking")):
+        where = workspace / "tracking"
+        notes.append(f"{waiting} MLflow records wait in {where}: `vcpilot runs replay {name}` sends them")
     params = _parameters(document)
     return RunDetail(
         name=name,
@@ -226,6 +230,11 @@ def _detail(home: Path, name: str, document: dict[str, Any]) -> RunDetail:
         experiment=params.get("mlflow-experiment", ""),
         notes=notes,
     )
+
+
+def _spooled(directory: Path) -> int:
+    """How many records the run's spools hold that MLflow has not taken."""
+    return sum(Spool(path).pending() for path in directory.glob("*.jsonl")) if directory.is_dir() else 0
 
 
 def _steps(nodes: dict[str, dict[str, Any]], run_dir: Path, home: Path, namespace: str | None) -> list[StepView]:

@@ -103,9 +103,10 @@ class TrainingRunInput(JobStepInput):
         write_decision(
             decision,
             self.decisions,
-            workflow=self.workflow_name,
+            run=self.workflow_run(),
             tracking_uri=self.mlflow_tracking_uri,
             experiment=self.mlflow_experiment or None,
+            spool_dir=self.context().paths.tracking,
         )
 
 

@@ -1,7 +1,7 @@
 """Screenshots of the MLflow UI for docs/review.md: a real `mlflow server` on loopback and headless Chromium.
 
 The screenshot half takes any tracking URI and the names to look for (`ReviewTarget`), so it does not care who
-wrote the runs: today `review_data.populate`, later what `vcpilot run --scenario node-failure` records. Every shot
+wrote the runs (`review_night`: what `vcpilot run --scenario node-failure` recorded). Every shot
 waits for the texts it must show to be visible and for MLflow's spinners to go, never for a fixed time.
 
 Routes are those of MLflow 3.17's single-page UI (hash router; see `Routes` in its bundle `static/js/main.*.js`).
@@ -261,7 +261,9 @@ def _expand_parent(name: str) -> Callable[[Browser], None]:
 
     def expand(browser: Browser) -> None:
         browser.wait_for_texts([name])
-        row = f"//div[contains(@class,'ag-row')][.//*[normalize-space(text())={_xpath_literal(name)}]]"
+        # The row itself (class token `ag-row`), not a container whose class merely starts so (`ag-row-animation`).
+        row_class = "contains(concat(' ', normalize-space(@class), ' '), ' ag-row ')"
+        row = f"//div[{row_class}][.//*[normalize-space(text())={_xpath_literal(name)}]]"
         button = browser.wait(
             lambda d: next((b for b in d.find_elements("xpath", f"{row}{EXPANDER}") if b.is_displayed()), False),
             f"the expander of {name!r}",

@@ -9,6 +9,7 @@ time. What is still unsent then stays in the workspace, and the workflow's exit 
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -19,6 +20,7 @@ from typing import Any, TextIO
 from components.tracking.adapter import SPOOL_ENV, WORKFLOW_ENV, WORKSPACE_ENV
 from components.tracking.replay import ReplayResult, encode_value, replay
 from components.tracking.spool import Spool
+from components.tracking.traces import PlannedSpan
 
 __all__ = ["FLUSH_EVERY_S", "Recorder", "environment_spool", "spool_dir"]
 
@@ -103,6 +105,12 @@ class Recorder:
         """A file as the run's artifact (under `directory`); the spool sends a copy taken now."""
         copy = self.spool.keep_file(path)
         self.spool.append({"op": "artifact", "key": key, "file": str(copy), "dir": directory})
+
+    def log_trace(self, key: str, root: PlannedSpan, tags: Mapping[str, str] | None = None) -> None:
+        """A trace linked to the run, from spans planned now with their own times; sent once, however often replayed."""
+        span = json.loads(root.model_dump_json())  # what JSON cannot hold (NaN) as JSON's null
+        named = {k: str(v) for k, v in (tags or {}).items()}
+        self.spool.append({"op": "trace", "key": key, "span": span, "tags": named})
 
     def end_run(self, key: str, status: str = "FINISHED") -> None:
         """End the run FINISHED, FAILED or KILLED."""

@@ -10,6 +10,8 @@ Each spooled record (`components.tracking.spool`) is one of:
   and MLflow's SQL store skips a row whose (key, value, timestamp, step) it has;
 - `tags` (`key`, `tags`): `log_batch`; a tag is overwritten with the same value;
 - `artifact` (`key`, `file`: the spool's copy, `dir`): `log_artifact`, written again at the same path;
+- `trace` (`key`, `span`: a `PlannedSpan` tree, `tags`): a trace linked to the run, tagged with the run's key and
+  the root span's name, which a replay finds and does not send again (`components.tracking.traces`);
 - `end` (`key`, `status`, `time`): `set_terminated`, the same status and end time again.
 
 The cursor moves past a record only once MLflow took it. A record MLflow refuses for good (a param changed value
@@ -163,6 +165,8 @@ class _Sender:
                 self.client.log_batch(run_id, tags=[RunTag(k, str(v)[:TAG_LIMIT]) for k, v in record["tags"].items()])
             elif op == "artifact":
                 self.client.log_artifact(run_id, record["file"], record.get("dir"))
+            elif op == "trace":
+                self._trace(run_id, key, record)
             elif op == "end":
                 self.client.set_terminated(run_id, status=record["status"], end_time=record.get("time"))
             else:
@@ -178,6 +182,18 @@ class _Sender:
         ]
         for start in range(0, len(metrics), _BATCH):
             self.client.log_batch(run_id, metrics=metrics[start : start + _BATCH])
+
+    def _trace(self, run_id: str, key: str, record: dict[str, Any]) -> None:
+        from pydantic import ValidationError
+
+        from components.tracking.traces import PlannedSpan, send_trace
+
+        try:
+            root = PlannedSpan.model_validate(record["span"])
+        except (KeyError, ValidationError):
+            raise _Unreadable from None
+        tags = {k: str(v)[:TAG_LIMIT] for k, v in (record.get("tags") or {}).items()}
+        send_trace(self.client, self.uri, run_id, root, f"{key}/trace/{root.name}", tags)
 
     def _experiment(self, name: str) -> str:
         if name not in self.experiments:

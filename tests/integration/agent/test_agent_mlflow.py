@@ -42,7 +42,9 @@ def test_a_decision_is_a_child_run_of_the_workflows_run_with_its_rationale_and_r
     from components.tracking.runs import workflow_run
 
     chosen = decision()
-    write_decision(chosen, tmp_path, workflow="wf-records", tracking_uri=tracking, experiment="llm-autopilot")
+    write_decision(
+        chosen, tmp_path, workflow="wf-records", tracking_uri=tracking, experiment="llm-autopilot", spool_dir=tmp_path
+    )
     client = MlflowClient(tracking)
     parent = workflow_run(tracking, "llm-autopilot", "wf-records")
     experiment = client.get_experiment_by_name("llm-autopilot").experiment_id
@@ -65,17 +67,39 @@ def test_a_decision_is_a_child_run_of_the_workflows_run_with_its_rationale_and_r
     assert json.loads(Path(artifact).read_text()) == chosen.model_dump(mode="json")
 
 
-def test_with_mlflow_down_the_record_is_still_written_and_one_line_warns(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+def test_with_mlflow_down_the_record_is_still_written_one_line_warns_and_the_spool_sends_it_later_once(
+    tracking: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from components.tracking.replay import replay
+    from components.tracking.runs import workflow_run
+    from components.tracking.spool import Spool
+
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="agent.records"):
-        path = write_decision(decision(), tmp_path, workflow="wf", tracking_uri=UNREACHABLE)
+        path = write_decision(decision(), tmp_path, workflow="wf-late", tracking_uri=UNREACHABLE, spool_dir=tmp_path)
     assert time.monotonic() - started < 30
     assert path.is_file()
     (warning,) = caplog.messages
-    assert warning.startswith("decision not logged to MLflow (") and "\n" not in warning
-    assert warning.endswith(f"it is in {path}")
+    spool = Spool(tmp_path / "decision-plan-1.jsonl")
+    assert warning.startswith("decision not logged to MLflow yet (") and "\n" not in warning
+    assert f"it is in {path}" in warning and warning.endswith(f"wait in {spool.path}")
+
+    # The server answers again: the sweep sends the decision's run, record and trace; a second sweep adds nothing.
+    assert replay(spool, tracking).pending == 0
+    assert replay(spool, tracking).sent == 0
+    client = MlflowClient(tracking)
+    parent = workflow_run(tracking, "llm-autopilot", "wf-late")
+    experiment = client.get_experiment_by_name("llm-autopilot").experiment_id
+    (child,) = client.search_runs([experiment], filter_string=f"tags.`mlflow.parentRunId` = '{parent}'")
+    assert child.info.run_name == "plan-1" and child.info.status == "FINISHED"
+    (trace,) = client.search_traces(locations=[experiment], run_id=child.info.run_id)
+    assert trace.info.tags["vcpilot.decision"] == decision().action.kind
+    spool.save_cursor(spool.cursor().model_copy(update={"offset": 0}))  # as if the cursor were lost in a crash
+    assert replay(spool, tracking).pending == 0
+    assert len(client.search_traces(locations=[experiment], run_id=child.info.run_id)) == 1
+    assert len(client.search_runs([experiment], filter_string=f"tags.`mlflow.parentRunId` = '{parent}'")) == 1
 
 
 def test_measured_throughput_reads_what_finetune_logs(

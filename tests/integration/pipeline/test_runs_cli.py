@@ -331,3 +331,42 @@ def test_a_vcjob_step_shows_its_job_and_its_pods_logs(cli: CliRunner, ran) -> No
     assert out.exit_code == 0 and "rank 0 step 1" in out.stdout
     out = cli.invoke(app, ["runs", "delete", "gang", "--yes"])
     assert "the VCJobs it created on LocalCluster: train-job" in out.stdout
+
+
+# The plan step of a night when MLflow was down from start to end: its decision waits in the run's spools.
+DECIDE_DOWN = DECIDE.replace(
+    'tracking_uri="")',
+    'workflow="{{workflow.name}}", tracking_uri="{{workflow.parameters.mlflow-tracking-uri}}",\n'
+    '               spool_dir="{{workflow.parameters.workspace}}/runs/{{workflow.name}}/tracking")',
+)
+
+
+def test_replay_sends_what_waited_while_mlflow_was_down_once(cli: CliRunner, ran, tmp_path: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    with socket.socket() as sock:  # a loopback port nothing listens on: MLflow down all night
+        sock.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    workflow = pipeline(ran["workspace"], down)
+    workflow["spec"]["templates"][1]["script"]["source"] = DECIDE_DOWN
+    run_workflow(workflow, {}, home=ran["home"], name="late-run")
+    shown = cli.invoke(app, ["runs", "show", "late-run"])
+    assert "MLflow records wait in" in shown.output and "vcpilot runs replay late-run" in shown.output
+
+    out = cli.invoke(app, ["runs", "replay", "late-run"])  # to the run's own MLflow, still down
+    assert out.exit_code == 3 and "wait in" in out.output and "vcpilot runs replay late-run" in out.output
+    later = f"sqlite:///{tmp_path / 'later.db'}"
+    out = cli.invoke(app, ["runs", "replay", "late-run", "--tracking-uri", later, "--json"])
+    assert out.exit_code == 0, out.output
+    sent = json.loads(out.stdout)
+    assert sent["sent"] > 0 and sent["pending"] == 0 and sent["skipped"] == 0
+    again = json.loads(cli.invoke(app, ["runs", "replay", "late-run", "--tracking-uri", later, "--json"]).stdout)
+    assert again["sent"] == 0 and again["pending"] == 0
+
+    client = MlflowClient(later)
+    experiment = client.get_experiment_by_name(DEFAULT_EXPERIMENT).experiment_id
+    (parent,) = client.search_runs([experiment], filter_string="tags.`vcpilot.workflow` = 'late-run'")
+    (child,) = client.search_runs([experiment], filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
+    assert child.info.run_name == "plan-1"
+    assert len(client.search_traces(locations=[experiment], run_id=child.info.run_id)) == 1
+    assert "MLflow records wait" not in cli.invoke(app, ["runs", "show", "late-run"]).output
