@@ -123,7 +123,7 @@ def test_plan_refuses_a_queue_or_priority_class_that_does_not_exist(
 
 
 def test_plan_in_a_fresh_process_imports_no_hera(cluster: LocalCluster, tmp_path: Path) -> None:
-    # Hera's models take about a second to import, as long as the rest of the command (benchmarks/cli.py).
+    # Hera's models take about a second to import, some three times the rest of the command (benchmarks/cli.py).
     root = Path(__file__).resolve().parents[2]
     probe = (
         "import sys\n"
