@@ -25,7 +25,8 @@ __all__ = ["PolicyChoice", "plan_command"]
 # agent.policies.POLICY_NAMES, written out so that typer shows them as the choices.
 PolicyChoice = Literal["rules", "llm"]
 
-# The plan step's input fields (TrainingPlanInput, PlanRequest) by this command's parameter names.
+# The request's fields (PlanRequest) and the plan step's input fields (TrainingPlanInput), which its messages may
+# name, by this command's parameter names.
 _PARAMS = {
     "gpus_min": "min_gpus",
     "gpus-min": "min_gpus",
@@ -80,38 +81,42 @@ def plan_command(
     import yaml
     from pydantic import ValidationError
 
+    from agent.observation import PlanRequest
     from agent.observe import observe
     from agent.policies import decide, select_policy
     from components.volcano.connect import connect
-    from pipelines.parameters import DEFAULT_IMAGE
-    from pipelines.steps_training import TrainingPlanInput
+    from pipelines.run_identity import workflow_run_of
+    from pipelines.training_plan import render_training_job
+    from pipelines.vcjobs import DEFAULT_IMAGE, JobContext
 
+    # The plan step's request and job context (pipelines.steps_training.TrainingPlanInput) for a run of attempt
+    # 1 that Argo did not label, built without Hera, which that step's input is made of.
     try:
         chosen, fallback = select_policy(policy)
-        inputs = TrainingPlanInput(
-            workflow_name=workflow,
-            namespace=namespace,
-            workspace=workspace,
-            workspace_pvc=workspace_pvc,
-            image=image or DEFAULT_IMAGE,
-            queue=queue,
-            priority_class=priority_class,
+        request = PlanRequest(
             gpus=gpus,
             gpus_min=min_gpus,
             gpus_per_pod=gpus_per_pod,
             global_batch=global_batch,
             micro_batch=micro_batch,
+            queue=queue,
             fallback_queue=fallback_queue,
-            train_max_steps=max_steps,
+            priority_class=priority_class,
+            namespace=namespace,
+            max_steps=max_steps,
             resume_checkpoint=resume_checkpoint,
-            base_model=base_model,
-            checkpoint_every=checkpoint_every,
         )
-        request = inputs.plan_request()
     except ValidationError as err:
         raise _flag_error(err) from None
     except ValueError as err:  # the request's checks run in pydantic validators, which speak ValueError
         raise InputError(_flags_named(str(err))) from None
+    context = JobContext.for_run(
+        workflow_run_of(name=workflow, namespace=namespace, image=image or DEFAULT_IMAGE),
+        workspace=workspace,
+        workspace_pvc=workspace_pvc,
+        queue=queue,
+        priority_class=priority_class,
+    )
     try:
         cluster = connect(kubeconfig or None)
     except VcpilotError as err:
@@ -124,10 +129,10 @@ def plan_command(
     # A queue or priority class that is not there: an InputError naming the ones that are; a ClusterError when
     # the cluster cannot tell. Either reaches the entry point as its one sentence.
     request.check_names([q.name for q in cluster.queues()], cluster.priority_classes())
-    observation = observe(cluster, request, checkpoints=inputs.context().paths.checkpoints)
+    observation = observe(cluster, request, checkpoints=context.paths.checkpoints)
     decision = decide(chosen, observation, "plan", fallback)
     try:
-        job = inputs.training_job(decision)
+        job = render_training_job(context, decision, base_model=base_model, checkpoint_every=checkpoint_every)
     except ValueError as err:  # the manifest checks (components.volcano.validation) speak ValueError too
         raise InputError(_flags_named(str(err))) from None
     manifest: dict[str, Any] | None = job.to_dict() if job else None

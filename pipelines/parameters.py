@@ -17,11 +17,11 @@ from agent.observation import PlanRequest
 from components.names import is_dns1123_subdomain
 from components.volcano.resources import parse_quantity
 from components.volcano.validation import describe_validation_error
+from pipelines.vcjobs import DEFAULT_IMAGE
 
 __all__ = ["DEFAULTS", "DEFAULT_IMAGE", "MODES", "PARAMETERS", "POLICIES", "TEMPLATE_NAME", "check_parameters"]
 
 TEMPLATE_NAME = "llm-autopilot"
-DEFAULT_IMAGE = "ghcr.io/vcpilot/vcpilot:0.1.0"
 MODES = ["auto", "force", "dry-run"]
 POLICIES = ["rules", "llm"]
 

@@ -50,9 +50,19 @@ def argo_link(base_url: str, namespace: str, name: str) -> str:
 
 
 def workflow_run_of(
-    *, name: str, uid: str, namespace: str, labels_json: str, argo_ui_url: str, template_version: str, image: str
+    *,
+    name: str,
+    uid: str = "",
+    namespace: str,
+    labels_json: str = "{}",
+    argo_ui_url: str = "",
+    template_version: str = "",
+    image: str,
 ) -> WorkflowRun:
-    """The WorkflowRun of what a step's inputs say; labels that are not a JSON object count as none."""
+    """The WorkflowRun of what a step's inputs say; labels that are not a JSON object count as none.
+
+    What is not given is what a step hears of a run that Argo did not label, with no UI configured.
+    """
     try:
         labels = json.loads(labels_json or "{}")
     except ValueError:

@@ -191,17 +191,10 @@ class JobStepInput(RunInput):
 
     def context(self, queue: str | None = None) -> JobContext:
         """The part of every VCJob this run shares."""
-        run = self.workflow_run()
-        return JobContext(
-            workflow=self.workflow_name,
-            namespace=self.namespace,
+        return JobContext.for_run(
+            self.workflow_run(),
             workspace=self.workspace,
-            workflow_uid=run.uid,
-            trigger=run.trigger,
-            argo_url=run.argo_url,
-            template_version=run.template_version,
             workspace_pvc=self.workspace_pvc,
-            image=self.image,
             queue=queue or self.queue,
             priority_class=self.priority_class,
             mlflow_tracking_uri=self.mlflow_tracking_uri,

@@ -8,7 +8,7 @@ fewer GPUs, or abort). Both observe the cluster with `pipelines.steps.connect_cl
 """
 
 # No `from __future__ import annotations` here: Hera reads the step functions' annotations at runtime.
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Annotated, Literal
 
 from hera.workflows import Parameter, script
@@ -26,7 +26,7 @@ from components.tracking.adapter import DEFAULT_EXPERIMENT
 from components.volcano.cluster import Cluster
 from components.volcano.models import Job
 from pipelines.steps import RUNNER, JobStepInput, connect_cluster, for_people, keep_manifest, manifest_json, tell_argo
-from pipelines.vcjobs import TrainingShape, build_training_job_for
+from pipelines.training_plan import render_training_job
 
 __all__ = [
     "DiagnoseInput",
@@ -123,33 +123,10 @@ class TrainingPlanInput(TrainingRunInput):
     def training_job(self, decision: Decision) -> Job | None:
         """The VCJob of this attempt at the size the agent decided; None when it decided not to train now.
 
-        The one rendering of the training VCJob from the run's parameters: the plan step submits it, and
-        `vcpilot plan` shows it.
+        Rendered by `pipelines.training_plan`, which `vcpilot plan` calls too, without Hera.
         """
-        action = decision.action
-        if not isinstance(action, Proceed | Downscale):
-            return None
-        request = decision.observation.request
-        shape = TrainingShape(
-            attempt=self.attempt,
-            gpus=action.gpus,
-            gpus_per_pod=self.gpus_per_pod,
-            micro_batch=action.micro_batch,
-            grad_accum=action.grad_accum,
-            global_batch=action.global_batch,
-            queue=action.queue,
-            avoid_nodes=request.avoid_nodes,
-            resume_checkpoint=request.resume_checkpoint,
-        )
-        context = self.context(queue=action.queue)
-        return build_training_job_for(
-            context,
-            shape,
-            base_model=self.base_model,
-            # The fine-tuning set is the one detect-logs curated from corrected requests, next to its report.
-            dataset_dir=str(PurePosixPath(context.paths.detect_report).parent),
-            max_steps=self.train_max_steps,
-            checkpoint_every=self.checkpoint_every,
+        return render_training_job(
+            self.context(), decision, base_model=self.base_model, checkpoint_every=self.checkpoint_every
         )
 
 

@@ -41,6 +41,7 @@ from components.volcano.resources import GPU, parse_quantity, scale_quantity
 from pipelines.workspace import RunPaths
 
 __all__ = [
+    "DEFAULT_IMAGE",
     "LOADTEST_PORT",
     "STEP_LABEL",
     "WORKFLOW_LABEL",
@@ -57,6 +58,9 @@ __all__ = [
 WORKFLOW_LABEL = "workflows.argoproj.io/workflow"
 STEP_LABEL = "vcpilot.io/step"
 LOADTEST_PORT = 8000
+# The step image when a run names none: the `image` parameter's default (pipelines.parameters), kept here, free
+# of Hera, for `vcpilot plan`.
+DEFAULT_IMAGE = "ghcr.io/vcpilot/vcpilot:0.1.0"
 # Room left for Volcano's pod suffix `-<task>-<index>` within Kubernetes' 63-character pod names.
 _JOB_NAME_MAX = 45
 
@@ -93,6 +97,20 @@ class JobContext(BaseModel):
         if parse_quantity(value) <= 0:
             raise ValueError(f"{value!r} must be a quantity greater than 0, such as 4, 1500m or 16Gi")
         return value
+
+    @classmethod
+    def for_run(cls, run: WorkflowRun, **settings: str) -> JobContext:
+        """The context of `run`'s jobs: who the run is from `run` (as MLflow records it), the rest from `settings`."""
+        return cls(
+            workflow=run.name,
+            namespace=run.namespace,
+            workflow_uid=run.uid,
+            trigger=run.trigger,
+            argo_url=run.argo_url,
+            template_version=run.template_version,
+            image=run.image,
+            **settings,
+        )
 
     def share(self, gpus: int) -> tuple[str, str]:
         """CPU and memory of a pod that uses `gpus` GPUs (one share at least)."""

@@ -77,7 +77,7 @@ class Timeout(ClusterError):
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class PodInfo(_Frozen):

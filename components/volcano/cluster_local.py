@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from components.errors import InputError
 from components.volcano import localpods
@@ -38,13 +38,15 @@ from components.volcano.cluster import (
     StateDamaged,
     Timeout,
 )
-from components.volcano.localconfig import LocalClusterConfig, load_config
 from components.volcano.localcontroller import Controller, Transition
 from components.volcano.locallogs import PodLog, pod_logs
 from components.volcano.localstate import SCHEMA, JobRow
 from components.volcano.models import Job, Queue, apply_volcano_defaults, parse_job, validate_job
 from components.volcano.objects import BATCH_JOB, batch_job_status, batch_to_volcano, generate_name, volcano_job_status
 from components.volcano.resources import GPU, parse_resources
+
+if TYPE_CHECKING:  # imported where a config is read: a command on an existing cluster builds no config model
+    from components.volcano.localconfig import LocalClusterConfig
 
 __all__ = ["JobEvent", "LocalCluster", "default_home"]
 
@@ -59,6 +61,17 @@ class JobEvent(Event):
 def default_home() -> Path:
     """`VCPILOT_HOME`, or `./.vcpilot`."""
     return Path(os.environ.get("VCPILOT_HOME") or ".vcpilot").resolve()
+
+
+def _chosen_config(home: Path, config: LocalClusterConfig | str | Path | None) -> LocalClusterConfig:
+    """The config given, else the home's `cluster.yaml`, else the default; a bad one is an InputError."""
+    from components.volcano.localconfig import LocalClusterConfig, load_config
+
+    if isinstance(config, LocalClusterConfig):
+        return config
+    if config is None and (home / "cluster.yaml").exists():
+        config = home / "cluster.yaml"
+    return load_config(config)
 
 
 class LocalCluster:
@@ -156,11 +169,7 @@ class LocalCluster:
         self._db.execute("COMMIT")
 
     def _config(self, config: LocalClusterConfig | str | Path | None) -> LocalClusterConfig:
-        if isinstance(config, LocalClusterConfig):
-            return config
-        if config is None and (self.home / "cluster.yaml").exists():
-            config = self.home / "cluster.yaml"
-        return load_config(config)
+        return _chosen_config(self.home, config)
 
     def _install(self, config: LocalClusterConfig) -> None:
         db = self._db
@@ -201,12 +210,7 @@ class LocalCluster:
         Returns where the damaged database went, or the home's `cluster.db` when it could be reset in place.
         """
         base = Path(home).resolve() if home else default_home()
-        if isinstance(config, LocalClusterConfig):
-            chosen = config
-        elif config is None and (base / "cluster.yaml").exists():
-            chosen = load_config(base / "cluster.yaml")
-        else:
-            chosen = load_config(config)
+        chosen = _chosen_config(base, config)
         cluster = cls.__new__(cls)
         cluster.home, cluster._clock, cluster._hook = base, time.time, True
         try:

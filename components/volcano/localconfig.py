@@ -18,11 +18,11 @@ from components.names import is_dns1123_subdomain
 from components.volcano.resources import GPU, check_resource_name, parse_quantity, quantity_value
 from components.volcano.validation import describe_validation_error
 
-__all__ = ["DEFAULT_CONFIG", "LocalClusterConfig", "NodeConfig", "QueueConfig", "load_config"]
+__all__ = ["LocalClusterConfig", "NodeConfig", "QueueConfig", "load_config"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 # Kubernetes' ceiling for a PriorityClass a user creates (scheduling/v1 HighestUserDefinablePriority).
@@ -125,13 +125,10 @@ class LocalClusterConfig(_Strict):
         return self
 
 
-DEFAULT_CONFIG = LocalClusterConfig()
-
-
 def load_config(path: str | Path | None) -> LocalClusterConfig:
     """Read a config file; InputError with one sentence when it is unreadable or wrong."""
-    if path is None:
-        return DEFAULT_CONFIG
+    if path is None:  # built when asked for: a command that opens an existing cluster needs no config
+        return LocalClusterConfig()
     data = load_document(path, "cluster config")
     try:
         return LocalClusterConfig.model_validate(data)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal, TypeVar
 
-import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
@@ -131,6 +130,8 @@ _Subdomain = Annotated[str, AfterValidator(_subdomain)]
 
 
 class _Model(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     def to_dict(self) -> dict[str, Any]:
         """Return the object as Kubernetes expects it: camelCase keys, no unset fields, JSON types."""
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -426,6 +427,8 @@ _M = TypeVar("_M", bound=BaseModel)
 
 
 def _load_text(text: str, what: str) -> Any:
+    import yaml  # imported here: a manifest given as a dict (every one LocalCluster reads back) needs none
+
     try:
         return json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
     except json.JSONDecodeError as err:

@@ -1,4 +1,8 @@
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -36,6 +40,25 @@ def test_status_json_is_one_document(run):
     assert [n["name"] for n in data["nodes"]] == ["node-0", "node-1"]
     assert [q["name"] for q in data["queues"]] == ["default"]
     assert data["jobs"] == []
+
+
+NOT_FOR_STATUS = ("yaml", "hera", "mlflow", "torch", "mcp", "fastapi", "httpx", "kubernetes")
+
+
+def test_status_in_a_fresh_process_imports_only_what_it_shows(run, tmp_path):
+    # `cluster status` is the command people type most: it reads the cluster and prints tables (pydantic, sqlite
+    # and rich), and parses no YAML and builds no workflow (benchmarks/cli.py, docs/benchmarks.md).
+    run("submit", str(_job_file(tmp_path, vcjob("train", gpus=1))))
+    probe = (
+        "import sys\n"
+        "from pipelines.cli import app\n"
+        "try:\n    app(['cluster', 'status'])\nexcept SystemExit as end:\n    assert not end.code, end.code\n"
+        f"print([m for m in {NOT_FOR_STATUS!r} if m in sys.modules])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "default/train" in done.stdout and done.stdout.strip().splitlines()[-1] == "[]", done.stdout
 
 
 def test_submit_rejects_bad_files(run, tmp_path):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -117,3 +120,22 @@ def test_plan_refuses_a_queue_or_priority_class_that_does_not_exist(
     for fragment in fragments:
         assert fragment in sentence
     assert cluster.list_jobs() == []
+
+
+def test_plan_in_a_fresh_process_imports_no_hera(cluster: LocalCluster, tmp_path: Path) -> None:
+    # Hera's models take about a second to import, some three times the rest of the command (benchmarks/cli.py).
+    root = Path(__file__).resolve().parents[2]
+    probe = (
+        "import sys\n"
+        "from pipelines.cli import app\n"
+        "try:\n    app(['plan', '--dry-run', '--workspace', sys.argv[1]])\nexcept SystemExit as end:\n"
+        "    assert not end.code, end.code\n"
+        "print([m for m in ('hera', 'mlflow', 'torch', 'mcp', 'fastapi', 'httpx', 'kubernetes') if m in sys.modules])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path / "ws")], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
+    assert "VCJob wf" not in done.stdout and "VCJob vcpilot-plan-train-1" in done.stdout
