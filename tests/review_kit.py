@@ -27,9 +27,11 @@ from typing import Any
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 WINDOW = (1400, 900)
-# What MLflow shows while it is still fetching: spinners, skeleton rows, ag-grid's loading overlay.
+# What MLflow shows while it is still fetching: spinners, skeleton rows, ag-grid's loading overlay. A spinning
+# Spin only (`-spin-spinning`, its dots): the Spin's containers (`-spin-container`, `-spin-nested-loading`) stay.
 LOADING = (
-    "[data-testid*='spinner'], [class*='-spin'], [class*='skeleton'], [class*='Skeleton'], .ag-overlay-loading-center"
+    "[data-testid*='spinner'], [class*='-spin-spinning'], [class*='-spin-dot'], [class*='skeleton'], "
+    "[class*='Skeleton'], .ag-overlay-loading-center"
 )
 # The UI's own first-visit extras, marked as seen (`useLocalStorage` keys, stored as `<key>_v<version>`): the
 # assistant panel that opens itself on localhost and the "Detect issues" tip over the trace view would cover the page.
@@ -199,9 +201,11 @@ class Browser:
         try:
             return wait.until(condition)
         except TimeoutException:
-            text = self.driver.find_element("tag name", "body").text[:1500]
+            text = self.driver.find_element("tag name", "body").text
+            loading = [e.get_attribute("class") for e in self.driver.find_elements("css selector", LOADING)]
             raise AssertionError(
-                f"{what} not shown in {self.timeout_s:.0f} s at {self.driver.current_url}; the page showed: {text!r}"
+                f"{what} not shown in {self.timeout_s:.0f} s at {self.driver.current_url}; still loading: "
+                f"{loading[:5]}; the page showed: {text[:600]!r} … {text[-900:]!r}"
             ) from None
 
     def wait_for_texts(self, texts: Sequence[str]) -> str:

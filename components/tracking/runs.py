@@ -27,6 +27,7 @@ from components.tracking.adapter import (
     KEY_TAG,
     NAMESPACE_ENV,
     NAMESPACE_TAG,
+    PARENT_TAG,
     STATUS_TAG,
     TEMPLATE_VERSION_ENV,
     TEMPLATE_VERSION_TAG,
@@ -180,7 +181,27 @@ def close_workflow_run(
                 uri=tracking_uri,
                 reason=f"{reason}; {waiting} records wait in {directory}",
             )
-        return recorder.spool.cursor().runs[key]
+        parent = recorder.spool.cursor().runs[key]
+        _end_orphans(tracking_uri, parent)
+        return parent
+
+
+def _end_orphans(tracking_uri: str, parent: str) -> None:
+    """End KILLED the nested runs still RUNNING once the workflow is over: their pods died before they could say so.
+
+    A training attempt whose node died, a step killed by a stop or a timeout: nothing else will ever end them, and
+    MLflow would show them running for ever.
+    """
+    mlflow = client(tracking_uri)
+    with tracking_errors(tracking_uri, "end the runs of steps that died"):
+        experiment_id = mlflow.get_run(parent).info.experiment_id
+        running = mlflow.search_runs(
+            [experiment_id],
+            filter_string=f"tags.`{PARENT_TAG}` = '{parent}' and attributes.status = 'RUNNING'",
+            max_results=1000,
+        )
+        for run in running:
+            mlflow.set_terminated(run.info.run_id, status="KILLED")
 
 
 def _record_files(recorder: Recorder, key: str, path: Path, where: str) -> None:

@@ -106,6 +106,19 @@ def test_a_damaged_report_does_not_keep_the_parent_run_open(store, tmp_path):
     assert run.info.status == "FAILED" and run.data.tags["vcpilot.status"] == "Failed"
 
 
+def test_closing_the_run_ends_killed_the_nested_runs_whose_pods_died(store):
+    mlflow = client(store)
+    parent = workflow_run(store, "adapter", "wf-orphans")
+    experiment = mlflow.get_run(parent).info.experiment_id
+    died = mlflow.create_run(experiment, run_name="finetune-1", tags={"mlflow.parentRunId": parent}).info.run_id
+    ended = mlflow.create_run(experiment, run_name="finetune-2", tags={"mlflow.parentRunId": parent}).info.run_id
+    mlflow.set_terminated(ended, status="FINISHED")
+    other = mlflow.create_run(experiment, run_name="elsewhere").info.run_id  # another workflow's: left alone
+    assert close_workflow_run(store, "adapter", "wf-orphans", "Succeeded", {}) == parent
+    statuses = {run_id: mlflow.get_run(run_id).info.status for run_id in (died, ended, other, parent)}
+    assert statuses == {died: "KILLED", ended: "FINISHED", other: "RUNNING", parent: "FINISHED"}
+
+
 def test_a_step_logs_to_a_local_store_and_a_dead_one_costs_one_warning(store, down, tmp_path):
     report = tmp_path / "report.json"
     report.write_text('{"errors": 0}')
