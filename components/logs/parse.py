@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from pydantic import BaseModel
 from components.logs.masking import message_tokens, split_header
 from components.logs.reader import MAX_LINE_BYTES, LogSourceError, Malformed, SourceLine, expand_sources, read_lines
 from components.logs.records import RequestRecord, classify
+from components.logs.scoring import grouping_accuracy
 from components.logs.templates import Miner, MinerSettings
 
 __all__ = ["COLUMNS", "MALFORMED_EVENT", "PROGRESS_LINES", "ParseSummary", "grouping_accuracy", "parse_files"]
@@ -116,22 +116,3 @@ def _write_rows(ids: Path, out: Path, miner: Miner) -> int:
             handle.write(f"{number},{row}")
     os.replace(temporary, out)
     return sum(1 for raw in rendered if raw != "0\n")
-
-
-def grouping_accuracy(truth: Sequence[str], predicted: Sequence[str]) -> float:
-    """Loghub's grouping accuracy: the share of lines whose predicted group is exactly their true group."""
-    if len(truth) != len(predicted):
-        raise ValueError(f"{len(truth)} true events but {len(predicted)} predicted ones: the line counts differ")
-    if not truth:
-        return 0.0
-    true_groups: dict[str, set[int]] = defaultdict(set)
-    predicted_groups: dict[str, set[int]] = defaultdict(set)
-    for index, (true_event, predicted_event) in enumerate(zip(truth, predicted, strict=True)):
-        true_groups[true_event].add(index)
-        predicted_groups[predicted_event].add(index)
-    correct = 0
-    for members in predicted_groups.values():
-        true_event = truth[next(iter(members))]
-        if true_groups[true_event] == members:
-            correct += len(members)
-    return correct / len(truth)
