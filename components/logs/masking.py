@@ -18,6 +18,7 @@ __all__ = [
     "level_of",
     "mask_variables",
     "message_tokens",
+    "shown_tokens",
     "split_header",
 ]
 
@@ -53,7 +54,7 @@ _MESSAGE_LEVEL = re.compile(r"\b(ERROR|FATAL|CRITICAL|Exception|Traceback)\b")
 VARIABLE_PATTERNS: tuple[tuple[str, str], ...] = (
     ("uuid", r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
     ("timestamp", r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"),
-    ("ip", r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?![\w.])"),
+    ("ip", r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.])"),  # a port is a number of its own: `<*>:<*>`
     ("path", r"(?<![\w/.:])/[\w.\-]+(?:/[\w.\-]*)+"),
     ("hex", r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{4,}\b"),
     ("number", r"(?<![A-Za-z0-9.])[-+]?\d+(?:\.\d+)?(?![\w.])"),
@@ -97,8 +98,18 @@ def message_tokens(message: str, max_tokens: int = 100) -> list[str]:
     `blk_1 blk_2 blk_3` and `blk_4` become the same single `<*>`: a variable-length list is one variable.
     Lines longer than `max_tokens` are cut, which bounds the cost of matching one line.
     """
+    return shown_tokens(message, max_tokens)[0]
+
+
+def shown_tokens(message: str, max_tokens: int = 100) -> tuple[list[str], list[str]]:
+    """`message_tokens` and, position by position, how each token reads in a template (`blk_<*>`, `/<*>:<*>`).
+
+    Mining compares whole tokens (a token with a variable in it is `<*>`), which groups best; a template shows
+    what is constant inside a token too, as Loghub's ground truth does.
+    """
     search, sub = _MAYBE_VARIABLE.search, _VARIABLES.sub  # local names: this runs for every token of every line
     tokens: list[str] = []
+    shown: list[str] = []
     previous = ""
     # Every variable holds a digit or a slash: most tokens are settled without running the masks. Lists that
     # collapse can shrink a line, so a few more words than `max_tokens` are looked at before the final cut.
@@ -107,7 +118,9 @@ def message_tokens(message: str, max_tokens: int = 100) -> list[str]:
         if masked == token:
             previous = token
             tokens.append(token)
+            shown.append(token)
         elif masked != previous:
             previous = masked
             tokens.append(MASK)
-    return tokens[:max_tokens]
+            shown.append(masked)
+    return tokens[:max_tokens], shown[:max_tokens]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from components.logs.masking import message_tokens, split_header
+from components.logs.masking import shown_tokens, split_header
 from components.logs.reader import MAX_LINE_BYTES, LogSourceError, Malformed, SourceLine, expand_sources, read_lines
 from components.logs.records import RequestRecord, classify
 from components.logs.scoring import grouping_accuracy
@@ -69,7 +69,7 @@ def parse_files(
                 if on_lines is not None and lines % PROGRESS_LINES == 0:
                     on_lines(lines)
                 text = _message(line, malformed)
-                write("0\n" if text is None else f"{add(message_tokens(text, max_tokens))}\n")
+                write("0\n" if text is None else f"{add(*shown_tokens(text, max_tokens))}\n")
         if lines == 0:
             raise LogSourceError(f"{', '.join(map(str, sources))} holds no log lines: nothing to parse")
         templates = _write_rows(ids, out, miner)

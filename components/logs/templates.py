@@ -88,6 +88,7 @@ class Miner:
     def __init__(self, settings: MinerSettings | None = None, state_file: Path | None = None) -> None:
         self.settings = settings or MinerSettings()
         self.state_file = state_file
+        self._shown: dict[int, list[str]] = {}  # per template, its tokens as shown (not kept in the state file)
         config = self.settings.config()
         self._miner = TemplateMiner(persistence_handler=None, config=config)
         self._miner.drain = self._drain = _ConstantTokenDrain(
@@ -108,15 +109,32 @@ class Miner:
                     "delete it to start afresh"
                 ) from err
 
-    def add(self, tokens: list[str]) -> int:
-        """Mine one line (its masked tokens, see `masking.message_tokens`); returns its template's id."""
+    def add(self, tokens: list[str], shown: list[str] | None = None) -> int:
+        """Mine one line (its masked tokens, see `masking.shown_tokens`); returns its template's id.
+
+        `shown` (the tokens as a template shows them, `blk_<*>`) lets `template` keep what is constant inside a
+        token; without it a token with a variable reads `<*>`.
+        """
         cluster, _ = self._drain.add_log_message(tokens)
-        return int(cluster.cluster_id)
+        identity = int(cluster.cluster_id)
+        if shown is not None:
+            known = self._shown.get(identity)
+            if known is None or len(known) != len(shown):
+                self._shown[identity] = shown
+            elif known != shown:
+                self._shown[identity] = [a if a == b else MASK for a, b in zip(known, shown, strict=True)]
+        return identity
 
     def template(self, cluster_id: int) -> str:
         """The template of `cluster_id` as mined so far (`<*>` for variables), or '' when it was dropped."""
         cluster = self._drain.id_to_cluster.get(cluster_id)
-        return str(cluster.get_template()) if cluster is not None else ""
+        if cluster is None:
+            return ""
+        tokens = cluster.log_template_tokens
+        shown = self._shown.get(cluster_id)
+        if shown is None or len(shown) != len(tokens):
+            return str(cluster.get_template())
+        return " ".join(s if t == MASK else t for t, s in zip(tokens, shown, strict=True))
 
     @property
     def known(self) -> int:
