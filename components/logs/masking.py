@@ -48,6 +48,9 @@ _FIELD = (
 _HEADER = re.compile(r"\s*(?:" + _FIELD + r"(?:\s+|$))+")
 # `dfs.DataNode$PacketResponder:`, `org.apache.Foo:`, or syslog's `host prog[pid]:` right after the header fields.
 _COMPONENT = re.compile(r"(?:[\w.\-]+\s+)?[\w.$\-/]+(?:\[\d+\])?:(?:\s+|$)")
+# What makes a leading run of fields a header: a date or a time of day in it. A line that opens without one (the
+# Loghub benchmark's Content column, a bare message) is all message: `error: ...`, `3 more ...` stay in it.
+_STAMP = re.compile(r"\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}|\d{1,4}/\d{1,2}/\d{1,4}|^\s*\d{6,}\s+\d{6}\b")
 _LEVEL = re.compile(r"\b(" + _LEVELS + r")\b")
 _MESSAGE_LEVEL = re.compile(r"\b(ERROR|FATAL|CRITICAL|Exception|Traceback)\b")
 
@@ -66,10 +69,15 @@ _MAYBE_VARIABLE = re.compile(r"[0-9/]")
 
 
 def split_header(line: str) -> tuple[str, str]:
-    """Split a raw log line into (header, message): leading timestamps, levels, bracketed fields, component."""
+    """Split a raw log line into (header, message): leading timestamps, levels, bracketed fields, component.
+
+    Only a run of fields with a date or a time in it is a header; any other line is all message.
+    """
     match = _HEADER.match(line)
     end = match.end() if match else 0
     header = line[:end]
+    if not _STAMP.search(header):
+        return "", line
     # After a ` - ` separator (Zookeeper, Python logging) the message starts; `word:` there is part of it.
     if not header.rstrip().endswith("-") or not header.strip():
         component = _COMPONENT.match(line, end)
