@@ -56,9 +56,15 @@ DRAIN_PUBLISHED_GA = {
 }
 
 # The configurations leave-one-dataset-out chooses among: every generic knob of MinerSettings on a small grid.
+# Ties go to the first listed; merging is listed first because the six sets hold few word-valued variables and so
+# cannot tell merging apart from not merging, while logs in general hold users, hosts and states as words.
 CANDIDATES: dict[str, dict] = {
-    f"similarity={sim},depth={depth}": {"similarity": sim, "depth": depth}
-    for sim, depth in product((0.4, 0.5, 0.6, 0.7, 0.8), (4, 5, 6))
+    f"similarity={sim},depth={depth},merge_min_values={merge}": {
+        "similarity": sim,
+        "depth": depth,
+        "merge_min_values": merge,
+    }
+    for merge, sim, depth in product((6, 8, 12, None), (0.5, 0.6, 0.7, 0.8), (4, 5, 6))
 }
 
 

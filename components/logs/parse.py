@@ -98,6 +98,7 @@ def _write_rows(ids: Path, out: Path, miner: Miner) -> int:
 
     A row's text after its LineId depends only on its template, so it is rendered (CSV-quoted) once per template.
     """
+    events = miner.events()
     rendered: dict[str, str] = {}
     buffer = io.StringIO()
     renderer = csv.writer(buffer, lineterminator="\n")
@@ -108,7 +109,11 @@ def _write_rows(ids: Path, out: Path, miner: Miner) -> int:
             row = rendered.get(raw)
             if row is None:
                 cluster = int(raw)
-                event = (f"E{cluster}", miner.template(cluster)) if cluster else (MALFORMED_EVENT, "<malformed line>")
+                known = events.get(cluster) if cluster else None
+                if known is None:  # a malformed line, or a template the miner dropped (least recently used)
+                    event = (MALFORMED_EVENT, "<malformed line>") if not cluster else (f"E{cluster}", "")
+                else:
+                    event = (f"E{known[0]}", known[1])
                 renderer.writerow(event)
                 row = rendered[raw] = buffer.getvalue()
                 buffer.seek(0)

@@ -22,6 +22,7 @@ from drain3.template_miner_config import TemplateMinerConfig
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.logs.masking import MASK
+from components.logs.merging import merge_templates
 from components.logs.reader import LogSourceError
 
 __all__ = ["Miner", "MinerSettings"]
@@ -37,6 +38,11 @@ class MinerSettings(BaseModel):
     max_children: int = Field(default=100, ge=2)
     max_clusters: int | None = Field(default=50_000, ge=1, description="least recently used templates are dropped")
     max_tokens: int = Field(default=100, ge=1, description="tokens of a line that take part in matching")
+    merge_min_values: int | None = Field(
+        default=6,  # what leave-one-dataset-out over the six Loghub sets chooses (benchmarks/logs.py)
+        ge=2,
+        description="after mining, join templates that differ in one position taking this many values (None: never)",
+    )
 
     def config(self) -> TemplateMinerConfig:
         """The Drain3 configuration object these settings stand for."""
@@ -135,6 +141,26 @@ class Miner:
         if shown is None or len(shown) != len(tokens):
             return str(cluster.get_template())
         return " ".join(s if t == MASK else t for t, s in zip(tokens, shown, strict=True))
+
+    def events(self) -> dict[int, tuple[int, str]]:
+        """Each template's event after the merge pass (`merging.merge_templates`): `{id: (event id, template)}`.
+
+        Without `merge_min_values` every template is its own event.
+        """
+        clusters = {int(c.cluster_id): c for c in self._drain.clusters}
+        if self.settings.merge_min_values is None:
+            return {identity: (identity, self.template(identity)) for identity in clusters}
+        joins = merge_templates(
+            {identity: cluster.log_template_tokens for identity, cluster in clusters.items()},
+            min_values=self.settings.merge_min_values,
+        )
+        shown: dict[int, list[str]] = {}
+        for identity, event in joins.items():
+            tokens = self.template(identity).split(" ")
+            known = shown.setdefault(event, tokens)
+            if known is not tokens:
+                shown[event] = [a if a == b else MASK for a, b in zip(known, tokens, strict=True)]
+        return {identity: (event, " ".join(shown[event])) for identity, event in joins.items()}
 
     @property
     def known(self) -> int:
