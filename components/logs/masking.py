@@ -87,8 +87,11 @@ def split_header(line: str) -> tuple[str, str]:
 
 
 def level_of(header: str, message: str) -> str | None:
-    """The line's level, upper-cased: from its header, or (if the header has none) an error word in the message."""
-    found = _LEVEL.search(header)
+    """The line's level, upper-cased: from its header, or (if the header has none) an error word in the message.
+
+    A line without a header (no date or time up front) may still open with its level: `WARN disk 91% full`.
+    """
+    found = _LEVEL.search(header) if header else _LEVEL.match(message.lstrip())
     if found:
         return found.group(1).upper()
     spotted = _MESSAGE_LEVEL.search(message)

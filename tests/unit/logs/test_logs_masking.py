@@ -100,3 +100,9 @@ def test_a_template_shows_what_is_constant_inside_a_token() -> None:
     tokens, shown = shown_tokens("Receiving blk_-16 src: /10.0.0.1:5410")
     assert tokens == ["Receiving", "<*>", "src:", "<*>"]
     assert shown == ["Receiving", "blk_<*>", "src:", "/<*>:<*>"]
+
+
+def test_a_line_without_a_timestamp_still_gives_its_leading_level() -> None:
+    header, message = split_header("WARN disk 91% full")
+    assert (header, message) == ("", "WARN disk 91% full")
+    assert level_of(header, message) == "WARN"
