@@ -48,7 +48,10 @@ def _skipped(malformed: Malformed) -> str:
 @app.command("parse")
 def parse_command(
     files: Annotated[list[Path], typer.Argument(help="Log files, directories or globs (.gz is read too).")],
-    out: Annotated[Path, typer.Option("--out", help="The CSV to write: LineId, EventId, EventTemplate.")],
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="The CSV to write: LineId, Source, Content, EventId, EventTemplate, ParameterList."),
+    ],
     state: Annotated[Path | None, typer.Option(help="A Drain3 state file to resume from and save to.")] = None,
     as_json: JsonFlag = False,
 ) -> None:

@@ -18,6 +18,7 @@ __all__ = [
     "level_of",
     "mask_variables",
     "message_tokens",
+    "shown_tokens",
     "split_header",
 ]
 
@@ -47,13 +48,16 @@ _FIELD = (
 _HEADER = re.compile(r"\s*(?:" + _FIELD + r"(?:\s+|$))+")
 # `dfs.DataNode$PacketResponder:`, `org.apache.Foo:`, or syslog's `host prog[pid]:` right after the header fields.
 _COMPONENT = re.compile(r"(?:[\w.\-]+\s+)?[\w.$\-/]+(?:\[\d+\])?:(?:\s+|$)")
+# What makes a leading run of fields a header: a date or a time of day in it. A line that opens without one (the
+# Loghub benchmark's Content column, a bare message) is all message: `error: ...`, `3 more ...` stay in it.
+_STAMP = re.compile(r"\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}|\d{1,4}/\d{1,2}/\d{1,4}|^\s*\d{6,}\s+\d{6}\b")
 _LEVEL = re.compile(r"\b(" + _LEVELS + r")\b")
 _MESSAGE_LEVEL = re.compile(r"\b(ERROR|FATAL|CRITICAL|Exception|Traceback)\b")
 
 VARIABLE_PATTERNS: tuple[tuple[str, str], ...] = (
     ("uuid", r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
     ("timestamp", r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"),
-    ("ip", r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?![\w.])"),
+    ("ip", r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.])"),  # a port is a number of its own: `<*>:<*>`
     ("path", r"(?<![\w/.:])/[\w.\-]+(?:/[\w.\-]*)+"),
     ("hex", r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{4,}\b"),
     ("number", r"(?<![A-Za-z0-9.])[-+]?\d+(?:\.\d+)?(?![\w.])"),
@@ -65,10 +69,15 @@ _MAYBE_VARIABLE = re.compile(r"[0-9/]")
 
 
 def split_header(line: str) -> tuple[str, str]:
-    """Split a raw log line into (header, message): leading timestamps, levels, bracketed fields, component."""
+    """Split a raw log line into (header, message): leading timestamps, levels, bracketed fields, component.
+
+    Only a run of fields with a date or a time in it is a header; any other line is all message.
+    """
     match = _HEADER.match(line)
     end = match.end() if match else 0
     header = line[:end]
+    if not _STAMP.search(header):
+        return "", line
     # After a ` - ` separator (Zookeeper, Python logging) the message starts; `word:` there is part of it.
     if not header.rstrip().endswith("-") or not header.strip():
         component = _COMPONENT.match(line, end)
@@ -78,8 +87,11 @@ def split_header(line: str) -> tuple[str, str]:
 
 
 def level_of(header: str, message: str) -> str | None:
-    """The line's level, upper-cased: from its header, or (if the header has none) an error word in the message."""
-    found = _LEVEL.search(header)
+    """The line's level, upper-cased: from its header, or (if the header has none) an error word in the message.
+
+    A line without a header (no date or time up front) may still open with its level: `WARN disk 91% full`.
+    """
+    found = _LEVEL.search(header) if header else _LEVEL.match(message.lstrip())
     if found:
         return found.group(1).upper()
     spotted = _MESSAGE_LEVEL.search(message)
@@ -97,8 +109,18 @@ def message_tokens(message: str, max_tokens: int = 100) -> list[str]:
     `blk_1 blk_2 blk_3` and `blk_4` become the same single `<*>`: a variable-length list is one variable.
     Lines longer than `max_tokens` are cut, which bounds the cost of matching one line.
     """
+    return shown_tokens(message, max_tokens)[0]
+
+
+def shown_tokens(message: str, max_tokens: int = 100) -> tuple[list[str], list[str]]:
+    """`message_tokens` and, position by position, how each token reads in a template (`blk_<*>`, `/<*>:<*>`).
+
+    Mining compares whole tokens (a token with a variable in it is `<*>`), which groups best; a template shows
+    what is constant inside a token too, as Loghub's ground truth does.
+    """
     search, sub = _MAYBE_VARIABLE.search, _VARIABLES.sub  # local names: this runs for every token of every line
     tokens: list[str] = []
+    shown: list[str] = []
     previous = ""
     # Every variable holds a digit or a slash: most tokens are settled without running the masks. Lists that
     # collapse can shrink a line, so a few more words than `max_tokens` are looked at before the final cut.
@@ -107,7 +129,9 @@ def message_tokens(message: str, max_tokens: int = 100) -> list[str]:
         if masked == token:
             previous = token
             tokens.append(token)
+            shown.append(token)
         elif masked != previous:
             previous = masked
             tokens.append(MASK)
-    return tokens[:max_tokens]
+            shown.append(masked)
+    return tokens[:max_tokens], shown[:max_tokens]

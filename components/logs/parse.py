@@ -1,9 +1,9 @@
 """`vcpilot logs parse`: every input line with its template, in Loghub's structured CSV format.
 
-Loghub's benchmark format (LineId, EventId, EventTemplate) lets anyone check our grouping against the
-published ground truth, and lets the rest of a log pipeline join lines to templates. Rows stream out as
-lines stream in; a second streaming pass writes each row with its template's final text, so memory holds the
-templates, never the lines.
+Loghub's structured format (LineId, Content, EventId, EventTemplate, ParameterList, and the Source file) lets anyone
+score our parse with Loghub's own tools, and lets the rest of a log pipeline join lines to templates. Rows stream out
+as lines stream in; a second streaming pass writes each row with its template's final text (after the merge pass of
+`merging.py`), so memory holds the templates, never the lines.
 """
 
 from __future__ import annotations
@@ -11,20 +11,21 @@ from __future__ import annotations
 import csv
 import io
 import os
-from collections import defaultdict
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from components.logs.masking import message_tokens, split_header
+from components.logs.masking import MASK, shown_tokens, split_header
 from components.logs.reader import MAX_LINE_BYTES, LogSourceError, Malformed, SourceLine, expand_sources, read_lines
 from components.logs.records import RequestRecord, classify
+from components.logs.scoring import grouping_accuracy
 from components.logs.templates import Miner, MinerSettings
 
 __all__ = ["COLUMNS", "MALFORMED_EVENT", "PROGRESS_LINES", "ParseSummary", "grouping_accuracy", "parse_files"]
 
-COLUMNS = ("LineId", "EventId", "EventTemplate")
+COLUMNS = ("LineId", "Source", "Content", "EventId", "EventTemplate", "ParameterList")
 MALFORMED_EVENT = "E0"
 PROGRESS_LINES = 20_000  # how often parse_files says how far it got: often enough for a person, rare in the loop
 """The EventId of a line that could not be read (binary, invalid UTF-8, too long, broken JSON)."""
@@ -61,18 +62,23 @@ def parse_files(
     out.parent.mkdir(parents=True, exist_ok=True)
     ids = out.with_name(f".{out.name}.ids")
     lines = 0
+    names: dict[str, int] = {}  # each source file's place in `files`, which the pending rows refer to
     try:
-        with ids.open("w", encoding="utf-8") as pending:
+        with ids.open("w", encoding="utf-8", newline="\n") as pending:
             write, add, max_tokens = pending.write, miner.add, miner.settings.max_tokens  # the hot loop
             for line in read_lines(files, malformed, max_line_bytes=max_line_bytes):
                 lines += 1
                 if on_lines is not None and lines % PROGRESS_LINES == 0:
                     on_lines(lines)
                 text = _message(line, malformed)
-                write("0\n" if text is None else f"{add(message_tokens(text, max_tokens))}\n")
+                source = names.setdefault(line.source, len(names))
+                if text is None:
+                    write(f"0\t{source}\t\n")
+                else:
+                    write(f"{add(*shown_tokens(text, max_tokens))}\t{source}\t{text}\n")
         if lines == 0:
             raise LogSourceError(f"{', '.join(map(str, sources))} holds no log lines: nothing to parse")
-        templates = _write_rows(ids, out, miner)
+        templates = _write_rows(ids, out, miner, list(names))
     finally:
         ids.unlink(missing_ok=True)
     miner.save()
@@ -93,45 +99,46 @@ def _message(line: SourceLine, malformed: Malformed) -> str | None:
     return entry.prompt if isinstance(entry, RequestRecord) else entry.message
 
 
-def _write_rows(ids: Path, out: Path, miner: Miner) -> int:
-    """Second pass: each line's template id becomes a row with the template's final text.
+def _parameters(template: str) -> re.Pattern[str]:
+    """A pattern that takes a line's variables out of its message: each `<*>` of `template` is one group."""
+    body = r"\s+".join(
+        "(.*?)".join(re.escape(piece) for piece in token.split(MASK)) for token in template.split(" ") if token
+    )
+    return re.compile(rf"\s*{body}(?:\s.*)?\Z" if body else r"\Z", re.DOTALL)
 
-    A row's text after its LineId depends only on its template, so it is rendered (CSV-quoted) once per template.
+
+def _write_rows(ids: Path, out: Path, miner: Miner, sources: list[str]) -> int:
+    """Second pass: each pending line becomes a row with its template's final text and its variables.
+
+    ParameterList is what Loghub writes: the Python list of the strings that fill the template's `<*>` in turn
+    (empty when the message no longer matches, as when a line was cut at `max_tokens`).
     """
-    rendered: dict[str, str] = {}
+    events = miner.events()
+    rendered: dict[str, tuple[str, str, re.Pattern[str] | None]] = {}  # per template id: EventId, template, pattern
     buffer = io.StringIO()
     renderer = csv.writer(buffer, lineterminator="\n")
     temporary = out.with_name(f".{out.name}.tmp")
-    with ids.open(encoding="utf-8") as pending, temporary.open("w", newline="", encoding="utf-8") as handle:
+    with (
+        ids.open(encoding="utf-8", newline="\n") as pending,
+        temporary.open("w", newline="", encoding="utf-8") as handle,
+    ):
         csv.writer(handle, lineterminator="\n").writerow(COLUMNS)
         for number, raw in enumerate(pending, start=1):
-            row = rendered.get(raw)
-            if row is None:
-                cluster = int(raw)
-                event = (f"E{cluster}", miner.template(cluster)) if cluster else (MALFORMED_EVENT, "<malformed line>")
-                renderer.writerow(event)
-                row = rendered[raw] = buffer.getvalue()
-                buffer.seek(0)
-                buffer.truncate()
-            handle.write(f"{number},{row}")
+            cluster, source, text = raw[:-1].split("\t", 2)
+            event = rendered.get(cluster)
+            if event is None:
+                known = events.get(int(cluster)) if cluster != "0" else None
+                if known is None:  # a malformed line, or a template the miner dropped (least recently used)
+                    name = MALFORMED_EVENT if cluster == "0" else f"E{cluster}"
+                    event = (name, "<malformed line>" if cluster == "0" else "", None)
+                else:
+                    event = (f"E{known[0]}", known[1], _parameters(known[1]))
+                rendered[cluster] = event
+            found = event[2].match(text) if event[2] is not None else None
+            parameters = str(list(found.groups())) if found is not None else "[]"
+            renderer.writerow((number, sources[int(source)], text, event[0], event[1], parameters))
+            handle.write(buffer.getvalue())
+            buffer.seek(0)
+            buffer.truncate()
     os.replace(temporary, out)
-    return sum(1 for raw in rendered if raw != "0\n")
-
-
-def grouping_accuracy(truth: Sequence[str], predicted: Sequence[str]) -> float:
-    """Loghub's grouping accuracy: the share of lines whose predicted group is exactly their true group."""
-    if len(truth) != len(predicted):
-        raise ValueError(f"{len(truth)} true events but {len(predicted)} predicted ones: the line counts differ")
-    if not truth:
-        return 0.0
-    true_groups: dict[str, set[int]] = defaultdict(set)
-    predicted_groups: dict[str, set[int]] = defaultdict(set)
-    for index, (true_event, predicted_event) in enumerate(zip(truth, predicted, strict=True)):
-        true_groups[true_event].add(index)
-        predicted_groups[predicted_event].add(index)
-    correct = 0
-    for members in predicted_groups.values():
-        true_event = truth[next(iter(members))]
-        if true_groups[true_event] == members:
-            correct += len(members)
-    return correct / len(truth)
+    return len({event[0] for cluster, event in rendered.items() if cluster != "0"})

@@ -22,6 +22,7 @@ from drain3.template_miner_config import TemplateMinerConfig
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.logs.masking import MASK
+from components.logs.merging import merge_templates
 from components.logs.reader import LogSourceError
 
 __all__ = ["Miner", "MinerSettings"]
@@ -37,6 +38,11 @@ class MinerSettings(BaseModel):
     max_children: int = Field(default=100, ge=2)
     max_clusters: int | None = Field(default=50_000, ge=1, description="least recently used templates are dropped")
     max_tokens: int = Field(default=100, ge=1, description="tokens of a line that take part in matching")
+    merge_min_values: int | None = Field(
+        default=6,  # what leave-one-dataset-out over the six Loghub sets chooses (benchmarks/logs.py)
+        ge=2,
+        description="after mining, join templates that differ in one position taking this many values (None: never)",
+    )
 
     def config(self) -> TemplateMinerConfig:
         """The Drain3 configuration object these settings stand for."""
@@ -88,6 +94,7 @@ class Miner:
     def __init__(self, settings: MinerSettings | None = None, state_file: Path | None = None) -> None:
         self.settings = settings or MinerSettings()
         self.state_file = state_file
+        self._shown: dict[int, list[str]] = {}  # per template, its tokens as shown (not kept in the state file)
         config = self.settings.config()
         self._miner = TemplateMiner(persistence_handler=None, config=config)
         self._miner.drain = self._drain = _ConstantTokenDrain(
@@ -108,15 +115,52 @@ class Miner:
                     "delete it to start afresh"
                 ) from err
 
-    def add(self, tokens: list[str]) -> int:
-        """Mine one line (its masked tokens, see `masking.message_tokens`); returns its template's id."""
+    def add(self, tokens: list[str], shown: list[str] | None = None) -> int:
+        """Mine one line (its masked tokens, see `masking.shown_tokens`); returns its template's id.
+
+        `shown` (the tokens as a template shows them, `blk_<*>`) lets `template` keep what is constant inside a
+        token; without it a token with a variable reads `<*>`.
+        """
         cluster, _ = self._drain.add_log_message(tokens)
-        return int(cluster.cluster_id)
+        identity = int(cluster.cluster_id)
+        if shown is not None:
+            known = self._shown.get(identity)
+            if known is None or len(known) != len(shown):
+                self._shown[identity] = shown
+            elif known != shown:
+                self._shown[identity] = [a if a == b else MASK for a, b in zip(known, shown, strict=True)]
+        return identity
 
     def template(self, cluster_id: int) -> str:
         """The template of `cluster_id` as mined so far (`<*>` for variables), or '' when it was dropped."""
         cluster = self._drain.id_to_cluster.get(cluster_id)
-        return str(cluster.get_template()) if cluster is not None else ""
+        if cluster is None:
+            return ""
+        tokens = cluster.log_template_tokens
+        shown = self._shown.get(cluster_id)
+        if shown is None or len(shown) != len(tokens):
+            return str(cluster.get_template())
+        return " ".join(s if t == MASK else t for t, s in zip(tokens, shown, strict=True))
+
+    def events(self) -> dict[int, tuple[int, str]]:
+        """Each template's event after the merge pass (`merging.merge_templates`): `{id: (event id, template)}`.
+
+        Without `merge_min_values` every template is its own event.
+        """
+        clusters = {int(c.cluster_id): c for c in self._drain.clusters}
+        if self.settings.merge_min_values is None:
+            return {identity: (identity, self.template(identity)) for identity in clusters}
+        joins = merge_templates(
+            {identity: cluster.log_template_tokens for identity, cluster in clusters.items()},
+            min_values=self.settings.merge_min_values,
+        )
+        shown: dict[int, list[str]] = {}
+        for identity, event in joins.items():
+            tokens = self.template(identity).split(" ")
+            known = shown.setdefault(event, tokens)
+            if known is not tokens:
+                shown[event] = [a if a == b else MASK for a, b in zip(known, tokens, strict=True)]
+        return {identity: (event, " ".join(shown[event])) for identity, event in joins.items()}
 
     @property
     def known(self) -> int:

@@ -95,3 +95,20 @@ def test_the_template_state_carries_ids_across_runs(tmp_path: Path) -> None:
     parse_files([tmp_path / "day2.log"], tmp_path / "day2.csv", state_file=state)
     assert events(tmp_path / "day1.csv") == ["E1", "E2"]
     assert events(tmp_path / "day2.csv") == ["E2", "E1", "E3"]
+
+
+def test_rows_carry_loghubs_structured_columns_content_parameters_and_source(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    first.write_text("2026-11-29 10:00:01 INFO pool: opened connection 1 to 10.0.0.1:5432\n")
+    second.write_text("2026-11-29 10:00:02 INFO pool: opened connection 2 to 10.0.0.2:5432\nerror: disk full\n")
+    out = tmp_path / "parsed.csv"
+    parse_files([first, second], out)
+    with out.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["Source"] for r in rows] == [str(first), str(second), str(second)]
+    assert rows[1]["Content"] == "opened connection 2 to 10.0.0.2:5432"
+    assert rows[1]["EventTemplate"] == "opened connection <*> to <*>:<*>"
+    assert rows[1]["ParameterList"] == "['2', '10.0.0.2', '5432']"
+    # A line without a date or time up front is all message: its `error:` is part of its template.
+    assert rows[2]["Content"] == rows[2]["EventTemplate"] == "error: disk full"
+    assert rows[2]["ParameterList"] == "[]"
