@@ -251,6 +251,8 @@ prune_images() { # node socket: drop vcpilot's images this build no longer makes
   # holds both while the new one unpacks. The python:alpine3.23 alias is remade after the import.
   local name=$1 sock=$2 archive held wanted=()
   for archive in $images; do wanted+=("$(image_ref "$archive")"); done
+  # No images given (node-fault.sh revives a node with what its store holds): nothing is replaced, keep them all.
+  ((${#wanted[@]})) || return 0
   for held in $(ctr --address "$sock" -n k8s.io images ls -q); do
     [[ $held == vcpilot.local/* || $held == docker.io/library/python:alpine3.23 ]] || continue
     printf '%s\n' "${wanted[@]}" | grep -qxF "$held" && continue
