@@ -158,7 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     kubectl = Kubectl(f"{env['bin']}/kubectl", args.kubeconfig)
     image = args.image or built_image()
     held = json.loads(kubectl("get", "nodes", "-l", "type=real", "-o", "json"))["items"]
-    if not held or not all(image in {n for i in node["status"].get("images", []) for n in i["names"]} for node in held):
+    # A node lists an image it holds by no name (untagged, e.g. what a re-import left) with `names: null`.
+    names = [{n for i in node["status"].get("images") or [] for n in i.get("names") or []} for node in held]
+    if not held or not all(image in held_names for held_names in names):
         raise SystemExit(
             f"install: the real nodes do not hold {image}: restart the cluster (deploy/e2e/up.sh) to import the "
             "image deploy/e2e/image.sh built, or name one they hold with --image"
