@@ -87,8 +87,8 @@ class _BoolHelp:
         return option
 
 
-class Group(_BoolHelp, TyperGroup):
-    """The click group of every vcpilot app with sub-commands."""
+class _Invoked:
+    """`main` of a vcpilot click group or command: what a process or a test starts goes through `invoke`."""
 
     def main(
         self,
@@ -101,26 +101,16 @@ class Group(_BoolHelp, TyperGroup):
     ) -> Any:
         """What a process or a test starts: `invoke`, ending the process with its exit code."""
         if not standalone_mode:  # a caller that wants click's exceptions gets them
-            return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
-        sys.exit(invoke(self, args, prog_name, complete_var=complete_var, **extra))
+            return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)  # type: ignore[misc]
+        sys.exit(invoke(self, args, prog_name, complete_var=complete_var, **extra))  # type: ignore[arg-type]
 
 
-class Command(_BoolHelp, TyperCommand):
+class Group(_BoolHelp, _Invoked, TyperGroup):
+    """The click group of every vcpilot app with sub-commands."""
+
+
+class Command(_BoolHelp, _Invoked, TyperCommand):
     """The click command of a vcpilot app of one command (typer collapses those into the command itself)."""
-
-    def main(
-        self,
-        args: Sequence[str] | None = None,
-        prog_name: str | None = None,
-        complete_var: str | None = None,
-        standalone_mode: bool = True,
-        windows_expand_args: bool = True,
-        **extra: Any,
-    ) -> Any:
-        """What a process or a test starts: `invoke`, ending the process with its exit code."""
-        if not standalone_mode:
-            return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
-        sys.exit(invoke(self, args, prog_name, complete_var=complete_var, **extra))
 
 
 class LazyGroup(Group):
