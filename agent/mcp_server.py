@@ -65,9 +65,7 @@ def _register(ctx: ToolContext, tool: Tool) -> MCPTool:
         description=tool.description,
         parameters=input_schema(tool),
         # A published schema without an output model is advertised to clients, not re-validated by the SDK.
-        fn_metadata=FuncMetadata(
-            arg_model=_RawArguments, output_schema=tool.output_model.model_json_schema(mode="serialization")
-        ),
+        fn_metadata=FuncMetadata(arg_model=_RawArguments, output_schema=tool.output_schema()),
         is_async=True,
         context_kwarg=None,
         annotations=ToolAnnotations(

@@ -7,14 +7,29 @@ seconds; GPU counts are whole GPUs (`nvidia.com/gpu`).
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from components.errors import InputError
 from components.volcano.cluster import Event, JobInfo, NodeInfo, QueueSnapshot
 
-__all__ = ["AttemptRecord", "CheckpointInfo", "Observation", "PlanRequest", "Throughput", "check_names"]
+__all__ = ["AttemptRecord", "CheckpointInfo", "Observation", "PlanRequest", "Throughput", "as_json", "check_names"]
+
+
+_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
+
+
+def adapter(kind: type) -> TypeAdapter[Any]:
+    """Pydantic's view of a model or of a cluster's answer (a dataclass: components.volcano.cluster), built once."""
+    if kind not in _ADAPTERS:
+        _ADAPTERS[kind] = TypeAdapter(kind)
+    return _ADAPTERS[kind]
+
+
+def as_json(value: Any, **options: Any) -> Any:
+    """A model or a cluster's answer as JSON data; `options` are `model_dump`'s (include, exclude_defaults …)."""
+    return adapter(type(value)).dump_python(value, mode="json", **options)
 
 
 class _Frozen(BaseModel):

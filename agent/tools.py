@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.guardrails import Guardrails, GuardrailViolation
+from agent.observation import adapter, as_json
 from agent.observe import find_checkpoint
 from agent.pending import PendingExplanation, explain
 from components.errors import VcpilotError
@@ -139,9 +140,13 @@ class Tool:
     name: str
     description: str
     input_model: type[BaseModel]
-    output_model: type[BaseModel]
+    output_model: type[Any]  # a model, or a cluster's answer (a dataclass)
     mutating: bool
-    run: Callable[[ToolContext, Any], BaseModel]
+    run: Callable[[ToolContext, Any], Any]
+
+    def output_schema(self) -> dict[str, Any]:
+        """The JSON schema of the tool's output, as it is serialized."""
+        return adapter(self.output_model).json_schema(mode="serialization")
 
 
 class ToolResult(BaseModel):
@@ -346,7 +351,7 @@ def call_tool(ctx: ToolContext, name: str, arguments: Any) -> ToolResult:
         return ToolResult(ok=False, error=_sentence(str(err)))
     except OSError as err:
         return ToolResult(ok=False, error=f"{name} could not read {err.filename or 'a file'}: {err.strerror}")
-    return ToolResult(ok=True, data=output.model_dump(mode="json"))
+    return ToolResult(ok=True, data=as_json(output))
 
 
 def openai_tools(read_only: bool) -> list[dict[str, Any]]:

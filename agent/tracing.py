@@ -30,7 +30,7 @@ from typing import Any
 
 from agent.actions import Wait
 from agent.exchange import Exchange
-from agent.observation import Observation
+from agent.observation import Observation, as_json
 from agent.policy import Decision
 from agent.prompts import SYSTEM_PROMPT, render_observation
 from components.tracking.traces import PlannedSpan
@@ -114,7 +114,7 @@ def _seen(observation: Observation) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     for key in ("queue", "fallback_queue"):
         if (queue := getattr(observation, key)) is not None:
-            seen[key] = queue.model_dump(mode="json", exclude_defaults=True)
+            seen[key] = as_json(queue, exclude_defaults=True)
     seen["nodes"] = [
         {
             "name": n.name,
@@ -126,10 +126,10 @@ def _seen(observation: Observation) -> dict[str, Any]:
     ]
     if observation.job is not None:
         job = observation.job
-        pods = [p.model_dump(mode="json", include={"name", "node", "phase", "reason", "exit_code"}) for p in job.pods]
+        pods = [as_json(p, include={"name", "node", "phase", "reason", "exit_code"}) for p in job.pods]
         seen["job"] = {"name": job.name, "phase": job.phase, "pods": pods}
     if observation.events:
-        seen["events"] = [e.model_dump(mode="json", exclude_defaults=True) for e in observation.events[-10:]]
+        seen["events"] = [as_json(e, exclude_defaults=True) for e in observation.events[-10:]]
     for key in ("checkpoint", "throughput"):
         if (part := getattr(observation, key)) is not None:
             seen[key] = part.model_dump(mode="json")

@@ -10,6 +10,7 @@ command / baseline; the goals are the issue's: at most 1.5x for `--help` and `cl
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -73,7 +74,12 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"interleaved rounds (default {ROUNDS})")
+    rounds = parser.parse_args(argv).rounds
+    if rounds < 1:
+        parser.error("--rounds must be at least 1")
     home = tempfile.mkdtemp(prefix="vcpilot-bench-cli-")
     env = {**os.environ, "VCPILOT_HOME": home, "VCPILOT_WORKSPACE": str(Path(home) / "workspace")}
     # As on a person's machine, Python keeps the byte-compiled modules after the first run (the warm-up's).
@@ -83,7 +89,7 @@ def main() -> None:
         timed(argv, env)
     wall: dict[str, list[float]] = {name: [] for name in runs}
     cpu: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         for name, argv in runs.items():
             w, c = timed(argv, env)
             wall[name].append(w)
@@ -96,7 +102,7 @@ def main() -> None:
     print(
         json.dumps(
             {
-                "rounds": ROUNDS,
+                "rounds": rounds,
                 "median_wall_ms": {name: round(value * 1000, 1) for name, value in median_wall.items()},
                 "median_cpu_ms": {name: round(value * 1000, 1) for name, value in median_cpu.items()},
                 "ratio_to_baseline": ratios,

@@ -6,6 +6,7 @@ import functools
 import json
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -62,9 +63,9 @@ def status(as_json: JsonFlag = False) -> None:
     if as_json:
         _dump(
             {
-                "nodes": [n.model_dump() for n in nodes],
-                "queues": [q.model_dump() for q in queues],
-                "jobs": [j.model_dump() for j in jobs],
+                "nodes": [asdict(n) for n in nodes],
+                "queues": [asdict(q) for q in queues],
+                "jobs": [asdict(j) for j in jobs],
             }
         )
         return
@@ -106,7 +107,7 @@ def submit(
         )
     info = _cluster().submit(manifest)
     if as_json:
-        _dump(info.model_dump())
+        _dump(asdict(info))
     else:
         _console().print(f"job {info.namespace}/{info.name} submitted: {info.phase}")
 
@@ -120,7 +121,7 @@ def get(
     """Show one job and its pods."""
     info = _cluster().get(name, namespace)
     if as_json:
-        _dump(info.model_dump())
+        _dump(asdict(info))
         return
     _console().print(f"job {info.namespace}/{info.name}: {info.phase} (retries {info.retry_count}, queue {info.queue})")
     if info.message:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from components.errors import InputError
@@ -50,7 +51,7 @@ def event_rows(events: Sequence[Event], now: float) -> list[dict[str, Any]]:
     """Events as JSON rows, with the namespace and job when the event carries them."""
     rows = []
     for e in events:
-        row = e.model_dump()
+        row = asdict(e)
         row["age"] = age(now - e.time)
         rows.append(row)
     return rows
@@ -114,7 +115,7 @@ def _job(cluster: LocalCluster, name: str, namespace: str, now: float) -> tuple[
     ]
     data = {
         "kind": "Job",
-        "job": info.model_dump(),
+        "job": asdict(info),
         "spec": spec,
         "events": event_rows(events, now),
     }
@@ -150,7 +151,7 @@ def _pod(cluster: LocalCluster, name: str, namespace: str, now: float) -> tuple[
         "kind": "Pod",
         "namespace": namespace,
         "job": job,
-        "pod": pod.model_dump(),
+        "pod": asdict(pod),
         "logs": [str(r.path) for r in runs],
         "events": event_rows(events, now),
     }
@@ -179,7 +180,7 @@ def _pod(cluster: LocalCluster, name: str, namespace: str, now: float) -> tuple[
 def _queue(cluster: LocalCluster, name: str, namespace: str, now: float) -> tuple[dict[str, Any], list[str]]:
     queue = cluster.queue(name)
     jobs = [j for j in cluster.list_jobs() if j.queue == name]
-    data = {"kind": "Queue", "queue": queue.model_dump(), "jobs": [f"{j.namespace}/{j.name}" for j in jobs]}
+    data = {"kind": "Queue", "queue": asdict(queue), "jobs": [f"{j.namespace}/{j.name}" for j in jobs]}
     lines = _fields(
         [
             ("Name", queue.name),
@@ -217,8 +218,8 @@ def _node(cluster: LocalCluster, name: str, namespace: str, now: float) -> tuple
     events = node_events(cluster, name)
     data = {
         "kind": "Node",
-        "node": node.model_dump(),
-        "pods": [{"job": f"{j.namespace}/{j.name}", **p.model_dump()} for j, p in pods],
+        "node": asdict(node),
+        "pods": [{"job": f"{j.namespace}/{j.name}", **asdict(p)} for j, p in pods],
         "events": event_rows(events, now),
     }
     lines = _fields(

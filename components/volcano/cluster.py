@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any, Protocol, runtime_checkable
-
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from components.errors import EXIT_FAILED, Unavailable, VcpilotError
-from components.volcano.models import Job, Queue
+
+if TYPE_CHECKING:  # what `submit` and `apply_queue` take; reading the cluster needs no pydantic
+    from components.volcano.models import Job, Queue
 
 __all__ = [
     "Cluster",
@@ -76,11 +77,14 @@ class Timeout(ClusterError):
     exit_code = EXIT_FAILED
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+# The answers are frozen dataclasses, not pydantic models: a cluster builds them from state it has checked (its
+# own rows, the API server's objects), and `vcpilot cluster status` then imports no pydantic (benchmarks/cli.py).
+# Where one is part of a pydantic model (the agent's observation) pydantic validates and dumps it as a dataclass;
+# `dataclasses.asdict` gives its JSON form.
 
 
-class PodInfo(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class PodInfo:
     """One pod of a job, as `kubectl get pod` would show it."""
 
     name: str
@@ -93,7 +97,8 @@ class PodInfo(_Frozen):
     gpus: int = 0
 
 
-class JobInfo(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class JobInfo:
     """A Volcano Job's state: phase, retries and its current pods."""
 
     name: str
@@ -103,11 +108,11 @@ class JobInfo(_Frozen):
     phase: str
     retry_count: int = 0
     min_available: int
-    labels: dict[str, str] = Field(default_factory=dict)
-    pods: list[PodInfo] = Field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    pods: list[PodInfo] = field(default_factory=list)
     # Pods being deleted that have not ended: on Kubernetes a pod stays until its kubelet confirms it stopped, so
     # one on a node that died stays "Terminating" for good. Not among `pods` (they are gone for the job).
-    ending: list[PodInfo] = Field(default_factory=list)
+    ending: list[PodInfo] = field(default_factory=list)
     podgroup_phase: str | None = None
     reason: str | None = None
     message: str | None = None
@@ -118,14 +123,15 @@ class JobInfo(_Frozen):
         return self.phase in FINISHED_PHASES
 
 
-class QueueSnapshot(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class QueueSnapshot:
     """A queue and the demand on it, counted from PodGroups (Volcano >= 1.11 no longer writes status counts)."""
 
     name: str
     state: str
     weight: int = 1
-    capability: dict[str, float] = Field(default_factory=dict)
-    allocated: dict[str, float] = Field(default_factory=dict)
+    capability: dict[str, float] = field(default_factory=dict)
+    allocated: dict[str, float] = field(default_factory=dict)
     pending: int = 0
     inqueue: int = 0
     running: int = 0
@@ -156,7 +162,8 @@ class QueueSnapshot(_Frozen):
         )
 
 
-class NodeInfo(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class NodeInfo:
     """A node and its GPU accounting."""
 
     name: str
@@ -164,12 +171,13 @@ class NodeInfo(_Frozen):
     gpu_capacity: int
     gpu_allocatable: int
     gpu_allocated: int
-    labels: dict[str, str] = Field(default_factory=dict)
-    taints: list[dict[str, str]] = Field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, str]] = field(default_factory=list)
     unschedulable: bool = False
 
 
-class Event(_Frozen):
+@dataclass(frozen=True, kw_only=True)
+class Event:
     """A Kubernetes-style event about a job or one of its pods."""
 
     time: float

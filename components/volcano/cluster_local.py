@@ -18,6 +18,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,16 +42,17 @@ from components.volcano.cluster import (
 from components.volcano.localcontroller import Controller, Transition
 from components.volcano.locallogs import PodLog, pod_logs
 from components.volcano.localstate import SCHEMA, JobRow
-from components.volcano.models import Job, Queue, apply_volcano_defaults, parse_job, validate_job
 from components.volcano.objects import BATCH_JOB, batch_job_status, batch_to_volcano, generate_name, volcano_job_status
 from components.volcano.resources import GPU, parse_resources
 
-if TYPE_CHECKING:  # imported where a config is read: a command on an existing cluster builds no config model
+if TYPE_CHECKING:  # imported where they are used: reading an idle cluster (`vcpilot cluster status`) needs no pydantic
     from components.volcano.localconfig import LocalClusterConfig
+    from components.volcano.models import Job, Queue
 
 __all__ = ["JobEvent", "LocalCluster", "default_home"]
 
 
+@dataclass(frozen=True, kw_only=True)
 class JobEvent(Event):
     """An event with the job it is filed under: what `vcpilot cluster events` lists across jobs."""
 
@@ -240,6 +242,8 @@ class LocalCluster:
 
         `metadata.generateName` gets a generated name, as the API server does.
         """
+        from components.volcano.models import Job, apply_volcano_defaults, parse_job, validate_job
+
         original: dict[str, Any] | None = None
         try:
             raw = job.to_dict() if isinstance(job, Job) else copy.deepcopy(dict(job))
@@ -382,6 +386,8 @@ class LocalCluster:
 
     def apply_queue(self, queue: Queue | Mapping[str, Any]) -> QueueSnapshot:
         """Create or update a queue (weight, capability, reclaimable, state)."""
+        from components.volcano.models import Queue
+
         try:
             parsed = queue if isinstance(queue, Queue) else Queue.model_validate(dict(queue))
             name = parsed.metadata.name

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from components.volcano.models import JobSpec, LifecyclePolicy
+if TYPE_CHECKING:
+    from components.volcano.models import JobSpec, LifecyclePolicy
 
 __all__ = [
     "DEFAULT_MAX_RETRY",

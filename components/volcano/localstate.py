@@ -10,12 +10,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from components.volcano.cluster import StateDamaged
 from components.volcano.localpods import resolve_command
-from components.volcano.models import Container, Job, JobSpec, parse_job
 from components.volcano.resources import Resources, parse_resources
 from components.volcano.scheduler import PodRequest
+
+if TYPE_CHECKING:  # parsed where a stored job is read: a pass over an idle cluster imports no pydantic
+    from components.volcano.models import Container, Job, JobSpec
 
 __all__ = ["SCHEMA", "JobRow", "pod_requests", "pod_resources"]
 
@@ -45,6 +48,8 @@ def _parse(manifest: str) -> Job:
 
     One that no longer parses (stored by a version that checked less) is damaged state, not the caller's input.
     """
+    from components.volcano.models import parse_job
+
     try:
         return parse_job(json.loads(manifest))
     except ValueError as err:

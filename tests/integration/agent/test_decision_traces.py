@@ -5,6 +5,7 @@ The LLM is the scripted OpenAI-compatible server on loopback (`fake_llm`), its t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import socket
@@ -53,7 +54,7 @@ def poisoned() -> Observation:
         PodInfo(name="t-master-0", task="master", index=0, node="n1", phase="Failed", reason=injection, exit_code=137),
         PodInfo(name="t-worker-0", task="worker", index=0, node="n2", phase="Failed", reason="NodeLost"),
     ]
-    nodes = [NODES[0], NODES[1].model_copy(update={"ready": False})]
+    nodes = [NODES[0], dataclasses.replace(NODES[1], ready=False)]
     return Observation(
         time=2000.0,
         request=REQUEST,

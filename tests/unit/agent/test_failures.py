@@ -15,6 +15,7 @@ server returns) and asks the rule policy what to do. What the objects hold is wh
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -206,12 +207,12 @@ def test_a_pod_being_deleted_on_a_ready_node_leaves_the_failure_unsettled():
     job = job_info(JOB, [LOST_PEER_MASTER, SILENT_WORKER], None, list(PLACED))
     assert [p.name for p in job.pods] == [MASTER] and [p.name for p in job.ending] == [WORKER]
     assert unsettled(job, NODES) == [WORKER]
-    dead = [n.model_copy(update={"ready": n.name != "gpu-node-1"}) for n in NODES]
+    dead = [dataclasses.replace(n, ready=n.name != "gpu-node-1") for n in NODES]
     assert unsettled(job, dead) == []
 
 
 def test_once_its_node_is_notready_the_silent_pod_makes_it_a_node_fault_not_the_masters_bug():
-    dead = [n.model_copy(update={"ready": n.name != "gpu-node-1"}) for n in NODES]
+    dead = [dataclasses.replace(n, ready=n.name != "gpu-node-1") for n in NODES]
     failure, action, _ = diagnose([LOST_PEER_MASTER, SILENT_WORKER], PLACED, nodes=dead)
     assert failure.kind == "node" and failure.bad_nodes == ("gpu-node-1",)
     assert isinstance(action, RetryFromCheckpoint) and action.avoid_nodes == ["gpu-node-1"]
