@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import errno
+import importlib
 import inspect
 import json
 import os
@@ -113,14 +114,19 @@ class Command(_BoolHelp, _Invoked, TyperCommand):
     """The click command of a vcpilot app of one command (typer collapses those into the command itself)."""
 
 
+# A command of a LazyGroup: a sub-app, a command's function, or "module:attribute" naming one.
+LazyTarget = typer.Typer | Callable[..., Any] | str
+
+
 class LazyGroup(Group):
     """A group whose commands are built (typer reads every parameter of a command) only when one is named.
 
     Building the whole `vcpilot` tree costs more than importing typer; `vcpilot --help` needs only each command's
-    first docstring line, and `vcpilot cluster status` only the cluster's commands. `lazy_group` makes one.
+    first docstring line, and `vcpilot cluster status` only the cluster's commands. A command given as
+    "module:attribute" is not even imported until it is named (or `--help` lists it). `lazy_group` makes one.
     """
 
-    lazy: ClassVar[dict[str, typer.Typer | Callable[..., Any]]] = {}
+    lazy: ClassVar[dict[str, LazyTarget]] = {}
 
     def list_commands(self, ctx: click_core.Context) -> list[str]:
         """The commands in the order they were given."""
@@ -129,7 +135,7 @@ class LazyGroup(Group):
     def get_command(self, ctx: click_core.Context, cmd_name: str) -> click_core.Command | None:
         """The command called `cmd_name`, built the first time it is asked for."""
         if cmd_name not in self.commands and cmd_name in self.lazy:
-            self.commands[cmd_name] = _build(cmd_name, self.lazy[cmd_name])
+            self.commands[cmd_name] = _build(cmd_name, _resolve(self.lazy[cmd_name]))
         return super().get_command(ctx, cmd_name)
 
     def resolve_command(
@@ -159,16 +165,24 @@ class LazyGroup(Group):
         if name in self.commands:
             command = self.commands[name]
             return command.short_help or command.help or ""
-        target = self.lazy[name]
+        target = _resolve(self.lazy[name])
         if isinstance(target, typer.Typer):
             callback = target.registered_callback.callback if target.registered_callback else None
             return target.info.help or inspect.getdoc(callback) or ""
         return inspect.getdoc(target) or ""
 
 
-def lazy_group(commands: dict[str, typer.Typer | Callable[..., Any]]) -> type[LazyGroup]:
-    """A `LazyGroup` class of these commands (a sub-app, or a command's function), for `new_app(cls=…)`."""
+def lazy_group(commands: dict[str, LazyTarget]) -> type[LazyGroup]:
+    """A `LazyGroup` class of these commands (a sub-app, a command's function, or "module:attribute" naming one)."""
     return type("Commands", (LazyGroup,), {"lazy": commands})
+
+
+def _resolve(target: LazyTarget) -> typer.Typer | Callable[..., Any]:
+    if not isinstance(target, str):
+        return target
+    module, _, attribute = target.partition(":")
+    found: typer.Typer | Callable[..., Any] = getattr(importlib.import_module(module), attribute)
+    return found
 
 
 def _build(name: str, target: typer.Typer | Callable[..., Any]) -> click_core.Command:

@@ -1,32 +1,22 @@
 """The `vcpilot` command: one entry point for every capability, each in its own sub-app.
 
-Every module imported here imports only typer and the standard library at its top: a command imports what it
-needs (hera, mlflow, torch, the cluster) inside its body, so `vcpilot --help` costs about what `import typer` does
-(`benchmarks/cli.py` measures it; tests/unit/test_cli_surface.py keeps it so). Errors end in `components.entry`.
+Every command's module imports only typer and the standard library at its top: a command imports what it needs
+(hera, mlflow, torch, the cluster) inside its body, so `vcpilot --help` costs about what `import typer` does
+(`benchmarks/cli.py` measures it; tests/unit/test_cli_surface.py keeps it so), and a command's module is imported
+only when the command is named (or `--help` lists it). Errors end in `components.entry`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from agent import cli_mcp
-from components.demo import cli as demo_cli
-from components.entry import DEBUG_ENV, enable_debug, lazy_group, new_app
-from components.evaluate import cli as evaluate_cli
-from components.finetune import cli as finetune_cli
-from components.loadtest import cli as loadtest_cli
-from components.logs import cli as logs_cli
-from components.release import cli as release_cli
-from components.serving import cli as serving_cli
-from pipelines import cli_cluster, cli_doctor, cli_lint, cli_plan, cli_run, cli_runs, cli_workflows
+from components.entry import DEBUG_ENV, LazyTarget, enable_debug, lazy_group, new_app
 from pipelines.local import cli as local_cli
 
 __all__ = ["app"]
-
-demo_cli.app.command("seed")(cli_run.seed_command)
 
 
 def _autopilot_rules(template: str) -> Callable[[Mapping[str, str]], None] | None:
@@ -38,27 +28,27 @@ def _autopilot_rules(template: str) -> Callable[[Mapping[str, str]], None] | Non
 
 local_cli.PARAMETER_CHECKS.append(_autopilot_rules)
 
-# Each command is built when it is named (components.entry.LazyGroup): `--help` reads the docstrings only.
-_COMMANDS: dict[str, typer.Typer | Callable[..., Any]] = {
-    "run": cli_run.run_command,
+# Each command is imported and built when it is named (components.entry.LazyGroup): `--help` reads the docstrings.
+_COMMANDS: dict[str, LazyTarget] = {
+    "run": "pipelines.cli_run:run_command",
     "run-workflow": local_cli.run_workflow_command,
     "resume": local_cli.resume_command,
-    "runs": cli_runs.app,
-    "ui": cli_runs.ui_command,
-    "plan": cli_plan.plan_command,
-    "cluster": cli_cluster.app,
-    "lint": cli_lint.lint,
-    "compile": cli_workflows.compile_command,
-    "submit": cli_workflows.submit_command,
-    "logs": logs_cli.app,
-    "finetune": finetune_cli.finetune_command,
-    "serve": serving_cli.serve_command,
-    "loadtest": loadtest_cli.loadtest_command,
-    "evaluate": evaluate_cli.evaluate_command,
-    "release": release_cli.app,
-    "demo": demo_cli.app,
-    "mcp": cli_mcp.mcp_command,
-    "doctor": cli_doctor.doctor_command,
+    "runs": "pipelines.cli_runs:app",
+    "ui": "pipelines.cli_runs:ui_command",
+    "plan": "pipelines.cli_plan:plan_command",
+    "cluster": "pipelines.cli_cluster:app",
+    "lint": "pipelines.cli_lint:lint",
+    "compile": "pipelines.cli_workflows:compile_command",
+    "submit": "pipelines.cli_workflows:submit_command",
+    "logs": "components.logs.cli:app",
+    "finetune": "components.finetune.cli:finetune_command",
+    "serve": "components.serving.cli:serve_command",
+    "loadtest": "components.loadtest.cli:loadtest_command",
+    "evaluate": "components.evaluate.cli:evaluate_command",
+    "release": "components.release.cli:app",
+    "demo": "pipelines.cli_run:demo_app",  # components.demo's app with `seed`, which runs the pipeline
+    "mcp": "agent.cli_mcp:mcp_command",
+    "doctor": "pipelines.cli_doctor:doctor_command",
 }
 
 app = new_app(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from components.entry import JsonOption, new_app
+from components.entry import JsonOption, lazy_group, new_app
 from components.errors import EXIT_FAILED, InputError
 from components.files import load_documents
 from components.volcano.locallogs import PodLog, tail_lines, whole_lines
@@ -24,7 +24,6 @@ if TYPE_CHECKING:  # imported where they are used: pydantic, sqlite and rich tak
 
 __all__ = ["app"]
 
-app = new_app(help="The embedded Volcano cluster (LocalCluster) under VCPILOT_HOME.")
 FOLLOW_POLL_S = 0.5  # how often `logs --follow` looks for new lines
 
 JsonFlag = JsonOption
@@ -53,10 +52,11 @@ def _dump(data: Any) -> None:
     print(json.dumps(data, indent=2, sort_keys=True))
 
 
-@app.command()
 def status(as_json: JsonFlag = False) -> None:
     """Show nodes, queues and jobs."""
-    from rich.table import Table
+    # Plain aligned columns, as `kubectl get` prints them: rich's tables would cost more than the rest of the
+    # command together (benchmarks/cli.py), and these read the same in a pipe.
+    from pipelines.cluster_describe import columns, section
 
     cluster = _cluster()
     nodes, queues, jobs = cluster.nodes(), cluster.queues(), cluster.list_jobs()
@@ -69,23 +69,23 @@ def status(as_json: JsonFlag = False) -> None:
             }
         )
         return
-    table = Table("node", "ready", "GPUs used/allocatable", title="Nodes")
+    rows = [["NAME", "READY", "GPUS USED/ALLOCATABLE"]]
     for n in nodes:
-        table.add_row(n.name, "yes" if n.ready else "[red]NotReady[/red]", f"{n.gpu_allocated}/{n.gpu_allocatable}")
-    _console().print(table)
-    table = Table("queue", "state", "weight", "capability", "pending", "inqueue", "running", title="Queues")
+        rows.append([n.name, "yes" if n.ready else "NotReady", f"{n.gpu_allocated}/{n.gpu_allocatable}"])
+    lines = section("Nodes", columns(rows))
+    rows = [["NAME", "STATE", "WEIGHT", "CAPABILITY", "PENDING", "INQUEUE", "RUNNING"]]
     for q in queues:
         cap = ", ".join(f"{k}={v:g}" for k, v in q.capability.items()) or "-"
-        table.add_row(q.name, q.state, str(q.weight), cap, str(q.pending), str(q.inqueue), str(q.running))
-    _console().print(table)
-    table = Table("job", "queue", "phase", "retries", "pods", "message", title="Jobs")
+        rows.append([q.name, q.state, str(q.weight), cap, str(q.pending), str(q.inqueue), str(q.running)])
+    lines += section("Queues", columns(rows))
+    rows = [["NAME", "QUEUE", "PHASE", "RETRIES", "PODS", "MESSAGE"]]
     for j in jobs:
         pods = ", ".join(f"{p.name}:{p.phase}" + (f"@{p.node}" if p.node else "") for p in j.pods) or "-"
-        table.add_row(f"{j.namespace}/{j.name}", j.queue, j.phase, str(j.retry_count), pods, j.message or "")
-    _console().print(table)
+        rows.append([f"{j.namespace}/{j.name}", j.queue, j.phase, str(j.retry_count), pods, j.message or ""])
+    lines += section("Jobs", columns(rows) if jobs else ["<none>"])
+    print("\n".join(lines))
 
 
-@app.command()
 def submit(
     file: Annotated[
         Path,
@@ -112,7 +112,6 @@ def submit(
         _console().print(f"job {info.namespace}/{info.name} submitted: {info.phase}")
 
 
-@app.command()
 def get(
     name: Annotated[str, typer.Argument(help="The job to show.")],
     namespace: Namespace = "default",
@@ -131,7 +130,6 @@ def get(
         _console().print(f"  {p.name} [{p.task}#{p.index}] {p.phase}{code} {p.node or ''} {p.reason or ''}")
 
 
-@app.command()
 def logs(
     name: Annotated[str, typer.Argument(help="The job whose pods' logs to print.")],
     namespace: Namespace = "default",
@@ -198,7 +196,6 @@ def _follow(cluster: LocalCluster, name: str, namespace: str, pod: str | None, t
         time.sleep(FOLLOW_POLL_S)
 
 
-@app.command()
 def events(
     of: Annotated[
         str | None,
@@ -245,7 +242,6 @@ def events(
         print(line)
 
 
-@app.command("describe")
 def describe_command(
     ref: Annotated[
         str,
@@ -268,7 +264,6 @@ def describe_command(
         print(text)
 
 
-@app.command()
 def delete(
     name: Annotated[str, typer.Argument(help="The job to delete.")],
     namespace: Namespace = "default",
@@ -282,7 +277,6 @@ def delete(
         _console().print(f"job {namespace}/{name} deleted")
 
 
-@app.command("fail-node")
 def fail_node(
     node: Annotated[str, typer.Argument(help="The node to turn NotReady.")], as_json: JsonFlag = False
 ) -> None:
@@ -294,7 +288,6 @@ def fail_node(
         _console().print(f"node {node} is NotReady; evicted: {', '.join(evicted) or 'nothing'}")
 
 
-@app.command("recover-node")
 def recover_node(
     node: Annotated[str, typer.Argument(help="The failed node to make Ready.")], as_json: JsonFlag = False
 ) -> None:
@@ -306,7 +299,6 @@ def recover_node(
         _console().print(f"node {node} is Ready")
 
 
-@app.command()
 def sample(
     name: Annotated[str | None, typer.Option(help="The job's name (default: the sample's own).")] = None,
     pods: Annotated[int, typer.Option(min=1, help="Pods in the gang.")] = 2,
@@ -333,7 +325,6 @@ def _interactive() -> bool:
     return sys.stdin.isatty()
 
 
-@app.command()
 def reset(
     config: Annotated[Path | None, typer.Option(help="Cluster YAML (nodes, queues, priorityClasses).")] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before deleting jobs and killing pods.")] = False,
@@ -377,3 +368,29 @@ def reset(
     if where.name != "cluster.db":
         _console().print(f"the damaged state was moved to {where}", highlight=False)
     _console().print("cluster reset" + (f": {len(jobs)} job(s) deleted" if jobs else ""))
+
+
+def _group() -> None:
+    pass  # typer makes a group of an app with a callback; the commands come from the LazyGroup
+
+
+# Built as `vcpilot` itself is (components.entry.LazyGroup): `cluster status` builds its own command only.
+app = new_app(
+    help="The embedded Volcano cluster (LocalCluster) under VCPILOT_HOME.",
+    cls=lazy_group(
+        {
+            "status": status,
+            "submit": submit,
+            "get": get,
+            "logs": logs,
+            "events": events,
+            "describe": describe_command,
+            "delete": delete,
+            "fail-node": fail_node,
+            "recover-node": recover_node,
+            "sample": sample,
+            "reset": reset,
+        }
+    ),
+)
+app.callback()(_group)

@@ -8,12 +8,13 @@ from typing import Annotated, Literal
 
 import typer
 
+from components.demo import cli as demo_cli
 from components.errors import VcpilotError, explain
 from pipelines.cli_cluster import fail
 from pipelines.local.cli import JsonStatus, ParamOption, parse_params, report_run
 from pipelines.scenarios import SCENARIOS
 
-__all__ = ["ScenarioName", "run_command", "seed_command"]
+__all__ = ["ScenarioName", "demo_app", "run_command", "seed_command"]
 
 # The names of pipelines.scenarios.SCENARIOS, written out so that typer shows them as the choices.
 ScenarioName = Literal["drift", "no-drift", "node-failure", "pod-kill", "code-bug"]
@@ -60,3 +61,8 @@ def seed_command(
     except OSError as err:
         fail(f"cannot seed the demo into {home}: {err}")
     typer.echo(json.dumps(demo_parameters(home)))
+
+
+# `vcpilot demo`: components.demo's commands and `seed`, which runs the pipeline (a component cannot import it).
+demo_app = demo_cli.app
+demo_app.command("seed")(seed_command)

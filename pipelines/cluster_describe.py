@@ -15,7 +15,7 @@ from components.errors import InputError
 from components.volcano.cluster import Event, NodeInfo, NodeNotFound
 from components.volcano.cluster_local import JobEvent, LocalCluster
 
-__all__ = ["KINDS", "describe", "event_rows", "node_events", "parse_ref", "render_events"]
+__all__ = ["KINDS", "columns", "describe", "event_rows", "node_events", "parse_ref", "render_events", "section"]
 
 # The spellings kubectl accepts for each kind we describe.
 _ALIASES = {
@@ -67,10 +67,11 @@ def render_events(events: Sequence[Event], now: float, *, with_job: bool = False
         header.insert(0, "JOB")
         for row, e in zip(rows, events, strict=True):
             row.insert(0, f"{e.namespace}/{e.job}" if isinstance(e, JobEvent) else "")
-    return _table([header, *rows])
+    return columns([header, *rows])
 
 
-def _table(rows: list[list[str]]) -> list[str]:
+def columns(rows: list[list[str]]) -> list[str]:
+    """Rows (a header first) as aligned lines, as kubectl prints them; the last column is not padded."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return [
         "   ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]]).rstrip() for row in rows
@@ -97,10 +98,11 @@ def _pod_rows(pods: Sequence[Any]) -> list[str]:
     for p in pods:
         code = "" if p.exit_code is None else str(p.exit_code)
         rows.append([p.name, f"{p.task}#{p.index}", p.phase, p.node or "", str(p.gpus), code, p.reason or ""])
-    return _table(rows)
+    return columns(rows)
 
 
-def _section(title: str, lines: list[str]) -> list[str]:
+def section(title: str, lines: list[str]) -> list[str]:
+    """`title:` and the lines under it, indented."""
     return [f"{title}:", *(f"  {line}" for line in lines)]
 
 
@@ -138,8 +140,8 @@ def _job(cluster: LocalCluster, name: str, namespace: str, now: float) -> tuple[
         ]
     )
     task_lines = [f"{t['name']}: {t['replicas']} replica(s)" for t in tasks] or ["<none>"]
-    lines += _section("Tasks", task_lines) + _section("Pods", _pod_rows(info.pods))
-    lines += _section("Events", render_events(events, now))
+    lines += section("Tasks", task_lines) + section("Pods", _pod_rows(info.pods))
+    lines += section("Events", render_events(events, now))
     return data, lines
 
 
@@ -172,8 +174,8 @@ def _pod(cluster: LocalCluster, name: str, namespace: str, now: float) -> tuple[
             ),
         ]
     )
-    lines += _section("Runs", [str(r.path) for r in runs] or ["<none>"])
-    lines += _section("Events", render_events(events, now))
+    lines += section("Runs", [str(r.path) for r in runs] or ["<none>"])
+    lines += section("Events", render_events(events, now))
     return data, lines
 
 
@@ -194,7 +196,7 @@ def _queue(cluster: LocalCluster, name: str, namespace: str, now: float) -> tupl
         ]
     )
     rows = [["JOB", "PHASE", "MESSAGE"]] + [[f"{j.namespace}/{j.name}", j.phase, j.message or ""] for j in jobs]
-    lines += _section("Jobs", _table(rows) if jobs else ["<none>"])
+    lines += section("Jobs", columns(rows) if jobs else ["<none>"])
     return data, lines
 
 
@@ -234,8 +236,8 @@ def _node(cluster: LocalCluster, name: str, namespace: str, now: float) -> tuple
             ),
         ]
     )
-    lines += _section("Running pods", _pod_rows([p for _, p in pods]))
-    lines += _section("Events", render_events(events, now, with_job=True))
+    lines += section("Running pods", _pod_rows([p for _, p in pods]))
+    lines += section("Events", render_events(events, now, with_job=True))
     return data, lines
 
 

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from components.volcano import localpods, scheduler
+from components.volcano import localpods
 from components.volcano.cluster import FINISHED_PHASES, JobNotFound, NodeNotFound
 from components.volcano.lifecycle import RESTART_ACTIONS, count_pods, match_action, max_retry, phase_from_pods
 from components.volcano.localstate import JobRow, pod_requests
@@ -154,6 +154,43 @@ class Controller:
     def schedule(self) -> None:
         """Run one scheduler session over every waiting gang and start the pods it bound."""
         db = self._db
+        live = db.execute("SELECT * FROM jobs WHERE phase IN ('Pending', 'Running') ORDER BY seq").fetchall()
+        if not live:
+            return
+        # Imported once a job is live: a pass over an idle cluster (`vcpilot cluster status`) needs no scheduler.
+        from components.volcano import scheduler
+
+        priorities = {r["name"]: r["value"] for r in db.execute("SELECT * FROM priority_classes")}
+        gangs, jobs = [], {}
+        for row in live:
+            job = JobRow.from_row(row)
+            pods = db.execute(
+                "SELECT name, task, idx, node, phase FROM pods WHERE namespace = ? AND job = ?",
+                (job.namespace, job.name),
+            ).fetchall()
+            if job.pg_phase == "Pending":
+                waiting = pod_requests(job)
+            else:
+                todo = {f"{job.namespace}/{p['name']}" for p in pods if p["node"] is None}
+                waiting = [p for p in pod_requests(job) if p.name in todo]
+                if not waiting:
+                    continue
+            jobs[job.key] = job
+            gangs.append(
+                scheduler.Gang(
+                    key=job.key,
+                    queue=job.spec.queue or "default",
+                    phase=job.pg_phase,
+                    min_member=job.spec.min_available or 0,
+                    min_resources=job.min_resources(),
+                    pods=tuple(waiting),
+                    bound=sum(1 for p in pods if p["phase"] in ("Running", "Succeeded")),
+                    priority=priorities.get(job.spec.priority_class_name or "", 0),
+                    order=job.seq,
+                )
+            )
+        if not gangs:
+            return
         usage = self.node_usage()
         nodes = [
             scheduler.NodeState(
@@ -187,37 +224,6 @@ class Controller:
                     allocated=allocated.get(r["name"], {}),
                 )
             )
-        priorities = {r["name"]: r["value"] for r in db.execute("SELECT * FROM priority_classes")}
-        gangs, jobs = [], {}
-        for row in db.execute("SELECT * FROM jobs WHERE phase IN ('Pending', 'Running') ORDER BY seq"):
-            job = JobRow.from_row(row)
-            pods = db.execute(
-                "SELECT name, task, idx, node, phase FROM pods WHERE namespace = ? AND job = ?",
-                (job.namespace, job.name),
-            ).fetchall()
-            if job.pg_phase == "Pending":
-                waiting = pod_requests(job)
-            else:
-                todo = {f"{job.namespace}/{p['name']}" for p in pods if p["node"] is None}
-                waiting = [p for p in pod_requests(job) if p.name in todo]
-                if not waiting:
-                    continue
-            jobs[job.key] = job
-            gangs.append(
-                scheduler.Gang(
-                    key=job.key,
-                    queue=job.spec.queue or "default",
-                    phase=job.pg_phase,
-                    min_member=job.spec.min_available or 0,
-                    min_resources=job.min_resources(),
-                    pods=tuple(waiting),
-                    bound=sum(1 for p in pods if p["phase"] in ("Running", "Succeeded")),
-                    priority=priorities.get(job.spec.priority_class_name or "", 0),
-                    order=job.seq,
-                )
-            )
-        if not gangs:
-            return
         factor = float(db.execute("SELECT value FROM meta WHERE key = 'overcommit'").fetchone()[0])
         session = scheduler.schedule(nodes, queues, gangs, overcommit_factor=factor)
         for key in session.enqueued:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -39,6 +38,8 @@ def resolve_command(command: Sequence[str], args: Sequence[str]) -> list[str]:
 
 def free_port() -> int:
     """A TCP port on loopback that nothing listens on right now."""
+    import socket  # here, not at the top: only a pod that starts needs it
+
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

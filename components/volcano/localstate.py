@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 from components.volcano.cluster import StateDamaged
 from components.volcano.localpods import resolve_command
 from components.volcano.resources import Resources, parse_resources
-from components.volcano.scheduler import PodRequest
 
 if TYPE_CHECKING:  # parsed where a stored job is read: a pass over an idle cluster imports no pydantic
     from components.volcano.models import Container, Job, JobSpec
+    from components.volcano.scheduler import PodRequest
 
 __all__ = ["SCHEMA", "JobRow", "pod_requests", "pod_resources"]
 
@@ -206,6 +206,8 @@ class JobRow:
 
 def pod_requests(job: JobRow) -> list[PodRequest]:
     """Every pod the job's run will have, as the scheduler sees it (named `namespace/pod`)."""
+    from components.volcano.scheduler import PodRequest
+
     out = []
     for name, task_name, _ in job.pod_names():
         task = next(t for t in job.spec.tasks if t.name == task_name)

@@ -9,7 +9,6 @@ whose failed pods are recreated up to `backoffLimit` times.
 from __future__ import annotations
 
 import copy
-import secrets
 import string
 from typing import Any
 
@@ -22,6 +21,8 @@ BATCH_JOB = ("batch/v1", "Job")
 
 def generate_name(prefix: str) -> str:
     """What the API server does with `metadata.generateName`: the prefix and five random characters."""
+    import secrets  # here, not at the top: it costs a reading command (`vcpilot cluster status`) a few ms
+
     return prefix + "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(5))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -188,7 +189,7 @@ def test_a_job_seen_from_another_process(cluster, make_job, tmp_path):
     assert submitted["name"] == "shared"
     done = cluster.wait("shared", timeout=15)
     out = subprocess.run([*vcpilot, "get", "shared", "--json"], env=env, capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout) == done.model_dump()
+    assert json.loads(out.stdout) == dataclasses.asdict(done)
 
 
 def test_pod_end_is_noticed_without_anyone_watching(cluster, make_job, tmp_path):
