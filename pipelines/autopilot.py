@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from hera.workflows import DAG, CronWorkflow, Parameter, Resource, Task, WorkflowTemplate
@@ -22,7 +23,6 @@ from hera.workflows.models import PersistentVolumeClaimVolumeSource, ValueFrom, 
 
 from pipelines import steps, steps_training
 from pipelines.parameters import DEFAULT_IMAGE, MODES, PARAMETERS, POLICIES, TEMPLATE_NAME
-from pipelines.run_identity import TEMPLATE_VERSION
 
 __all__ = [
     "CRON_NAME",
@@ -39,6 +39,17 @@ __all__ = [
 SERVICE_ACCOUNT = "vcpilot-workflow"  # deploy/rbac/serviceaccount.yaml
 CRON_NAME = "llm-autopilot-nightly"
 _LABELS = {"app.kubernetes.io/name": TEMPLATE_NAME, "app.kubernetes.io/part-of": "vcpilot"}
+
+
+def _package_version() -> str:
+    try:
+        return version("vcpilot")
+    except PackageNotFoundError:  # a checkout that is not installed
+        return "unknown"
+
+
+# What the compiled template records as its version: the package it was compiled from (the image tag says the rest).
+TEMPLATE_VERSION = f"vcpilot-{_package_version()}"
 
 
 _WORKFLOW_VALUES = {

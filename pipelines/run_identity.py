@@ -14,25 +14,13 @@ Argo tells a step its workflow's name, uid and namespace (`{{workflow.uid}}`, â€
 from __future__ import annotations
 
 import json
-from importlib.metadata import PackageNotFoundError, version
 
-from components.tracking.runs import WorkflowRun
+from components.tracking.workflow_run import WorkflowRun
 from pipelines.local.workflow import TRIGGER_LABEL
 
-__all__ = ["CRON_LABEL", "TEMPLATE_VERSION", "TRIGGER_LABEL", "argo_link", "trigger_of", "workflow_run_of"]
+__all__ = ["CRON_LABEL", "TRIGGER_LABEL", "argo_link", "trigger_of", "workflow_run_of"]
 
 CRON_LABEL = "workflows.argoproj.io/cron-workflow"
-
-
-def _package_version() -> str:
-    try:
-        return version("vcpilot")
-    except PackageNotFoundError:  # a checkout that is not installed
-        return "unknown"
-
-
-# What the compiled template records as its version: the package it was compiled from (the image tag says the rest).
-TEMPLATE_VERSION = f"vcpilot-{_package_version()}"
 
 
 def trigger_of(labels: dict[str, str]) -> str:

@@ -22,7 +22,7 @@ from components.tracking.adapter import (
     TRACKING_URI_ENV,
     WORKSPACE_ENV,
 )
-from components.tracking.runs import WorkflowRun
+from components.tracking.workflow_run import WorkflowRun
 from components.volcano.builder import TrainingRequest, build_training_job
 from components.volcano.models import (
     Container,
