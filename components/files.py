@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "describe_yaml_error",
+    "dump_yaml",
     "load_document",
     "load_documents",
     "read_text",
@@ -115,6 +116,16 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
 def write_text(path: str | Path, text: str) -> Path:
     """Write `text` (UTF-8) at `path`, atomically."""
     return write_bytes(path, text.encode("utf-8"))
+
+
+def dump_yaml(data: Any) -> str:
+    """`data` as block YAML in the order given (a manifest as people read it), by libyaml where PyYAML has it.
+
+    libyaml writes the same text as PyYAML's own emitter, about ten times faster (`vcpilot plan` prints a VCJob).
+    """
+    import yaml
+
+    return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
 
 
 def write_json(path: str | Path, data: Any) -> Path:

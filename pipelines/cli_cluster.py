@@ -14,7 +14,7 @@ import typer
 
 from components.entry import JsonOption, lazy_group, new_app
 from components.errors import EXIT_FAILED, InputError
-from components.files import load_documents
+from components.files import dump_yaml, load_documents
 from components.volcano.locallogs import PodLog, tail_lines, whole_lines
 
 if TYPE_CHECKING:  # imported where they are used: pydantic, sqlite and rich take a while, `--help` needs none
@@ -306,8 +306,6 @@ def sample(
     as_json: JsonFlag = False,
 ) -> None:
     """Print a Volcano Job to start from: `vcpilot cluster sample > job.yaml; vcpilot cluster submit job.yaml`."""
-    import yaml
-
     from pipelines.cluster_sample import SAMPLE_NAME, sample_job
 
     name = name or SAMPLE_NAME
@@ -317,7 +315,7 @@ def sample(
         return
     print("# A gang of pods that each print a line; submit it with `vcpilot cluster submit FILE`,")
     print(f"# then watch it with `vcpilot cluster describe job/{name}` and `vcpilot cluster logs {name}`.")
-    print(yaml.safe_dump(manifest, sort_keys=False), end="")
+    print(dump_yaml(manifest), end="")
 
 
 def _interactive() -> bool:

@@ -14,6 +14,7 @@ import typer
 
 from components.entry import JsonOption, flag_name
 from components.errors import EXIT_UNAVAILABLE, InputError, Unavailable, VcpilotError, explain
+from components.files import dump_yaml
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -78,7 +79,6 @@ def plan_command(
     del dry_run  # accepted so that scripts can say so; planning never submits
     import sqlite3
 
-    import yaml
     from pydantic import ValidationError
 
     from agent.observation import PlanRequest
@@ -145,7 +145,7 @@ def plan_command(
         print(f"\nno VCJob: the agent would {decision.action.kind}, not train now")
     else:
         print(f"\nVCJob {job.metadata.name} (not submitted):")
-        print(yaml.safe_dump(manifest, sort_keys=False).rstrip())
+        print(dump_yaml(manifest).rstrip())
 
 
 def _candidates(candidates: list[Candidate]) -> str:
