@@ -549,7 +549,7 @@ class LocalCluster:
             "SELECT * FROM jobs WHERE phase NOT IN ('Completed','Failed','Aborted','Terminated')"
         ):
             job = JobRow.from_row(job_row)
-            if (job.spec.queue or "default") == name:
+            if job.queue == name:
                 demand.append((job.pg_phase, int(job.min_resources().get(GPU, 0))))
         return QueueSnapshot.counted(
             demand,
@@ -568,10 +568,10 @@ class LocalCluster:
             name=job.name,
             namespace=job.namespace,
             uid=job.uid,
-            queue=job.spec.queue or "default",
+            queue=job.queue,
             phase=job.phase,
             retry_count=job.retry_count,
-            min_available=job.spec.min_available or 0,
+            min_available=job.min_available,
             labels=job.labels,
             podgroup_phase=job.pg_phase,
             reason=job.reason,

@@ -179,9 +179,9 @@ class Controller:
             gangs.append(
                 scheduler.Gang(
                     key=job.key,
-                    queue=job.spec.queue or "default",
+                    queue=job.queue,
                     phase=job.pg_phase,
-                    min_member=job.spec.min_available or 0,
+                    min_member=job.min_available,
                     min_resources=job.min_resources(),
                     pods=tuple(waiting),
                     bound=sum(1 for p in pods if p["phase"] in ("Running", "Succeeded")),
@@ -292,7 +292,7 @@ class Controller:
         """Delete finished jobs whose ttlSecondsAfterFinished has passed."""
         now = self._clock()
         for row in self._db.execute("SELECT * FROM jobs WHERE finished_at IS NOT NULL").fetchall():
-            ttl = JobRow.from_row(row).spec.ttl_seconds_after_finished
+            ttl = JobRow.from_row(row).ttl_seconds_after_finished
             if ttl is not None and now - row["finished_at"] >= ttl:
                 self._db.execute("DELETE FROM pods WHERE namespace = ? AND job = ?", (row["namespace"], row["name"]))
                 self._db.execute("DELETE FROM jobs WHERE namespace = ? AND name = ?", (row["namespace"], row["name"]))

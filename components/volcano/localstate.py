@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import sqlite3
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from components.volcano.cluster import StateDamaged
 from components.volcano.localpods import resolve_command
@@ -72,13 +73,18 @@ def pod_resources(containers: Sequence[Container]) -> Resources:
 
 @dataclass(frozen=True)
 class JobRow:
-    """One stored job: its validated manifest and the controller's bookkeeping."""
+    """One stored job: its validated manifest and the controller's bookkeeping.
+
+    `job` parses the manifest (once per process); the few fields that a read of the cluster shows (queue,
+    minAvailable, labels, ttlSecondsAfterFinished) are read from the stored JSON itself, which was validated and
+    defaulted when the job was submitted, so that listing jobs builds no Job model (`vcpilot cluster status`).
+    """
 
     namespace: str
     name: str
     uid: str
     seq: int
-    job: Job
+    manifest: str  # the Job as stored: JSON, by its API field names
     phase: str
     pg_phase: str
     retry_count: int
@@ -97,7 +103,7 @@ class JobRow:
             name=row["name"],
             uid=row["uid"],
             seq=row["seq"],
-            job=_parse(row["manifest"]),
+            manifest=row["manifest"],
             phase=row["phase"],
             pg_phase=row["pg_phase"],
             retry_count=row["retry_count"],
@@ -109,10 +115,36 @@ class JobRow:
             cwd=row["cwd"],
         )
 
+    @functools.cached_property
+    def job(self) -> Job:
+        """The stored Job, parsed."""
+        return _parse(self.manifest)
+
     @property
     def spec(self) -> JobSpec:
         """The Job's spec."""
         return self.job.spec
+
+    @functools.cached_property
+    def _stored(self) -> dict[str, Any]:
+        stored: dict[str, Any] = json.loads(self.manifest)
+        return stored
+
+    @property
+    def queue(self) -> str:
+        """The Job's queue (`spec.queue`; Volcano's default filled in at submission)."""
+        return str(self._stored["spec"].get("queue") or "default")
+
+    @property
+    def min_available(self) -> int:
+        """`spec.minAvailable`, 0 when unset."""
+        return int(self._stored["spec"].get("minAvailable") or 0)
+
+    @property
+    def ttl_seconds_after_finished(self) -> int | None:
+        """`spec.ttlSecondsAfterFinished`: how long the finished job is kept; None for ever."""
+        ttl = self._stored["spec"].get("ttlSecondsAfterFinished")
+        return None if ttl is None else int(ttl)
 
     @property
     def key(self) -> str:
@@ -122,7 +154,7 @@ class JobRow:
     @property
     def labels(self) -> dict[str, str]:
         """The Job's labels."""
-        return dict(self.job.metadata.labels or {})
+        return dict((self._stored.get("metadata") or {}).get("labels") or {})
 
     def with_master_port(self, port: int) -> JobRow:
         """A copy with the port the pytorch plugin hands every pod of this run."""
