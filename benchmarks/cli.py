@@ -3,8 +3,8 @@
 Prints one JSON document. Each command runs as a person runs it (the `vcpilot` script beside this Python, in a
 fresh process, against a LocalCluster in a temporary VCPILOT_HOME), and so does the baseline, `python -c "import
 typer, rich"`: the least any typer CLI costs on this machine. Rounds are interleaved (baseline, help, status, plan,
-then again) so that a machine busy for a while slows every command alike; each figure is the median of its
-rounds, in wall time and in CPU time (user + system of the child, which load stretches less). The ratios are
+then again; `--rounds N`) so that a machine busy for a while slows every command alike; each figure is the median
+of its rounds, in wall time and in CPU time (user + system of the child, which load stretches less). The ratios are
 command / baseline; the goals are the issue's: at most 1.5x for `--help` and `cluster status`, 3x for `plan`.
 """
 
@@ -24,8 +24,9 @@ from pathlib import Path
 ROUNDS = 9
 GOALS = {"help": 1.5, "cluster_status": 1.5, "plan_dry_run": 3.0}
 
-# For orientation, not a goal: the least a `cluster status` that answers in pydantic models and prints a rich table
-# can cost (typer, two small frozen models, one table). docs/benchmarks.md explains why status stays above it.
+# For orientation, not a goal: the least a command that answers in pydantic models and prints a rich table can cost
+# (typer, two small frozen models, one table). `plan` decides with pydantic models, so this is its floor;
+# `cluster status` uses neither pydantic nor rich (docs/benchmarks.md).
 PYDANTIC_FLOOR = """
 import typer
 from pydantic import BaseModel, ConfigDict
