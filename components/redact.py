@@ -60,8 +60,15 @@ def redact_text(text: str) -> str:
     return text
 
 
+def _named(key: object) -> bool:
+    return isinstance(key, str) and secret_name(key)
+
+
 def redact(value: Any) -> Any:
-    """A copy of JSON-like `value` with secret-named fields blanked and credential-looking strings masked."""
+    """A copy of JSON-like `value` with secret-named string fields blanked and credential-looking strings masked.
+
+    Only strings change, so a redacted model still validates (a number under a secret-looking name stays).
+    """
     if isinstance(value, str):
         return redact_text(value)
     if isinstance(value, dict):
@@ -69,7 +76,7 @@ def redact(value: Any) -> Any:
         env_secret = isinstance(value.get("name"), str) and secret_name(value["name"]) and "value" in value
         return {
             key: MASK
-            if (isinstance(key, str) and secret_name(key) and item not in (None, "")) or (env_secret and key == "value")
+            if isinstance(item, str) and item and (env_secret and key == "value" or _named(key))
             else redact(item)
             for key, item in value.items()
         }
