@@ -28,14 +28,17 @@ _SECRET_TEXT = [
     # key=value / key: value, where the key's name says secret (quotes optional)
     (
         re.compile(
-            r"""(?P<k>["']?[A-Za-z0-9_.-]*(?:pass(?:word|wd)?|secret|token|api[_-]?key|access[_-]?key)["']?\s*[=:]\s*["']?)"""
+            r"""(?P<k>["']?(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{0,40}?(?:pass(?:word|wd)?|secret|token|api[_-]?key|access[_-]?key)["']?\s*[=:]\s*["']?)"""
             r"""(?P<v>[^\s"',;&}]{4,})""",
             re.I,
         ),
         rf"\g<k>{MASK}",
     ),
     # user:password@host in a URL
-    (re.compile(r"(?P<s>[a-z][a-z0-9+.-]*://[^/\s:@]+:)[^@\s/]+@", re.I), rf"\g<s>{MASK}@"),
+    (
+        re.compile(r"(?P<s>(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,20}://[^/\s:@]{1,200}:)[^@\s/]{1,200}@", re.I),
+        rf"\g<s>{MASK}@",
+    ),
     # provider key shapes: OpenAI sk-…, GitHub ghp_…, Slack xox?-…, AWS AKIA…
     (
         re.compile(
