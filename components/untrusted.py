@@ -62,8 +62,11 @@ def printable(text: str, limit: int = MAX_QUOTED) -> str:
 
 
 def clean(text: str) -> str:
-    """`text` as training data: ANSI sequences and invisible characters removed, newlines and tabs kept."""
-    text = _ANSI.sub("", text)
+    """`text` as training data: ANSI sequences and invisible characters removed, newlines and tabs kept.
+
+    A line or paragraph separator (U+2028, U+2029) becomes a newline: JSONL readers that split on it would break.
+    """
+    text = _ANSI.sub("", text).replace("\u2028", "\n").replace("\u2029", "\n")
     return "".join(
         c for c in text if c in "\n\t" or not (c in _INVISIBLE or unicodedata.category(c) in ("Cc", "Cf", "Co", "Cs"))
     )

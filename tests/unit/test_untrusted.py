@@ -15,6 +15,7 @@ def test_printable_escapes_what_a_terminal_would_act_on_and_cuts_long_fields():
 
 def test_clean_keeps_text_newlines_and_tabs_and_drops_the_rest():
     assert clean("\x1b[31mred\x1b[0m\tok\n\u200bz\x00") == "red\tok\nz"
+    assert clean("one\u2028two\u2029three") == "one\ntwo\nthree"
 
 
 @pytest.mark.parametrize(

@@ -82,7 +82,8 @@ def test_detect_logs_and_curation_hold_against_the_corpus(tmp_path: Path) -> Non
     curated = [
         json.loads(line)
         for name in ("train.jsonl", "eval.jsonl")
-        for line in (tmp_path / "out" / name).read_text(encoding="utf-8").splitlines()
+        for line in (tmp_path / "out" / name).read_text(encoding="utf-8").split("\n")
+        if line
     ]
     seen = visible(json.dumps(curated, ensure_ascii=False))
     breaches += [
@@ -91,12 +92,12 @@ def test_detect_logs_and_curation_hold_against_the_corpus(tmp_path: Path) -> Non
     for example in curated:
         for key in ("prompt", "completion"):
             breaches += [f"training data carries raw {h}" for h in raw_hazards(example[key].replace("\t", " "))]
-    kept = {(e["prompt"], e["completion"]) for e in curated}
-    assert set(BENIGN) <= kept, "ordinary corrections still reach the training data"
-    assert report.dataset.rejected >= len(CORPUS)
 
     print(f"\nattack corpus, detect-logs and curation: {len(CORPUS)} cases, {len(breaches)} breaches")
     assert breaches == []
+    kept = {(e["prompt"], e["completion"]) for e in curated}
+    assert set(BENIGN) <= kept, "ordinary corrections still reach the training data"
+    assert report.dataset.rejected >= len(CORPUS)
 
 
 # -- the LLM policy, obeying every injection ---------------------------------------------------------------
