@@ -8,10 +8,11 @@ data and also blanks every value whose *name* says it is secret (`api_key`, `MLF
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
-__all__ = ["MASK", "redact", "redact_text", "secret_name"]
+__all__ = ["MASK", "RedactingFilter", "redact", "redact_text", "secret_name"]
 
 MASK = "***"
 
@@ -86,3 +87,15 @@ def redact(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [redact(item) for item in value]
     return value
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that masks credentials in every record's message before a handler writes it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite the record's message, redacted; never drops a record."""
+        message = record.getMessage()
+        masked = redact_text(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        return True

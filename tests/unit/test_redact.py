@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import io
+import logging
 import time
 
 import pytest
 
-from components.redact import MASK, redact, redact_text, secret_name
+from components.entry import new_app, run
+from components.errors import InputError
+from components.redact import MASK, RedactingFilter, redact, redact_text, secret_name
 
 
 @pytest.mark.parametrize(
@@ -52,3 +56,27 @@ def test_a_long_hostile_line_is_redacted_in_linear_time():
     for text in ("A" * 50_000, "a-" * 25_000, "x:" * 25_000, "ab." * 15_000 + "://"):
         redact_text(text)
     assert time.perf_counter() - started < 1.0
+
+
+def test_a_log_record_is_redacted_before_a_handler_writes_it():
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RedactingFilter())
+    logger = logging.getLogger("test_redact")
+    logger.addHandler(handler)
+    try:
+        logger.warning("retrying with %s", "Authorization: Bearer abcdefghijklmnop")
+    finally:
+        logger.removeHandler(handler)
+    assert stream.getvalue() == "retrying with Authorization: Bearer ***\n"
+
+
+def test_a_commands_error_sentence_never_carries_a_credential(capsys):
+    app = new_app()
+
+    @app.command()
+    def connect() -> None:
+        raise InputError("cannot reach http://mlflow:s3cr3t-pass@tracking:5000: connection refused")
+
+    assert run(app, [], "connect") == 1
+    assert capsys.readouterr().err == "error: cannot reach http://mlflow:***@tracking:5000: connection refused\n"
