@@ -48,7 +48,7 @@ def mcp_command(
         typer.Option(help="With --transport http: the bearer token clients must send (else $VCPILOT_MCP_TOKEN)."),
     ] = None,
     rate_limit: Annotated[
-        float, typer.Option(min=0.1, help="With --transport http: requests per second per client address (burst 2x).")
+        float, typer.Option(min=0.1, help="With --transport http: requests per second per MCP session (burst 2x).")
     ] = 20.0,
     kubeconfig: Annotated[
         str | None,

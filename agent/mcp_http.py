@@ -1,9 +1,10 @@
 """The HTTP edge of `vcpilot mcp`: a bearer token, a request-size limit and a per-client rate limit before the SDK.
 
 `Gate` is a plain ASGI wrapper around the SDK's streamable HTTP app, so every request meets, in this order: the
-rate limit of its peer address (429, so a guessing client is slowed down too), the token (401: nothing reaches the
-MCP session without it), the declared body size (413; the SDK also cuts a streamed body at the same limit). A
-request that passes carries who sent it in its ASGI scope, where the tool handler finds it for the audit log.
+token (401: nothing reaches the MCP session without it; repeated failures from one address get 429, so guessing is
+slowed down), the rate limit of its client — its MCP session, or its connection before it has one (429) — and the
+declared body size (413; the SDK also cuts a streamed body at the same limit). A request that passes carries who
+sent it in its ASGI scope, where the tool handler finds it for the audit log.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class RateLimit:
 
 
 class Gate:
-    """ASGI middleware: rate limit by peer, then the bearer token (constant-time), then the body size."""
+    """ASGI middleware: the bearer token (constant-time), a rate limit per client, the body size."""
 
     def __init__(self, app: ASGIApp, token: str, max_body_bytes: int, rate: RateLimit, log: Callable[[str], None]):
         """Guard `app` with `token`; `log` gets one JSON line for each request refused here."""
@@ -98,12 +99,17 @@ class Gate:
         host, port = scope.get("client") or ("unknown", 0)
         peer = f"{host}:{port}"
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        if not self._rate.allow(host):
-            await self._refuse(send, peer, 429, "too many requests from this client; slow down and retry", "1")
-            return
         scheme, _, given = headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self._token):
-            await self._refuse(send, peer, 401, "a valid bearer token is required (Authorization: Bearer TOKEN)")
+            if not self._rate.allow(f"address {host}"):  # guessing the token: slowed down per address
+                await self._refuse(send, peer, 429, "too many requests from this client; slow down and retry", "1")
+            else:
+                await self._refuse(send, peer, 401, "a valid bearer token is required (Authorization: Bearer TOKEN)")
+            return
+        # A client is its MCP session; before it has one (initialize), its connection.
+        session = headers.get("mcp-session-id", "")
+        if not self._rate.allow(f"session {session}" if session else f"connection {peer}"):
+            await self._refuse(send, peer, 429, "too many requests from this client; slow down and retry", "1")
             return
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > self._max_body:

@@ -26,11 +26,12 @@ _SECRET_NAME = re.compile(
 _SECRET_TEXT = [
     # Authorization: Bearer abc… / Basic abc…
     (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.I), rf"\1 {MASK}"),
-    # key=value / key: value, where the key's name says secret (quotes optional)
+    # key=value / key: value, where the key's name says secret (quotes optional); a value of 8 characters or more
+    # that is no placeholder ($VAR, <token>, {…}), so prose ("a token: pass it with …") stays readable
     (
         re.compile(
             r"""(?P<k>["']?(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{0,40}?(?:pass(?:word|wd)?|secret|token|api[_-]?key|access[_-]?key)["']?\s*[=:]\s*["']?)"""
-            r"""(?P<v>[^\s"',;&}]{4,})""",
+            r"""(?P<v>(?![$<{(])[^\s"',;&}]{8,})""",
             re.I,
         ),
         rf"\g<k>{MASK}",

@@ -28,7 +28,16 @@ def test_credentials_in_text_are_masked(text, expected):
     assert redact_text(text) == expected
 
 
-@pytest.mark.parametrize("text", ["step=3 loss=0.5 max_tokens=128", "tokens: 512", "http://host:8080/path", "ok"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "step=3 loss=0.5 max_tokens=128",
+        "tokens: 512",
+        "http://host:8080/path",
+        "needs a bearer token: pass --token-file FILE or set VCPILOT_MCP_TOKEN=$(openssl rand -hex 32)",
+        "password: <yours>",
+    ],
+)
 def test_ordinary_text_is_left_alone(text):
     assert redact_text(text) == text
 

@@ -181,13 +181,17 @@ def test_a_body_over_the_limit_is_413_and_a_flood_is_429(served):
     big = httpx.post(served.url, content=b"x" * (MAX_BODY_BYTES + 1), headers=headers, timeout=10)
     assert big.status_code == 413
 
-    statuses = [
+    guessing = [
         httpx.get(served.url, headers={"Authorization": "Bearer nope"}, timeout=10).status_code for _ in range(35)
     ]
-    assert statuses.count(429) >= 5 and set(statuses) == {401, 429}  # 30 allowed, then slowed down
-    assert httpx.get(served.url, headers=headers, timeout=10).status_code == 429  # per client, token or not
-    served.clock.now += 5  # five seconds later the bucket has five requests again
+    assert guessing == [401] * 30 + [429] * 5  # token guesses: 30 at once from one address, then slowed down
+    one_session = {**headers, "mcp-session-id": "s-1"}
+    flood = [httpx.get(served.url, headers=one_session, timeout=10).status_code for _ in range(35)]
+    assert 429 not in flood[:30] and flood[30:] == [429] * 5  # one client's session, likewise
+    assert httpx.get(served.url, headers={**headers, "mcp-session-id": "s-2"}, timeout=10).status_code != 429
+    served.clock.now += 5  # five seconds later each bucket has five requests again
     assert httpx.get(served.url, headers={"Authorization": "Bearer nope"}, timeout=10).status_code == 401
+    assert httpx.get(served.url, headers=one_session, timeout=10).status_code != 429
 
 
 def test_the_rate_limit_is_a_bucket_per_client():
