@@ -7,6 +7,7 @@ Apart from the server so that the `vcpilot` command does not import the MCP SDK,
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 import sys
 from enum import StrEnum
@@ -42,6 +43,13 @@ def mcp_command(
     ] = Transport.STDIO,
     host: Annotated[str, typer.Option(help="Address to listen on with --transport http.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on with --transport http.")] = 8765,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(help="With --transport http: the bearer token clients must send (else $VCPILOT_MCP_TOKEN)."),
+    ] = None,
+    rate_limit: Annotated[
+        float, typer.Option(min=0.1, help="With --transport http: requests per second per MCP session (burst 2x).")
+    ] = 20.0,
     kubeconfig: Annotated[
         str | None,
         typer.Option(
@@ -65,10 +73,12 @@ def mcp_command(
 ) -> None:
     """Serve the agent's tools over MCP against the LocalCluster (VCPILOT_HOME) or a kubeconfig's cluster."""
     from agent.guardrails import Guardrails
-    from agent.mcp_server import build_server
+    from agent.mcp_http import RateLimit, load_token
+    from agent.mcp_server import AUDIT, build_server, serve_http
     from agent.tools import ToolContext
     from components.volcano.connect import connect
 
+    token = load_token(token_file) if transport == Transport.HTTP else ""  # before anything is opened
     rules = Guardrails.from_file(guardrails) if guardrails else Guardrails()
     if read_only:
         rules = rules.model_copy(update={"read_only": True})
@@ -77,18 +87,28 @@ def mcp_command(
     server = build_server(ToolContext(cluster=cluster, guardrails=rules, checkpoints_root=root.resolve()))
     where = _describe(cluster)
     mode = "read-only" if rules.read_only else "read-write"
+    _audit_to_stderr(AUDIT)
     if transport == "stdio":
         print(f"vcpilot MCP server ({mode}) on stdio, serving {where}", file=sys.stderr)
         server.run("stdio")
         return
     if not _loopback(host):
         print(
-            f"warning: listening on {host}: anyone who can reach {host}:{port} can call these tools; "
-            "put an authenticating proxy in front or use --read-only",
+            f"warning: listening on {host}: anyone who can reach {host}:{port} and holds the token can call "
+            "these tools, over plain HTTP; put a TLS proxy in front or use --read-only",
             file=sys.stderr,
         )
     print(f"vcpilot MCP server ({mode}) at http://{host}:{port}/mcp, serving {where}", file=sys.stderr)
-    server.run("streamable-http", host=host, port=port)
+    serve_http(server, token, host, port, rate=RateLimit(per_second=rate_limit, burst=max(1, int(2 * rate_limit))))
+
+
+def _audit_to_stderr(audit: logging.Logger) -> None:
+    """One JSON line per tool call (and per request the HTTP gate refuses) on stderr, never on stdout."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("audit %(message)s"))
+    audit.addHandler(handler)
+    audit.setLevel(logging.INFO)
+    audit.propagate = False
 
 
 def _describe(cluster: Cluster) -> str:

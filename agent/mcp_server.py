@@ -6,23 +6,31 @@ back as an `is_error` result whose text says what was refused and by which rule 
 executing tool". In read-only mode the mutating tools stay listed (marked as such) and are refused when called.
 
 Tool calls run one at a time on the server's event loop: the LocalCluster's SQLite connection belongs to the
-thread that opened it, and a cluster's answers are quick.
+thread that opened it, and a cluster's answers are quick. Each call leaves one JSON line on the `vcpilot.mcp.audit`
+logger — who called (the token's identity and the peer over HTTP, "local" on stdio), the tool, its arguments with
+secrets redacted, and the verdict — whatever the transport. `serve_http` puts `agent.mcp_http.Gate` in front.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools.base import Tool as MCPTool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict
 
-from agent.tools import TOOLS, Tool, ToolContext, call_tool, input_schema
+from agent.mcp_http import CALLER_KEY, Gate, RateLimit
+from agent.tools import TOOLS, Tool, ToolContext, ToolResult, call_tool, input_schema
+from components.redact import redact
 
-__all__ = ["SERVER_NAME", "build_server"]
+__all__ = ["AUDIT", "MAX_BODY_BYTES", "SERVER_NAME", "build_server", "serve_http"]
+
+AUDIT = logging.getLogger("vcpilot.mcp.audit")
+MAX_BODY_BYTES = 256 * 1024  # a training request is a few KiB; the SDK's default is 4 MiB
 
 SERVER_NAME = "vcpilot"
 _INSTRUCTIONS = (
@@ -50,8 +58,9 @@ def build_server(ctx: ToolContext) -> MCPServer:
 
 
 def _register(ctx: ToolContext, tool: Tool) -> MCPTool:
-    async def handler(arguments: dict[str, Any]) -> CallToolResult:
+    async def handler(arguments: dict[str, Any], mcp_ctx: Context) -> CallToolResult:
         result = call_tool(ctx, tool.name, arguments)
+        _audit(mcp_ctx, tool.name, arguments, result)
         if not result.ok:
             return CallToolResult(content=[TextContent(type="text", text=result.error)], is_error=True)
         text = json.dumps(result.data, indent=2, sort_keys=True)
@@ -67,7 +76,7 @@ def _register(ctx: ToolContext, tool: Tool) -> MCPTool:
         # A published schema without an output model is advertised to clients, not re-validated by the SDK.
         fn_metadata=FuncMetadata(arg_model=_RawArguments, output_schema=tool.output_schema()),
         is_async=True,
-        context_kwarg=None,
+        context_kwarg="mcp_ctx",
         annotations=ToolAnnotations(
             read_only_hint=not tool.mutating,
             destructive_hint=tool.name == "cancel_job",
@@ -75,6 +84,29 @@ def _register(ctx: ToolContext, tool: Tool) -> MCPTool:
             open_world_hint=False,
         ),
     )
+
+
+def _audit(mcp_ctx: Context, tool: str, arguments: dict[str, Any], result: ToolResult) -> None:
+    request = mcp_ctx.request_context.request  # a Starlette request over HTTP, None on stdio and in memory
+    caller = getattr(request, "scope", {}).get(CALLER_KEY, "local")
+    if result.ok:
+        verdict = "allowed"
+    elif result.rule:
+        verdict = f"refused by guardrail {result.rule}"
+    else:
+        verdict = "failed: " + result.error
+    AUDIT.info(json.dumps({"caller": caller, "tool": tool, "arguments": redact(arguments), "verdict": verdict}))
+
+
+def serve_http(server: MCPServer, token: str, host: str, port: int, *, rate: RateLimit | None = None) -> None:
+    """Serve streamable HTTP at http://HOST:PORT/mcp behind the token, size and rate checks of `Gate`."""
+    import anyio
+    import uvicorn
+
+    app = server.streamable_http_app(max_request_body_size=MAX_BODY_BYTES, host=host)
+    gate = Gate(app, token, MAX_BODY_BYTES, rate or RateLimit(per_second=20, burst=40), AUDIT.warning)
+    config = uvicorn.Config(gate, host=host, port=port, log_level="warning")
+    anyio.run(uvicorn.Server(config).serve)
 
 
 # stdout carries the stdio transport: everything for people goes to stderr (where `reported` writes).

@@ -29,6 +29,7 @@ from agent.policy import Decision, Policy, Stage
 from agent.policy_rules import RulePolicy
 from agent.prompts import ALLOWED_KINDS, SYSTEM_PROMPT, render_observation, render_tool_result
 from agent.tools import TOOLS, ToolContext, call_tool, openai_tools
+from components.redact import MASK, redact_text
 
 __all__ = ["LLMPolicy", "check_answer"]
 
@@ -352,7 +353,7 @@ class LLMPolicy:
         return action
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+        return redact_text(text.replace(self._api_key, MASK) if self._api_key else text)
 
 
 def _either(stage: Stage) -> str:

@@ -23,6 +23,7 @@ from agent.observation import AttemptRecord
 from agent.policy import Decision, Policy
 from agent.tracing import decision_spans
 from components.files import read_text, write_text
+from components.redact import redact
 from components.tracking.adapter import STEP_TAG, WORKFLOW_ENV, configured_uri, experiment_name
 from components.tracking.recorder import Recorder
 from components.tracking.recorder import spool_dir as recorder_spool_dir
@@ -69,6 +70,7 @@ def write_decision(
     costs one warning line, never the decision; what it did not take waits in the spool for the exit handler's
     sweep (or `vcpilot runs replay`). Without tracking nothing of MLflow is imported.
     """
+    decision = Decision.model_validate(redact(decision.model_dump(mode="json")))  # nothing secret in a record
     target = Path(directory) / f"{decision.stage}-{decision.observation.request.attempt}.json"
     write_text(target, decision.model_dump_json(indent=2) + "\n")
     uri = configured_uri() if tracking_uri is None else tracking_uri

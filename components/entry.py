@@ -21,6 +21,7 @@ import errno
 import importlib
 import inspect
 import json
+import logging
 import os
 import re
 import sys
@@ -36,6 +37,7 @@ from typer._click import utils as click_utils
 from typer.core import TyperCommand, TyperGroup
 
 from components.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, InputError, VcpilotError, explain
+from components.redact import RedactingFilter, redact_text
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -238,6 +240,8 @@ def invoke(
     """Run `command` on `args` (default: the process's) and return the exit code the contract gives its end."""
     global _debug
     _debug = os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    if logging.lastResort is not None and not any(isinstance(f, RedactingFilter) for f in logging.lastResort.filters):
+        logging.lastResort.addFilter(RedactingFilter())  # where our warnings go: no handler is configured
     argv = list(sys.argv[1:] if args is None else args)
     as_json = "--json" in (argv[: argv.index("--")] if "--" in argv else argv)
     name = prog_name or click_utils._detect_program_name()
@@ -354,6 +358,7 @@ def _usage_sentence(err: click_exceptions.UsageError) -> str:
 
 
 def _fail(sentence: str, code: int, as_json: bool) -> int:
+    sentence = redact_text(sentence)  # an error may quote a URL or a header: never their credentials
     if as_json:
         print(json.dumps({"error": sentence, "exit_code": code}), flush=True)
     print(f"error: {sentence}", file=sys.stderr, flush=True)

@@ -17,6 +17,7 @@ import typer
 from components.entry import JsonOption, new_app, print_json
 from components.errors import InputError, Unavailable
 from components.tracking.adapter import TrackingUnavailable, experiment_name, resolve_uri
+from components.untrusted import printable
 from pipelines import runs_mlflow
 
 if TYPE_CHECKING:
@@ -46,13 +47,13 @@ def list_command(
         typer.echo(f"no runs in {home / 'runs'}; `vcpilot run` makes one")
         return
     for run in found:
-        typer.echo(f"{run.name}  {_outcome(run)}  {run.started_at or '-'} → {run.finished_at or '-'}")
+        _echo(f"{run.name}  {_outcome(run)}  {run.started_at or '-'} → {run.finished_at or '-'}")
         if run.decisions:
-            typer.echo("  decisions: " + ", ".join(f"{d.stage}-{d.attempt}: {d.action}" for d in run.decisions))
+            _echo("  decisions: " + ", ".join(f"{d.stage}-{d.attempt}: {d.action}" for d in run.decisions))
         if run.released or run.release_reason:
-            typer.echo(f"  released: {run.released or 'nothing'}")
+            _echo(f"  released: {run.released or 'nothing'}")
         if run.mlflow_url or run.mlflow_run_id:
-            typer.echo(f"  mlflow: {run.mlflow_url or run.mlflow_run_id}")
+            _echo(f"  mlflow: {run.mlflow_url or run.mlflow_run_id}")
     if note:
         typer.echo(note, err=True)
 
@@ -203,8 +204,13 @@ def _outcome(run: RunSummary) -> str:
     return run.phase + (f": {run.message}" if run.message else "")
 
 
+def _echo(text: str, err: bool = False) -> None:
+    """One line for a terminal: what a step, an LLM or a log put in it is escaped, never acted on (ANSI, bidi)."""
+    typer.echo(printable(text, limit=20_000), err=err)
+
+
 def _print_detail(run: RunDetail) -> None:
-    echo = typer.echo
+    echo = _echo
     echo(f"{run.name}  {_outcome(run)}")
     echo(f"  started {run.started_at or '-'}, finished {run.finished_at or '-'}")
     echo("steps:")

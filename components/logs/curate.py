@@ -1,7 +1,8 @@
 """The fine-tuning set the logs hand to the next step: corrected requests as prompt/completion pairs.
 
 A user's correction is the answer the model should have given, so each corrected request becomes one JSONL line
-`{"prompt": ..., "completion": <the correction>}`. A prompt counts once (the first correction wins), and it goes
+`{"prompt": ..., "completion": <the correction>}`. A prompt counts once (the first correction wins); one carrying an
+instruction to a model, or absurdly long, is dropped (`components.untrusted`), invisible characters are removed. It goes
 to train or eval by a hash of the prompt: the split is the same on every run and machine, and a prompt never
 lands on both sides. Lines stream to disk; memory holds one digest per distinct prompt.
 """
@@ -16,8 +17,11 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from components.logs.records import RequestRecord
+from components.untrusted import clean, instruction_in
 
-__all__ = ["Curator", "DatasetSummary"]
+__all__ = ["MAX_FIELD", "Curator", "DatasetSummary"]
+
+MAX_FIELD = 16_000  # characters of a prompt or a correction worth learning from; longer is a paste or an attack
 
 
 class DatasetSummary(BaseModel):
@@ -29,6 +33,9 @@ class DatasetSummary(BaseModel):
     eval_examples: int = 0
     corrections: int = Field(default=0, description="corrected requests offered")
     duplicates: int = Field(default=0, description="corrections of a prompt already in the set, dropped")
+    rejected: int = Field(
+        default=0, description=f"corrections dropped: an instruction to a model in them, or over {MAX_FIELD} characters"
+    )
     eval_fraction: float
 
 
@@ -57,15 +64,20 @@ class Curator:
         if not record.correction or not record.correction.strip() or not record.prompt.strip():
             return False
         self.summary.corrections += 1
-        digest = hashlib.sha256(_normalized(record.prompt).encode("utf-8")).digest()
+        # Data, never commands: what the model would learn must not tell it (or the agent reading it) what to do.
+        prompt, correction = clean(record.prompt), clean(record.correction)
+        if max(len(prompt), len(correction)) > MAX_FIELD or instruction_in(prompt) or instruction_in(correction):
+            self.summary.rejected += 1
+            return False
+        digest = hashlib.sha256(_normalized(prompt).encode("utf-8")).digest()
         if digest in self._seen:
             self.summary.duplicates += 1
             return False
         self._seen.add(digest)
         position = int.from_bytes(digest[:8], "big") / 2**64
         split = "eval" if position < self.summary.eval_fraction else "train"
-        example = {"prompt": record.prompt, "completion": record.correction}
-        example |= {"category": record.category} if record.category else {}
+        example = {"prompt": prompt, "completion": correction}
+        example |= {"category": clean(record.category)} if record.category else {}
         line = json.dumps(example, ensure_ascii=False)
         self._files[split].write(line + "\n")
         if split == "eval":

@@ -17,6 +17,7 @@ from components.logs.compare import DetectPolicy, Finding, Verdict
 from components.logs.curate import DatasetSummary
 from components.logs.reader import Malformed
 from components.logs.window import OVERFLOW_KEY, WindowSummary
+from components.untrusted import printable
 
 __all__ = ["DetectionReport", "StateInfo", "TemplateRow", "WindowOverview", "build_report", "render_markdown"]
 
@@ -125,7 +126,9 @@ class DetectionReport(BaseModel):
     def write(self, path: Path) -> Path:
         """Write the JSON report to `path` and the Markdown beside it as `report.md`; returns the Markdown path."""
         markdown = path.with_name("report.md")
-        for target, text in ((path, self.model_dump_json(indent=2)), (markdown, render_markdown(self))):
+        # ASCII JSON: quoted log text keeps its bytes, as escapes a terminal or an editor does not act on
+        data = json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=True)
+        for target, text in ((path, data), (markdown, render_markdown(self))):
             write_text(target, text + "\n")
         return markdown
 
@@ -189,7 +192,7 @@ def _cell(value: object) -> str:
         return "–"
     if isinstance(value, float):
         return f"{value:.1%}" if value <= 1 else f"{value:,.1f}"
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return printable(str(value).replace("\n", " ")).replace("|", "\\|")
 
 
 def _table(header: list[str], rows: list[list[object]]) -> list[str]:
@@ -226,9 +229,9 @@ def _windows(report: DetectionReport) -> list[str]:
 
 def _finding(finding: Finding) -> list[str]:
     ev = finding.evidence
-    lines = [f"### {finding.severity}: {finding.kind.replace('_', ' ')}", "", finding.summary + ".", ""]
+    lines = [f"### {finding.severity}: {finding.kind.replace('_', ' ')}", "", printable(finding.summary) + ".", ""]
     if finding.template:
-        lines += [f"Template `{finding.template_key}`: `{finding.template}`", ""]
+        lines += [f"Template `{finding.template_key}`: `{printable(finding.template)}`", ""]
     facts = []
     if ev.baseline_count is not None:
         facts.append(f"baseline {ev.baseline_count} of {ev.baseline_total}")
@@ -238,7 +241,8 @@ def _finding(finding: Finding) -> list[str]:
     note = f" {ev.note[:1].upper()}{ev.note[1:]}." if ev.note else ""
     lines += [f"Evidence: {'; '.join(facts)}.{note}", ""]
     if finding.examples:
-        lines += ["```text", *finding.examples, "```", ""]
+        # quoted log lines: escaped, so no ANSI sequence, bidi override or stray fence acts on the reader
+        lines += ["```text", *(printable(e).replace("```", "\\x60\\x60\\x60") for e in finding.examples), "```", ""]
     return lines
 
 
@@ -274,7 +278,8 @@ def render_markdown(report: DetectionReport) -> str:
         "## Fine-tuning set",
         "",
         f"{data.train_examples} train and {data.eval_examples} eval examples from {data.corrections} corrected "
-        f"requests ({data.duplicates} duplicate prompts dropped): `{data.train}`, `{data.eval}`.",
+        f"requests ({data.duplicates} duplicate prompts dropped, {data.rejected} rejected as instructions or "
+        f"oversized): `{data.train}`, `{data.eval}`.",
         "",
         "## Policy",
         "",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ import anyio
 import pytest
 import typer
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult
 from typer.testing import CliRunner
 
@@ -136,8 +138,10 @@ def test_the_command_serves_stdio_and_refuses_a_submit_in_read_only_mode(tmp_pat
         cwd=str(ROOT),
     )
 
+    errlog = (tmp_path / "stderr").open("w")
+
     async def session() -> None:
-        async with Client(params) as client:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
             assert len((await client.list_tools()).tools) == len(TOOLS)
             nodes = await client.call_tool("list_nodes", {})
             assert not nodes.is_error and nodes.structured_content is not None
@@ -146,6 +150,16 @@ def test_the_command_serves_stdio_and_refuses_a_submit_in_read_only_mode(tmp_pat
             assert refused.is_error and text(refused).startswith("refused by guardrail read_only:")
 
     anyio.run(session)
+    errlog.close()
+    audits = [
+        json.loads(line.removeprefix("audit "))
+        for line in (tmp_path / "stderr").read_text().splitlines()
+        if line.startswith("audit {")
+    ]
+    assert [(a["caller"], a["tool"], a["verdict"]) for a in audits] == [
+        ("local", "list_nodes", "allowed"),
+        ("local", "submit_training_job", "refused by guardrail read_only"),
+    ]
     home = LocalCluster(tmp_path / "home")
     try:
         assert home.list_jobs() == []

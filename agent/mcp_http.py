@@ -1,0 +1,130 @@
+"""The HTTP edge of `vcpilot mcp`: a bearer token, a request-size limit and a per-client rate limit before the SDK.
+
+`Gate` is a plain ASGI wrapper around the SDK's streamable HTTP app, so every request meets, in this order: the
+token (401: nothing reaches the MCP session without it; repeated failures from one address get 429, so guessing is
+slowed down), the rate limit of its client — its MCP session, or its connection before it has one (429) — and the
+declared body size (413; the SDK also cuts a streamed body at the same limit). A request that passes carries who
+sent it in its ASGI scope, where the tool handler finds it for the audit log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from components.errors import InputError
+
+__all__ = ["CALLER_KEY", "TOKEN_ENV", "Gate", "RateLimit", "load_token", "token_identity"]
+
+TOKEN_ENV = "VCPILOT_MCP_TOKEN"
+CALLER_KEY = "vcpilot.caller"  # the scope key under which Gate leaves "token:<id> from <peer>"
+_MIN_TOKEN = 16
+
+ASGIApp = Callable[..., Any]
+
+
+def load_token(token_file: Path | None, environ: Mapping[str, str] | None = None) -> str:
+    """The bearer token from `token_file`, else from VCPILOT_MCP_TOKEN; an InputError when there is none."""
+    if token_file is not None:
+        try:
+            token = token_file.read_text().strip()
+        except OSError as err:
+            raise InputError(f"the token file {token_file} cannot be read: {err.strerror}") from None
+        where = f"the token file {token_file}"
+    else:
+        token = (os.environ if environ is None else environ).get(TOKEN_ENV, "").strip()
+        where = TOKEN_ENV
+    if not token:
+        raise InputError(
+            "the MCP server over HTTP needs a bearer token: pass --token-file FILE or set "
+            f"{TOKEN_ENV} (e.g. {TOKEN_ENV}=$(openssl rand -hex 32))"
+        )
+    if len(token) < _MIN_TOKEN or any(c.isspace() for c in token):
+        raise InputError(f"the bearer token in {where} must be at least {_MIN_TOKEN} characters without spaces")
+    return token
+
+
+def token_identity(token: str) -> str:
+    """A name for a token that logs may carry: the first 8 hex digits of its SHA-256, never the token."""
+    return "token:" + hashlib.sha256(token.encode()).hexdigest()[:8]
+
+
+@dataclass
+class RateLimit:
+    """A token bucket per client: `burst` requests at once, refilled at `per_second`; the clock is injected."""
+
+    per_second: float
+    burst: int
+    clock: Callable[[], float] = time.monotonic
+    _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def allow(self, client: str) -> bool:
+        """Whether `client` may make one more request now (and count it)."""
+        now = self.clock()
+        level, since = self._buckets.get(client, (float(self.burst), now))
+        level = min(float(self.burst), level + (now - since) * self.per_second)
+        if level < 1:
+            self._buckets[client] = (level, now)
+            return False
+        self._buckets[client] = (level - 1, now)
+        if len(self._buckets) > 10_000:  # forget idle clients rather than grow without end
+            self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < 60}
+        return True
+
+
+class Gate:
+    """ASGI middleware: the bearer token (constant-time), a rate limit per client, the body size."""
+
+    def __init__(self, app: ASGIApp, token: str, max_body_bytes: int, rate: RateLimit, log: Callable[[str], None]):
+        """Guard `app` with `token`; `log` gets one JSON line for each request refused here."""
+        self._app = app
+        self._token = token.encode()
+        self._identity = token_identity(token)
+        self._max_body = max_body_bytes
+        self._rate = rate
+        self._log = log
+
+    async def __call__(self, scope: dict[str, Any], receive: ASGIApp, send: ASGIApp) -> None:
+        """Answer a refused request here; pass the others on with who sent them."""
+        if scope["type"] != "http":  # lifespan: the SDK's session manager starts and stops
+            await self._app(scope, receive, send)
+            return
+        host, port = scope.get("client") or ("unknown", 0)
+        peer = f"{host}:{port}"
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        scheme, _, given = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self._token):
+            if not self._rate.allow(f"address {host}"):  # guessing the token: slowed down per address
+                await self._refuse(send, peer, 429, "too many requests from this client; slow down and retry", "1")
+            else:
+                await self._refuse(send, peer, 401, "a valid bearer token is required (Authorization: Bearer TOKEN)")
+            return
+        # A client is its MCP session; before it has one (initialize), its connection.
+        session = headers.get("mcp-session-id", "")
+        if not self._rate.allow(f"session {session}" if session else f"connection {peer}"):
+            await self._refuse(send, peer, 429, "too many requests from this client; slow down and retry", "1")
+            return
+        length = headers.get("content-length", "")
+        if length.isdigit() and int(length) > self._max_body:
+            await self._refuse(send, peer, 413, f"the request body is larger than {self._max_body} bytes")
+            return
+        scope[CALLER_KEY] = f"{self._identity} from {peer}"
+        await self._app(scope, receive, send)
+
+    async def _refuse(self, send: ASGIApp, peer: str, status: int, message: str, retry_after: str = "") -> None:
+        self._log(json.dumps({"caller": f"anonymous from {peer}", "http_status": status, "verdict": message}))
+        body = json.dumps({"error": message}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        if status == 401:
+            headers.append((b"www-authenticate", b'Bearer realm="vcpilot"'))
+        if retry_after:
+            headers.append((b"retry-after", retry_after.encode()))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,102 @@
+"""Secrets out of what we record: one place that says what looks like a token or key, for logs, records and params.
+
+Two passes, both cheap and idempotent. `redact_text` replaces what *looks* like a credential wherever it appears in
+free text (a bearer header, an `sk-…` key, `password=…` in a URL or a log line, a JWT). `redact` walks JSON-like
+data and also blanks every value whose *name* says it is secret (`api_key`, `MLFLOW_TRACKING_PASSWORD`,
+`{"name": "ARGO_TOKEN", "value": …}` in an env list), whatever the value looks like.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+__all__ = ["MASK", "RedactingFilter", "redact", "redact_text", "secret_name"]
+
+MASK = "***"
+
+# A name that says its value is secret: API_KEY, mlflow_tracking_password, Authorization, client-secret, ARGO_TOKEN.
+# Whole words only, so max_tokens or tokens_per_s stay visible.
+_SECRET_NAME = re.compile(
+    r"(?:^|[_.-])(?:pass(?:word|wd)?|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|authorization"
+    r"|credentials?|auth)(?:$|[_.-])"
+)
+
+_SECRET_TEXT = [
+    # Authorization: Bearer abc… / Basic abc…
+    (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.I), rf"\1 {MASK}"),
+    # key=value / key: value, where the key's name says secret (quotes optional); a value of 8 characters or more
+    # that is no placeholder ($VAR, <token>, {…}), so prose ("a token: pass it with …") stays readable
+    (
+        re.compile(
+            r"""(?P<k>["']?(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{0,40}?(?:pass(?:word|wd)?|secret|token|api[_-]?key|access[_-]?key)["']?\s*[=:]\s*["']?)"""
+            r"""(?P<v>(?![$<{(])[^\s"',;&}]{8,})""",
+            re.I,
+        ),
+        rf"\g<k>{MASK}",
+    ),
+    # user:password@host in a URL
+    (
+        re.compile(r"(?P<s>(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,20}://[^/\s:@]{1,200}:)[^@\s/]{1,200}@", re.I),
+        rf"\g<s>{MASK}@",
+    ),
+    # provider key shapes: OpenAI sk-…, GitHub ghp_…, Slack xox?-…, AWS AKIA…
+    (
+        re.compile(
+            r"\b(sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b"
+        ),
+        MASK,
+    ),
+    # a JWT: three base64url parts, the first a JSON header
+    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b"), MASK),
+]
+
+
+def secret_name(name: str) -> bool:
+    """Whether a field or variable named `name` holds a secret (MLFLOW_TRACKING_TOKEN, api_key, password)."""
+    return bool(_SECRET_NAME.search(re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()))
+
+
+def redact_text(text: str) -> str:
+    """`text` with everything that looks like a credential replaced by `***`."""
+    for pattern, replacement in _SECRET_TEXT:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _named(key: object) -> bool:
+    return isinstance(key, str) and secret_name(key)
+
+
+def redact(value: Any) -> Any:
+    """A copy of JSON-like `value` with secret-named string fields blanked and credential-looking strings masked.
+
+    Only strings change, so a redacted model still validates (a number under a secret-looking name stays).
+    """
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        # an env entry {"name": "ARGO_TOKEN", "value": "…"}: the name is in one field, the secret in the other
+        env_secret = isinstance(value.get("name"), str) and secret_name(value["name"]) and "value" in value
+        return {
+            key: MASK
+            if isinstance(item, str) and item and (env_secret and key == "value" or _named(key))
+            else redact(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact(item) for item in value]
+    return value
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that masks credentials in every record's message before a handler writes it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite the record's message, redacted; never drops a record."""
+        message = record.getMessage()
+        masked = redact_text(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        return True

@@ -1,0 +1,91 @@
+"""What components.redact masks in text and in JSON-like records, and what it must leave alone."""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+
+import pytest
+
+from components.entry import new_app, run
+from components.errors import InputError
+from components.redact import MASK, RedactingFilter, redact, redact_text, secret_name
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Authorization: Bearer abcdefghijkl123", "Authorization: Bearer ***"),
+        ("api_key=sk-abcdefghijklmnopqrstu", "api_key=***"),
+        ('{"MLFLOW_TRACKING_PASSWORD": "hunter2xx"}', '{"MLFLOW_TRACKING_PASSWORD": "***"}'),
+        ("postgresql://mlflow:s3cret@db:5432/x", "postgresql://mlflow:***@db:5432/x"),
+        ("the key sk-proj0123456789abcdefXYZ leaked", "the key *** leaked"),
+        ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NSJ9.c2lnbmF0dXJlMTIz here", "jwt *** here"),
+    ],
+)
+def test_credentials_in_text_are_masked(text, expected):
+    assert redact_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "step=3 loss=0.5 max_tokens=128",
+        "tokens: 512",
+        "http://host:8080/path",
+        "needs a bearer token: pass --token-file FILE or set VCPILOT_MCP_TOKEN=$(openssl rand -hex 32)",
+        "password: <yours>",
+    ],
+)
+def test_ordinary_text_is_left_alone(text):
+    assert redact_text(text) == text
+
+
+def test_secret_named_fields_and_env_entries_are_blanked_and_numbers_kept():
+    record = {
+        "env": [{"name": "ARGO_TOKEN", "value": "plain-looking"}, {"name": "LOG_LEVEL", "value": "debug"}],
+        "apiKey": "k",
+        "max_tokens": 5,
+        "auth": {"token": "t"},
+        "note": "no secret",
+    }
+    assert redact(record) == {
+        "env": [{"name": "ARGO_TOKEN", "value": MASK}, {"name": "LOG_LEVEL", "value": "debug"}],
+        "apiKey": MASK,
+        "max_tokens": 5,
+        "auth": {"token": MASK},
+        "note": "no secret",
+    }
+    assert [secret_name(n) for n in ("MLFLOW_TRACKING_TOKEN", "tokens_per_s", "author")] == [True, False, False]
+
+
+def test_a_long_hostile_line_is_redacted_in_linear_time():
+    started = time.perf_counter()
+    for text in ("A" * 50_000, "a-" * 25_000, "x:" * 25_000, "ab." * 15_000 + "://"):
+        redact_text(text)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_a_log_record_is_redacted_before_a_handler_writes_it():
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RedactingFilter())
+    logger = logging.getLogger("test_redact")
+    logger.addHandler(handler)
+    try:
+        logger.warning("retrying with %s", "Authorization: Bearer abcdefghijklmnop")
+    finally:
+        logger.removeHandler(handler)
+    assert stream.getvalue() == "retrying with Authorization: Bearer ***\n"
+
+
+def test_a_commands_error_sentence_never_carries_a_credential(capsys):
+    app = new_app()
+
+    @app.command()
+    def connect() -> None:
+        raise InputError("cannot reach http://mlflow:s3cr3t-pass@tracking:5000: connection refused")
+
+    assert run(app, [], "connect") == 1
+    assert capsys.readouterr().err == "error: cannot reach http://mlflow:***@tracking:5000: connection refused\n"
