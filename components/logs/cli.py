@@ -17,6 +17,7 @@ from components.entry import JsonOption, new_app
 from components.errors import InputError
 
 if TYPE_CHECKING:
+    from components.logs.interval import TimeWindow
     from components.logs.reader import Malformed
     from components.logs.report import DetectionReport
 
@@ -36,6 +37,18 @@ StateOption = Annotated[
 Alpha = Annotated[float, typer.Option(min=1e-9, max=0.5, help="Significance of each family of tests.")]
 MinSample = Annotated[int, typer.Option(min=1, help="Lines (or rated requests) each window needs for a test.")]
 EvalFraction = Annotated[float, typer.Option(min=0.0, max=0.9, help="Share of corrected prompts kept for eval.")]
+BaselineWindow = Annotated[
+    str | None,
+    typer.Option(
+        "--baseline-window",
+        help="Cut the baseline to this time (without --baseline: from the current logs, one log source): "
+        "2026-11-01T00:00/2026-11-02T00:00, START/P1D, now-48h/now-24h.",
+    ),
+]
+CurrentWindow = Annotated[
+    str | None,
+    typer.Option("--current-window", help="Cut the current window to this time: as --baseline-window, or 24h."),
+]
 
 
 def _skipped(malformed: Malformed) -> str:
@@ -71,6 +84,19 @@ def parse_command(
     typer.echo(f"{summary.lines} lines, {summary.templates} templates → {out}{_skipped(summary.malformed)}")
 
 
+def _windows(baseline: str | None, current: str | None) -> tuple[TimeWindow | None, TimeWindow | None]:
+    """Both windows read against one `now`, so `now-48h/now-24h` and `24h` meet exactly."""
+    from datetime import UTC, datetime
+
+    from components.logs.interval import parse_window
+
+    now = datetime.now(UTC)
+    return (
+        parse_window(baseline, now, option="--baseline-window") if baseline else None,
+        parse_window(current, now, option="--current-window") if current else None,
+    )
+
+
 def _print(report: DetectionReport, path: Path, as_json: bool) -> None:
     if as_json:
         print(report.model_dump_json(indent=2))
@@ -91,6 +117,8 @@ def detect_command(
         typer.Option("--baseline", help="The window to compare with (default: the previous run's, from --state)."),
     ] = None,
     state: StateOption = None,
+    baseline_window: BaselineWindow = None,
+    current_window: CurrentWindow = None,
     alpha: Alpha = 0.01,
     min_sample: MinSample = 30,
     eval_fraction: EvalFraction = 0.2,
@@ -100,9 +128,12 @@ def detect_command(
     from components.logs.compare import DetectPolicy
     from components.logs.step import run_detect
 
+    windows = _windows(baseline_window, current_window)
     policy = DetectPolicy(alpha=alpha, min_sample=min_sample)
     path = out / "report.json"
-    report = run_detect(current, path, baseline=baseline or None, state=state, policy=policy, eval_=eval_fraction)
+    report = run_detect(
+        current, path, baseline=baseline or None, state=state, policy=policy, eval_=eval_fraction, windows=windows
+    )
     _print(report, path, as_json)
 
 
@@ -113,6 +144,8 @@ def step_command(
     ],
     report: Annotated[Path, typer.Option("--report", help="The JSON report to write (report.md etc. beside it).")],
     state: StateOption = None,
+    baseline_window: BaselineWindow = None,
+    current_window: CurrentWindow = None,
     alpha: Alpha = 0.01,
     min_sample: MinSample = 30,
     eval_fraction: EvalFraction = 0.2,
@@ -122,6 +155,7 @@ def step_command(
     from components.logs.compare import DetectPolicy
     from components.logs.step import run_step
 
+    windows = _windows(baseline_window, current_window)
     policy = DetectPolicy(alpha=alpha, min_sample=min_sample)
-    result = run_step(source, report, state=state, policy=policy, eval_=eval_fraction)
+    result = run_step(source, report, state=state, policy=policy, eval_=eval_fraction, windows=windows)
     _print(result, report, as_json)
