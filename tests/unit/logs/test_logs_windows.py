@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from components.logs.__main__ import main
 from components.logs.cli import app
 from components.logs.detect import detect
 from components.logs.interval import parse_window
@@ -127,3 +128,18 @@ def test_logs_without_times_cannot_be_cut(tmp_path: Path) -> None:
     )
     assert done.exit_code == 1
     assert "holds no line with a time this reads" in done.output
+
+
+def test_the_detect_pod_gets_the_pipelines_windows_as_options_its_command_reads(tmp_path: Path) -> None:
+    from pipelines.vcjobs import JobContext, build_detect_job
+
+    context = JobContext(workflow="llm-autopilot-x7k2p", workspace=str(tmp_path / "ws"), image="img:1")
+    job = build_detect_job(context, log_source=str(_one_source(tmp_path)), baseline_window=DAY1, current_window=DAY2)
+    args = job.spec.tasks[0].template.spec.containers[0].args or []
+    assert args[args.index("--baseline-window") + 1] == DAY1 and args[args.index("--current-window") + 1] == DAY2
+    assert main(list(args)) == 0  # what the pod runs: python -m components.logs <args>
+    report = json.loads(Path(args[args.index("--report") + 1]).read_text())
+    assert report["baseline"]["log_lines"] == 300 and report["current"]["log_lines"] == 390
+    assert "--current-window" not in (
+        build_detect_job(context, log_source="/logs").spec.tasks[0].template.spec.containers[0].args or []
+    )
