@@ -9,7 +9,6 @@ as lines stream in; a second streaming pass writes each row with its template's 
 from __future__ import annotations
 
 import csv
-import io
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -115,14 +114,13 @@ def _write_rows(ids: Path, out: Path, miner: Miner, sources: list[str]) -> int:
     """
     events = miner.events()
     rendered: dict[str, tuple[str, str, re.Pattern[str] | None]] = {}  # per template id: EventId, template, pattern
-    buffer = io.StringIO()
-    renderer = csv.writer(buffer, lineterminator="\n")
     temporary = out.with_name(f".{out.name}.tmp")
     with (
         ids.open(encoding="utf-8", newline="\n") as pending,
         temporary.open("w", newline="", encoding="utf-8") as handle,
     ):
-        csv.writer(handle, lineterminator="\n").writerow(COLUMNS)
+        writerow = csv.writer(handle, lineterminator="\n").writerow
+        writerow(COLUMNS)
         for number, raw in enumerate(pending, start=1):
             cluster, source, text = raw[:-1].split("\t", 2)
             event = rendered.get(cluster)
@@ -131,14 +129,11 @@ def _write_rows(ids: Path, out: Path, miner: Miner, sources: list[str]) -> int:
                 if known is None:  # a malformed line, or a template the miner dropped (least recently used)
                     name = MALFORMED_EVENT if cluster == "0" else f"E{cluster}"
                     event = (name, "<malformed line>" if cluster == "0" else "", None)
-                else:
-                    event = (f"E{known[0]}", known[1], _parameters(known[1]))
+                else:  # a template without a variable has no parameters to look for: no pattern
+                    event = (f"E{known[0]}", known[1], _parameters(known[1]) if MASK in known[1] else None)
                 rendered[cluster] = event
             found = event[2].match(text) if event[2] is not None else None
             parameters = str(list(found.groups())) if found is not None else "[]"
-            renderer.writerow((number, sources[int(source)], text, event[0], event[1], parameters))
-            handle.write(buffer.getvalue())
-            buffer.seek(0)
-            buffer.truncate()
+            writerow((number, sources[int(source)], text, event[0], event[1], parameters))
     os.replace(temporary, out)
     return len({event[0] for cluster, event in rendered.items() if cluster != "0"})
