@@ -73,11 +73,14 @@ def parse_window(text: str, now: datetime, *, option: str = "the window") -> Tim
     first, slash, second = text.partition("/")
     if not slash:  # a bare duration: the last `text` up to now
         first, second = text, "now"
-    start, end = _instant(first, now), _instant(second, now)
-    if start is None and end is not None and (length := _duration(first)) is not None:
-        start = end - length
-    elif end is None and start is not None and (length := _duration(second)) is not None:
-        end = start + length
+    try:
+        start, end = _instant(first, now), _instant(second, now)
+        if start is None and end is not None and (length := _duration(first)) is not None:
+            start = end - length
+        elif end is None and start is not None and (length := _duration(second)) is not None:
+            end = start + length
+    except OverflowError:  # 9999-12-31/P2D, now-99999999d
+        start = end = None
     if start is None or end is None:
         raise InputError(f"{option} {text!r} is not a time window: write {WINDOW_HELP}")
     if start >= end:
