@@ -19,6 +19,7 @@ from components.errors import InputError
 if TYPE_CHECKING:
     from components.logs.interval import TimeWindow
     from components.logs.reader import Malformed
+    from components.logs.refine import TemplateRefiner
     from components.logs.report import DetectionReport
 
 __all__ = ["app", "detect_command", "parse_command", "step_command"]
@@ -66,22 +67,54 @@ def parse_command(
         typer.Option("--out", help="The CSV to write: LineId, Source, Content, EventId, EventTemplate, ParameterList."),
     ],
     state: Annotated[Path | None, typer.Option(help="A Drain3 state file to resume from and save to.")] = None,
+    llm_refine: Annotated[
+        bool,
+        typer.Option(
+            "--llm-refine",
+            help="Ask the LLM at VCPILOT_LLM_URL (VCPILOT_LLM_MODEL) to mark the variables of each template, once per "
+            "template; the mined template stands when it cannot.",
+        ),
+    ] = False,
+    llm_cache: Annotated[
+        Path | None,
+        typer.Option(
+            "--llm-cache",
+            help="The LLM's answers per template, kept between runs (default: llm-templates.json in "
+            "$VCPILOT_LOGS_STATE, else $VCPILOT_HOME/state/logs, else none).",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Write every line's template in Loghub's structured format, one row per input line."""
     from components.logs.parse import parse_files
     from components.progress import Progress
 
+    refiner = _refiner(llm_cache) if llm_refine else None
     try:
         # Big inputs take minutes: a count on a terminal, a line every few seconds in a pipe (stderr with --json).
         with Progress.for_command(as_json).steps("lines parsed", None, every_s=5) as advance:
-            summary = parse_files(files, out, state_file=state, on_lines=lambda n: advance(n, ""))
+            summary = parse_files(files, out, state_file=state, on_lines=lambda n: advance(n, ""), refiner=refiner)
     except OSError as err:
         raise InputError(f"cannot write {err.filename or out}: {err.strerror or err}") from None
     if as_json:
         print(summary.model_dump_json(indent=2))
         return
     typer.echo(f"{summary.lines} lines, {summary.templates} templates → {out}{_skipped(summary.malformed)}")
+    if summary.refine is not None:
+        done = summary.refine
+        typer.echo(f"LLM refinement: {done.asked} asked, {done.cached} from the cache, {done.changed} changed")
+        if done.problem:
+            typer.echo(f"LLM refinement stopped: {done.problem}; the other templates are as mined", err=True)
+
+
+def _refiner(cache: Path | None) -> TemplateRefiner:
+    from components.llm import LLMEndpoint
+    from components.logs.detect import default_state_dir
+    from components.logs.refine import TemplateRefiner
+
+    endpoint = LLMEndpoint.from_env(otherwise="leave --llm-refine out")
+    state = default_state_dir()
+    return TemplateRefiner(endpoint, cache or (state / "llm-templates.json" if state else None))
 
 
 def _windows(baseline: str | None, current: str | None) -> tuple[TimeWindow | None, TimeWindow | None]:
