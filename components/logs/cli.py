@@ -42,13 +42,18 @@ BaselineWindow = Annotated[
     str | None,
     typer.Option(
         "--baseline-window",
+        metavar="START/END",
         help="Cut the baseline to this time (without --baseline: from the current logs, one log source): "
         "2026-11-01T00:00/2026-11-02T00:00, START/P1D, now-48h/now-24h.",
     ),
 ]
 CurrentWindow = Annotated[
     str | None,
-    typer.Option("--current-window", help="Cut the current window to this time: as --baseline-window, or 24h."),
+    typer.Option(
+        "--current-window",
+        metavar="START/END",
+        help="Cut the current window to this time: as --baseline-window, or 24h.",
+    ),
 ]
 
 
