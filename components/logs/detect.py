@@ -109,8 +109,13 @@ def _mine_windows(
     files = expand_sources(sources)
     malformed = Malformed()
     windows = [t.window for t in targets if t.window is not None]
-    reader = TimeReader(datetime.fromtimestamp(max((w.end for w in windows), default=0.0), UTC))
-    seen: list[float] = []  # the earliest and latest time in the sources, for the message when a window is empty
+    # A time without a year is dated against the windows' end, or now if that is later: logs are not from the future.
+    latest = min(max((w.end for w in windows), default=0.0), datetime.now(UTC).timestamp())
+    reader = TimeReader(datetime.fromtimestamp(latest, UTC))
+    earliest, latest_seen = float("inf"), float("-inf")  # the sources' time span, for when a window is empty
+    routes = [
+        (t, t.window.start if t.window else float("-inf"), t.window.end if t.window else float("inf")) for t in targets
+    ]
     source, previous = "", None
     for line, entry in read_entries(files, malformed, max_line_bytes=max_line_bytes):
         if not windows:
@@ -119,13 +124,17 @@ def _mine_windows(
         if line.source != source:
             source, previous = line.source, None
         seconds = _entry_time(reader, line, entry)
-        previous = seconds = seconds if seconds is not None else previous
-        if seconds is not None:
-            seen = [min(seen[0], seconds), max(seen[1], seconds)] if seen else [seconds, seconds]
-        for target in targets:
-            if target.window is None or seconds in target.window:
+        if seconds is None:
+            seconds = previous
+            if seconds is None:  # before the file's first time: in no window
+                continue
+        previous = seconds
+        earliest, latest_seen = min(earliest, seconds), max(latest_seen, seconds)
+        for target, start, end in routes:
+            if start <= seconds < end:
                 target.add(line, entry, seconds)
                 break
+    seen = [earliest, latest_seen] if earliest <= latest_seen else []
     summaries = []
     for target in targets:
         summary = target.builder.finish([str(s) for s in sources], len(files))

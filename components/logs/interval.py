@@ -34,9 +34,6 @@ class TimeWindow(BaseModel):
     start: float
     end: float
 
-    def __contains__(self, seconds: object) -> bool:
-        return isinstance(seconds, float | int) and self.start <= seconds < self.end
-
     def overlaps(self, other: TimeWindow) -> bool:
         """The two windows share some time."""
         return self.start < other.end and other.start < self.end

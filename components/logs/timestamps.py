@@ -10,7 +10,8 @@ year that puts it at most a month after `reference`. Times are epoch seconds (fl
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
+from functools import lru_cache
 
 __all__ = ["PREFIX_CHARS", "TimeReader", "format_time"]
 
@@ -58,45 +59,56 @@ _AFTER_CLOCK = 24  # `04:47:44.123456 +01:00 2005`: seconds, fraction, zone or y
 _EPOCH_TOKEN = re.compile(r"\d{10}(?:\d{3})?(?:\.\d+)?")
 _EPOCH_TOKENS = 5
 _EPOCH_RANGE = (946_684_800.0, 4_102_444_800.0)  # 2000-01-01 to 2100-01-01: outside, a number is not a time
+_TEXT_RANGE = (0.0, 253_370_764_800.0)  # 1970-01-01 to 9999-01-01: a written time outside is not a log's
 
 
 def _micro(fraction: str | None) -> int:
     return int((fraction or "0")[:6].ljust(6, "0"))
 
 
-def _offset(zone: str | None) -> timedelta:
-    """A zone (`Z`, `+01:00`, `-0500`, `+01`) as its offset from UTC; none is UTC."""
+def _offset(zone: str | None) -> float:
+    """A zone (`Z`, `+01:00`, `-0500`, `+01`) as its offset from UTC in seconds; none is UTC."""
     zone = (zone or "").strip()
     if zone in ("", "Z"):
-        return timedelta(0)
+        return 0.0
     digits = zone[1:].replace(":", "")
-    offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:4] or 0))
-    return offset if zone[0] == "+" else -offset
+    offset = int(digits[:2]) * 3600 + int(digits[2:4] or 0) * 60
+    return float(offset if zone[0] == "+" else -offset)
 
 
-def _yearless(month: int, day: int, hms: tuple[str, ...], micro: int, reference: datetime) -> datetime:
-    """The time in the year that puts it at most a month after `reference`: logs are read after they are written."""
-    stamp = _full(reference.year, month, day, hms, micro, timedelta(0))
-    return stamp.replace(year=reference.year - 1) if stamp > reference + timedelta(days=31) else stamp
+@lru_cache(maxsize=4096)
+def _midnight(year: int, month: int, day: int) -> float:
+    """Epoch seconds of a UTC date's midnight; ValueError for a date that does not exist. Lines share dates: cached."""
+    return datetime(year, month, day, tzinfo=UTC).timestamp()
 
 
-def _full(year: int, month: int, day: int, hms: tuple[str, ...], micro: int, zone: timedelta) -> datetime:
-    """The UTC time of a date, its `(hours, minutes[, seconds])` as digits, microseconds and zone offset."""
+def _full(year: int, month: int, day: int, hms: tuple[str, ...], micro: int, zone: float) -> float:
+    """Epoch seconds of a date, its `(hours, minutes[, seconds])` as digits, microseconds and zone offset."""
     h, m, s = (int(part or 0) for part in (*hms, "0")[:3])
-    return datetime(year, month, day, h, m, s, micro, tzinfo=UTC) - zone
+    if h > 23 or m > 59 or s > 60:  # 60: a leap second
+        raise ValueError(f"{h}:{m}:{s} is not a time of day")
+    return _midnight(year, month, day) + h * 3600 + m * 60 + s + micro / 1e6 - zone
 
 
-def _convert(name: str, g: tuple[str, ...], reference: datetime) -> datetime:
-    """The time the groups of format `name` spell (missing groups are '')."""
+def _yearless(month: int, day: int, hms: tuple[str, ...], micro: int, reference: datetime) -> float:
+    """The time in the year that puts it at most a month after `reference`: logs are read after they are written."""
+    seconds = _full(reference.year, month, day, hms, micro, 0.0)
+    if seconds > reference.timestamp() + 31 * 86400:
+        return _full(reference.year - 1, month, day, hms, micro, 0.0)
+    return seconds
+
+
+def _convert(name: str, g: tuple[str, ...], reference: datetime) -> float:
+    """The time (epoch seconds) the groups of format `name` spell (missing groups are '')."""
     if name in ("iso", "bgl", "ymd_slash", "compact"):
-        zone = _offset(g[7]) if name == "iso" else timedelta(0)
+        zone = _offset(g[7]) if name == "iso" else 0.0
         return _full(int(g[0]), int(g[1]), int(g[2]), g[3:6], _micro(g[6]), zone)
     if name == "ctime":
-        return _full(int(g[6]), _MONTHS[g[0]], int(g[1]), g[2:5], _micro(g[5]), timedelta(0))
+        return _full(int(g[6]), _MONTHS[g[0]], int(g[1]), g[2:5], _micro(g[5]), 0.0)
     if name == "clf":
         return _full(int(g[2]), _MONTHS[g[1]], int(g[0]), g[3:6], 0, _offset(g[6]))
     if name in ("spark", "hdfs"):
-        return _full(2000 + int(g[0]), int(g[1]), int(g[2]), g[3:6], 0, timedelta(0))
+        return _full(2000 + int(g[0]), int(g[1]), int(g[2]), g[3:6], 0, 0.0)
     month = _MONTHS[g[0]] if name == "syslog" else int(g[0])  # syslog, month_day
     return _yearless(month, int(g[1]), g[2:5], _micro(g[5]), reference)
 
@@ -153,8 +165,10 @@ class TimeReader:
 
     def _seconds(self, found: re.Match[str]) -> float | None:
         try:
-            seconds = _convert(_NAMES[found.re], found.groups(""), self.reference).timestamp()
+            seconds = _convert(_NAMES[found.re], found.groups(""), self.reference)
         except (ValueError, OverflowError):  # 2026-13-45: the shape of a time, not a time
+            return None
+        if not _TEXT_RANGE[0] <= seconds < _TEXT_RANGE[1]:
             return None
         self._last = found.re
         return seconds
