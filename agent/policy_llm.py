@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -29,6 +28,7 @@ from agent.policy import Decision, Policy, Stage
 from agent.policy_rules import RulePolicy
 from agent.prompts import ALLOWED_KINDS, SYSTEM_PROMPT, render_observation, render_tool_result
 from agent.tools import TOOLS, ToolContext, call_tool, openai_tools
+from components.llm import LLMEndpoint
 from components.redact import MASK, redact_text
 
 __all__ = ["LLMPolicy", "check_answer"]
@@ -151,21 +151,11 @@ class LLMPolicy:
         environ: Mapping[str, str] | None = None,
     ) -> LLMPolicy:
         """The policy from VCPILOT_LLM_URL, VCPILOT_LLM_MODEL and VCPILOT_LLM_API_KEY (or OPENAI_API_KEY)."""
-        env = os.environ if environ is None else environ
-        url = env.get("VCPILOT_LLM_URL", "").strip()
-        if not url:
-            raise ValueError(
-                "VCPILOT_LLM_URL is not set: point it at an OpenAI-compatible API (e.g. http://localhost:8000/v1) "
-                "or use the rule policy"
-            )
-        model = env.get("VCPILOT_LLM_MODEL", "").strip()
-        if not model:
-            raise ValueError("VCPILOT_LLM_MODEL is not set: name the model the endpoint at VCPILOT_LLM_URL serves")
-        key = env.get("VCPILOT_LLM_API_KEY") or env.get("OPENAI_API_KEY") or None
+        endpoint = LLMEndpoint.from_env(environ, otherwise="use the rule policy")
         return cls(
-            url,
-            model,
-            key,
+            endpoint.url,
+            endpoint.model,
+            endpoint.api_key,
             guardrails=guardrails if guardrails is not None else Guardrails.from_env(),
             tools_context=tools_context,
             fallback=fallback,

@@ -9,11 +9,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
 from hera.workflows import Parameter
 from pydantic import ValidationError
 
 from agent.observation import PlanRequest
+from components.errors import InputError
+from components.logs.interval import parse_window
 from components.names import is_dns1123_subdomain
 from components.volcano.resources import parse_quantity
 from components.volcano.validation import describe_validation_error
@@ -35,6 +38,12 @@ PARAMETERS: tuple[Parameter, ...] = (
     _param("mode", "auto", "auto: fine-tune on drift; force: always; dry-run: detect and report only", MODES),
     _param("base-model", "Qwen/Qwen2.5-0.5B-Instruct", "Model to fine-tune: a Hugging Face id or a path"),
     _param("log-source", "/workspace/logs", "The service's logs: a file, a directory or a glob"),
+    _param(
+        "baseline-window",
+        "",
+        "Time of the baseline (without log-source/baseline: cut from the same logs), e.g. now-48h/now-24h; empty: all",
+    ),
+    _param("current-window", "", "Time of the logs to judge, e.g. 24h or 2026-11-02T00:00/P1D; empty: every line"),
     _param(
         "dataset-dir",
         "/workspace/datasets/eval",
@@ -103,6 +112,8 @@ _NUMBERS: dict[str, tuple[type[int] | type[float], float]] = {
 _QUANTITIES = ("cpu-per-gpu", "memory-per-gpu")
 # Parameters that name Kubernetes objects (empty: none, or the default).
 _OBJECT_NAMES = ("queue", "fallback-queue", "priority-class", "workspace-pvc", "job-service-account")
+# Parameters that hold a time window (empty: none); a relative one (`24h`) is read when detect-logs runs.
+_WINDOWS = ("baseline-window", "current-window")
 
 
 def check_parameters(values: Mapping[str, str]) -> None:
@@ -134,6 +145,11 @@ def check_parameters(values: Mapping[str, str]) -> None:
                 raise ValueError(
                     f"parameter {name} is {value!r}; give a quantity greater than 0, such as 4, 1500m or 16Gi"
                 )
+        if name in _WINDOWS and value:
+            try:
+                parse_window(value, datetime.now(UTC), option=f"parameter {name}")
+            except InputError as err:
+                raise ValueError(str(err)) from None
         if name in _OBJECT_NAMES and value and not is_dns1123_subdomain(value):
             raise ValueError(
                 f"parameter {name} is {value!r}, which is not a Kubernetes name (lower-case letters, digits, '-' "

@@ -229,6 +229,8 @@ class PlanDetectInput(JobStepInput):
     """The detect step's VCJob parameters."""
 
     log_source: Annotated[str, Parameter(name="log-source")]
+    baseline_window: Annotated[str, Parameter(name="baseline-window")] = ""
+    current_window: Annotated[str, Parameter(name="current-window")] = ""
 
 
 @script(**RUNNER)
@@ -236,7 +238,12 @@ class PlanDetectInput(JobStepInput):
 def plan_detect(inputs: PlanDetectInput) -> JobPlan:
     """Render the detect-logs VCJob."""
     context = inputs.context()
-    job = build_detect_job(context, log_source=inputs.log_source)
+    job = build_detect_job(
+        context,
+        log_source=inputs.log_source,
+        baseline_window=inputs.baseline_window,
+        current_window=inputs.current_window,
+    )
     return _job_plan(job, context.paths, context.paths.detect_report)
 
 

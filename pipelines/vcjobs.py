@@ -234,15 +234,23 @@ def build_training_job_for(
     return job
 
 
-def build_detect_job(context: JobContext, *, log_source: str) -> Job:
-    """One pod that mines the service's logs and writes a drift report into the workspace."""
-    detect = _container(
-        context,
-        "detect",
-        "components.logs",
-        # Drain3's templates and yesterday's window live in the workspace, so a nightly run compares with the last.
-        ["--source", log_source, "--report", context.paths.detect_report, "--state", f"{context.workspace}/state/logs"],
-    )
+def build_detect_job(
+    context: JobContext, *, log_source: str, baseline_window: str = "", current_window: str = ""
+) -> Job:
+    """One pod that mines the service's logs (cut to the time windows given) and writes a drift report."""
+    # Drain3's templates and yesterday's window live in the workspace, so a nightly run compares with the last.
+    args = [
+        "--source",
+        log_source,
+        "--report",
+        context.paths.detect_report,
+        "--state",
+        f"{context.workspace}/state/logs",
+    ]
+    for option, window in (("--baseline-window", baseline_window), ("--current-window", current_window)):
+        if window:
+            args += [option, window]
+    detect = _container(context, "detect", "components.logs", args)
     return _job(context, "detect", [_task(context, "detect", detect)], min_available=1)
 
 

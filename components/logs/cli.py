@@ -17,7 +17,9 @@ from components.entry import JsonOption, new_app
 from components.errors import InputError
 
 if TYPE_CHECKING:
+    from components.logs.interval import TimeWindow
     from components.logs.reader import Malformed
+    from components.logs.refine import TemplateRefiner
     from components.logs.report import DetectionReport
 
 __all__ = ["app", "detect_command", "parse_command", "step_command"]
@@ -36,6 +38,23 @@ StateOption = Annotated[
 Alpha = Annotated[float, typer.Option(min=1e-9, max=0.5, help="Significance of each family of tests.")]
 MinSample = Annotated[int, typer.Option(min=1, help="Lines (or rated requests) each window needs for a test.")]
 EvalFraction = Annotated[float, typer.Option(min=0.0, max=0.9, help="Share of corrected prompts kept for eval.")]
+BaselineWindow = Annotated[
+    str | None,
+    typer.Option(
+        "--baseline-window",
+        metavar="START/END",
+        help="Cut the baseline to this time (without --baseline: from the current logs, one log source): "
+        "2026-11-01T00:00/2026-11-02T00:00, START/P1D, now-48h/now-24h.",
+    ),
+]
+CurrentWindow = Annotated[
+    str | None,
+    typer.Option(
+        "--current-window",
+        metavar="START/END",
+        help="Cut the current window to this time: as --baseline-window, or 24h.",
+    ),
+]
 
 
 def _skipped(malformed: Malformed) -> str:
@@ -53,22 +72,67 @@ def parse_command(
         typer.Option("--out", help="The CSV to write: LineId, Source, Content, EventId, EventTemplate, ParameterList."),
     ],
     state: Annotated[Path | None, typer.Option(help="A Drain3 state file to resume from and save to.")] = None,
+    llm_refine: Annotated[
+        bool,
+        typer.Option(
+            "--llm-refine",
+            help="Ask the LLM at VCPILOT_LLM_URL (VCPILOT_LLM_MODEL) to mark the variables of each template, once per "
+            "template; the mined template stands when it cannot.",
+        ),
+    ] = False,
+    llm_cache: Annotated[
+        Path | None,
+        typer.Option(
+            "--llm-cache",
+            help="The LLM's answers per template, kept between runs (default: llm-templates.json in "
+            "$VCPILOT_LOGS_STATE, else $VCPILOT_HOME/state/logs, else none).",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Write every line's template in Loghub's structured format, one row per input line."""
     from components.logs.parse import parse_files
     from components.progress import Progress
 
+    refiner = _refiner(llm_cache) if llm_refine else None
     try:
         # Big inputs take minutes: a count on a terminal, a line every few seconds in a pipe (stderr with --json).
         with Progress.for_command(as_json).steps("lines parsed", None, every_s=5) as advance:
-            summary = parse_files(files, out, state_file=state, on_lines=lambda n: advance(n, ""))
+            summary = parse_files(files, out, state_file=state, on_lines=lambda n: advance(n, ""), refiner=refiner)
     except OSError as err:
         raise InputError(f"cannot write {err.filename or out}: {err.strerror or err}") from None
     if as_json:
         print(summary.model_dump_json(indent=2))
         return
     typer.echo(f"{summary.lines} lines, {summary.templates} templates → {out}{_skipped(summary.malformed)}")
+    if summary.refine is not None:
+        done = summary.refine
+        typer.echo(f"LLM refinement: {done.asked} asked, {done.cached} from the cache, {done.changed} changed")
+        if done.problem:
+            typer.echo(f"LLM refinement stopped: {done.problem}; the other templates are as mined", err=True)
+
+
+def _refiner(cache: Path | None) -> TemplateRefiner:
+    from components.llm import LLMEndpoint
+    from components.logs.detect import default_state_dir
+    from components.logs.refine import TemplateRefiner
+
+    endpoint = LLMEndpoint.from_env(otherwise="leave --llm-refine out")
+    state = default_state_dir()
+    return TemplateRefiner(endpoint, cache or (state / "llm-templates.json" if state else None))
+
+
+def _windows(baseline: str | None, current: str | None) -> tuple[TimeWindow | None, TimeWindow | None]:
+    """Both windows read against one `now`, so `now-48h/now-24h` and `24h` meet exactly."""
+    from datetime import UTC, datetime
+
+    from components.logs.interval import parse_window
+
+    now = datetime.now(UTC)
+    return (
+        parse_window(baseline, now, option="--baseline-window") if baseline else None,
+        parse_window(current, now, option="--current-window") if current else None,
+    )
 
 
 def _print(report: DetectionReport, path: Path, as_json: bool) -> None:
@@ -91,6 +155,8 @@ def detect_command(
         typer.Option("--baseline", help="The window to compare with (default: the previous run's, from --state)."),
     ] = None,
     state: StateOption = None,
+    baseline_window: BaselineWindow = None,
+    current_window: CurrentWindow = None,
     alpha: Alpha = 0.01,
     min_sample: MinSample = 30,
     eval_fraction: EvalFraction = 0.2,
@@ -100,9 +166,12 @@ def detect_command(
     from components.logs.compare import DetectPolicy
     from components.logs.step import run_detect
 
+    windows = _windows(baseline_window, current_window)
     policy = DetectPolicy(alpha=alpha, min_sample=min_sample)
     path = out / "report.json"
-    report = run_detect(current, path, baseline=baseline or None, state=state, policy=policy, eval_=eval_fraction)
+    report = run_detect(
+        current, path, baseline=baseline or None, state=state, policy=policy, eval_=eval_fraction, windows=windows
+    )
     _print(report, path, as_json)
 
 
@@ -113,6 +182,8 @@ def step_command(
     ],
     report: Annotated[Path, typer.Option("--report", help="The JSON report to write (report.md etc. beside it).")],
     state: StateOption = None,
+    baseline_window: BaselineWindow = None,
+    current_window: CurrentWindow = None,
     alpha: Alpha = 0.01,
     min_sample: MinSample = 30,
     eval_fraction: EvalFraction = 0.2,
@@ -122,6 +193,7 @@ def step_command(
     from components.logs.compare import DetectPolicy
     from components.logs.step import run_step
 
+    windows = _windows(baseline_window, current_window)
     policy = DetectPolicy(alpha=alpha, min_sample=min_sample)
-    result = run_step(source, report, state=state, policy=policy, eval_=eval_fraction)
+    result = run_step(source, report, state=state, policy=policy, eval_=eval_fraction, windows=windows)
     _print(result, report, as_json)

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.logs.stats import ProportionTest, one_proportion_test, two_proportion_test
+from components.logs.stats import ProportionTest, QuantileSketch, one_proportion_test, two_proportion_test
 from components.logs.window import OVERFLOW_KEY, TemplateCounts, TemplateKind, WindowSummary
 
 __all__ = ["DetectPolicy", "Evidence", "Finding", "FindingKind", "Severity", "Verdict", "compare"]
@@ -25,6 +25,7 @@ FindingKind = Literal[
     "error_rate",
     "negative_feedback",
     "latency",
+    "template_latency",
     "error_budget",
     "negative_feedback_budget",
 ]
@@ -267,15 +268,23 @@ def _negative_feedback(baseline: WindowSummary, current: WindowSummary, policy: 
     return findings
 
 
+def _grown(
+    before: QuantileSketch, now: QuantileSketch, policy: DetectPolicy, quantiles: tuple[tuple[str, float], ...]
+) -> list[str]:
+    """The percentiles that grew by at least `latency_ratio`, as `p95 100 → 300 ms (×3.0)`."""
+    grown = []
+    for name, q in quantiles:
+        was, is_ = before.quantile(q) or 0.0, now.quantile(q) or 0.0
+        if was > 0 and is_ >= policy.latency_ratio * was:
+            grown.append(f"{name} {was:.0f} → {is_:.0f} ms (×{is_ / was:.1f})")
+    return grown
+
+
 def _latency(baseline: WindowSummary, current: WindowSummary, policy: DetectPolicy) -> list[Finding]:
     before, now = baseline.latency_ms, current.latency_ms
     if min(before.count, now.count) < policy.min_sample:
         return []
-    grown = []
-    for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
-        was, is_ = before.quantile(q) or 0.0, now.quantile(q) or 0.0
-        if was > 0 and is_ >= policy.latency_ratio * was:
-            grown.append(f"{name} {was:.0f} → {is_:.0f} ms (×{is_ / was:.1f})")
+    grown = _grown(before, now, policy, (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)))
     if not grown:
         return []
     evidence = Evidence(
@@ -286,6 +295,30 @@ def _latency(baseline: WindowSummary, current: WindowSummary, policy: DetectPoli
         note=f"percentiles within 1% (quantile sketch); a finding from ×{policy.latency_ratio:g}",
     )
     return [_finding("latency", "warn", f"request latency grew: {', '.join(grown)}", None, evidence)]
+
+
+def _template_latency(baseline: WindowSummary, current: WindowSummary, policy: DetectPolicy) -> list[Finding]:
+    """Per template, p50 or p95 grown by `latency_ratio`: one kind of request slowed while the rest did not."""
+    findings = []
+    for counts in _tracked(current):
+        before = baseline.templates.get(counts.key)
+        was_sketch = before.latency_ms if before is not None else None
+        now_sketch = counts.latency_ms
+        if was_sketch is None or now_sketch is None or min(was_sketch.count, now_sketch.count) < policy.min_sample:
+            continue
+        grown = _grown(was_sketch, now_sketch, policy, (("p50", 0.5), ("p95", 0.95)))
+        if not grown:
+            continue
+        evidence = Evidence(
+            baseline_count=was_sketch.count,
+            baseline_total=was_sketch.count,
+            current_count=now_sketch.count,
+            current_total=now_sketch.count,
+            note=f"lines with a latency; percentiles within 1% (sketch); a finding from ×{policy.latency_ratio:g}",
+        )
+        summary = f"latency of template {_named(counts)} grew: {', '.join(grown)}"
+        findings.append(_finding("template_latency", "warn", summary, counts, evidence))
+    return findings
 
 
 # ---- without a baseline -----------------------------------------------------------------------------------------
@@ -354,6 +387,7 @@ def compare(baseline: WindowSummary | None, current: WindowSummary, policy: Dete
             *_error_rates(baseline, current, policy),
             *_negative_feedback(baseline, current, policy),
             *_latency(baseline, current, policy),
+            *_template_latency(baseline, current, policy),
         ]
     findings.sort(key=_importance)
     kept = findings[: policy.max_findings]

@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from components.errors import InputError
 from components.files import write_text
 from components.logs.compare import DetectPolicy, compare
 from components.logs.curate import Curator
-from components.logs.reader import MAX_LINE_BYTES, LogSourceError, Malformed, expand_sources
-from components.logs.records import RequestRecord, read_entries
+from components.logs.interval import TimeWindow
+from components.logs.reader import MAX_LINE_BYTES, LogSourceError, Malformed, SourceLine, expand_sources
+from components.logs.records import Entry, RequestRecord, read_entries
 from components.logs.report import DetectionReport, StateInfo, build_report
 from components.logs.templates import Miner, MinerSettings
+from components.logs.timestamps import TimeReader, format_time
 from components.logs.window import WindowBuilder, WindowSummary
 
 __all__ = ["PREVIOUS_WINDOW", "STATE_ENV", "default_state_dir", "detect", "split_source"]
@@ -66,28 +71,132 @@ def _describe(sources: Sequence[Path | str]) -> str:
     return ", ".join(str(s) for s in sources)
 
 
-def _mine_window(
-    name: str,
+@dataclass
+class _Target:
+    """One window being mined: where its lines go, the time they must fall in, and the first and last time seen."""
+
+    builder: WindowBuilder
+    window: TimeWindow | None
+    curator: Curator | None
+    first: float | None = None
+    last: float | None = None
+
+    def add(self, line: SourceLine, entry: Entry, seconds: float | None) -> None:
+        self.builder.add(line, entry)
+        if self.curator is not None and isinstance(entry, RequestRecord) and entry.correction:
+            self.curator.offer(entry)
+        if seconds is not None:
+            self.first = seconds if self.first is None else min(self.first, seconds)
+            self.last = seconds if self.last is None else max(self.last, seconds)
+
+
+def _entry_time(reader: TimeReader, line: SourceLine, entry: Entry) -> float | None:
+    if entry.timestamp is not None:
+        return reader.value(entry.timestamp)
+    return None if isinstance(entry, RequestRecord) or line.text.lstrip().startswith("{") else reader.line(line.text)
+
+
+def _mine_windows(
     sources: Sequence[Path | str],
-    miners: tuple[Miner, Miner],
+    targets: Sequence[_Target],
     *,
-    curator: Curator | None,
     max_line_bytes: int,
-) -> WindowSummary:
+) -> list[WindowSummary]:
+    """Read `sources` once, each entry going to the first target whose window holds its time (or has none).
+
+    A line without a time of its own (a stack trace's) has the time of the line before it in its file.
+    """
     files = expand_sources(sources)
     malformed = Malformed()
-    builder = WindowBuilder(name, log_miner=miners[0], prompt_miner=miners[1], malformed=malformed)
+    windows = [t.window for t in targets if t.window is not None]
+    # A time without a year is dated against the windows' end, or now if that is later: logs are not from the future.
+    latest = min(max((w.end for w in windows), default=0.0), datetime.now(UTC).timestamp())
+    reader = TimeReader(datetime.fromtimestamp(latest, UTC))
+    earliest, latest_seen = float("inf"), float("-inf")  # the sources' time span, for when a window is empty
+    routes = [
+        (t, t.window.start if t.window else float("-inf"), t.window.end if t.window else float("inf")) for t in targets
+    ]
+    source, previous = "", None
     for line, entry in read_entries(files, malformed, max_line_bytes=max_line_bytes):
-        builder.add(line, entry)
-        if curator is not None and isinstance(entry, RequestRecord) and entry.correction:
-            curator.offer(entry)
-    summary = builder.finish([str(s) for s in sources], len(files))
-    if summary.lines == 0:
+        if not windows:
+            targets[0].add(line, entry, None)
+            continue
+        if line.source != source:
+            source, previous = line.source, None
+        seconds = _entry_time(reader, line, entry)
+        if seconds is None:
+            seconds = previous
+            if seconds is None:  # before the file's first time: in no window
+                continue
+        previous = seconds
+        earliest, latest_seen = min(earliest, seconds), max(latest_seen, seconds)
+        for target, start, end in routes:
+            if start <= seconds < end:
+                target.add(line, entry, seconds)
+                break
+    seen = [earliest, latest_seen] if earliest <= latest_seen else []
+    summaries = []
+    for target in targets:
+        summary = target.builder.finish([str(s) for s in sources], len(files))
+        # Lines that cannot be read have no time: the current window (the last) reports them, once.
+        summary.malformed = malformed if target is targets[-1] else Malformed()
+        if target.window is not None:
+            summary.window = str(target.window)
+            summary.first_timestamp = format_time(target.first) if target.first is not None else None
+            summary.last_timestamp = format_time(target.last) if target.last is not None else None
+        if summary.lines == 0:
+            raise LogSourceError(_empty(summary.name, sources, target.window, malformed, seen))
+        summaries.append(summary)
+    return summaries
+
+
+def _empty(
+    name: str, sources: Sequence[Path | str], window: TimeWindow | None, malformed: Malformed, seen: list[float]
+) -> str:
+    """Why the `name` window holds no line, in one sentence."""
+    where = f"the {name} window ({_describe(sources)}"
+    if window is None:
         unreadable = f" ({malformed.total} malformed lines skipped)" if malformed.total else ""
-        raise LogSourceError(
-            f"the {name} window ({_describe(sources)}) holds no log lines{unreadable}: point it at the service's logs"
+        return f"{where}) holds no log lines{unreadable}: point it at the service's logs"
+    if not seen:
+        return (
+            f"{where}, {window}) holds no line with a time this reads (ISO 8601, syslog, Apache, epoch seconds "
+            "...): leave the time windows out for these logs"
         )
-    return summary
+    return (
+        f"{where}) holds no log lines in {window}: the logs run from {format_time(seen[0])} to {format_time(seen[1])}"
+    )
+
+
+def _target(name: str, window: TimeWindow | None, miners: tuple[Miner, Miner], curator: Curator | None) -> _Target:
+    return _Target(WindowBuilder(name, log_miner=miners[0], prompt_miner=miners[1]), window, curator)
+
+
+def _check_windows(
+    baseline: Sequence[Path | str] | None, baseline_window: TimeWindow | None, current_window: TimeWindow | None
+) -> None:
+    """Refuse windows that would compare a window with itself: both are cut from the current logs."""
+    if baseline_window is None or baseline:
+        return
+    if current_window is None:
+        raise InputError(
+            "--baseline-window without --baseline cuts the baseline from the current logs: give --current-window "
+            "too, or the current window would hold the baseline's lines as well"
+        )
+    if baseline_window.overlaps(current_window):
+        raise InputError(
+            f"the baseline window {baseline_window} and the current window {current_window} overlap: over one log "
+            "source they must not"
+        )
+
+
+def _events(miners: tuple[Miner, Miner]) -> dict[str, tuple[str, str]]:
+    """Every template's event after the merge pass, by window key (`log:<id>` → `log:<event>`)."""
+    return {
+        f"{kind}:{identity}": (f"{kind}:{event}", template)
+        for kind, miner in zip(("log", "prompt"), miners, strict=True)
+        for identity, (event, template) in miner.events().items()
+    }
 
 
 def detect(
@@ -100,37 +209,53 @@ def detect(
     settings: MinerSettings | None = None,
     eval_fraction: float = 0.2,
     max_line_bytes: int = MAX_LINE_BYTES,
+    baseline_window: TimeWindow | None = None,
+    current_window: TimeWindow | None = None,
 ) -> DetectionReport:
     """Compare `current` with `baseline` (or the previous run's window in `state_dir`) and write the results.
 
-    Writes `report_path` (JSON), `report.md`, `train.jsonl` and `eval.jsonl` in its directory. Raises
-    LogSourceError, one sentence, when a source is missing or a window holds no log lines.
+    `current_window` keeps only the current lines of that time; `baseline_window` cuts the baseline from
+    `baseline`, or — without it — from the current sources, in the same pass. Writes `report_path` (JSON),
+    `report.md`, `train.jsonl` and `eval.jsonl` in its directory. Raises LogSourceError, one sentence, when a source
+    is missing or a window holds no log lines, and InputError when the windows overlap over one source.
     """
     policy = policy or DetectPolicy()
+    _check_windows(baseline, baseline_window, current_window)
     expand_sources(current)  # fail on a missing source before any work
     if baseline:
         expand_sources(baseline)
-    previous = None if baseline else _previous_window(state_dir)
+    from_current = baseline_window is not None and not baseline
+    previous = None if baseline or from_current else _previous_window(state_dir)
     miners = (
         Miner(settings, state_dir / _LOG_STATE if state_dir else None),
         Miner(settings, state_dir / _PROMPT_STATE if state_dir else None),
     )
     before = previous
     if baseline:
-        before = _mine_window("baseline", baseline, miners, curator=None, max_line_bytes=max_line_bytes)
+        (before,) = _mine_windows(
+            baseline, [_target("baseline", baseline_window, miners, None)], max_line_bytes=max_line_bytes
+        )
     curator = Curator(report_path.parent, eval_fraction)
+    targets = [_target("current", current_window, miners, curator)]
+    if from_current:
+        targets.insert(0, _target("baseline", baseline_window, miners, None))
     try:
-        now = _mine_window("current", current, miners, curator=curator, max_line_bytes=max_line_bytes)
+        mined = _mine_windows(current, targets, max_line_bytes=max_line_bytes)
     except BaseException:
         curator.discard()
         raise
+    if from_current:
+        before = mined[0]
+    now = mined[-1]
     dataset = curator.close()
+    events = _events(miners)  # the merge pass over everything both windows taught the miners
+    before, now = (before.joined(events) if before else None), now.joined(events)
     verdict = compare(before, now, policy)
     report = build_report(
         verdict,
         before,
         now,
-        compared_with="baseline" if baseline else "previous run" if previous else "budgets",
+        compared_with="baseline" if baseline or from_current else "previous run" if previous else "budgets",
         dataset=dataset,
         state=StateInfo(
             dir=str(state_dir) if state_dir else None,

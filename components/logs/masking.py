@@ -20,6 +20,7 @@ __all__ = [
     "message_tokens",
     "shown_tokens",
     "split_header",
+    "template_pattern",
 ]
 
 MASK = "<*>"
@@ -135,3 +136,15 @@ def shown_tokens(message: str, max_tokens: int = 100) -> tuple[list[str], list[s
             tokens.append(MASK)
             shown.append(masked)
     return tokens[:max_tokens], shown[:max_tokens]
+
+
+def template_pattern(template: str) -> re.Pattern[str]:
+    """A pattern that takes a message's variables out of it: each `<*>` of `template` is one group.
+
+    Tokens are matched across any whitespace, and text after the template's last token is allowed (a line that
+    was cut at `max_tokens`).
+    """
+    body = r"\s+".join(
+        "(.*?)".join(re.escape(piece) for piece in token.split(MASK)) for token in template.split(" ") if token
+    )
+    return re.compile(rf"\s*{body}(?:\s.*)?\Z" if body else r"\Z", re.DOTALL)

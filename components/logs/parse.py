@@ -9,7 +9,6 @@ as lines stream in; a second streaming pass writes each row with its template's 
 from __future__ import annotations
 
 import csv
-import io
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -17,9 +16,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from components.logs.masking import MASK, shown_tokens, split_header
+from components.logs.masking import MASK, shown_tokens, split_header, template_pattern
 from components.logs.reader import MAX_LINE_BYTES, LogSourceError, Malformed, SourceLine, expand_sources, read_lines
 from components.logs.records import RequestRecord, classify
+from components.logs.refine import RefineSummary, TemplateRefiner
 from components.logs.scoring import grouping_accuracy
 from components.logs.templates import Miner, MinerSettings
 
@@ -39,6 +39,7 @@ class ParseSummary(BaseModel):
     templates: int
     out: str
     malformed: Malformed
+    refine: RefineSummary | None = None
 
 
 def parse_files(
@@ -49,12 +50,14 @@ def parse_files(
     state_file: Path | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
     on_lines: Callable[[int], None] | None = None,
+    refiner: TemplateRefiner | None = None,
 ) -> ParseSummary:
     """Mine the templates of every line of `sources` and write one CSV row per line to `out`.
 
     LineId counts lines across the files in order (1-based). A JSON request record is mined by its prompt, a
     JSON log event by its message. Raises LogSourceError for a missing source or one without any line.
-    `on_lines(n)` hears every `PROGRESS_LINES` lines how many were read (a progress display).
+    `on_lines(n)` hears every `PROGRESS_LINES` lines how many were read (a progress display). With a `refiner`,
+    the templates are refined by an LLM (`refine.py`) before the rows are written.
     """
     files = expand_sources(sources)
     miner = Miner(settings, state_file)
@@ -63,6 +66,7 @@ def parse_files(
     ids = out.with_name(f".{out.name}.ids")
     lines = 0
     names: dict[str, int] = {}  # each source file's place in `files`, which the pending rows refer to
+    examples: dict[int, str] | None = {} if refiner is not None else None  # a line of each template, to show
     try:
         with ids.open("w", encoding="utf-8", newline="\n") as pending:
             write, add, max_tokens = pending.write, miner.add, miner.settings.max_tokens  # the hot loop
@@ -75,15 +79,26 @@ def parse_files(
                 if text is None:
                     write(f"0\t{source}\t\n")
                 else:
-                    write(f"{add(*shown_tokens(text, max_tokens))}\t{source}\t{text}\n")
+                    cluster = add(*shown_tokens(text, max_tokens))
+                    if examples is not None and cluster not in examples:
+                        examples[cluster] = text
+                    write(f"{cluster}\t{source}\t{text}\n")
         if lines == 0:
             raise LogSourceError(f"{', '.join(map(str, sources))} holds no log lines: nothing to parse")
-        templates = _write_rows(ids, out, miner, list(names))
+        events = miner.events()
+        if refiner is not None:
+            events = refiner.refine(events, examples or {})
+        templates = _write_rows(ids, out, events, list(names))
     finally:
         ids.unlink(missing_ok=True)
     miner.save()
     return ParseSummary(
-        files=[str(f) for f in files], lines=lines, templates=templates, out=str(out), malformed=malformed
+        files=[str(f) for f in files],
+        lines=lines,
+        templates=templates,
+        out=str(out),
+        malformed=malformed,
+        refine=refiner.summary if refiner is not None else None,
     )
 
 
@@ -99,30 +114,20 @@ def _message(line: SourceLine, malformed: Malformed) -> str | None:
     return entry.prompt if isinstance(entry, RequestRecord) else entry.message
 
 
-def _parameters(template: str) -> re.Pattern[str]:
-    """A pattern that takes a line's variables out of its message: each `<*>` of `template` is one group."""
-    body = r"\s+".join(
-        "(.*?)".join(re.escape(piece) for piece in token.split(MASK)) for token in template.split(" ") if token
-    )
-    return re.compile(rf"\s*{body}(?:\s.*)?\Z" if body else r"\Z", re.DOTALL)
-
-
-def _write_rows(ids: Path, out: Path, miner: Miner, sources: list[str]) -> int:
+def _write_rows(ids: Path, out: Path, events: dict[int, tuple[int, str]], sources: list[str]) -> int:
     """Second pass: each pending line becomes a row with its template's final text and its variables.
 
     ParameterList is what Loghub writes: the Python list of the strings that fill the template's `<*>` in turn
     (empty when the message no longer matches, as when a line was cut at `max_tokens`).
     """
-    events = miner.events()
     rendered: dict[str, tuple[str, str, re.Pattern[str] | None]] = {}  # per template id: EventId, template, pattern
-    buffer = io.StringIO()
-    renderer = csv.writer(buffer, lineterminator="\n")
     temporary = out.with_name(f".{out.name}.tmp")
     with (
         ids.open(encoding="utf-8", newline="\n") as pending,
         temporary.open("w", newline="", encoding="utf-8") as handle,
     ):
-        csv.writer(handle, lineterminator="\n").writerow(COLUMNS)
+        writerow = csv.writer(handle, lineterminator="\n").writerow
+        writerow(COLUMNS)
         for number, raw in enumerate(pending, start=1):
             cluster, source, text = raw[:-1].split("\t", 2)
             event = rendered.get(cluster)
@@ -131,14 +136,11 @@ def _write_rows(ids: Path, out: Path, miner: Miner, sources: list[str]) -> int:
                 if known is None:  # a malformed line, or a template the miner dropped (least recently used)
                     name = MALFORMED_EVENT if cluster == "0" else f"E{cluster}"
                     event = (name, "<malformed line>" if cluster == "0" else "", None)
-                else:
-                    event = (f"E{known[0]}", known[1], _parameters(known[1]))
+                else:  # a template without a variable has no parameters to look for: no pattern
+                    event = (f"E{known[0]}", known[1], template_pattern(known[1]) if MASK in known[1] else None)
                 rendered[cluster] = event
             found = event[2].match(text) if event[2] is not None else None
             parameters = str(list(found.groups())) if found is not None else "[]"
-            renderer.writerow((number, sources[int(source)], text, event[0], event[1], parameters))
-            handle.write(buffer.getvalue())
-            buffer.seek(0)
-            buffer.truncate()
+            writerow((number, sources[int(source)], text, event[0], event[1], parameters))
     os.replace(temporary, out)
     return len({event[0] for cluster, event in rendered.items() if cluster != "0"})

@@ -13,16 +13,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from components.logs.masking import ERROR_LEVELS, level_of, split_header
 from components.logs.reader import MAX_LINE_BYTES, Malformed, SourceLine, read_lines
 
-__all__ = ["Entry", "LogEvent", "RequestRecord", "classify", "read_entries"]
+__all__ = ["LATENCY_KEYS", "TIME_KEYS", "Entry", "LogEvent", "RequestRecord", "classify", "read_entries"]
 
 Feedback = Literal["positive", "negative", "none"]
 _MESSAGE_KEYS = ("message", "msg", "log")
 _LEVEL_KEYS = ("level", "severity", "levelname")
+TIME_KEYS = ("timestamp", "time", "ts", "@timestamp")
+"""The fields of a JSON line that say when it was written, the first present wins."""
+LATENCY_KEYS = ("latency_ms", "duration_ms", "elapsed_ms", "response_time_ms")
+"""The fields of a JSON line that say how long its request took, in milliseconds."""
 _OK_WORDS = frozenset({"ok", "success", "succeeded"})
 _ERROR_WORDS = frozenset({"error", "failed", "failure", "fail"})
 
@@ -35,8 +39,8 @@ class RequestRecord(BaseModel):
     prompt: str
     completion: str = ""
     request_id: str = ""
-    timestamp: str | None = None
-    latency_ms: float | None = Field(default=None, ge=0)
+    timestamp: str | None = Field(default=None, validation_alias=AliasChoices(*TIME_KEYS))
+    latency_ms: float | None = Field(default=None, ge=0, validation_alias=AliasChoices(*LATENCY_KEYS))
     status: int = Field(default=200, description="HTTP status code; `ok`/`error` are read as 200/500")
     feedback: Feedback = "none"
     correction: str | None = None
@@ -73,10 +77,12 @@ class RequestRecord(BaseModel):
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass costs 1 µs more per line
 class LogEvent:
-    """One service log line: its message without the header, and its level when it has one."""
+    """One service log line: its message without the header, its level, and what a JSON line adds (time, latency)."""
 
     message: str
     level: str | None
+    timestamp: str | float | None = None  # a JSON line's time field; a text line's time is read from its text
+    latency_ms: float | None = None
 
     @property
     def failed(self) -> bool:
@@ -109,7 +115,13 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
         malformed.add("invalid_record", line.where, "neither a request (no 'prompt') nor a log event (no 'message')")
         return None
     level = next((str(data[key]).upper() for key in _LEVEL_KEYS if data.get(key)), None)
-    return LogEvent(message, level or level_of("", message))
+    stamp = next((data[key] for key in TIME_KEYS if isinstance(data.get(key), str | int | float)), None)
+    latency = next((data[key] for key in LATENCY_KEYS if _is_latency(data.get(key))), None)
+    return LogEvent(message, level or level_of("", message), stamp, latency)
+
+
+def _is_latency(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 
 def classify(line: SourceLine, malformed: Malformed) -> Entry | None:

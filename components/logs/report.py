@@ -16,7 +16,7 @@ from components.files import write_text
 from components.logs.compare import DetectPolicy, Finding, Verdict
 from components.logs.curate import DatasetSummary
 from components.logs.reader import Malformed
-from components.logs.window import OVERFLOW_KEY, WindowSummary
+from components.logs.window import OVERFLOW_KEY, TemplateCounts, WindowSummary
 from components.untrusted import printable
 
 __all__ = ["DetectionReport", "StateInfo", "TemplateRow", "WindowOverview", "build_report", "render_markdown"]
@@ -34,6 +34,7 @@ class WindowOverview(BaseModel):
     name: str
     sources: list[str]
     files: int
+    window: str | None = None
     first_timestamp: str | None
     last_timestamp: str | None
     log_lines: int
@@ -60,6 +61,7 @@ class WindowOverview(BaseModel):
             name=window.name,
             sources=window.sources,
             files=window.files,
+            window=window.window,
             first_timestamp=window.first_timestamp,
             last_timestamp=window.last_timestamp,
             log_lines=window.log_lines,
@@ -90,6 +92,9 @@ class TemplateRow(BaseModel):
     current_errors: int
     current_negative: int
     current_rated: int
+    current_latency_p50_ms: float | None = None
+    current_latency_p95_ms: float | None = None
+    baseline_latency_p95_ms: float | None = None
 
 
 class StateInfo(BaseModel):
@@ -131,6 +136,10 @@ class DetectionReport(BaseModel):
         for target, text in ((path, data), (markdown, render_markdown(self))):
             write_text(target, text + "\n")
         return markdown
+
+
+def _quantile(counts: TemplateCounts | None, q: float) -> float | None:
+    return counts.latency_ms.quantile(q) if counts is not None and counts.latency_ms is not None else None
 
 
 def build_report(
@@ -175,6 +184,9 @@ def build_report(
                 current_errors=c.errors,
                 current_negative=c.negative,
                 current_rated=c.rated,
+                current_latency_p50_ms=_quantile(c, 0.5),
+                current_latency_p95_ms=_quantile(c, 0.95),
+                baseline_latency_p95_ms=_quantile(before.get(c.key), 0.95),
             )
             for c in rows
         ],
@@ -204,6 +216,7 @@ def _table(header: list[str], rows: list[list[object]]) -> list[str]:
 def _windows(report: DetectionReport) -> list[str]:
     windows = [w for w in (report.baseline, report.current) if w is not None]
     fields = [
+        ("time window", "window"),
         ("lines of service logs", "log_lines"),
         ("log error rate", "log_error_rate"),
         ("requests", "requests"),
@@ -266,9 +279,9 @@ def render_markdown(report: DetectionReport) -> str:
         lines += [f"… and {report.omitted_findings} less important findings, left out.", ""]
     lines += ["## Most frequent templates (current window)", ""]
     lines += _table(
-        ["template id", "template", "baseline", "current", "errors", "negative / rated"],
+        ["template id", "template", "baseline", "current", "errors", "negative / rated", "latency p50 / p95 (ms)"],
         [
-            [t.key, f"`{t.template}`", t.baseline_count, t.current_count, t.current_errors, _rated(t)]
+            [t.key, f"`{t.template}`", t.baseline_count, t.current_count, t.current_errors, _rated(t), _latency(t)]
             for t in report.top_templates
         ],
     )
@@ -292,6 +305,12 @@ def render_markdown(report: DetectionReport) -> str:
 
 def _rated(row: TemplateRow) -> str:
     return f"{row.current_negative} / {row.current_rated}" if row.current_rated else "–"
+
+
+def _latency(row: TemplateRow) -> str:
+    if row.current_latency_p50_ms is None or row.current_latency_p95_ms is None:
+        return "–"
+    return f"{row.current_latency_p50_ms:,.0f} / {row.current_latency_p95_ms:,.0f}"
 
 
 def _malformed(report: DetectionReport) -> list[str]:

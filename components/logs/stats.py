@@ -89,6 +89,15 @@ class QuantileSketch(BaseModel):
         key = math.ceil(math.log(value) / self._log_gamma)
         self.bins[key] = self.bins.get(key, 0) + 1
 
+    def merge(self, other: QuantileSketch) -> None:
+        """Add every value `other` counted (a sketch of the same accuracy)."""
+        if other.relative_accuracy != self.relative_accuracy:
+            raise ValueError("only sketches of the same relative accuracy can be merged")
+        self.count += other.count
+        self.zeros += other.zeros
+        for key, n in other.bins.items():
+            self.bins[key] = self.bins.get(key, 0) + n
+
     def quantile(self, q: float) -> float | None:
         """The q-quantile (0 <= q <= 1) of the values added, or None when there are none."""
         if not 0.0 <= q <= 1.0:

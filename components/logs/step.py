@@ -12,10 +12,14 @@ from pathlib import Path
 from components.errors import InputError
 from components.logs.compare import DetectPolicy
 from components.logs.detect import default_state_dir, detect, split_source
+from components.logs.interval import TimeWindow
 from components.logs.report import DetectionReport
 from components.tracking.steps import StepLog, log_step_run, report_metrics
 
-__all__ = ["run_detect", "run_step", "step_log"]
+__all__ = ["Windows", "run_detect", "run_step", "step_log"]
+
+Windows = tuple[TimeWindow | None, TimeWindow | None]
+"""The time windows of the baseline and of the current logs; None keeps every line."""
 
 
 def run_detect(
@@ -26,23 +30,42 @@ def run_detect(
     state: Path | None,
     policy: DetectPolicy,
     eval_: float,
+    windows: Windows = (None, None),
 ) -> DetectionReport:
     """Compare `current` with `baseline` (default: the previous run's, kept in `state`) and write the report.
 
-    A log source that cannot be used raises LogSourceError, a report that cannot be written InputError.
+    `windows` (baseline, current) cut them by time (`detect`). A log source that cannot be used raises
+    LogSourceError, a report that cannot be written InputError.
     """
     state = state or default_state_dir()
     try:
-        return detect(current, report, baseline=baseline, state_dir=state, policy=policy, eval_fraction=eval_)
+        return detect(
+            current,
+            report,
+            baseline=baseline,
+            state_dir=state,
+            policy=policy,
+            eval_fraction=eval_,
+            baseline_window=windows[0],
+            current_window=windows[1],
+        )
     except OSError as err:
         raise InputError(f"cannot write {err.filename or report}: {err.strerror or err}") from None
 
 
-def run_step(source: Path, report: Path, *, state: Path | None, policy: DetectPolicy, eval_: float) -> DetectionReport:
+def run_step(
+    source: Path,
+    report: Path,
+    *,
+    state: Path | None,
+    policy: DetectPolicy,
+    eval_: float,
+    windows: Windows = (None, None),
+) -> DetectionReport:
     """The pipeline's step: `source` holds baseline/ and current/ (or only the current window); record the result."""
     baseline, current = split_source(source)
     earlier = [baseline] if baseline else None
-    result = run_detect([current], report, baseline=earlier, state=state, policy=policy, eval_=eval_)
+    result = run_detect([current], report, baseline=earlier, state=state, policy=policy, eval_=eval_, windows=windows)
     log_step_run(step_log(result, report))  # in a workflow: a child run of its MLflow run; else nothing
     return result
 

@@ -12,6 +12,8 @@ constant tokens — a `<*>` neither helps nor hurts a match — so that lines wh
 from __future__ import annotations
 
 import os
+from itertools import compress, repeat
+from operator import eq, ne
 from pathlib import Path
 from typing import Any
 
@@ -65,15 +67,13 @@ class _ConstantTokenDrain(Drain):  # type: ignore[misc]
         return content if isinstance(content, list) else super().get_content_as_tokens(content)
 
     def get_seq_distance(self, seq1: Any, seq2: Any, include_params: bool) -> tuple[float, int]:
-        constants = same = params = 0
-        for template_token, token in zip(seq1, seq2, strict=True):
-            if template_token == self.param_str:
-                params += 1
-                continue
-            constants += 1
-            same += template_token == token
+        # Runs for every candidate template of every line: counted with C-level iterators, not a Python loop.
+        param = self.param_str
+        params = seq1.count(param)
+        constants = len(seq1) - params
         if constants == 0:  # a template of variables only matches a line of variables only
-            return (1.0 if all(token == self.param_str for token in seq2) else 0.0), params
+            return (1.0 if seq2.count(param) == len(seq2) else 0.0), params
+        same = sum(compress(map(eq, seq1, seq2), map(ne, seq1, repeat(param))))
         return same / constants, params
 
 

@@ -7,6 +7,7 @@ compared with yesterday's summary without reading yesterday's logs again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -40,11 +41,29 @@ class TemplateCounts(BaseModel):
     corrections: int = 0
     examples: list[str] = Field(default_factory=list)
     failure_examples: list[str] = Field(default_factory=list, description="lines with an error or a complaint")
+    latency_ms: QuantileSketch | None = Field(default=None, description="the lines that say how long they took")
 
     @property
     def rated(self) -> int:
         """Requests with feedback (positive or negative)."""
         return self.positive + self.negative
+
+    def add_latency(self, value: float) -> None:
+        """Count one line's latency in the template's sketch."""
+        if self.latency_ms is None:
+            self.latency_ms = QuantileSketch()
+        self.latency_ms.add(value)
+
+    def absorb(self, other: TemplateCounts) -> None:
+        """Add the counts of `other`, a template the merge pass joined to this one."""
+        for name in ("count", "errors", "positive", "negative", "corrections"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.examples = (self.examples + other.examples)[:_EXAMPLES]
+        self.failure_examples = (self.failure_examples + other.failure_examples)[:_EXAMPLES]
+        if other.latency_ms is not None:
+            if self.latency_ms is None:
+                self.latency_ms = QuantileSketch()
+            self.latency_ms.merge(other.latency_ms)
 
 
 class WindowSummary(BaseModel):
@@ -61,6 +80,7 @@ class WindowSummary(BaseModel):
     negative: int = 0
     corrections: int = 0
     latency_ms: QuantileSketch = Field(default_factory=QuantileSketch)
+    window: str | None = Field(default=None, description="the time window the lines were cut to (ISO 8601)")
     first_timestamp: str | None = None
     last_timestamp: str | None = None
     templates: dict[str, TemplateCounts] = Field(default_factory=dict)
@@ -79,6 +99,21 @@ class WindowSummary(BaseModel):
     def total(self, kind: TemplateKind) -> int:
         """How many lines of `kind` the window holds: log events or requests."""
         return self.log_lines if kind == "log" else self.requests
+
+    def joined(self, events: Mapping[str, tuple[str, str]]) -> WindowSummary:
+        """The summary with each template counted under its event: `events` maps a key to (event key, template).
+
+        The merge pass (`Miner.events`) joins templates after mining; a key it does not know stays as it is.
+        """
+        templates: dict[str, TemplateCounts] = {}
+        for key, counts in self.templates.items():
+            event, template = events.get(key, (key, counts.template))
+            joined = templates.get(event)
+            if joined is None:
+                templates[event] = counts.model_copy(update={"key": event, "template": template}, deep=True)
+            else:
+                joined.absorb(counts)
+        return self.model_copy(update={"templates": templates})
 
 
 def _example(line: SourceLine, text: str) -> str:
@@ -136,6 +171,7 @@ class WindowBuilder:
                 counts.corrections += 1
             if entry.latency_ms is not None:
                 summary.latency_ms.add(entry.latency_ms)
+                counts.add_latency(entry.latency_ms)
             if entry.timestamp:
                 if summary.first_timestamp is None or entry.timestamp < summary.first_timestamp:
                     summary.first_timestamp = entry.timestamp
@@ -148,6 +184,8 @@ class WindowBuilder:
             summary.log_lines += 1
             failed = entry.failed
             summary.log_errors += failed
+            if entry.latency_ms is not None:
+                counts.add_latency(entry.latency_ms)
             counts.errors += failed
             text = entry.message
         counts.count += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 from fuzz_kit import SHARED, mutated_bytes
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from components.logs.masking import level_of, mask_variables, message_tokens, split_header
 from components.logs.reader import Malformed, read_lines
+from components.logs.timestamps import TimeReader
 
 # Real lines of the formats we read: the first lines of each loghub sample when ../shared is there, else a few.
 _FALLBACK = [
@@ -91,3 +93,12 @@ def test_masking_keeps_the_line_and_masks_whole_tokens(line: str) -> None:
     assert isinstance(masked, str)
     tokens = message_tokens(message, max_tokens=20)
     assert len(tokens) <= 20
+
+
+@given(LOG_TEXT, st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2099, 1, 1)))
+@example("Feb 29 12:00:00 host x", datetime(2027, 1, 1))  # a leap day in a year without one
+@example("9999-12-31T23:59:59-23:59 x", datetime(2026, 1, 1))
+@example("1" * 13 + " " + "2" * 10, datetime(2026, 1, 1))
+def test_reading_a_time_never_raises(line: str, reference: datetime) -> None:
+    seconds = TimeReader(reference.replace(tzinfo=UTC)).line(line)
+    assert seconds is None or isinstance(seconds, float)

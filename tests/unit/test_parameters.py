@@ -28,12 +28,18 @@ def test_the_defaults_pass() -> None:
         ("cpu-per-gpu", "-1", "greater than 0"),
         ("memory-per-gpu", "lots", "greater than 0"),
         ("gpus-min", "9", "more than gpus-wanted"),
+        ("current-window", "yesterday", "is not a time window: write START/END"),
+        ("baseline-window", "2026-11-02/2026-11-01", "ends before it starts"),
     ],
 )
 def test_a_bad_value_gets_one_sentence_naming_the_parameter(name: str, value: str, says: str) -> None:
     with pytest.raises(ValueError, match=says) as caught:
         check_parameters({**DEFAULTS, name: value})
     assert "\n" not in str(caught.value) and name in str(caught.value)
+
+
+def test_time_windows_are_checked_by_their_shape_and_read_when_detect_runs() -> None:
+    check_parameters({**DEFAULTS, "baseline-window": "now-48h/now-24h", "current-window": "24h"})
 
 
 def test_parameters_it_does_not_know_are_left_to_argo() -> None:

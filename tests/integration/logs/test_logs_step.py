@@ -41,10 +41,11 @@ def _write(directory: Path, *, drift: bool) -> None:
     (directory / "requests.jsonl").write_text("\n".join(requests) + "\n")
 
 
-def _step(source: Path, report: Path, home: Path) -> subprocess.CompletedProcess[str]:
+def _step(source: Path, report: Path, home: Path, options: list[str] | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "VCPILOT_HOME": str(home)}
     env.pop("VCPILOT_LOGS_STATE", None)
     command = [sys.executable, "-m", "components.logs", "--source", str(source), "--report", str(report)]
+    command += options or []
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -76,3 +77,28 @@ def test_the_step_fails_with_one_sentence_on_a_missing_source(tmp_path: Path) ->
     assert done.stderr.strip().splitlines() == [
         f"error: the log source {tmp_path / 'nowhere'} does not exist: give a file, a directory or a glob"
     ]
+
+
+def test_the_step_cuts_one_source_by_time_and_refuses_a_bad_window_in_one_sentence(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    lines = []
+    for day, message in ((1, "INFO http: served request {i} in 20 ms"), (2, "ERROR engine: CUDA out of memory {i}")):
+        for i in range(100):
+            lines.append(f"Nov  {day} {i // 60:02d}:{i % 60:02d}:00 host svc[7]: {message.format(i=i)}")
+    (logs / "service.log").write_text("\n".join(lines) + "\n")
+    home, report = tmp_path / "home", tmp_path / "detect" / "report.json"
+    windows = ["--baseline-window", "2026-11-01/P1D", "--current-window", "2026-11-02/P1D"]
+
+    done = _step(logs, report, home, windows)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(report.read_text())
+    assert (data["baseline"]["log_lines"], data["current"]["log_lines"]) == (100, 100)
+    assert data["drift"] is True and "CUDA out of memory" in data["reason"]
+
+    done = _step(logs, report, home, ["--current-window", "2026-11-02/2026-11-01"])
+    assert done.returncode == 1
+    assert done.stderr == (
+        "error: --current-window '2026-11-02/2026-11-01' ends before it starts "
+        "(2026-11-02T00:00:00+00:00 to 2026-11-01T00:00:00+00:00)\n"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,7 @@ from typer.testing import CliRunner
 from components.logs.__main__ import main
 from components.logs.cli import app
 from components.logs.detect import PREVIOUS_WINDOW, detect
+from components.logs.parse import parse_files
 from pipelines.rules import DetectReport
 
 WindowsFactory = Callable[..., Path]  # the make_windows fixture (conftest.py)
@@ -131,3 +133,17 @@ def test_an_unwritable_output_is_one_sentence(make_windows: WindowsFactory, tmp_
     result = CliRunner().invoke(app, ["detect", "--current", str(source / "current"), "--out", str(out)])
     assert result.exit_code == 1  # EXIT_INPUT
     assert result.output.strip().splitlines() == [f"error: cannot write {out}: Not a directory"]
+
+
+def test_detect_joins_templates_with_the_merge_pass_of_logs_parse(tmp_path: Path) -> None:
+    names = ["admin", "oracle", "test", "guest", "ubuntu", "postgres", "git", "pi"]
+    lines = [f"2026-11-01 00:00:{i:02d} INFO sshd: Invalid user {names[i % 8]}" for i in range(40)]
+    log = tmp_path / "auth.log"
+    log.write_text("\n".join(lines) + "\n")
+
+    report = detect([log], tmp_path / "detect" / "report.json")
+    parse_files([log], tmp_path / "parsed.csv")
+    with (tmp_path / "parsed.csv").open(newline="") as handle:
+        parsed = {row["EventTemplate"] for row in csv.DictReader(handle)}
+    assert [(t.template, t.current_count) for t in report.top_templates] == [("Invalid user <*>", 40)]
+    assert parsed == {"Invalid user <*>"}

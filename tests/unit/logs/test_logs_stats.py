@@ -69,3 +69,17 @@ def test_quantiles_of_nothing_and_of_zeros() -> None:
     sketch.add(0)
     sketch.add(100)
     assert sketch.quantile(0) == 0.0 and sketch.quantile(1) == pytest.approx(100, rel=0.01)
+
+
+def test_two_merged_sketches_are_the_sketch_of_all_their_values() -> None:
+    first, second, together = QuantileSketch(), QuantileSketch(), QuantileSketch()
+    for value in [0.0, 3.0, 120.0, 95.5, 400.0]:
+        first.add(value)
+        together.add(value)
+    for value in [88.0, 0.0, 1000.0]:
+        second.add(value)
+        together.add(value)
+    first.merge(second)
+    assert first == together
+    with pytest.raises(ValueError, match="same relative accuracy"):
+        first.merge(QuantileSketch(relative_accuracy=0.05))
