@@ -501,7 +501,7 @@ def test_a_load_test_server_dying_mid_test_counts_errors_fails_the_gate_and_rele
         if server.poll() is None:
             server.kill()
             server.wait()
-    assert client.returncode != 0, err
+    assert client.returncode == 0, err  # the step reports; the release step's gate decides
     data = json.loads(report.read_text())
     assert data["errors"] > 0 and data["completed"] + data["errors"] == 400 and data["slo_passed"] is False
     decision = decide_release(
