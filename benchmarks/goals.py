@@ -16,19 +16,22 @@ _COMPARE = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operato
 
 def figure(
     name: str,
-    value: float,
+    value: float | None,
     op: Literal["<=", "<", ">=", ">", "=="],
     target: float,
     *,
     unit: str = "",
     baseline: str = "",
 ) -> dict[str, object]:
-    """The figure `name` (in `unit`; `x` for a ratio to `baseline`), its goal `op target`, and whether it is met."""
+    """The figure `name` (in `unit`; `x` for a ratio to `baseline`), its goal `op target`, and whether it is met.
+
+    A value of None is a figure that could not be measured here (its baseline tool is missing): never met.
+    """
     return {
         "name": name,
-        "value": round(value, 4),
+        "value": None if value is None else round(value, 4),
         "unit": unit,
         "goal": f"{op} {target:g}",
         "baseline": baseline,
-        "met": bool(_COMPARE[op](value, target)),
+        "met": value is not None and bool(_COMPARE[op](value, target)),
     }

@@ -327,7 +327,7 @@ def main() -> None:
     result["figures"] = [
         figure(
             f"loadgen: peak requests/s vs {kind}",
-            result[kind]["ratio_vs_wrk"] or 0.0,
+            result[kind]["ratio_vs_wrk"],
             ">=",
             0.5,
             unit="x",

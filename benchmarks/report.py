@@ -63,6 +63,15 @@ def run(benchmark: Benchmark, quick: bool) -> dict[str, object]:
     return {**document, "seconds": took}
 
 
+def _shown(value: float | None, unit: str) -> str:
+    if value is None:
+        return "not measured"
+    if unit == "bool":
+        return "yes" if value else "no"
+    number = f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+    return f"{number}×" if unit == "x" else f"{number} {unit}".strip()
+
+
 def table(results: dict[str, dict], mode: str) -> str:
     """The Markdown table of every figure: benchmark, figure, value, goal, baseline, met."""
     lines = [
@@ -82,7 +91,7 @@ def table(results: dict[str, dict], mode: str) -> str:
             lines.append(f"| {name} | — | — | — | — | **no**: {why} |")
             continue
         for f in figures:
-            value = f"{f['value']:g}{'×' if f['unit'] == 'x' else ' ' + f['unit'] if f['unit'] else ''}"
+            value = _shown(f["value"], f["unit"])
             lines.append(
                 f"| {name} | {f['name']} | {value} | {f['goal']} | {f['baseline'] or '—'} | "
                 f"{'yes' if f['met'] else '**no**'} |"
