@@ -38,15 +38,12 @@ test: lint
 fuzz: venv
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -n 2 --dist loadfile tests/fuzz
 
+# Every benchmark, one after another, into benchmarks/results/latest.json and latest.md (benchmarks/report.py): each
+# figure with its goal, its baseline and whether it is met. BENCH_ARGS=--quick for a smoke run of a few minutes;
+# BENCH_ARGS="--only scheduler,runner" for some. loadgen's ratios need wrk (apt-get install -y wrk).
 bench: venv
-	$(BIN)/python benchmarks/scheduler.py
-	$(BIN)/python benchmarks/cli.py
-	$(BIN)/python benchmarks/runner.py
-	$(BIN)/python benchmarks/logs.py
-	$(BIN)/python benchmarks/train.py
-	$(BIN)/python benchmarks/agent.py
 	command -v wrk >/dev/null || echo "benchmarks/loadgen.py compares with wrk: apt-get install -y wrk"
-	$(BIN)/python benchmarks/loadgen.py
+	$(BIN)/python benchmarks/report.py $(BENCH_ARGS)
 
 # The real cluster (deploy/e2e/, docs/e2e.md): build it once into ~/.cache/vcpilot-e2e (binaries from Go modules, the
 # step, pause and Argo executor images without Docker), start it in a network namespace of its own, run the tests,

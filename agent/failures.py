@@ -1,4 +1,4 @@
-"""Why a training attempt failed: a node, preemption, one rank's GPU or memory, an outside kill or stop, or a bug.
+"""Why a training attempt failed: a node, preemption, a hang, one rank's GPU or memory, an outside end, or a bug.
 
 Pure, read from the failed job's pods and events. The rule policy retries every kind but a bug that repeats;
 the decision records keep each attempt's `AttemptRecord` (built here) so that the next diagnose can tell a repeat
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agent.observation import AttemptRecord, Observation
-from components.finetune.errors import EXIT_STOPPED
+from components.finetune.errors import EXIT_STALLED, EXIT_STOPPED
 from components.volcano.cluster import JobInfo, PodInfo
 
 __all__ = ["Failure", "FailureKind", "attempt_record", "classify_failure", "same_failure"]
@@ -55,7 +55,8 @@ def classify_failure(job: JobInfo | None, observation: Observation) -> Failure:
     """Tell the kind of failure from the pods' reasons, exit codes and nodes, and the GPU warnings in the events.
 
     In order: pods Evicted, NodeLost, NodeShutdown or on a NotReady node (a node fault); pods Preempted or
-    Reclaimed (the scheduler's doing: no fault, no node blamed); exactly one rank out of memory or with a GPU
+    Reclaimed (the scheduler's doing: no fault, no node blamed); ranks whose watchdog ended them (exit code
+    EXIT_STALLED: hung, an infrastructure fault however many ranks say so); exactly one rank out of memory or with a GPU
     error (that rank's fault, its node blamed for a GPU error); pods Killed, Lost or stopped on SIGTERM (exit code
     EXIT_STOPPED: ended from outside); every pod that failed by itself exited with the same non-zero code (a bug);
     anything else.
@@ -88,6 +89,11 @@ def classify_failure(job: JobInfo | None, observation: Observation) -> Failure:
         how = " and ".join(sorted({_PREEMPTED[p.reason or ""] for p in preempted}))
         # No exit codes: the ranks that failed with the preempted ones never make a repeated bug of it.
         return Failure("preempted", f"{_pods(preempted)} {how}", verdict="neither a bug nor a fault of its nodes")
+    stalled = [p for p in by_itself if p.exit_code == EXIT_STALLED]
+    if stalled:
+        # No exit codes: hangs attempt after attempt are never the repeated bug that aborts a run.
+        cause = f"{_pods(stalled)} made no progress until the watchdog ended them (hung, exit code {EXIT_STALLED})"
+        return Failure("rank", cause, failed_ranks=ranks)
     gpu_faulty = _gpu_faults(job, observation)
     if ranks == 1 and (by_itself[0].reason == _OOM or by_itself[0].name in gpu_faulty):
         pod = by_itself[0]

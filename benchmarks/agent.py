@@ -46,6 +46,7 @@ from benchmarks.agent_trace import (  # noqa: E402
     Trace,
     make_trace,
 )
+from benchmarks.goals import figure  # noqa: E402
 
 __all__ = ["figures", "main", "run", "simulate"]
 
@@ -240,6 +241,18 @@ def _goals(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return goals
 
 
+def goal_figures(goals: dict[str, Any]) -> list[dict[str, object]]:
+    """Issue 5's goals as `make bench` figures: (c) at most 0.7x the time of (a), 0.5x the GPU-hours lost of (b)."""
+    out = []
+    if goals.get("ttf_mean_rules_over_wait_full") is not None:
+        ratio = goals["ttf_mean_rules_over_wait_full"]
+        out.append(figure("agent: mean time to finish", ratio, "<=", 0.7, unit="x", baseline="(a) wait for full size"))
+    if goals.get("gpu_h_lost_rules_over_argo_retry") is not None:
+        ratio = goals["gpu_h_lost_rules_over_argo_retry"]
+        out.append(figure("agent: GPU-hours lost", ratio, "<=", 0.5, unit="x", baseline="(b) Argo retry from scratch"))
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     """Parse flags, run, print one JSON document."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -258,6 +271,7 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     report = run(args.seed, requests, seeds, args.node_mtbf_h)
     report["wall_s"] = round(time.perf_counter() - start, 2)
+    report["figures"] = goal_figures(report["goals"])
     print(json.dumps(report, indent=2))
 
 

@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 import uvicorn  # noqa: E402
+from goals import figure  # noqa: E402
 
 from components.loadtest.client import encode_request, parse_target, send_request  # noqa: E402
 from components.loadtest.http1 import Http1Client  # noqa: E402
@@ -323,6 +324,17 @@ def main() -> None:
         result[kind] = bench_server(kind, args, server_cpu, client_cpus)
     if shutil.which("wrk") is None:
         result["note"] = "wrk is not installed (apt-get install -y wrk): the wrk figures and ratios are null"
+    result["figures"] = [
+        figure(
+            f"loadgen: peak requests/s vs {kind}",
+            result[kind]["ratio_vs_wrk"],
+            ">=",
+            0.5,
+            unit="x",
+            baseline="wrk on the same server",
+        )
+        for kind in args.servers.split(",")
+    ]
     print(json.dumps(result, indent=2))
 
 

@@ -37,6 +37,8 @@ from collections.abc import Sequence
 from itertools import product
 from pathlib import Path
 
+from goals import figure
+
 ROOT = Path(__file__).resolve().parents[1]
 LOGHUB = ROOT.parent / "shared" / "datasets" / "loghub"
 DATASETS = ("HDFS", "Apache", "OpenSSH", "Zookeeper", "Hadoop", "Spark")
@@ -249,6 +251,29 @@ def throughput(work: Path, rounds: int = ROUNDS) -> dict:
         "goal_ratio": 0.7,
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
+def goal_figures(scores: dict, throughput: dict | None = None, memory: dict | None = None) -> list[dict]:
+    """The goals of issues 4 and 15: leave-one-out grouping accuracy >= 0.90 per feed, >= 0.7x raw Drain3, flat."""
+    held_out = scores["leave_one_dataset_out"]["average"]
+    out = [
+        figure(f"logs: leave-one-out grouping accuracy ({feed})", held_out[feed]["grouping_accuracy"], ">=", 0.9)
+        for feed in FEEDS
+    ]
+    if throughput:
+        out.append(
+            figure("logs: lines per CPU second", throughput["ratio_cpu"], ">=", 0.7, unit="x", baseline="raw Drain3")
+        )
+    if memory:
+        out.append(
+            figure(
+                "logs: peak RSS, 1M vs 100k lines",
+                memory["ratio_1M_to_100k_peak_rss"],
+                "<=",
+                1.2,
+                unit="x",
+                baseline="100k lines",
+            )
+        )
+    return out
 
 
 def main() -> None:
@@ -263,7 +288,7 @@ def main() -> None:
             return
         scores = accuracy(work)
         if "--accuracy-only" in args:
-            print(json.dumps({"accuracy": scores}, indent=2))
+            print(json.dumps({"accuracy": scores, "figures": goal_figures(scores)}, indent=2))
             return
         speed = throughput(work, rounds)
         memory = {}
@@ -275,7 +300,8 @@ def main() -> None:
         memory["ratio_1M_to_100k_tracemalloc"] = round(
             memory["1M"]["tracemalloc_peak_mib"] / memory["100k"]["tracemalloc_peak_mib"], 3
         )
-    print(json.dumps({"accuracy": scores, "throughput": speed, "memory": memory}, indent=2))
+    figures = goal_figures(scores, speed, memory)
+    print(json.dumps({"accuracy": scores, "throughput": speed, "memory": memory, "figures": figures}, indent=2))
 
 
 if __name__ == "__main__":

@@ -1,11 +1,16 @@
 """Scheduler benchmark: one session over 1,000 pending gangs on 100 nodes, and submit-to-Running latency.
 
-Prints one JSON document. The latency is a ratio against starting the same command directly, measured side
+Also a whole LocalCluster reconcile (SQLite, controller, session) with 1,000 queued jobs on 100 nodes, checked
+for correctness: every gang wholly placed or wholly pending, no node over its GPUs. Prints one JSON document with
+`figures` (benchmarks/goals.py). The latency is a ratio against starting the same command directly, measured side
 by side in this process, so a noisy machine moves both numbers together.
+
+    python benchmarks/scheduler.py [--quick]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import statistics
@@ -22,7 +27,11 @@ from components.volcano.scheduler import Gang, NodeState, PodRequest, QueueState
 
 # The jobs come from the tests' factory, so a manifest change is one edit for both; tests/ is not installed.
 sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
+from goals import figure  # noqa: E402
 from vcjob_factory import vcjob, vcjob_task  # noqa: E402
+
+SESSION_GOAL_S = 1.0  # issues 2 and 16: a session over 1,000 gangs on 100 nodes well under a second
+LATENCY_GOAL = 1.5  # issue 2: submit-to-Running at most 1.5x starting the command directly
 
 
 def session_inputs(gangs: int = 1000, nodes: int = 100, seed: int = 7):
@@ -110,8 +119,11 @@ def time_latency(repeats: int = 10) -> dict:
     return {"direct_start_s_median": d, "submit_to_running_s_median": c, "ratio": c / d, "repeats": repeats}
 
 
-def time_reconcile(jobs: int = 500) -> dict:
-    """A whole LocalCluster reconcile (SQLite, controller, session) with `jobs` 2 x 8-GPU jobs on 100 nodes."""
+def time_reconcile(jobs: int = 1000) -> dict:
+    """A whole LocalCluster reconcile (SQLite, controller, session) with `jobs` 2 x 8-GPU jobs on 100 nodes.
+
+    Correct: 50 gangs fill the 800 GPUs, each with both its pods on nodes, the rest wholly pending.
+    """
     work = Path(tempfile.mkdtemp(prefix="vcpilot-bench-"))
     config = LocalClusterConfig.model_validate({"nodes": [{"name": "node", "count": 100, "gpus": 8}]})
     cluster = LocalCluster(work / "home", config, hook=False)
@@ -123,6 +135,9 @@ def time_reconcile(jobs: int = 500) -> dict:
         cluster.reconcile()
         times.append(time.perf_counter() - start)
     queue = cluster.queue("default")
+    listed = cluster.list_jobs()
+    partial = [j.name for j in listed if 0 < sum(1 for p in j.pods if p.node) < len(j.pods)]
+    overcommitted = [n.name for n in cluster.nodes() if n.gpu_allocated > n.gpu_capacity]
     cluster.reset()
     return {
         "jobs": jobs,
@@ -130,11 +145,33 @@ def time_reconcile(jobs: int = 500) -> dict:
         "reconcile_s_median": statistics.median(times),
         "running": queue.running,
         "pending": queue.pending,
+        "correct": not partial and not overcommitted and queue.running == min(jobs, 50),
+        "partial_gangs": partial[:5],
+        "overcommitted_nodes": overcommitted[:5],
     }
 
 
 def main() -> None:
-    report = {"session": time_session(), "latency": time_latency(), "local_cluster": time_reconcile()}
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats of the latency")
+    args = parser.parse_args()
+    session, latency, local = time_session(), time_latency(3 if args.quick else 10), time_reconcile()
+    figures = [
+        figure(
+            "scheduler: one session, 1,000 pending gangs on 100 nodes", session["session_s_median"], "<",
+            SESSION_GOAL_S, unit="s",
+        ),
+        figure(
+            "LocalCluster: submit to Running", latency["ratio"], "<=", LATENCY_GOAL, unit="x",
+            baseline="Popen of the same command",
+        ),
+        figure(
+            "LocalCluster: reconcile with 1,000 queued jobs on 100 nodes", local["reconcile_s_median"], "<",
+            SESSION_GOAL_S, unit="s",
+        ),
+        figure("LocalCluster: 1,000 queued jobs placed correctly", float(local["correct"]), "==", 1, unit="bool"),
+    ]  # fmt: skip
+    report = {"session": session, "latency": latency, "local_cluster": local, "figures": figures}
     print(json.dumps(report, indent=2))
 
 

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import torch
+from goals import figure
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from components.finetune.config import TrainConfig
@@ -134,7 +135,23 @@ def main() -> None:
         results = [bench_size(name, Path(tmp), args) for name in args.sizes]
     print(
         json.dumps(
-            {"benchmark": "train-loop", "goal": "ratio_median <= 1.1", "threads": args.threads, "results": results},
+            {
+                "benchmark": "train-loop",
+                "goal": "ratio_median <= 1.1",
+                "threads": args.threads,
+                "results": results,
+                "figures": [
+                    figure(
+                        f"train: step time, {r['model']['size']} model",
+                        r["ratio_median"],
+                        "<=",
+                        1.1,
+                        unit="x",
+                        baseline="a bare torch loop",
+                    )
+                    for r in results
+                ],
+            },
             indent=2,
         )
     )

@@ -6,9 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
+from fault_table import pytest_runtest_logreport, pytest_terminal_summary  # noqa: F401  (hooks, see below)
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# The fault matrix's table (tests/fault_table.py) is printed at the end of a session that ran any of its rows: its
+# hooks are imported here, the top conftest, so that the xdist controller, which collects nothing, has them too.
 
 # The fuzz tests (tests/fuzz/) under hypothesis: `make test` runs the `ci` profile, a fixed small set of examples
 # per target drawn the same way every run (derandomize), so a red build is reproducible and the suite stays fast;

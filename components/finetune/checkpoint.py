@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from components.finetune.checkpoint_layout import METADATA, TEMP_PREFIX, complete, latest, step_dir
+from components.finetune.checkpoint_layout import METADATA, TEMP_PREFIX, complete, damage, digest, latest, step_dir
 from components.finetune.errors import FinetuneError
 
 __all__ = [
@@ -57,6 +57,7 @@ class CheckpointMetadata(BaseModel):
     lora: bool
     seed: int
     reason: CheckpointReason = "periodic"  # the default reads checkpoints written before the field existed
+    files: dict[str, str] = {}  # SHA-256 of each tensor file (checkpoint_layout.damage); none in older checkpoints
 
 
 @dataclass
@@ -85,12 +86,25 @@ class Checkpointer:
         return latest(self.directory)
 
     def save(self, metadata: CheckpointMetadata, state: TrainingState) -> Path:
-        """Write `step-N/` atomically (metadata last, then one rename) and drop checkpoints beyond the newest k."""
+        """Write `step-N/` atomically (metadata last, then one rename) and drop checkpoints beyond the newest k.
+
+        A full disk (or a file-size limit) during the save removes the partial directory and raises FinetuneError:
+        the checkpoints before it stay the latest, and the run resumes from them once there is room.
+        """
         self.directory.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{metadata.step}-", dir=self.directory))
-        torch.save(state.model, tmp / MODEL_FILE)
-        torch.save({"optimizer": state.optimizer, "scheduler": state.scheduler, "rng": state.rng}, tmp / STATE_FILE)
-        (tmp / METADATA).write_text(metadata.model_dump_json(indent=2) + "\n")
+        try:
+            torch.save(state.model, tmp / MODEL_FILE)
+            rest = {"optimizer": state.optimizer, "scheduler": state.scheduler, "rng": state.rng}
+            torch.save(rest, tmp / STATE_FILE)
+            files = {name: digest(tmp / name) for name in (MODEL_FILE, STATE_FILE)}
+            (tmp / METADATA).write_text(metadata.model_copy(update={"files": files}).model_dump_json(indent=2) + "\n")
+        except (OSError, RuntimeError) as err:  # torch.save wraps a failed write in RuntimeError
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise FinetuneError(
+                f"could not write the checkpoint of step {metadata.step} under {self.directory} ({err}); "
+                "free space there, and --resume auto continues from the previous checkpoint."
+            ) from None
         final = step_dir(self.directory, metadata.step)
         if final.exists():  # a rerun from an older checkpoint reaches this step again: the new one replaces it
             old = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{metadata.step}-old-", dir=self.directory))
@@ -125,8 +139,10 @@ class Checkpointer:
             raise FinetuneError(f"{file} is not a vcpilot checkpoint's metadata; pick another checkpoint.") from None
 
     def load(self, path: Path) -> tuple[CheckpointMetadata, TrainingState]:
-        """Metadata and tensors of checkpoint `path`, on the CPU."""
+        """Metadata and tensors of checkpoint `path`, on the CPU; FinetuneError when a file fails its checksum."""
         metadata = self.read_metadata(path)
+        if problem := damage(path):
+            raise FinetuneError(f"checkpoint {path} is damaged: {problem}; resume from an earlier step-N.")
         model = torch.load(path / MODEL_FILE, map_location="cpu", weights_only=True)
         rest = torch.load(path / STATE_FILE, map_location="cpu", weights_only=True)
         return metadata, TrainingState(model, rest["optimizer"], rest["scheduler"], rest["rng"])

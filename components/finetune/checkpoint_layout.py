@@ -3,17 +3,20 @@
 A checkpoint is a directory `step-N/` that counts only once its metadata file is in it: the trainer writes that
 file last and renames the whole directory into place (components/finetune/checkpoint.py), so a `step-N/` without
 it is a copy or a save that never finished, and a directory named with the temporary prefix was never one. The
-latest is the complete one with the highest N. This module imports no torch, so the agent can read the layout.
+metadata also records the SHA-256 of every file beside it, so a checkpoint damaged after its save (a truncated
+file, a disk that lost a block) is told from a good one. The latest is the complete, intact one with the highest
+N. This module imports no torch, so the agent can read the layout.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import re
 from pathlib import Path
 
-__all__ = ["METADATA", "TEMP_PREFIX", "complete", "latest", "recorded_step", "step_dir"]
+__all__ = ["METADATA", "TEMP_PREFIX", "complete", "damage", "digest", "latest", "recorded_step", "step_dir"]
 
 METADATA = "metadata.json"  # the completion marker, written last: a step-N/ without it is not a checkpoint
 TEMP_PREFIX = ".tmp-step-"  # where a save is written before its rename
@@ -37,10 +40,43 @@ def complete(directory: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def digest(file: Path) -> str:
+    """The SHA-256 of a file, in hex: what the metadata records for each file of a checkpoint."""
+    sha = hashlib.sha256()
+    with file.open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            sha.update(chunk)
+    return sha.hexdigest()
+
+
+def damage(path: Path) -> str | None:
+    """Why checkpoint `path` cannot be trusted (a file missing or not matching its recorded SHA-256), or None.
+
+    Checkpoints written before the metadata recorded `files` carry nothing to check and count as intact.
+    """
+    try:
+        files = json.loads((path / METADATA).read_text()).get("files") or {}
+    except (OSError, ValueError, AttributeError):
+        return f"its {METADATA} cannot be read"
+    for name, expected in sorted(files.items()):
+        file = path / name
+        if not file.is_file():
+            return f"{name} is missing"
+        if digest(file) != expected:
+            return f"{name} does not match its recorded SHA-256 (truncated or damaged)"
+    return None
+
+
 def latest(directory: Path) -> Path | None:
-    """The newest complete checkpoint under `directory`, or None."""
-    found = complete(directory)
-    return found[-1][1] if found else None
+    """The newest complete checkpoint under `directory` whose files match their checksums, or None.
+
+    A damaged newest checkpoint is passed over for the one before it: resuming from it would fail or, worse,
+    continue from weights that are not the ones saved.
+    """
+    for _, path in reversed(complete(directory)):
+        if damage(path) is None:
+            return path
+    return None
 
 
 def recorded_step(path: Path) -> int:

@@ -6,7 +6,8 @@ checkpoint to continue from (VCPILOT_RESUME, which wins over --resume). Pods res
 `--resume auto`), so a pod that Volcano restarts continues instead of failing. Bad input ends with one sentence
 and exit code 1, as in every step program (components/errors.py); the simulated bug of VCPILOT_FAIL_AT_STEP with
 exit code 3 (EXIT_SIMULATED_BUG); SIGTERM (a pod being preempted, evicted or deleted) with a checkpoint of the step
-every rank stopped at and exit code 143 (EXIT_STOPPED).
+every rank stopped at and exit code 143 (EXIT_STOPPED); a rank with no step ending for --stall-timeout seconds (hung)
+with exit code 124 (EXIT_STALLED).
 """
 
 from __future__ import annotations
@@ -76,6 +77,13 @@ def finetune_command(
     json_output: JsonOption = False,
     step_delay: Annotated[float, typer.Option(envvar="VCPILOT_STEP_DELAY", hidden=True)] = 0.0,
     fail_at_step: Annotated[int, typer.Option(envvar="VCPILOT_FAIL_AT_STEP", hidden=True)] = 0,
+    stall_timeout: Annotated[
+        float,
+        typer.Option(
+            envvar="VCPILOT_STALL_TIMEOUT",
+            help="Seconds without a training step ending after which a rank counts as hung and exits 124 (0: never).",
+        ),
+    ] = 900.0,
 ) -> None:
     """Fine-tune a causal LM on prompt/completion pairs, checkpointing as it goes; rank 0 writes the model."""
     from pydantic import ValidationError
@@ -107,6 +115,7 @@ def finetune_command(
             log_every=log_every,
             step_delay=step_delay,
             fail_at_step=fail_at_step,
+            stall_timeout_s=stall_timeout,
         )
     except ValidationError as err:
         raise FinetuneError(str(option_error(err, {"lora_targets": "lora_target"}))) from None

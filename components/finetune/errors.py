@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from components.errors import VcpilotError
 
-__all__ = ["EXIT_SIMULATED_BUG", "EXIT_STOPPED", "FinetuneError", "SimulatedFailure", "Stopped"]
+__all__ = ["EXIT_SIMULATED_BUG", "EXIT_STALLED", "EXIT_STOPPED", "FinetuneError", "SimulatedFailure", "Stopped"]
 
 # The exit code of a trainer that stopped on SIGTERM after writing its checkpoint: 128 + SIGTERM, what a shell
 # reports for a process SIGTERM ended. Non-zero, so Kubernetes and Volcano count the pod Failed, never Succeeded;
@@ -13,6 +13,9 @@ EXIT_STOPPED = 143
 # The exit code of the simulated bug (VCPILOT_FAIL_AT_STEP): the same on every rank, which is what diagnose reads as a
 # bug. Like EXIT_STOPPED it is a code of the training pod's protocol with the scheduler, not one of components.errors.
 EXIT_SIMULATED_BUG = 3
+# The exit code of a rank whose watchdog found no step ending within --stall-timeout (watchdog.py): 124, what
+# timeout(1) reports. Diagnose reads it as a hang, an infrastructure fault, however many ranks report it.
+EXIT_STALLED = 124
 
 
 class FinetuneError(VcpilotError):

@@ -52,6 +52,7 @@ from components.finetune.model import context_length, load_model, load_trainable
 from components.finetune.optim import build_optimizer, build_scheduler
 from components.finetune.stop_signal import StopSignal
 from components.finetune.tracking import MetricsSink, open_sink
+from components.finetune.watchdog import Watchdog
 from components.progress import Progress, Update
 
 __all__ = ["Summary", "train"]
@@ -155,40 +156,43 @@ def _train(config: TrainConfig, dist: Distributed, env: Mapping[str, str], stop:
     bar = contextlib.ExitStack()
     advance = bar.enter_context(progress.steps("step", config.max_steps))
     try:
-        while step < config.max_steps:
-            # Told to stop (SIGTERM on any rank)? Then every rank stops here, at the same step: this step's
-            # checkpoint is written (unless one holds it already) and no rank leaves before it is whole.
-            if dist.any_rank(stop.received):
-                if step > checkpointed and dist.is_main:
-                    save(step, position, loss, "stop-signal")
-                dist.barrier()
-                raise Stopped(step)
+        # No step ending for stall_timeout_s: this rank is hung and exits EXIT_STALLED (watchdog.py).
+        with Watchdog(config.stall_timeout_s, lambda: f"rank {dist.rank} after step {step}") as watchdog:
+            while step < config.max_steps:
+                # Told to stop (SIGTERM on any rank)? Then every rank stops here, at the same step: this step's
+                # checkpoint is written (unless one holds it already) and no rank leaves before it is whole.
+                if dist.any_rank(stop.received):
+                    if step > checkpointed and dist.is_main:
+                        save(step, position, loss, "stop-signal")
+                    dist.barrier()
+                    raise Stopped(step)
 
-            if config.fail_at_step == step + 1:
-                raise SimulatedFailure(f"simulated bug at step {config.fail_at_step} (VCPILOT_FAIL_AT_STEP)")
+                if config.fail_at_step == step + 1:
+                    raise SimulatedFailure(f"simulated bug at step {config.fail_at_step} (VCPILOT_FAIL_AT_STEP)")
 
-            # One optimizer step on the next global batch.
-            started = time.perf_counter()
-            indices, position = take(position, shape.global_batch, len(examples), config.seed)
-            loss = _optimizer_step(ddp, optimizer, scheduler, examples, indices, shape, dist, config, tokenizer)
-            elapsed = time.perf_counter() - started
-            step += 1
+                # One optimizer step on the next global batch.
+                started = time.perf_counter()
+                indices, position = take(position, shape.global_batch, len(examples), config.seed)
+                loss = _optimizer_step(ddp, optimizer, scheduler, examples, indices, shape, dist, config, tokenizer)
+                elapsed = time.perf_counter() - started
+                step += 1
 
-            # Record it (rank 0): loss, learning rate, throughput.
-            tokens = sum(len(examples[i].input_ids) for i in indices)
-            step_times.append(elapsed)
-            tokens_seen += tokens
-            lr = float(scheduler.get_last_lr()[0])
-            record = {"loss": loss, "lr": lr, "tokens_per_s": tokens / elapsed, "step_time_s": elapsed}
-            _report(step, config, record, sink, metrics_log, dist, advance, every_step=progress.mode == "live")
+                # Record it (rank 0): loss, learning rate, throughput.
+                tokens = sum(len(examples[i].input_ids) for i in indices)
+                step_times.append(elapsed)
+                tokens_seen += tokens
+                lr = float(scheduler.get_last_lr()[0])
+                record = {"loss": loss, "lr": lr, "tokens_per_s": tokens / elapsed, "step_time_s": elapsed}
+                _report(step, config, record, sink, metrics_log, dist, advance, every_step=progress.mode == "live")
 
-            # Checkpoint every K steps and at the end (rank 0).
-            if step % config.checkpoint_every == 0 or step == config.max_steps:
-                if dist.is_main:
-                    save(step, position, loss, "final" if step == config.max_steps else "periodic")
-                checkpointed = step
-            if config.step_delay:
-                time.sleep(config.step_delay)  # lets tests and demos catch a run mid-way
+                # Checkpoint every K steps and at the end (rank 0).
+                if step % config.checkpoint_every == 0 or step == config.max_steps:
+                    if dist.is_main:
+                        save(step, position, loss, "final" if step == config.max_steps else "periodic")
+                    checkpointed = step
+                watchdog.progressed()
+                if config.step_delay:
+                    time.sleep(config.step_delay)  # lets tests and demos catch a run mid-way
 
         # The end (rank 0): evaluation loss on eval.jsonl, then the model for the next steps of the pipeline.
         eval_loss = None

@@ -167,8 +167,10 @@ class LocalCluster:
             raise StateDamaged(f"{self._damaged()}: {err}") from None
         except BaseException:
             self._db.execute("ROLLBACK")
+            self._ctl.rolled_back()
             raise
         self._db.execute("COMMIT")
+        self._ctl.committed()
 
     def _config(self, config: LocalClusterConfig | str | Path | None) -> LocalClusterConfig:
         return _chosen_config(self.home, config)

@@ -32,6 +32,7 @@ class Controller:
         self.home = home
         self._clock = clock
         self._hook = hook
+        self._launches: list[Path] = []  # launch records of this transaction's binds (localpods.adopt)
 
     def reconcile(self, transitions: list[Transition] | None = None) -> None:
         """One pass of Volcano's controllers and scheduler; runs inside a write transaction."""
@@ -273,10 +274,18 @@ class Controller:
                 (job.master_port, job.namespace, job.name),
             )
         argv, env, workdir = job.pod_process(pod["task"], pod["idx"], node, self.home)
-        run = f"{pod_name}.run{job.generation}-{uuid.uuid4().hex[:6]}"
-        base = self.home / "logs" / job.namespace / job.name / run
-        exit_file = self.home / "exits" / job.namespace / job.name / run
-        pid, token = localpods.start(argv, env, workdir or job.cwd, base.parent / f"{run}.log", exit_file, self._hook)
+        # A bind whose transaction a kill undid left its pod process running: adopt it, never start it twice.
+        intent = self.home / "launches" / job.namespace / job.name / f"{pod_name}.gen{job.generation}"
+        adopted = localpods.adopt(intent)
+        if adopted is not None:
+            pid, token, exit_file = adopted
+        else:
+            run = f"{pod_name}.run{job.generation}-{uuid.uuid4().hex[:6]}"
+            base = self.home / "logs" / job.namespace / job.name / run
+            exit_file = self.home / "exits" / job.namespace / job.name / run
+            log = base.parent / f"{run}.log"
+            pid, token = localpods.start(argv, env, workdir or job.cwd, log, exit_file, self._hook, intent)
+        self._launches.append(intent)
         db.execute(
             "UPDATE pods SET node = ?, phase = 'Running', pid = ?, token = ?, started = ?, exit_file = ? "
             "WHERE namespace = ? AND name = ?",
@@ -287,6 +296,16 @@ class Controller:
                 "UPDATE jobs SET pg_phase = 'Running' WHERE namespace = ? AND name = ?", (job.namespace, job.name)
             )
         self.event(job.namespace, job.name, f"Pod/{pod_name}", "Scheduled", f"assigned to {node}")
+
+    def committed(self) -> None:
+        """The transaction's binds are on record: their launch records are no longer needed."""
+        for intent in self._launches:
+            localpods.forget(intent)
+        self._launches.clear()
+
+    def rolled_back(self) -> None:
+        """The transaction's binds are undone; their processes stay adoptable by their launch records."""
+        self._launches.clear()
 
     def expire_finished(self) -> None:
         """Delete finished jobs whose ttlSecondsAfterFinished has passed."""

@@ -2,22 +2,31 @@
 
 A pod runs under a tiny `sh` wrapper that records the command's exit code in a file and then lets the
 cluster reconcile, so that a pod's end is noticed even when the process that started it is gone.
+
+A pod starts inside the transaction that binds it, and a process killed before that transaction commits leaves
+a pod process that the database does not know. So a start leaves a launch record beside it first (`intent`: where
+its exit code will be; the wrapper adds its pid as its first act), which the controller removes once the bind is
+committed; a bind that finds one `adopt`s that process instead of starting the pod a second time.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["free_port", "is_alive", "kill", "read_exit_code", "resolve_command", "start"]
+__all__ = ["adopt", "forget", "free_port", "is_alive", "kill", "read_exit_code", "resolve_command", "start"]
 
-# "$@" is the pod's command; the exit code is written atomically, then a reconcile hook runs (if any).
+# The wrapper's pid goes to the launch record first; "$@" is the pod's command; the exit code is written atomically,
+# then a reconcile hook runs (if any).
 _WRAPPER = (
+    'if [ -n "$VCPILOT_POD_PID_FILE" ]; then echo $$ > "$VCPILOT_POD_PID_FILE"; fi; '
     '"$@"; code=$?; '
     'printf "%s" "$code" > "$VCPILOT_EXIT_FILE.tmp" && mv -f "$VCPILOT_EXIT_FILE.tmp" "$VCPILOT_EXIT_FILE"; '
     'if [ -n "$VCPILOT_RECONCILE_HOOK" ]; then '
@@ -52,11 +61,22 @@ def start(
     log_path: Path,
     exit_path: Path,
     hook: str | None,
+    intent: Path | None = None,
 ) -> tuple[int, str]:
-    """Start a pod in its own session; return its pid and a token that tells it apart from a reused pid."""
+    """Start a pod in its own session; return its pid and a token that tells it apart from a reused pid.
+
+    With `intent`, the launch record is written there before the process starts (see `adopt`).
+    """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     exit_path.parent.mkdir(parents=True, exist_ok=True)
     full_env = {**env, "VCPILOT_EXIT_FILE": str(exit_path), "VCPILOT_RECONCILE_HOOK": hook or ""}
+    if intent is not None:
+        intent.parent.mkdir(parents=True, exist_ok=True)
+        _pid_file(intent).unlink(missing_ok=True)
+        tmp = intent.with_name(intent.name + ".tmp")
+        tmp.write_text(json.dumps({"exit_file": str(exit_path)}))
+        os.replace(tmp, intent)
+        full_env["VCPILOT_POD_PID_FILE"] = str(_pid_file(intent))
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
             ["/bin/sh", "-c", _WRAPPER, "vcpilot-pod", *argv],
@@ -69,6 +89,41 @@ def start(
         )
     _children[proc.pid] = proc
     return proc.pid, _start_token(proc.pid) or ""
+
+
+def adopt(intent: Path, wait_s: float = 2.0) -> tuple[int, str, Path] | None:
+    """The pod process a launch record at `intent` names, as (pid, token, exit file); None: start the pod.
+
+    A record without a pid is a start cut short before the wrapper ran, or one still starting: its pid is awaited
+    `wait_s`. A pid that is no longer that pod's process (it ended; the pid may be reused) gets a token that never
+    matches, so the pod reads as ended and its exit file says how.
+    """
+    try:
+        exit_file = Path(json.loads(intent.read_text())["exit_file"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    pid_file, deadline = _pid_file(intent), time.monotonic() + wait_s
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        pid = int(pid_file.read_text())
+    except (OSError, ValueError):
+        return None
+    try:
+        ours = f"VCPILOT_EXIT_FILE={exit_file}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        ours = False
+    return pid, (_start_token(pid) or "ended") if ours else "ended", exit_file
+
+
+def forget(intent: Path) -> None:
+    """Remove a launch record once its bind is committed."""
+    intent.unlink(missing_ok=True)
+    _pid_file(intent).unlink(missing_ok=True)
+
+
+def _pid_file(intent: Path) -> Path:
+    return intent.with_name(intent.name + ".pid")
 
 
 def _start_token(pid: int) -> str | None:

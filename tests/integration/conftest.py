@@ -1,4 +1,4 @@
-"""Fixtures for tests that run real LocalCluster pods, and a real MLflow tracking server on loopback."""
+"""Fixtures for tests that run real processes: LocalCluster pods, a real MLflow tracking server on loopback."""
 
 from __future__ import annotations
 
@@ -100,3 +100,9 @@ def mlflow_server(tmp_path_factory) -> Iterator[str]:
                 os.killpg(server.pid, signal.SIGKILL)
             server.wait()
         log.close()
+
+
+@pytest.fixture
+def closed_url() -> str:
+    """The URL of a loopback port nothing listens on: an MLflow that is down."""
+    return f"http://127.0.0.1:{free_port()}"

@@ -1,18 +1,11 @@
-"""Fixtures of the release tests (the MLflow server they share is in tests/integration/conftest.py)."""
+"""Fixtures of the release tests (the MLflow server they use is tests/integration/conftest.py's)."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
@@ -23,12 +16,6 @@ def model_dir(tmp_path: Path) -> Path:
     (path / "config.json").write_text("{}")
     (path / "weights.bin").write_bytes(bytes(range(256)))
     return path
-
-
-@pytest.fixture
-def closed_url() -> str:
-    """The URL of a loopback port nothing listens on: an MLflow that is down."""
-    return f"http://127.0.0.1:{free_port()}"
 
 
 @pytest.fixture

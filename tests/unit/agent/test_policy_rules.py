@@ -284,3 +284,15 @@ def test_deciding_is_pure_the_same_observation_gives_the_same_decision() -> None
     obs = observation(queue=queue(pending=1, pending_gpus=6), nodes=nodes(4, 0, 0))
     assert POLICY.decide(obs, "plan") == POLICY.decide(obs, "plan")
     assert POLICY.decide(obs, "plan").observation is obs
+
+
+def test_ranks_their_watchdog_ended_are_a_hang_retried_as_a_fault_attempt_after_attempt() -> None:
+    hung = failed(pod("m-0", "node-0", "Error", 124), pod("w-0", "node-1", "Terminated", 137))
+    first = diagnosis(hung, HEALTHY, checkpoint=CKPT)
+    action = POLICY.diagnose(first)
+    assert isinstance(action, RetryFromCheckpoint) and action.checkpoint_step == 40
+    assert action.rationale.startswith(
+        "pod m-0 made no progress until the watchdog ended them (hung, exit code 124): an infrastructure fault"
+    )
+    again = diagnosis(hung, HEALTHY, checkpoint=CKPT, history=[attempt_record(first)], request={"attempt": 2})
+    assert isinstance(POLICY.diagnose(again), RetryFromCheckpoint), "a hang twice is no bug"

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from agent.observe import find_checkpoint
-from components.finetune.checkpoint_layout import METADATA, complete, latest, recorded_step, step_dir
+from components.finetune.checkpoint_layout import METADATA, complete, damage, digest, latest, recorded_step, step_dir
 
 
 def make(directory: Path, step: int, metadata: dict[str, object] | None = None) -> Path:
@@ -43,3 +43,18 @@ def test_the_step_is_the_metadatas_and_the_name_says_it_when_the_file_cannot(tmp
 def test_the_agent_reads_the_layout_without_importing_torch() -> None:
     code = "import sys, agent.observe, agent.tools; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_a_checkpoint_whose_file_does_not_match_its_recorded_digest_is_passed_over(tmp_path: Path) -> None:
+    older = make(tmp_path, 5, {"step": 5})
+    newest = make(tmp_path, 10)
+    (newest / "model.pt").write_bytes(b"weights")
+    (newest / METADATA).write_text(json.dumps({"step": 10, "files": {"model.pt": digest(newest / "model.pt")}}))
+    assert latest(tmp_path) == newest and damage(newest) is None
+    (newest / "model.pt").write_bytes(b"weigh")  # truncated
+    assert damage(newest) == "model.pt does not match its recorded SHA-256 (truncated or damaged)"
+    assert latest(tmp_path) == older, "a checkpoint from before checksums (no files recorded) still counts"
+    found = find_checkpoint(str(tmp_path))
+    assert found is not None and found.step == 5, "the agent retries from the intact one"
+    (newest / "model.pt").unlink()
+    assert damage(newest) == "model.pt is missing"

@@ -1,0 +1,191 @@
+"""The fault matrix of issue 16: every fault the pipeline must survive, the test that drives it, and the table.
+
+Each fault names the test that injects it (most in tests/integration/test_fault_matrix.py; a few rows are proven by
+an older test that already does exactly that, so that `make test` does not run it twice). A driving test records
+what it measured with `record_fault(record_property, key, ...)`; the record travels on the test's report, so the
+table comes out whole under xdist too. At the end of a session that ran any of them, the table is printed: fault,
+outcome, steps lost, data lost. A row whose test did not run in this session says so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+
+__all__ = ["FAULTS", "Fault", "pytest_runtest_logreport", "pytest_terminal_summary", "record_fault"]
+
+_MATRIX = "tests/integration/test_fault_matrix.py::"
+_PROPERTY = "vcpilot-fault"
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One row: the fault, what must happen, the test that injects it, and where the real-pods e2e covers it."""
+
+    key: str
+    fault: str
+    expected: str
+    test: str  # the pytest node id of the test that drives it
+    level: str  # "pipeline": a whole `vcpilot run`; otherwise why a whole run cannot inject it
+    e2e: str = ""  # † rows: the real-pods test that covers it in `make e2e`
+    # An older test records no row: what its passing asserts about the steps and the data lost.
+    proves: tuple[str, str] = ("", "")
+
+
+FAULTS: tuple[Fault, ...] = (
+    Fault(
+        "node-dies",
+        "† a GPU node dies during training",
+        "retry from the latest complete checkpoint on other nodes; <= one interval lost; released",
+        _MATRIX + "test_a_node_dying_during_training_is_retried_off_it_and_the_model_is_released",
+        "pipeline",
+        e2e="tests/e2e/test_real_pods.py::test_a_real_node_dies_mid_training_and_the_retry_resumes_off_it_from_the_latest_checkpoint",
+    ),
+    Fault(
+        "node-dies-again",
+        "the same node dies again on the retry",
+        "downscale onto healthy GPUs (global batch kept) or stop; never a third blind retry",
+        _MATRIX + "test_a_second_node_death_on_the_retry_downscales_off_both_nodes_and_never_retries_blind",
+        "agent (the diagnose policy on the observed cluster): a run lands its retry off the dead node by design",
+    ),
+    Fault(
+        "preemption",
+        "† preemption of low-priority training",
+        "checkpoint on SIGTERM, resume from it, not counted as a code failure",
+        _MATRIX + "test_a_preempted_trainer_checkpoints_on_sigterm_resumes_there_and_is_never_a_bug",
+        "trainer ranks + agent classification: LocalCluster does not preempt a running gang",
+        e2e="tests/e2e/test_real_pods.py::test_a_preempted_training_checkpoints_on_sigterm_and_resumes_from_that_checkpoint",
+    ),
+    Fault(
+        "code-bug",
+        "every rank crashes with the same code error",
+        "abort after one confirming attempt; workflow Failed with the reason",
+        "tests/integration/pipeline/test_autopilot_local.py::"
+        "test_a_deterministic_crash_is_retried_once_then_aborted_and_fails_the_workflow",
+        "pipeline",
+        proves=("all: nothing to keep", "none: Failed, the reason in the summary"),
+    ),
+    Fault(
+        "rank-hang",
+        "a rank hangs (no progress, no exit)",
+        "detected within a bounded time, treated as an infrastructure fault",
+        _MATRIX + "test_a_hung_rank_is_detected_in_bounded_time_and_retried_as_an_infrastructure_fault",
+        "trainer ranks + agent classification",
+    ),
+    Fault(
+        "mlflow-down",
+        "MLflow unreachable for a minute mid-run",
+        "run completes; every metric present exactly once after replay",
+        "tests/integration/finetune/test_finetune_tracking_outage.py::"
+        "test_metrics_written_while_the_server_was_down_arrive_exactly_once",
+        "trainer against a real `mlflow server` paused with SIGSTOP (the outage is seconds, not a minute)",
+        proves=("0", "none: every step once, replay sends nothing more"),
+    ),
+    Fault(
+        "runner-killed",
+        "the runner is SIGKILLed mid-workflow",
+        "`vcpilot resume` finishes; no finished step reruns; no VCJob duplicated",
+        "tests/integration/local/test_resume.py::test_sigkilled_runner_resumes_without_rerunning_finished_nodes",
+        "local runner on a small workflow",
+        proves=("the interrupted step only", "none: finished steps keep their outputs, none reruns"),
+    ),
+    Fault(
+        "controller-killed",
+        "the LocalCluster controller is SIGKILLed mid-transaction, repeatedly",
+        "state consistent; no pod lost or doubled",
+        _MATRIX + "test_a_controller_killed_again_and_again_loses_no_pod_and_doubles_none",
+        "LocalCluster: the kill must land inside its own transactions",
+    ),
+    Fault(
+        "queue-full",
+        "the queue is full at plan time",
+        "downscale or wait by the policy; never a partial gang",
+        _MATRIX + "test_a_full_queue_at_plan_time_waits_or_downscales_and_never_starts_a_partial_gang",
+        "agent plan + LocalCluster",
+    ),
+    Fault(
+        "disk-full",
+        "disk full while checkpointing",
+        "the partial checkpoint is ignored; resume uses the previous one",
+        _MATRIX + "test_a_full_disk_while_checkpointing_leaves_no_partial_checkpoint_and_resume_uses_the_previous",
+        "trainer under RLIMIT_FSIZE: a whole run cannot be given a small disk without root",
+    ),
+    Fault(
+        "corrupt-checkpoint",
+        "a corrupted latest checkpoint (truncated file)",
+        "detected by its checksum; the previous one is used",
+        _MATRIX + "test_a_truncated_latest_checkpoint_fails_its_checksum_and_the_resume_uses_the_previous_one",
+        "trainer: the damage is done between two runs",
+    ),
+    Fault(
+        "loadtest-server-dies",
+        "† the load-test server dies mid-test",
+        "errors counted; SLO gate fails; nothing released",
+        _MATRIX + "test_a_load_test_server_dying_mid_test_counts_errors_fails_the_gate_and_releases_nothing",
+        "serving server + load-test client + release decision",
+    ),
+    Fault(
+        "llm-bad",
+        "the LLM endpoint is slow, wrong or hostile",
+        "bounded total decision time; rules decide; the record says why",
+        "tests/integration/agent/test_policy_llm_server.py::test_unusable_answers_fall_back_to_the_rules",
+        "agent against a local fake OpenAI-compatible server (timeout, HTTP 500, not JSON, wrong, out of bounds)",
+        proves=("0: a decision only", "none: the record says why the rules decided"),
+    ),
+)
+
+
+def record_fault(
+    record_property: Callable[[str, object], None], key: str, outcome: str, steps_lost: str, data_lost: str
+) -> None:
+    """Record what a driving test measured for fault `key` (record_property is pytest's fixture)."""
+    if key not in {f.key for f in FAULTS}:
+        raise ValueError(f"unknown fault {key!r}; add it to FAULTS in tests/fault_table.py first.")
+    record_property(_PROPERTY, json.dumps({"key": key, "outcome": outcome, "steps": steps_lost, "data": data_lost}))
+
+
+_recorded: dict[str, dict[str, str]] = {}
+_outcomes: dict[str, str] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Keep the rows recorded by driving tests, and each driving test's outcome (a failure in any phase wins)."""
+    test = report.nodeid.split("[")[0]  # every parameter of a parametrized driver counts for its row
+    if test not in {f.test for f in FAULTS}:
+        return
+    if report.when == "call" or report.outcome != "passed":
+        if _outcomes.get(test) != "failed":
+            _outcomes[test] = report.outcome
+    for name, value in report.user_properties:
+        if name == _PROPERTY:
+            row = json.loads(str(value))
+            _recorded[row["key"]] = row
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the fault table when any of its tests ran."""
+    if not _outcomes:
+        return
+    rows = [("fault", "outcome", "steps lost", "data lost", "level")]
+    for fault in FAULTS:
+        outcome = _outcomes.get(fault.test)
+        row = _recorded.get(fault.key)
+        if outcome is None:
+            rows.append((fault.fault, "not run in this session", "-", "-", fault.level))
+        elif outcome != "passed":
+            rows.append((fault.fault, outcome.upper(), "?", "?", fault.level))
+        elif row is None:
+            rows.append((fault.fault, "passed: " + fault.expected, *fault.proves, fault.level))
+        else:
+            rows.append((fault.fault, row["outcome"], row["steps"], row["data"], fault.level))
+    widths = [min(60, max(len(r[i]) for r in rows)) for i in range(4)]
+    terminalreporter.write_sep("=", "fault matrix (issue 16, tests/fault_table.py)")
+    for row in rows:
+        cells = [cell[:60].ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
+        level = "pipeline" if row[4] == "pipeline" else row[4].split(":")[0].split(" (")[0]
+        terminalreporter.write_line(" | ".join([*cells, level]))
+    marked = [f for f in FAULTS if f.e2e]
+    terminalreporter.write_line("† also in make e2e: " + "; ".join(f.e2e.split("::")[-1] for f in marked))

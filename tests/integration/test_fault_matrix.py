@@ -1,0 +1,519 @@
+"""The fault matrix (issue 16): each fault injected for real, what a user would check, and what it cost.
+
+The rows, and which test drives each, are in tests/fault_table.py, which prints the table at the end of the
+session. A node death runs the whole pipeline (`vcpilot run`'s scenario on LocalCluster, against a real MLflow
+server); the faults a whole run cannot inject at the right moment run the real component that meets them: the
+trainer's ranks as pods start them, the agent on the failed job as the cluster reports it, LocalCluster's own
+processes, the serving server and the load-test client.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fault_table import record_fault
+from vcjob_factory import vcjob, vcjob_task
+
+from agent.actions import Abort, RetryFromCheckpoint, Wait
+from agent.failures import attempt_record, classify_failure
+from agent.observation import AttemptRecord, CheckpointInfo, Observation, PlanRequest
+from agent.policy_rules import RulePolicy
+from components.finetune.checkpoint_layout import latest
+from components.finetune.errors import EXIT_STALLED, EXIT_STOPPED
+from components.volcano.cluster import JobInfo, NodeInfo, PodInfo
+from components.volcano.cluster_local import LocalCluster
+from components.volcano.localconfig import LocalClusterConfig
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+PAIRS = [(f"Q: price of item {i}?\nA:", f" ${10 + 7 * i % 80}") for i in range(12)]
+POLICY = RulePolicy()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# ---- the trainer's ranks, as a training pod starts them ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("data")
+    lines = "".join(json.dumps({"prompt": p, "completion": c}) + "\n" for p, c in PAIRS)
+    (directory / "train.jsonl").write_text(lines)
+    (directory / "eval.jsonl").write_text(lines)
+    return directory
+
+
+@dataclass
+class Ranks:
+    """The ranks of one training attempt (`python -m components.finetune`, which resumes on its own)."""
+
+    procs: list[subprocess.Popen[bytes]]
+    out: Path
+    logs: list[Path]
+
+    def wait(self, timeout: float = 180) -> list[int]:
+        return [proc.wait(timeout=timeout) for proc in self.procs]
+
+    def steps(self) -> list[int]:
+        """The steps rank 0 recorded (metrics.jsonl), in order."""
+        file = self.out / "metrics.jsonl"
+        return [json.loads(line)["step"] for line in file.read_text().splitlines()] if file.is_file() else []
+
+    def summary(self) -> dict[str, object]:
+        return json.loads((self.out / "summary.json").read_text())
+
+    def stderr(self, rank: int = 0) -> str:
+        return self.logs[rank].read_text()
+
+
+def train(data: Path, out: Path, checkpoints: Path, steps: int, *, world: int = 1, fsize: int = 0, **env: str) -> Ranks:
+    """Start `world` ranks of the tiny model's fine-tune (checkpoint every 5 steps); `fsize` limits file sizes."""
+    port, procs, logs = str(free_port()), [], []
+    out.mkdir(parents=True, exist_ok=True)
+    for rank in range(world):
+        rank_env = {
+            **os.environ,
+            "OMP_NUM_THREADS": "1",
+            "MLFLOW_TRACKING_URI": "",
+            "VCPILOT_RESUME": "",
+            "WORLD_SIZE": str(world),
+            "RANK": str(rank),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": port,
+            **env,
+        }
+        command = [sys.executable, "-m", "components.finetune", "--dataset-dir", str(data), "--output-dir", str(out)]
+        command += ["--checkpoint-dir", str(checkpoints), "--max-steps", str(steps), "--checkpoint-every", "5"]
+        command += ["--global-batch", "4", "--micro-batch", "2", "--json"]
+
+        def limit(size: int = fsize) -> None:
+            if size:
+                resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+        log = out / f"rank-{rank}.log"
+        with log.open("wb") as err:
+            proc = subprocess.Popen(
+                command, cwd=ROOT, env=rank_env, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=limit
+            )
+        procs.append(proc)
+        logs.append(log)
+    return Ranks(procs, out, logs)
+
+
+def wait_for_checkpoint(checkpoints: Path, ranks: Ranks, timeout: float = 120) -> Path:
+    deadline = time.monotonic() + timeout
+    while (found := latest(checkpoints)) is None:
+        assert all(p.poll() is None for p in ranks.procs), ranks.stderr()
+        assert time.monotonic() < deadline, "no checkpoint was written"
+        time.sleep(0.05)
+    return found
+
+
+def step_of(checkpoint: str | Path | None) -> int:
+    return int(Path(str(checkpoint)).name.removeprefix("step-")) if checkpoint else 0
+
+
+def pod(name: str, node: str, code: int | None, reason: str = "Error") -> PodInfo:
+    return PodInfo(name=name, task="master", index=0, node=node, phase="Failed", reason=reason, exit_code=code, gpus=1)
+
+
+def nodes(*names: str, down: tuple[str, ...] = (), gpus: int = 2) -> list[NodeInfo]:
+    return [
+        NodeInfo(
+            name=n, ready=n not in down, gpu_capacity=gpus, gpu_allocatable=0 if n in down else gpus, gpu_allocated=0
+        )
+        for n in names
+    ]
+
+
+def diagnosis(job: JobInfo, cluster: list[NodeInfo], checkpoint: Path | None, **request: object) -> Observation:
+    base: dict[str, object] = {"gpus": 2, "gpus_per_pod": 1, "global_batch": 4, "micro_batch": 2, "queue": "default"}
+    info = CheckpointInfo(path=str(checkpoint), step=step_of(checkpoint)) if checkpoint else None
+    return Observation(time=1000.0, request=PlanRequest(**{**base, **request}), job=job, nodes=cluster, checkpoint=info)
+
+
+def failed_job(*pods: PodInfo) -> JobInfo:
+    return JobInfo(
+        name="wf-train-1", uid="u", queue="default", phase="Failed", min_available=len(pods), pods=list(pods)
+    )
+
+
+def test_a_preempted_trainer_checkpoints_on_sigterm_resumes_there_and_is_never_a_bug(
+    dataset, tmp_path, record_property
+):
+    checkpoints = tmp_path / "checkpoints"
+    first = train(dataset, tmp_path / "attempt-1", checkpoints, 40, VCPILOT_STEP_DELAY="0.2")
+    wait_for_checkpoint(checkpoints, first)
+    time.sleep(0.5)  # a step or two past that checkpoint
+    first.procs[0].send_signal(signal.SIGTERM)  # what the kubelet sends a preempted pod
+    assert first.wait() == [EXIT_STOPPED], first.stderr()
+    reached = first.steps()[-1]
+    stopped_at = latest(checkpoints)
+    assert stopped_at is not None and step_of(stopped_at) == reached, "the checkpoint is of the step it stopped at"
+    assert json.loads((stopped_at / "metadata.json").read_text())["reason"] == "stop-signal"
+
+    # The failed pod as the cluster reports it: stopped from outside, retried, and never the repeated bug.
+    job = failed_job(pod("wf-train-1-master-0", "node-0", EXIT_STOPPED))
+    observation = diagnosis(job, nodes("node-0", "node-1"), stopped_at)
+    assert classify_failure(job, observation).kind == "external"
+    again = diagnosis(job, nodes("node-0", "node-1"), stopped_at, attempt=2)
+    record = attempt_record(observation)
+    assert record is not None
+    action = POLICY.diagnose(again.model_copy(update={"history": [record]}))
+    assert isinstance(action, RetryFromCheckpoint) and action.checkpoint == str(stopped_at)
+
+    second = train(dataset, tmp_path / "attempt-2", checkpoints, 12)
+    assert second.wait() == [0], second.stderr()
+    assert second.summary()["resumed_from"] == str(stopped_at)
+    assert second.steps() == list(range(reached + 1, 13)), "every step after the checkpoint, once"
+    lost = reached - step_of(stopped_at)
+    assert lost == 0
+    record_fault(record_property, "preemption", "resumed from its SIGTERM checkpoint; retried, not a bug", "0", "none")
+
+
+def test_a_hung_rank_is_detected_in_bounded_time_and_retried_as_an_infrastructure_fault(
+    dataset, tmp_path, record_property
+):
+    checkpoints = tmp_path / "checkpoints"
+    first = train(
+        dataset, tmp_path / "attempt-1", checkpoints, 40, world=2, VCPILOT_STEP_DELAY="0.2", VCPILOT_STALL_TIMEOUT="3"
+    )
+    wait_for_checkpoint(checkpoints, first)
+    first.procs[1].send_signal(signal.SIGSTOP)  # rank 1 neither progresses nor exits; rank 0 waits in all-reduce
+    hung_at = time.monotonic()
+    try:
+        assert first.procs[0].wait(timeout=60) == EXIT_STALLED, first.stderr()
+        detected_s = time.monotonic() - hung_at
+    finally:
+        first.procs[1].kill()  # what the job controller does to the other pods of a failed job
+        first.procs[1].wait()
+    assert detected_s < 3 + 5, f"the hang took {detected_s:.1f} s to be noticed"
+    assert "no training step ended for 3 s (rank 0 after step" in first.stderr()
+
+    resume_from = latest(checkpoints)
+    job = failed_job(
+        pod("wf-train-1-master-0", "node-0", EXIT_STALLED), pod("wf-train-1-worker-0", "node-1", 137, "Terminated")
+    )
+    observation = diagnosis(job, nodes("node-0", "node-1"), resume_from)
+    failure = classify_failure(job, observation)
+    assert failure.kind == "rank" and failure.verdict == "an infrastructure fault" and failure.codes == ()
+    action = POLICY.diagnose(observation)
+    assert isinstance(action, RetryFromCheckpoint) and action.checkpoint == str(resume_from)
+
+    reached = first.steps()[-1]
+    second = train(dataset, tmp_path / "attempt-2", checkpoints, 12)
+    assert second.wait() == [0], second.stderr()
+    assert second.summary()["resumed_from"] == str(resume_from)
+    assert second.steps() == list(range(step_of(resume_from) + 1, 13))
+    lost = reached - step_of(resume_from)
+    assert lost <= 5
+    record_fault(
+        record_property, "rank-hang", f"exit {EXIT_STALLED} after {detected_s:.1f} s; retried as a fault", str(lost),
+        "none",
+    )  # fmt: skip
+
+
+def test_a_full_disk_while_checkpointing_leaves_no_partial_checkpoint_and_resume_uses_the_previous(
+    dataset, tmp_path, record_property
+):
+    checkpoints = tmp_path / "checkpoints"
+    first = train(dataset, tmp_path / "attempt-1", checkpoints, 5)
+    assert first.wait() == [0], first.stderr()
+    weights, state = (checkpoints / "step-5" / name for name in ("model.pt", "train_state.pt"))
+    # A file may grow as large as the weights (the model loads and writes them) but not as the optimizer's state
+    # (twice the weights): the next checkpoint's save fails half way, as on a full disk (EFBIG as ENOSPC).
+    limit = (weights.stat().st_size + state.stat().st_size) // 2
+    assert weights.stat().st_size < limit < state.stat().st_size
+    second = train(dataset, tmp_path / "attempt-2", checkpoints, 10, fsize=limit)
+    assert second.wait() == [1], second.stderr()
+    assert "could not write the checkpoint of step 10 under" in second.stderr()
+    assert "Traceback" not in second.stderr()
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["step-5"], "the partial save is gone"
+    reached = second.steps()[-1]
+
+    third = train(dataset, tmp_path / "attempt-3", checkpoints, 10)
+    assert third.wait() == [0], third.stderr()
+    assert third.summary()["resumed_from"] == str(checkpoints / "step-5")
+    assert third.steps() == [6, 7, 8, 9, 10] and (third.out / "config.json").is_file()
+    record_fault(
+        record_property, "disk-full", "save failed in one sentence; resumed from step-5", str(reached - 5), "none"
+    )
+
+
+def test_a_truncated_latest_checkpoint_fails_its_checksum_and_the_resume_uses_the_previous_one(
+    dataset, tmp_path, record_property
+):
+    checkpoints = tmp_path / "checkpoints"
+    first = train(dataset, tmp_path / "attempt-1", checkpoints, 10)
+    assert first.wait() == [0], first.stderr()
+    weights = checkpoints / "step-10" / "model.pt"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    assert latest(checkpoints) == checkpoints / "step-5"
+
+    second = train(dataset, tmp_path / "attempt-2", checkpoints, 15)
+    assert second.wait() == [0], second.stderr()
+    assert second.summary()["resumed_from"] == str(checkpoints / "step-5")
+    assert second.steps() == list(range(6, 16))
+    record_fault(record_property, "corrupt-checkpoint", "checksum caught it; resumed from step-5", "5", "none")
+
+
+# ---- the agent on the cluster it observes ------------------------------------------------------------------
+
+
+def test_a_second_node_death_on_the_retry_downscales_off_both_nodes_and_never_retries_blind(record_property):
+    checkpoint = Path("/ws/runs/wf/checkpoints/step-40")
+    info = CheckpointInfo(path=str(checkpoint), step=40)
+    first = AttemptRecord(attempt=1, job="wf-train-1", gpus=4, outcome="Failed", checkpoint_step=20, nodes=["node-1"])
+    # Attempt 2 ran off node-1; now node-0 dies under it too. node-1 is back but stays avoided; node-2 is healthy.
+    job = failed_job(pod("wf-train-2-master-0", "node-0", None, "Evicted"))
+    cluster = nodes("node-0", "node-1", "node-2", down=("node-0",))
+    request = {
+        "gpus": 4,
+        "gpus_per_pod": 2,
+        "global_batch": 32,
+        "micro_batch": 4,
+        "attempt": 2,
+        "avoid_nodes": ["node-1"],
+    }
+    observation = Observation(
+        time=1000.0, request=PlanRequest(queue="default", **request), job=job, nodes=cluster, checkpoint=info,
+        history=[first],
+    )  # fmt: skip
+    action = POLICY.diagnose(observation)
+    assert isinstance(action, RetryFromCheckpoint)
+    assert action.avoid_nodes == ["node-1", "node-0"] and action.checkpoint == str(checkpoint)
+    assert (action.gpus, action.grad_accum, action.global_batch) == (2, 4, 32), "smaller, the same global batch"
+
+    # And if node-2 dies on that third attempt as well, nothing healthy is left: no fourth, blind attempt.
+    third = observation.model_copy(
+        update={
+            "request": observation.request.model_copy(
+                update={"attempt": 3, "gpus": 2, "avoid_nodes": ["node-1", "node-0"]}
+            ),
+            "job": failed_job(pod("wf-train-3-master-0", "node-2", None, "Evicted")),
+            "nodes": nodes("node-0", "node-1", "node-2", down=("node-0", "node-2")),
+        }
+    )
+    stop = POLICY.diagnose(third)
+    assert isinstance(stop, Abort | Wait), stop
+    record_fault(
+        record_property, "node-dies-again", f"downscaled 4 -> 2 GPUs off both nodes; then {type(stop).__name__}",
+        "0 past step 40", "none",
+    )  # fmt: skip
+
+
+def test_a_full_queue_at_plan_time_waits_or_downscales_and_never_starts_a_partial_gang(
+    tmp_path, monkeypatch, record_property
+):
+    from pipelines import steps_training
+
+    home = tmp_path / "home"
+    config = LocalClusterConfig.model_validate(
+        {"nodes": [{"name": "node", "count": 2, "gpus": 2}], "queues": [{"name": "team", "capability": {GPU: 4}}]}
+    )
+    cluster = LocalCluster(home, config)
+    monkeypatch.setenv("VCPILOT_HOME", str(home))
+    try:
+        # Someone else's job holds 2 of the queue's 4 GPUs; the plan asks for 4.
+        cluster.submit(vcjob("other", queue="team", tasks=[vcjob_task(replicas=2, gpus=1, script="sleep 60")]))
+        cluster.wait("other", ["Running"], timeout=30)
+        values = {
+            "workflow_name": "wf", "workspace": str(tmp_path / "ws"), "image": "vcpilot", "gpus": 4,
+            "global_batch": 8, "micro_batch": 2, "train_max_steps": 20, "queue": "team", "base_model": "tiny",
+            "checkpoint_every": 5,
+        }  # fmt: skip
+        decision = steps_training.plan_training(steps_training.TrainingPlanInput(**values))
+        assert (decision.action, decision.gpus, decision.grad_accum) == ("downscale", 2, 2), decision.reason
+        job = cluster.submit(json.loads(decision.manifest))
+        deadline = time.monotonic() + 30
+        info = cluster.get(job.name)
+        while not any(p.node for p in info.pods):
+            assert time.monotonic() < deadline, info
+            time.sleep(0.05)
+            info = cluster.get(job.name)
+        assert len(info.pods) == 2 and all(p.node for p in info.pods), "the whole gang was placed at once"
+    finally:
+        for each in cluster.list_jobs():
+            cluster.delete(each.name, each.namespace, missing_ok=True)
+        cluster.close()
+    record_fault(record_property, "queue-full", "downscaled 4 -> 2 GPUs (global batch 8 kept); whole gang", "0", "none")
+
+
+# ---- LocalCluster's own processes --------------------------------------------------------------------------
+
+_RECONCILER = """
+import sys, time
+from components.volcano.cluster_local import LocalCluster
+cluster = LocalCluster(sys.argv[1])
+print("ready", flush=True)
+while True:
+    cluster.reconcile()
+"""
+
+
+def test_a_controller_killed_again_and_again_loses_no_pod_and_doubles_none(tmp_path, record_property):
+    home, marks = tmp_path / "home", tmp_path / "marks"
+    marks.mkdir()
+    cluster = LocalCluster(home, LocalClusterConfig(), hook=False)  # no pod wakes a controller: only ours run
+    rng = random.Random(16)
+    kills = 0
+    try:
+        for i in range(6):
+            script = f"echo $VC_TASK_INDEX >> {marks}/job-{i}; sleep 2"
+            cluster.submit(vcjob(f"job-{i}", tasks=[vcjob_task(replicas=2, gpus=1, script=script)]))
+        deadline = time.monotonic() + 90
+        while any(j.phase not in ("Completed", "Failed") for j in cluster.list_jobs()):
+            assert time.monotonic() < deadline, [(j.name, j.phase) for j in cluster.list_jobs()]
+            controller = subprocess.Popen(
+                [sys.executable, "-c", _RECONCILER, str(home)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+            )
+            assert controller.stdout is not None and controller.stdout.readline().strip() == "ready"
+            time.sleep(rng.uniform(0.01, 0.2))  # somewhere inside a reconcile, its transactions open or not
+            controller.kill()
+            controller.wait()
+            kills += 1
+        assert kills >= 3, "the controller died more than once while the jobs ran"
+        jobs = {j.name: j for j in cluster.list_jobs()}
+        assert all(j.phase == "Completed" for j in jobs.values()), {n: j.phase for n, j in jobs.items()}
+        assert all(len(j.pods) == 2 for j in jobs.values()), "no pod lost, none doubled"
+        for i in range(6):
+            assert sorted((marks / f"job-{i}").read_text().split()) == ["0", "1"], f"job-{i}: each pod ran once"
+        assert all(n.gpu_allocated == 0 for n in cluster.nodes())
+    finally:
+        for job in cluster.list_jobs():
+            cluster.delete(job.name, job.namespace, missing_ok=True)
+        cluster.close()
+    record_fault(record_property, "controller-killed", f"{kills} SIGKILLs; 12 pods ran once each", "0", "none")
+
+
+GPU = "nvidia.com/gpu"
+
+
+# ---- the whole pipeline ------------------------------------------------------------------------------------
+
+
+def test_a_node_dying_during_training_is_retried_off_it_and_the_model_is_released(
+    tmp_path, mlflow_server, record_property
+):
+    from mlflow.tracking import MlflowClient
+
+    from components.release.registry import connect, view
+    from pipelines.autopilot_run import run_autopilot
+
+    params = {
+        "base-model": "tiny",
+        "train-max-steps": "20",
+        "checkpoint-every": "5",
+        "mlflow-tracking-uri": mlflow_server,
+    }
+    result = run_autopilot("node-failure", params, home=tmp_path, name="node-dies", bootstrap=False)
+    phases = {n["displayName"]: n["phase"] for n in result.status["nodes"].values() if n["type"] != "DAG"}
+    assert result.phase == "Succeeded", phases
+    run = tmp_path / "workspace" / "runs" / "node-dies"
+    retry = json.loads((run / "decisions" / "diagnose-1.json").read_text())["action"]
+    assert retry["kind"] == "retry" and len(retry["avoid_nodes"]) == 1, retry
+    dead = retry["avoid_nodes"][0]
+    assert f"on {dead} ({dead} NotReady)" in retry["rationale"]
+    second = LocalCluster(tmp_path).get("node-dies-train-2")
+    assert second.phase == "Completed" and all(p.node and p.node != dead for p in second.pods), second.pods
+
+    # What the first attempt trained, and where the second began.
+    resumed = json.loads((run / "train-2" / "model" / "summary.json").read_text())["resumed_from"]
+    assert resumed == retry["checkpoint"]
+    reached = max(json.loads(line)["step"] for line in (run / "train-1" / "model" / "metrics.jsonl").open())
+    lost = reached - step_of(resumed)
+    assert 0 <= lost <= 5, "at most one checkpoint interval is trained again"
+
+    # Every training step of the attempt that counts is in MLflow exactly once; the model is the champion.
+    client = MlflowClient(mlflow_server)
+    experiment = client.get_experiment_by_name("llm-autopilot")
+    (parent,) = client.search_runs([experiment.experiment_id], filter_string="tags.`vcpilot.workflow` = 'node-dies'")
+    assert parent.data.tags["vcpilot.status"] == "Succeeded" and "evaluate.candidate_score" in parent.data.metrics
+    children = client.search_runs(
+        [experiment.experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'"
+    )
+    (finetune,) = [c for c in children if c.info.run_name == "finetune-2"]
+    steps = [m.step for m in client.get_metric_history(finetune.info.run_id, "loss")]
+    assert sorted(steps) == list(range(step_of(resumed) + 1, 21)), "each step once, none missing"
+    release = json.loads((run / "release.json").read_text())
+    assert release["released"] is True
+    assert view(connect(mlflow_server), "shop-assistant").aliases["champion"] == "1"
+    record_fault(
+        record_property, "node-dies", f"{dead} died; resumed from step {step_of(resumed)} off it; released",
+        str(lost), "none",
+    )  # fmt: skip
+
+
+# ---- the load-test gang ------------------------------------------------------------------------------------
+
+
+def test_a_load_test_server_dying_mid_test_counts_errors_fails_the_gate_and_releases_nothing(tmp_path, record_property):
+    import httpx
+
+    from components.lm.tiny import create_tiny_model
+    from pipelines.rules import EvaluationReport, LoadtestReport, decide_release
+
+    model, port = create_tiny_model(tmp_path / "tiny"), free_port()
+    with (tmp_path / "server.log").open("w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "components.serving", "--model", str(model), "--port", str(port),
+             "--host", "127.0.0.1", "--served-model-name", "tiny"],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    report = tmp_path / "loadtest" / "report.json"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+            time.sleep(0.2)
+        client = subprocess.Popen(
+            [sys.executable, "-m", "components.loadtest", "--port", str(port), "--requests", "400",
+             "--slo-ttft-ms", "60000", "--slo-tpot-ms", "10000", "--report", str(report), "--wait-s", "5"],
+            cwd=ROOT, env={**os.environ, "VC_SERVER_HOSTS": "127.0.0.1"}, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        time.sleep(3)  # the client is well into its requests
+        server.kill()  # the server pod dies
+        server.wait()
+        _, err = client.communicate(timeout=120)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    assert client.returncode == 0, err  # the step reports; the release step's gate decides
+    data = json.loads(report.read_text())
+    assert data["errors"] > 0 and data["completed"] + data["errors"] == 400 and data["slo_passed"] is False
+    decision = decide_release(
+        LoadtestReport.model_validate(data),
+        EvaluationReport(candidate_score=1.0, champion_score=None),  # the best candidate there could be
+        slo_ttft_ms=60000,
+        slo_tpot_ms=10000,
+        margin=0.0,
+    )
+    assert decision.released is False and decision.reason == f"{data['errors']} load-test requests failed"
+    record_fault(
+        record_property, "loadtest-server-dies", f"{data['errors']} of 400 requests failed; gate failed; not released",
+        "0", "none",
+    )  # fmt: skip
