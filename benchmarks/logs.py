@@ -251,6 +251,8 @@ def throughput(work: Path, rounds: int = ROUNDS) -> dict:
         "goal_ratio": 0.7,
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
+
+
 def goal_figures(scores: dict, throughput: dict | None = None, memory: dict | None = None) -> list[dict]:
     """The goals of issues 4 and 15: leave-one-out grouping accuracy >= 0.90 per feed, >= 0.7x raw Drain3, flat."""
     held_out = scores["leave_one_dataset_out"]["average"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from net_kit import free_port
 from vcjob_factory import vcjob, vcjob_task
 
 from components.volcano.cluster_local import LocalCluster
@@ -46,12 +46,6 @@ def make_job() -> JobFactory:
 def task() -> Callable[..., dict[str, Any]]:
     """Build one task of a Job manifest."""
     return vcjob_task
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,6 @@ import os
 import random
 import resource
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from fault_table import record_fault
+from net_kit import free_port
 from vcjob_factory import vcjob, vcjob_task
 
 from agent.actions import Abort, RetryFromCheckpoint, Wait
@@ -40,12 +40,6 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 PAIRS = [(f"Q: price of item {i}?\nA:", f" ${10 + 7 * i % 80}") for i in range(12)]
 POLICY = RulePolicy()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # ---- the trainer's ranks, as a training pod starts them ----------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult
+from net_kit import free_port
 from typer.testing import CliRunner
 
 from agent.cli_mcp import mcp_command
@@ -49,12 +49,6 @@ TRAINING: dict[str, Any] = {
     "global_batch": 32,
     "env": {"HF_TOKEN": "hf_secret_value_that_must_not_be_logged"},
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def text(result: CallToolResult) -> str:

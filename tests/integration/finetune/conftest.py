@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -12,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from net_kit import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 PAIRS = [(f"Q: price of item {i}?\nA:", f" ${10 + 7 * i % 80}") for i in range(12)]
@@ -29,12 +29,6 @@ def write_dataset(directory: Path) -> Path:
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """12 prompt/completion pairs (eval = train: the task is memorisation)."""
     return write_dataset(tmp_path_factory.mktemp("data"))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from net_kit import free_port
 from typer.testing import CliRunner
 
 from components.tracking.adapter import DEFAULT_EXPERIMENT, local_store_uri
@@ -240,12 +241,6 @@ def test_delete_refuses_a_running_run(cli: CliRunner, ran) -> None:
     finally:
         runner.join()
     assert cli.invoke(app, ["runs", "delete", "busy", "--yes"]).exit_code == 0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
