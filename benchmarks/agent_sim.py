@@ -3,6 +3,10 @@
 Gangs wait Pending, are admitted Inqueue and bound all at once by `components.volcano.scheduler.schedule` — the
 same function LocalCluster's controller calls — so gang admission, queue capability, queue weights and
 priority behave as they do there. Nodes fail and recover on the trace's schedule; pods on a failed node die.
+
+Reclaim, as Volcano's `reclaim` and `preempt` actions do it for a queue's owner: when an owner's gang (a job not
+marked `reclaimable`) cannot be placed, the jobs borrowing that queue (`reclaimable`, a lower priority) are
+evicted, the youngest first, as many as it takes — and only when evicting them makes the gang fit.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ class SimJob:
     avoid_nodes: tuple[str, ...] = ()
     on_start: Callable[[SimJob], None] = lambda job: None
     on_lost: Callable[[SimJob, str], None] = lambda job, node: None  # the job's pods died with this node
+    reclaimable: bool = False  # a borrower of its queue: the queue's owner may evict it
+    on_reclaimed: Callable[[SimJob], None] = lambda job: None  # evicted for the owner (SIGTERM, then killed)
     phase: str = "Pending"  # the PodGroup's: Pending, Inqueue, Running
     order: int = 0  # creation order; a Volcano RestartJob keeps it
     nodes: tuple[str, ...] = ()  # where each pod runs, once Running
@@ -58,6 +64,8 @@ class Simulation:
         self._tick = itertools.count()
         self._order = itertools.count()
         self.sessions = 0
+        self.partial_gangs = 0  # gangs started with fewer pods than minAvailable: must stay 0
+        self.reclaims = 0
 
     # -- the clock --------------------------------------------------------------------------------------
 
@@ -119,12 +127,41 @@ class Simulation:
                 placed.setdefault(key, []).append((int(index), node))
             for key, pods in sorted(placed.items(), key=lambda item: self.jobs[item[0]].order):
                 job = self.jobs[key]
+                self.partial_gangs += len(pods) < job.pods
                 job.phase, job.nodes, job.started_s = "Running", tuple(n for _, n in sorted(pods)), self.now
                 job.run += 1
                 job.on_start(job)
                 changed = True
-            if not changed:
+            if not changed and not self._reclaim():
                 return
+
+    def _reclaim(self) -> bool:
+        """Evict borrowers for the first owner's gang they keep out; whether any job was evicted."""
+        free = sum(self.gpus_per_node - used for node, used in self._used().items() if self.ready[node])
+        for owner in sorted(self.jobs.values(), key=lambda j: (-j.priority, j.order)):
+            if owner.phase == "Running" or owner.reclaimable:
+                continue
+            borrowers = sorted(
+                (j for j in self.jobs.values() if j.queue == owner.queue and j.reclaimable and j.phase == "Running"),
+                key=lambda j: -j.order,
+            )
+            if not borrowers:
+                continue
+            cap = self.queues[owner.queue].capability.get(GPU, float("inf"))
+            room = cap - self._allocated(owner.queue)
+            if free + sum(j.gpus for j in borrowers) < owner.gpus or room + sum(j.gpus for j in borrowers) < owner.gpus:
+                continue  # evicting every borrower would not make it fit: Volcano evicts no one for nothing
+            evicted = False
+            while borrowers and (free < owner.gpus or room < owner.gpus):
+                victim = borrowers.pop(0)
+                self.jobs.pop(victim.key)
+                victim.phase = "Failed"  # its pods keep their nodes until the job is resubmitted
+                free, room, evicted = free + victim.gpus, room + victim.gpus, True
+                self.reclaims += 1
+                victim.on_reclaimed(victim)
+            if evicted:
+                return True
+        return False
 
     def _used(self) -> dict[str, float]:
         used = dict.fromkeys(self.ready, 0.0)
