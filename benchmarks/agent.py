@@ -48,7 +48,7 @@ from benchmarks.agent_strategies import (  # noqa: E402
     VolcanoCheckpoint,
     WaitFull,
 )
-from benchmarks.agent_trace import FALLBACK_QUEUE, GPUS_PER_NODE, HOUR, TenantJob, Trace  # noqa: E402
+from benchmarks.agent_trace import FALLBACK_QUEUE, HOUR, TenantJob, Trace  # noqa: E402
 
 __all__ = ["figures", "goals", "main", "run", "sensitivity", "simulate"]
 
@@ -103,7 +103,7 @@ def simulate(
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     if strategy in ("rules", "llm") and policy is None:
         raise ValueError(f"the {strategy} strategy needs a policy")
-    sim = Simulation(trace.nodes, GPUS_PER_NODE, trace.queues, start_s=trace.start_s)
+    sim = Simulation(trace.nodes, trace.gpus_per_node, trace.queues, start_s=trace.start_s)
     for tenant in trace.tenants:
         _Tenant(sim, tenant)
     for outage in trace.outages:
@@ -148,7 +148,7 @@ def figures(outcomes: list[Outcome], decisions: Counter[str], partial_gangs: int
         "attempts": sum(o.attempts for o in outcomes),
         "failures": sum(o.failures for o in outcomes),
         "reclaims": sum(o.reclaims for o in outcomes),
-        "downscales": sum(any(g < 8 for g, _ in o.shapes) for o in outcomes),
+        "downscales": sum(any(g < o.gpus for g, _ in o.shapes) for o in outcomes),
         "fallback_runs": sum(sum(q == FALLBACK_QUEUE for _, q in o.shapes) for o in outcomes),
         "partial_gangs": partial_gangs,
         "changed_global_batches": sum(o.changed_batches for o in outcomes),

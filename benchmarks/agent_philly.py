@@ -10,6 +10,7 @@ GPU demand fills `TENANT_LOAD` of the cluster.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import math
 import random
@@ -121,11 +122,14 @@ def scale_factor(demand_gpus: float, load: float = TENANT_LOAD, cluster_gpus: in
     return load * cluster_gpus / demand_gpus
 
 
-def map_queues(jobs: Sequence[PhillyJob], cluster_gpus: int = CLUSTER_GPUS) -> QueueMap:
+def map_queues(
+    jobs: Sequence[PhillyJob], cluster_gpus: int = CLUSTER_GPUS, gpus_per_node: int = GPUS_PER_NODE
+) -> QueueMap:
     """The VCs with most GPU-time become queues weighted by their share, the fourth of them `ml-spare`.
 
     Weight: the share in tenths (at least 1). Capability: the share of what the tenants use (`TENANT_LOAD` of the
-    cluster) × `OVERCOMMIT`, at least one 8-GPU node and at most the cluster.
+    cluster) × `OVERCOMMIT`, at least one node and at most the cluster. Our target queue keeps 48/128 of the
+    cluster, at least one node.
     """
     gpu_time = Counter[str]()
     for job in jobs:
@@ -136,12 +140,13 @@ def map_queues(jobs: Sequence[PhillyJob], cluster_gpus: int = CLUSTER_GPUS) -> Q
     ranked = [vc for vc, _ in gpu_time.most_common(NAMED_VCS)]
     queue_of = {vc: f"vc-{vc}" for vc in ranked[:-1]}
     queue_of[ranked[-1]] = FALLBACK_QUEUE
-    shares = Counter[str]()
+    shares = Counter[str]({REST: 0.0})  # VCs first seen after the window go here too
     for vc, seconds in gpu_time.items():
         shares[queue_of.get(vc, REST)] += seconds / total
-    queues = [QueueState(TARGET_QUEUE, weight=TARGET_WEIGHT, capability={GPU: float(TARGET_CAPABILITY)})]
+    target = max(gpus_per_node, round(TARGET_CAPABILITY * cluster_gpus / CLUSTER_GPUS))
+    queues = [QueueState(TARGET_QUEUE, weight=TARGET_WEIGHT, capability={GPU: float(target)})]
     for name, share in sorted(shares.items(), key=lambda item: -item[1]):
-        capability = min(cluster_gpus, max(GPUS_PER_NODE, math.ceil(share * TENANT_LOAD * cluster_gpus * OVERCOMMIT)))
+        capability = min(cluster_gpus, max(gpus_per_node, math.ceil(share * TENANT_LOAD * cluster_gpus * OVERCOMMIT)))
         queues.append(QueueState(name, weight=max(1, round(10 * share)), capability={GPU: float(capability)}))
     return QueueMap(queue_of, tuple(queues), {q: round(s, 4) for q, s in shares.items()}, ranked[-1])
 
@@ -154,6 +159,7 @@ def tenant_jobs(
     rng: random.Random,
     *,
     owner_factor: float = 1.0,
+    gpus_per_node: int = GPUS_PER_NODE,
 ) -> tuple[TenantJob, ...]:
     """The window's jobs as tenants' gangs, times from `origin_s`: each kept `factor` times on average.
 
@@ -169,7 +175,8 @@ def tenant_jobs(
             continue
         keep = factor * (owner_factor if queue == FALLBACK_QUEUE else 1.0)
         copies = math.floor(keep) + (rng.random() < keep - math.floor(keep))
-        pods, per_pod = (1, job.gpus) if job.gpus <= GPUS_PER_NODE else (math.ceil(job.gpus / GPUS_PER_NODE), 8)
+        per_node = gpus_per_node
+        pods, per_pod = (1, job.gpus) if job.gpus <= per_node else (math.ceil(job.gpus / per_node), per_node)
         for copy in range(copies):
             arrival = job.submit_s - origin_s + (rng.uniform(0, 600) if copy else 0.0)
             name = f"{queue}-{len(out):05d}"
@@ -193,28 +200,39 @@ def philly_trace(
     *,
     fault_scale: float = 1.0,
     owner_factor: float = 1.0,
-    requests_per_day: int = REQUESTS_PER_DAY,
+    requests_per_day: float = REQUESTS_PER_DAY,
+    nodes: tuple[str, ...] = tuple(f"node-{i:02d}" for i in range(NODES)),
+    gpus_per_node: int = GPUS_PER_NODE,
+    warmup_s: float | None = None,
 ) -> Trace:
     """The trace of `days` from `start`: Philly's tenants, our requests over those days, node faults.
 
     The seed draws the thinning, the requests and the faults; `fault_scale` multiplies the Llama 3 fault rate.
+    Another cluster (`nodes` × `gpus_per_node`, the e2e cluster's) scales the load and the queues to its size;
+    requests larger than its nodes hold are cut to one node's GPUs.
     """
+    warmup_s = WARMUP_S if warmup_s is None else warmup_s
+    cluster_gpus = len(nodes) * gpus_per_node
     if days <= 0 or fault_scale < 0 or owner_factor < 0:
         raise ValueError("--days must be above 0, and the fault and contention scales at least 0")
     origin = dt.datetime.combine(start, dt.time(), tzinfo=dt.UTC).timestamp()
     horizon = days * DAY + HORIZON_AFTER_S
-    jobs_in = window(jobs, start, WARMUP_S, horizon)
+    jobs_in = window(jobs, start, warmup_s, horizon)
     measured = [j for j in jobs_in if j.submit_s < origin + days * DAY]
     demand = mean_demand(measured, origin, origin + days * DAY)
-    factor = scale_factor(demand)
-    mapping = map_queues([j for j in measured if j.submit_s >= origin])
+    factor = scale_factor(demand, cluster_gpus=cluster_gpus)
+    mapping = map_queues([j for j in measured if j.submit_s >= origin], cluster_gpus, gpus_per_node)
     rng = random.Random(seed)
-    nodes = tuple(f"node-{i:02d}" for i in range(NODES))
-    tenants = tenant_jobs(jobs_in, mapping, origin, factor, random.Random(rng.random()), owner_factor=owner_factor)
+    tenant_rng = random.Random(rng.random())
+    tenants = tenant_jobs(
+        jobs_in, mapping, origin, factor, tenant_rng, owner_factor=owner_factor, gpus_per_node=gpus_per_node
+    )
     requests = draw_requests(random.Random(rng.random()), max(1, round(requests_per_day * days)), days * DAY)
+    if gpus_per_node < GPUS_PER_NODE:
+        requests = tuple(dataclasses.replace(r, gpus=gpus_per_node, gpus_min=1) for r in requests)
     mtbf = NODE_MTBF_S / fault_scale if fault_scale else math.inf
     outage_rng = random.Random(rng.random())
-    outages = draw_outages(outage_rng, nodes, -WARMUP_S, horizon, mtbf) if fault_scale else ()
+    outages = draw_outages(outage_rng, nodes, -warmup_s, horizon, mtbf) if fault_scale else ()
     about = {
         "source": "philly",
         "start": start.isoformat(),
@@ -229,4 +247,4 @@ def philly_trace(
         "node_mtbf_h": round(mtbf / HOUR, 1) if fault_scale else None,
         "fault_scale": fault_scale,
     }
-    return Trace(seed, nodes, mapping.queues, requests, tenants, outages, horizon, -WARMUP_S, about)
+    return Trace(seed, nodes, mapping.queues, requests, tenants, outages, horizon, -warmup_s, about, gpus_per_node)

@@ -64,6 +64,7 @@ class Simulation:
         self._tick = itertools.count()
         self._order = itertools.count()
         self.sessions = 0
+        self._gangs: dict[str, tuple[tuple[str, int, tuple[str, ...]], Gang]] = {}
         self.partial_gangs = 0  # gangs started with fewer pods than minAvailable: must stay 0
         self.reclaims = 0
 
@@ -96,6 +97,7 @@ class Simulation:
     def finish(self, job: SimJob) -> None:
         """The job completed: its pods end and free their GPUs."""
         self.jobs.pop(job.key, None)
+        self._gangs.pop(job.key, None)
         job.phase, job.nodes = "Completed", ()
 
     def fail_node(self, node: str) -> None:
@@ -117,7 +119,7 @@ class Simulation:
             if not waiting:
                 return
             self.sessions += 1
-            session = schedule(self._node_states(), self._queue_states(), [_gang(j) for j in waiting])
+            session = schedule(self._node_states(), self._queue_states(), [self._gang(j) for j in waiting])
             changed = False
             for key in session.enqueued:
                 self.jobs[key].phase, changed = "Inqueue", True
@@ -137,16 +139,16 @@ class Simulation:
 
     def _reclaim(self) -> bool:
         """Evict borrowers for the first owner's gang they keep out; whether any job was evicted."""
+        lenders: dict[str, list[SimJob]] = {}
+        for job in self.jobs.values():
+            if job.reclaimable and job.phase == "Running":
+                lenders.setdefault(job.queue, []).append(job)
+        if not lenders:
+            return False
         free = sum(self.gpus_per_node - used for node, used in self._used().items() if self.ready[node])
-        for owner in sorted(self.jobs.values(), key=lambda j: (-j.priority, j.order)):
-            if owner.phase == "Running" or owner.reclaimable:
-                continue
-            borrowers = sorted(
-                (j for j in self.jobs.values() if j.queue == owner.queue and j.reclaimable and j.phase == "Running"),
-                key=lambda j: -j.order,
-            )
-            if not borrowers:
-                continue
+        waiting = (j for j in self.jobs.values() if j.queue in lenders and not j.reclaimable and j.phase != "Running")
+        for owner in sorted(waiting, key=lambda j: (-j.priority, j.order)):
+            borrowers = sorted(lenders[owner.queue], key=lambda j: -j.order)
             cap = self.queues[owner.queue].capability.get(GPU, float("inf"))
             room = cap - self._allocated(owner.queue)
             if free + sum(j.gpus for j in borrowers) < owner.gpus or room + sum(j.gpus for j in borrowers) < owner.gpus:
@@ -162,6 +164,14 @@ class Simulation:
             if evicted:
                 return True
         return False
+
+    def _gang(self, job: SimJob) -> Gang:
+        """The job's gang as the scheduler sees it, built once per phase and place in line."""
+        key = (job.phase, job.order, job.avoid_nodes)
+        cached = self._gangs.get(job.key)
+        if cached is None or cached[0] != key:
+            cached = self._gangs[job.key] = (key, _gang(job))
+        return cached[1]
 
     def _used(self) -> dict[str, float]:
         used = dict.fromkeys(self.ready, 0.0)

@@ -80,6 +80,7 @@ class Outcome:
 
     name: str
     arrival_s: float
+    gpus: int  # asked for
     status: str = "unfinished"  # finished, aborted, unfinished (the horizon came first)
     end_s: float = 0.0
     first_start_s: float | None = None
@@ -103,7 +104,7 @@ class Training:
 
     def __init__(self, sim: Simulation, request: Request, efficiency: float, costs: Costs) -> None:
         self.sim, self.request, self.efficiency, self.costs = sim, request, efficiency, costs
-        self.out = Outcome(request.name, request.arrival_s)
+        self.out = Outcome(request.name, request.arrival_s, request.gpus)
         self.steps_done = 0  # durable progress: what the next attempt starts from
         self.checkpoint_step = 0  # the latest complete checkpoint when the last attempt died
         self.batch = request.global_batch  # the global batch of the attempt launched last
@@ -147,11 +148,15 @@ class Training:
         self.out.batches.append(self.batch)
         self.out.changed_batches += self.batch != self.request.global_batch
         self._startup = self.startup_s()
-        train_s = (self.request.max_steps - self.steps_done) / self.steps_per_s(job.gpus)
-        saves = math.floor(train_s / self.request.checkpoint_every_s) if self.checkpoints else 0
         run = job.run
-        end = self.sim.now + self._startup + train_s + saves * self.costs.save_s
+        end = self.sim.now + self._startup + self.training_s(job.gpus)
         self.sim.at(end, lambda: self._completed(job, run))
+
+    def training_s(self, gpus: int) -> float:
+        """Seconds from the first step to the last on `gpus` GPUs, the checkpoint writes on the way included."""
+        train_s = (self.request.max_steps - self.steps_done) / self.steps_per_s(gpus)
+        saves = math.floor(train_s / self.request.checkpoint_every_s) if self.checkpoints else 0
+        return train_s + saves * self.costs.save_s
 
     def progress_s(self, elapsed: float) -> tuple[float, float, float]:
         """Of a run `elapsed` seconds old: seconds trained, seconds trained that a checkpoint holds, and when

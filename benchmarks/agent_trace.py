@@ -80,6 +80,7 @@ class Trace:
     horizon_s: float
     start_s: float  # the tenants' warm-up starts here, before the first request (time 0)
     about: dict[str, object]  # how the trace was made, for the report
+    gpus_per_node: int = GPUS_PER_NODE
 
 
 def draw_requests(rng: random.Random, count: int, window_s: float) -> tuple[Request, ...]:
