@@ -129,7 +129,8 @@ def simulate(
 def figures(outcomes: list[Outcome], decisions: Counter[str], partial_gangs: int = 0) -> dict[str, Any]:
     """The per-strategy figures: time to finish over the finished requests, GPU-hours, counts."""
     finished = [o for o in outcomes if o.status == "finished"]
-    ttf = sorted((o.end_s - o.arrival_s) / HOUR for o in finished)
+    # An unfinished request counts with the horizon as its end: leaving it out would reward never finishing.
+    ttf = sorted((o.end_s - o.arrival_s) / HOUR for o in outcomes if o.status != "aborted")
     waited = [((o.first_start_s or o.end_s) - o.arrival_s) / HOUR for o in outcomes if o.first_start_s is not None]
     out: dict[str, Any] = {
         "requests": len(outcomes),
@@ -198,7 +199,7 @@ def run(
         about.append(trace.about | {"tenant_jobs": len(trace.tenants), "node_faults": len(trace.outages)})
         results = {}
         for name in strategies:
-            policy: Policy | None = {"rules": RulePolicy(config), "llm": replay}.get(name)
+            policy: Policy | None = RulePolicy(config) if name == "rules" else replay if name == "llm" else None
             outcomes, kinds, sim = simulate(trace, name, efficiency=efficiency, costs=costs, policy=policy)
             pooled[name][0].extend(outcomes)
             pooled[name][1].update(kinds)

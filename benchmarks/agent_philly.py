@@ -14,7 +14,6 @@ import dataclasses
 import datetime as dt
 import math
 import random
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,9 +54,11 @@ OVERCOMMIT = 1.5  # a queue's capability: its share of the cluster × this (Phil
 REST = "vc-rest"
 # Our target queue is not a Philly VC: its weight and capability are the team's quota, as before.
 TARGET_WEIGHT, TARGET_CAPABILITY = 2, 48
+NODE_NAMES = tuple(f"node-{i:02d}" for i in range(NODES))
 REQUESTS_PER_DAY = 50  # our fine-tuning requests, uniformly over the window
 WARMUP_S = 2 * DAY  # tenants submitted this long before the window are replayed too: the window starts busy
-HORIZON_AFTER_S = 7 * DAY  # how long after the window the simulation may run to let the requests finish
+HORIZON_AFTER_S = 3 * DAY  # how long after the window the simulation runs; a request unfinished by then counts
+# as finishing then (a lower bound on its time-to-finish)
 
 
 @dataclass(frozen=True)
@@ -131,18 +132,20 @@ def map_queues(
     cluster) × `OVERCOMMIT`, at least one node and at most the cluster. Our target queue keeps 48/128 of the
     cluster, at least one node.
     """
-    gpu_time = Counter[str]()
+    gpu_time: dict[str, float] = {}
     for job in jobs:
+        gpu_time.setdefault(job.vc, 0.0)
         gpu_time[job.vc] += job.gpus * job.duration_s
     total = sum(gpu_time.values())
     if not total:
         raise ValueError("the Philly window holds no jobs: pick a start date between 2017-09-10 and 2017-12-15")
-    ranked = [vc for vc, _ in gpu_time.most_common(NAMED_VCS)]
+    ranked = sorted(gpu_time, key=lambda vc: -gpu_time[vc])[:NAMED_VCS]
     queue_of = {vc: f"vc-{vc}" for vc in ranked[:-1]}
     queue_of[ranked[-1]] = FALLBACK_QUEUE
-    shares = Counter[str]({REST: 0.0})  # VCs first seen after the window go here too
+    shares = {REST: 0.0}  # VCs first seen after the window go here too
     for vc, seconds in gpu_time.items():
-        shares[queue_of.get(vc, REST)] += seconds / total
+        queue = queue_of.get(vc, REST)
+        shares[queue] = shares.get(queue, 0.0) + seconds / total
     target = max(gpus_per_node, round(TARGET_CAPABILITY * cluster_gpus / CLUSTER_GPUS))
     queues = [QueueState(TARGET_QUEUE, weight=TARGET_WEIGHT, capability={GPU: float(target)})]
     for name, share in sorted(shares.items(), key=lambda item: -item[1]):
@@ -168,7 +171,7 @@ def tenant_jobs(
     out. Copies of one job (a factor above 1) are spread over the 10 minutes after its submission.
     """
     capability = {q.name: q.capability[GPU] for q in mapping.queues}
-    out = []
+    out: list[TenantJob] = []
     for job in jobs:
         queue = mapping.queue(job.vc)
         if job.gpus > capability[queue]:
@@ -201,7 +204,7 @@ def philly_trace(
     fault_scale: float = 1.0,
     owner_factor: float = 1.0,
     requests_per_day: float = REQUESTS_PER_DAY,
-    nodes: tuple[str, ...] = tuple(f"node-{i:02d}" for i in range(NODES)),
+    nodes: tuple[str, ...] = NODE_NAMES,
     gpus_per_node: int = GPUS_PER_NODE,
     warmup_s: float | None = None,
 ) -> Trace:
@@ -221,7 +224,7 @@ def philly_trace(
     measured = [j for j in jobs_in if j.submit_s < origin + days * DAY]
     demand = mean_demand(measured, origin, origin + days * DAY)
     factor = scale_factor(demand, cluster_gpus=cluster_gpus)
-    mapping = map_queues([j for j in measured if j.submit_s >= origin], cluster_gpus, gpus_per_node)
+    mapping = map_queues(jobs_in, cluster_gpus, gpus_per_node)  # the shares of everything replayed
     rng = random.Random(seed)
     tenant_rng = random.Random(rng.random())
     tenants = tenant_jobs(

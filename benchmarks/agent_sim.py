@@ -64,6 +64,7 @@ class Simulation:
         self._tick = itertools.count()
         self._order = itertools.count()
         self.sessions = 0
+        self._dirty = False  # whether jobs or nodes changed since the last scheduling
         self._gangs: dict[str, tuple[tuple[str, int, tuple[str, ...]], Gang]] = {}
         self.partial_gangs = 0  # gangs started with fewer pods than minAvailable: must stay 0
         self.reclaims = 0
@@ -83,12 +84,15 @@ class Simulation:
             self.now = time_s
             while self._events and self._events[0][0] == time_s:
                 heapq.heappop(self._events)[2]()
-            self._schedule()
+            if self._dirty:  # a session over an unchanged cluster decides nothing new (a policy's Wait, say)
+                self._dirty = False
+                self._schedule()
 
     # -- what Volcano does ------------------------------------------------------------------------------
 
     def submit(self, job: SimJob, *, keep_order: bool = False) -> None:
         """Create the job's PodGroup (Pending); a RestartJob keeps the job's place with `keep_order`."""
+        self._dirty = True
         if not keep_order:
             job.order = next(self._order)
         job.phase, job.nodes = "Pending", ()
@@ -96,13 +100,14 @@ class Simulation:
 
     def finish(self, job: SimJob) -> None:
         """The job completed: its pods end and free their GPUs."""
+        self._dirty = True
         self.jobs.pop(job.key, None)
         self._gangs.pop(job.key, None)
         job.phase, job.nodes = "Completed", ()
 
     def fail_node(self, node: str) -> None:
         """The node goes NotReady: every job with a pod there loses it and is told so."""
-        self.ready[node] = False
+        self.ready[node], self._dirty = False, True
         for job in [j for j in self.jobs.values() if j.phase == "Running" and node in j.nodes]:
             self.jobs.pop(job.key)
             job.phase = "Failed"
@@ -110,7 +115,7 @@ class Simulation:
 
     def recover_node(self, node: str) -> None:
         """The node is Ready again."""
-        self.ready[node] = True
+        self.ready[node], self._dirty = True, True
 
     def _schedule(self) -> None:
         """Scheduler sessions until one changes nothing (Volcano runs one a second; no time passes here)."""
