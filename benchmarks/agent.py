@@ -335,8 +335,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--days and --model-params must be above 0, --seeds at least 1, the scales at least 0")
     started = time.perf_counter()
     try:
-        jobs = load_philly(args.trace)
         day_of(args.start)
+        jobs = load_philly(args.trace)
         if args.sensitivity:
             report = sensitivity(jobs, args.start, days, seeds, seed=args.seed)
         else:
