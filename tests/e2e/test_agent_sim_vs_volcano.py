@@ -13,6 +13,7 @@ are covered by tests/e2e/test_recovery.py and the contract suite.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import heapq
 import itertools
@@ -234,8 +235,11 @@ def test_the_simulator_agrees_with_volcano_on_a_short_philly_window(cluster: Any
         finally:
             for job in cluster.list_jobs(namespace=namespace):
                 cluster.delete(job.name, namespace, missing_ok=True)
-            for queue in trace.queues:
-                custom.delete_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues", prefix + queue.name)
+            for queue in trace.queues:  # Volcano may refuse while PodGroups are still going: leave it then
+                with contextlib.suppress(Exception):
+                    custom.delete_cluster_custom_object(
+                        "scheduling.volcano.sh", "v1beta1", "queues", prefix + queue.name
+                    )
             core.delete_namespace(namespace)
         policy = RulePolicy(RulesConfig()) if strategy == "rules" else None
         simulated, _, _ = simulate(trace, strategy, efficiency=0.9, costs=costs, policy=policy)
