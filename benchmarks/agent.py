@@ -1,19 +1,18 @@
 """Agent benchmark: does the rule policy finish fine-tuning sooner, and waste fewer GPU-hours, on a crowded cluster?
 
-Replays seeded traces (`benchmarks/agent_trace.py`: 16 nodes × 8 GPUs, four queues, other tenants' jobs, node
-outages, fine-tuning requests arriving over a simulated day) on a virtual clock (`benchmarks/agent_sim.py`, the
-pure scheduling core of LocalCluster) under three strategies (`benchmarks/agent_strategies.py`):
+Replays a window of Microsoft's Philly trace as the other tenants' load (`benchmarks/agent_philly.py`) on
+16 nodes × 8 GPUs, our fine-tuning requests arriving over the window, node faults at Llama 3's published rate
+(`benchmarks/agent_trace.py`), on a virtual clock (`benchmarks/agent_sim.py`, the pure scheduling core of
+LocalCluster, with reclaim of the fallback queue by its owner), under six strategies side by side
+(`benchmarks/agent_strategies.py`): (a) wait_full, (b) argo_retry, (c) volcano_ckpt, (d) elastic, (e) rules and
+(f) llm (the LLM policy through an in-process endpoint replaying the rules, `benchmarks/agent_replay.py`).
 
-- `wait_full`: submit the full 8 GPUs and wait; a node failure restarts the job from scratch (Volcano RestartJob,
-  the job keeps its place in the queue).
-- `argo_retry`: submit the full 8 GPUs; a failure fails the job and Argo's retryStrategy resubmits the same job
-  from scratch after its backoff (a new job, at the back of the queue).
-- `rules`: `agent.policy_rules.RulePolicy` decides at plan time (proceed, downscale, maybe to the fallback queue,
-  or wait) and at diagnose time (retry from the latest checkpoint off the failed node, or abort).
+    python benchmarks/agent.py --trace PATH --start 2017-11-06 --days 2 --seeds 3
+    python benchmarks/agent.py --sensitivity        # the fault rate × fallback contention table
 
-Failures are rare events, so one day says little about GPU-hours lost: the figures pool several seeds (5 unless
-`--seeds` says otherwise), and `per_seed` shows the spread. Prints one JSON document; `docs/agent-benchmark.md`
-explains the trace, `docs/benchmarks.md` reports the figures.
+Prints one JSON document: every strategy's figures pooled over the seeds, and `figures`, the goals against
+(a) and (c) as {name, value, goal, baseline, met} (every goal is `value <= goal`). docs/agent-benchmark.md
+explains the trace and the model; docs/benchmarks.md reports the figures.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,25 +33,36 @@ if __package__ in (None, ""):  # `python benchmarks/agent.py`: this file would s
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from agent.policy import Policy  # noqa: E402
+from agent.policy_rules import RulePolicy, RulesConfig  # noqa: E402
+from benchmarks.agent_philly import PHILLY, PhillyJob, day_of, load_philly, philly_trace  # noqa: E402
+from benchmarks.agent_replay import ReplayedLLM  # noqa: E402
 from benchmarks.agent_sim import SimJob, Simulation  # noqa: E402
-from benchmarks.agent_strategies import ArgoRetry, Outcome, Rules, Training, WaitFull  # noqa: E402
-from benchmarks.agent_trace import (  # noqa: E402
-    DAY,
-    FALLBACK_QUEUE,
-    GPUS_PER_NODE,
-    HOUR,
-    NODE_MTBF_S,
-    WARMUP_S,
-    TenantJob,
-    Trace,
-    make_trace,
+from benchmarks.agent_strategies import (  # noqa: E402
+    MODEL_PARAMS,
+    ArgoRetry,
+    Costs,
+    Elastic,
+    Outcome,
+    Rules,
+    Training,
+    VolcanoCheckpoint,
+    WaitFull,
 )
+from benchmarks.agent_trace import FALLBACK_QUEUE, HOUR, TenantJob, Trace  # noqa: E402
 from benchmarks.goals import figure  # noqa: E402
 
-__all__ = ["figures", "main", "run", "simulate"]
+__all__ = ["figures", "goals", "main", "run", "sensitivity", "simulate"]
 
-STRATEGIES = ("wait_full", "argo_retry", "rules")
-REQUESTS_PER_DAY = 50
+STRATEGIES = ("wait_full", "argo_retry", "volcano_ckpt", "elastic", "rules", "llm")
+_CLASSES: dict[str, type[Training]] = {
+    "wait_full": WaitFull,
+    "argo_retry": ArgoRetry,
+    "volcano_ckpt": VolcanoCheckpoint,
+    "elastic": Elastic,
+}
+FAULT_SCALES = (0.1, 0.3, 1.0, 3.0, 10.0)  # × Llama 3's rate, for the sensitivity table
+CONTENTION = {"idle": 0.0, "as_trace": 1.0, "busy": 3.0}  # × the fallback owner's Philly load
+DEFAULT_START, DEFAULT_DAYS, DEFAULT_SEEDS = "2017-11-06", 2.0, 3
 
 
 # -- running a strategy over a trace --------------------------------------------------------------------
@@ -83,17 +94,17 @@ class _Tenant:
 
 
 def simulate(
-    trace: Trace, strategy: str, *, efficiency: float, policy: Policy | None = None
-) -> tuple[list[Outcome], Counter[str]]:
-    """Replay `trace` under `strategy`: each request's outcome, and the policy's decisions by kind.
+    trace: Trace, strategy: str, *, efficiency: float, costs: Costs, policy: Policy | None = None
+) -> tuple[list[Outcome], Counter[str], Simulation]:
+    """Replay `trace` under `strategy`: each request's outcome, the policy's decisions by kind, the ended cluster.
 
     Pure: the same trace and policy always give the same outcomes.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    if strategy == "rules" and policy is None:
-        raise ValueError("the rules strategy needs a policy")
-    sim = Simulation(trace.nodes, GPUS_PER_NODE, trace.queues, start_s=-WARMUP_S)
+    if strategy in ("rules", "llm") and policy is None:
+        raise ValueError(f"the {strategy} strategy needs a policy")
+    sim = Simulation(trace.nodes, trace.gpus_per_node, trace.queues, start_s=trace.start_s)
     for tenant in trace.tenants:
         _Tenant(sim, tenant)
     for outage in trace.outages:
@@ -101,13 +112,10 @@ def simulate(
         sim.at(outage.end_s, functools.partial(sim.recover_node, outage.node))
     runs: list[Training] = []
     for request in trace.requests:
-        if strategy == "wait_full":
-            runs.append(WaitFull(sim, request, efficiency))
-        elif strategy == "argo_retry":
-            runs.append(ArgoRetry(sim, request, efficiency))
+        if policy is not None:
+            runs.append(Rules(sim, request, efficiency, costs, policy))
         else:
-            assert policy is not None
-            runs.append(Rules(sim, request, efficiency, policy))
+            runs.append(_CLASSES[strategy](sim, request, efficiency, costs))
     sim.run(lambda: all(r.out.status != "unfinished" for r in runs), trace.horizon_s)
     for run in runs:
         if run.out.status == "unfinished":
@@ -116,13 +124,14 @@ def simulate(
     for run in runs:
         if isinstance(run, Rules):
             kinds.update(run.kinds)
-    return [r.out for r in runs], kinds
+    return [r.out for r in runs], kinds, sim
 
 
-def figures(outcomes: list[Outcome], decisions: Counter[str]) -> dict[str, Any]:
+def figures(outcomes: list[Outcome], decisions: Counter[str], partial_gangs: int = 0) -> dict[str, Any]:
     """The per-strategy figures: time to finish over the finished requests, GPU-hours, counts."""
     finished = [o for o in outcomes if o.status == "finished"]
-    ttf = sorted((o.end_s - o.arrival_s) / HOUR for o in finished)
+    # An unfinished request counts with the horizon as its end: leaving it out would reward never finishing.
+    ttf = sorted((o.end_s - o.arrival_s) / HOUR for o in outcomes if o.status != "aborted")
     waited = [((o.first_start_s or o.end_s) - o.arrival_s) / HOUR for o in outcomes if o.first_start_s is not None]
     out: dict[str, Any] = {
         "requests": len(outcomes),
@@ -137,10 +146,14 @@ def figures(outcomes: list[Outcome], decisions: Counter[str]) -> dict[str, Any]:
         "first_start_wait_h_mean": _round(statistics.fmean(waited)) if waited else None,
         "gpu_h_used": _round(sum(o.gpu_s_used for o in outcomes) / HOUR),
         "gpu_h_lost": _round(sum(o.gpu_s_lost for o in outcomes) / HOUR),
+        "gpu_h_overhead": _round(sum(o.gpu_s_overhead for o in outcomes) / HOUR),
         "attempts": sum(o.attempts for o in outcomes),
         "failures": sum(o.failures for o in outcomes),
-        "ran_below_full": sum(any(g < 8 for g, _ in o.shapes) for o in outcomes),
-        "ran_in_fallback": sum(any(q == FALLBACK_QUEUE for _, q in o.shapes) for o in outcomes),
+        "reclaims": sum(o.reclaims for o in outcomes),
+        "downscales": sum(any(g < o.gpus for g, _ in o.shapes) for o in outcomes),
+        "fallback_runs": sum(sum(q == FALLBACK_QUEUE for _, q in o.shapes) for o in outcomes),
+        "partial_gangs": partial_gangs,
+        "changed_global_batches": sum(o.changed_batches for o in outcomes),
     }
     if decisions:
         out["decisions"] = dict(sorted(decisions.items()))
@@ -162,43 +175,56 @@ def _round(value: float | None) -> float | None:
 
 
 def run(
-    seed: int = 0, requests: int = REQUESTS_PER_DAY, seeds: int = 1, node_mtbf_h: float = NODE_MTBF_S / HOUR
+    jobs: Sequence[PhillyJob],
+    start: str = DEFAULT_START,
+    days: float = DEFAULT_DAYS,
+    seeds: int = DEFAULT_SEEDS,
+    *,
+    seed: int = 0,
+    fault_scale: float = 1.0,
+    contention: float = 1.0,
+    strategies: Sequence[str] = STRATEGIES,
+    model_params: float = MODEL_PARAMS,
 ) -> dict[str, Any]:
-    """The whole benchmark: `seeds` traces from `seed` on, each strategy over each, figures pooled over all requests.
+    """Every strategy over `seeds` draws of the window, figures pooled over all requests, and the goals.
 
-    Deterministic: the same arguments always give the same document.
+    Deterministic apart from the LLM path's measured overhead: the same arguments give the same figures.
     """
-    from agent.policy_rules import RulePolicy, RulesConfig
-
     config = RulesConfig()
     efficiency = config.scaling_efficiency  # the true scaling of the simulated jobs is the policy's own model
-    pooled: dict[str, tuple[list[Outcome], Counter[str]]] = {name: ([], Counter()) for name in STRATEGIES}
-    per_seed, traces = [], []
+    costs = Costs.for_model(model_params)
+    pooled: dict[str, tuple[list[Outcome], Counter[str], list[int]]] = {n: ([], Counter(), []) for n in strategies}
+    per_seed, about, replay = [], [], ReplayedLLM(config)
     for trace_seed in range(seed, seed + seeds):
-        window_s = DAY * requests / REQUESTS_PER_DAY
-        trace = make_trace(trace_seed, requests, window_s=window_s, node_mtbf_s=node_mtbf_h * HOUR)
-        traces.append(_describe(trace))
+        trace = philly_trace(jobs, day_of(start), days, trace_seed, fault_scale=fault_scale, owner_factor=contention)
+        about.append(trace.about | {"tenant_jobs": len(trace.tenants), "node_faults": len(trace.outages)})
         results = {}
-        for name in STRATEGIES:
-            policy = RulePolicy(config) if name == "rules" else None
-            outcomes, kinds = simulate(trace, name, efficiency=efficiency, policy=policy)
+        for name in strategies:
+            policy: Policy | None = RulePolicy(config) if name == "rules" else replay if name == "llm" else None
+            outcomes, kinds, sim = simulate(trace, name, efficiency=efficiency, costs=costs, policy=policy)
             pooled[name][0].extend(outcomes)
             pooled[name][1].update(kinds)
-            results[name] = figures(outcomes, kinds)
-        per_seed.append({"seed": trace_seed, **_brief(results), "goals": _goals(results)})
-    strategies = {name: figures(*pooled[name]) for name in STRATEGIES}
+            pooled[name][2].append(sim.partial_gangs)
+            results[name] = figures(outcomes, kinds, sim.partial_gangs)
+        per_seed.append({"seed": trace_seed, **_brief(results)})
+    table = {name: figures(o, k, sum(p)) for name, (o, k, p) in pooled.items()}
+    if "llm" in strategies:
+        table["llm"]["llm_policy"] = replay.summary()
+    first = about[0]
     return {
         "benchmark": "agent",
-        "seeds": list(range(seed, seed + seeds)),
         "trace": {
-            **traces[0],
-            "node_mtbf_h": node_mtbf_h,
-            "tenant_jobs_in_window": [t["tenant_jobs_in_window"] for t in traces],
-            "node_outages_in_window": [t["node_outages_in_window"] for t in traces],
+            **{k: v for k, v in first.items() if k not in ("tenant_jobs", "node_faults")},
+            "tenant_jobs": [a["tenant_jobs"] for a in about],
+            "node_faults": [a["node_faults"] for a in about],
+            "requests_per_seed": table[strategies[0]]["requests"] // seeds,
         },
+        "seeds": list(range(seed, seed + seeds)),
+        "costs_s": {k: round(v, 1) for k, v in vars(costs).items()},
+        "model_params": model_params,
         "rules_config": config.model_dump(),
-        "strategies": strategies,
-        "goals": _goals(strategies),
+        "strategies": table,
+        "figures": goals(table),
         "per_seed": per_seed,
     }
 
@@ -209,69 +235,112 @@ def _brief(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "ttf_mean_h": {name: r["time_to_finish_h"]["mean"] for name, r in results.items()},
         "gpu_h_lost": {name: r["gpu_h_lost"] for name, r in results.items()},
         "failures": {name: r["failures"] for name, r in results.items()},
+        "reclaims": {name: r["reclaims"] for name, r in results.items()},
     }
 
 
-def _describe(trace: Trace) -> dict[str, Any]:
-    window = (trace.requests[0].arrival_s, trace.requests[-1].arrival_s) if trace.requests else (0.0, 0.0)
-    return {
-        "nodes": len(trace.nodes),
-        "gpus": len(trace.nodes) * GPUS_PER_NODE,
-        "queues": {
-            q.name: {"weight": q.weight, "capability_gpus": int(q.capability["nvidia.com/gpu"])} for q in trace.queues
-        },
-        "requests": len(trace.requests),
-        "request_window_h": [_round(window[0] / HOUR), _round(window[1] / HOUR)],
-        "tenant_jobs_in_window": sum(0 <= t.arrival_s <= window[1] for t in trace.tenants),
-        "node_outages_in_window": sum(0 <= o.start_s <= window[1] for o in trace.outages),
-    }
+def goals(table: dict[str, dict[str, Any]], ours: str = "rules") -> list[dict[str, Any]]:
+    """The goals of issue 17 for `ours` against (a) wait_full and (c) volcano_ckpt; each is `value <= goal`.
 
-
-def _goals(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    goals: dict[str, Any] = {}
-    ours, wait, argo = results.get("rules"), results.get("wait_full"), results.get("argo_retry")
-    if ours and wait and ours["time_to_finish_h"]["mean"] and wait["time_to_finish_h"]["mean"]:
-        ratio = ours["time_to_finish_h"]["mean"] / wait["time_to_finish_h"]["mean"]
-        goals["ttf_mean_rules_over_wait_full"] = _round(ratio)
-        goals["ttf_goal_met"] = ratio <= 0.7
-    if ours and argo:
-        ratio = ours["gpu_h_lost"] / argo["gpu_h_lost"] if argo["gpu_h_lost"] else None
-        goals["gpu_h_lost_rules_over_argo_retry"] = _round(ratio)
-        goals["lost_goal_met"] = ratio is not None and ratio <= 0.5
-    return goals
-
-
-def goal_figures(goals: dict[str, Any]) -> list[dict[str, object]]:
-    """Issue 5's goals as `make bench` figures: (c) at most 0.7x the time of (a), 0.5x the GPU-hours lost of (b)."""
+    A ratio with a zero or missing denominator is null, and its goal is met only when ours is zero as well.
+    """
+    mine, wait, ckpt = table.get(ours), table.get("wait_full"), table.get("volcano_ckpt")
+    if mine is None:
+        return []
     out = []
-    if goals.get("ttf_mean_rules_over_wait_full") is not None:
-        ratio = goals["ttf_mean_rules_over_wait_full"]
-        out.append(figure("agent: mean time to finish", ratio, "<=", 0.7, unit="x", baseline="(a) wait for full size"))
-    if goals.get("gpu_h_lost_rules_over_argo_retry") is not None:
-        ratio = goals["gpu_h_lost_rules_over_argo_retry"]
-        out.append(figure("agent: GPU-hours lost", ratio, "<=", 0.5, unit="x", baseline="(b) Argo retry from scratch"))
+
+    def ratio(name: str, value: float | None, base: float | None, goal: float, baseline: str) -> None:
+        shown = value / base if value is not None and base else None
+        out.append(figure(f"agent: {name}", shown, "<=", goal, unit="x", baseline=baseline))
+        if shown is None and value == 0 and base == 0:  # neither lost anything: ours is no worse
+            out[-1]["met"] = True
+
+    if wait:
+        ratio("mean time to finish vs (a)", _ttf(mine), _ttf(wait), 0.70, "(a) wait for full size")
+    if ckpt:
+        ratio("mean time to finish vs (c)", _ttf(mine), _ttf(ckpt), 0.85, "(c) Volcano + checkpointing")
+        ratio("GPU-hours lost vs (c)", mine["gpu_h_lost"], ckpt["gpu_h_lost"], 0.5, "(c) Volcano + checkpointing")
+        aborts = figure("agent: aborts", mine["aborted"], "<=", ckpt["aborted"], baseline="(c) Volcano + checkpointing")
+        out.append(aborts)
+    for name in ("partial_gangs", "changed_global_batches"):
+        out.append(figure(f"agent: {name.replace('_', ' ')}", mine[name], "==", 0))
     return out
+
+
+def _ttf(figures: dict[str, Any]) -> float | None:
+    mean: float | None = figures["time_to_finish_h"]["mean"]
+    return mean
+
+
+def sensitivity(jobs: Sequence[PhillyJob], start: str, days: float, seeds: int, *, seed: int = 0) -> dict[str, Any]:
+    """The table of (e) against (a) and (c) over fault rates × fallback contention (strategies a, c, e only)."""
+    rows = []
+    for scale in FAULT_SCALES:
+        for level, factor in CONTENTION.items():
+            report = run(
+                jobs,
+                start,
+                days,
+                seeds,
+                seed=seed,
+                fault_scale=scale,
+                contention=factor,
+                strategies=("wait_full", "volcano_ckpt", "rules"),
+            )
+            table = report["strategies"]
+            rows.append(
+                {
+                    "fault_scale": scale,
+                    "contention": level,
+                    "node_faults": sum(report["trace"]["node_faults"]),
+                    "ttf_mean_h": {k: v["time_to_finish_h"]["mean"] for k, v in table.items()},
+                    "gpu_h_lost": {k: v["gpu_h_lost"] for k, v in table.items()},
+                    "reclaims": table["rules"]["reclaims"],
+                    "fallback_runs": table["rules"]["fallback_runs"],
+                    "figures": {f["name"]: f["value"] for f in report["figures"]},
+                    "met": {f["name"]: f["met"] for f in report["figures"]},
+                }
+            )
+    return {"benchmark": "agent-sensitivity", "start": start, "days": days, "seeds": seeds, "rows": rows}
 
 
 def main(argv: list[str] | None = None) -> None:
     """Parse flags, run, print one JSON document."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=0, help="the trace's seed (default 0)")
-    parser.add_argument("--requests", type=int, default=None, help=f"fine-tuning requests, {REQUESTS_PER_DAY} a day")
-    parser.add_argument("--seeds", type=int, default=None, help="traces to pool, seed after seed (default 5)")
-    parser.add_argument(
-        "--node-mtbf-h", type=float, default=NODE_MTBF_S / HOUR, help="mean hours between one node's outages"
-    )
-    parser.add_argument("--quick", action="store_true", help="one small trace (12 requests) for a smoke run")
+    parser.add_argument("--trace", type=Path, default=PHILLY, help="the Philly CSV (default ../shared/datasets/...)")
+    parser.add_argument("--start", default=DEFAULT_START, help=f"the window's first day, YYYY-MM-DD ({DEFAULT_START})")
+    parser.add_argument("--days", type=float, default=DEFAULT_DAYS, help=f"the window's length ({DEFAULT_DAYS:g})")
+    parser.add_argument("--seeds", type=int, default=DEFAULT_SEEDS, help=f"draws to pool ({DEFAULT_SEEDS})")
+    parser.add_argument("--seed", type=int, default=0, help="the first draw's seed (default 0)")
+    parser.add_argument("--fault-scale", type=float, default=1.0, help="× Llama 3's node fault rate (default 1)")
+    parser.add_argument("--contention", type=float, default=1.0, help="× the fallback queue owner's load (default 1)")
+    parser.add_argument("--model-params", type=float, default=MODEL_PARAMS, help="parameters fine-tuned (7e9)")
+    parser.add_argument("--sensitivity", action="store_true", help="the fault rate × contention table instead")
+    parser.add_argument("--quick", action="store_true", help="half a day, one seed: a smoke run")
     args = parser.parse_args(argv)
-    requests = args.requests if args.requests is not None else (12 if args.quick else REQUESTS_PER_DAY)
-    seeds = args.seeds if args.seeds is not None else (1 if args.quick else 5)
-    if requests < 1 or seeds < 1 or args.node_mtbf_h <= 0:
-        parser.error("--requests and --seeds must be at least 1, --node-mtbf-h above 0")
-    start = time.perf_counter()
-    report = run(args.seed, requests, seeds, args.node_mtbf_h)
-    report["wall_s"] = round(time.perf_counter() - start, 2)
-    report["figures"] = goal_figures(report["goals"])
+    days, seeds = (0.5, 1) if args.quick else (args.days, args.seeds)
+    if days <= 0 or seeds < 1 or args.fault_scale < 0 or args.contention < 0 or args.model_params <= 0:
+        parser.error("--days and --model-params must be above 0, --seeds at least 1, the scales at least 0")
+    started = time.perf_counter()
+    try:
+        day_of(args.start)
+        jobs = load_philly(args.trace)
+        if args.sensitivity:
+            report = sensitivity(jobs, args.start, days, seeds, seed=args.seed)
+        else:
+            report = run(
+                jobs,
+                args.start,
+                days,
+                seeds,
+                seed=args.seed,
+                fault_scale=args.fault_scale,
+                contention=args.contention,
+                model_params=args.model_params,
+            )
+    except ValueError as err:
+        parser.exit(2, f"error: {err}\n")
+    report["wall_s"] = round(time.perf_counter() - started, 2)
     print(json.dumps(report, indent=2))
 
 

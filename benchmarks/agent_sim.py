@@ -3,6 +3,10 @@
 Gangs wait Pending, are admitted Inqueue and bound all at once by `components.volcano.scheduler.schedule` — the
 same function LocalCluster's controller calls — so gang admission, queue capability, queue weights and
 priority behave as they do there. Nodes fail and recover on the trace's schedule; pods on a failed node die.
+
+Reclaim, as Volcano's `reclaim` and `preempt` actions do it for a queue's owner: when an owner's gang (a job not
+marked `reclaimable`) cannot be placed, the jobs borrowing that queue (`reclaimable`, a lower priority) are
+evicted, the youngest first, as many as it takes — and only when evicting them makes the gang fit.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ class SimJob:
     avoid_nodes: tuple[str, ...] = ()
     on_start: Callable[[SimJob], None] = lambda job: None
     on_lost: Callable[[SimJob, str], None] = lambda job, node: None  # the job's pods died with this node
+    reclaimable: bool = False  # a borrower of its queue: the queue's owner may evict it
+    on_reclaimed: Callable[[SimJob], None] = lambda job: None  # evicted for the owner (SIGTERM, then killed)
     phase: str = "Pending"  # the PodGroup's: Pending, Inqueue, Running
     order: int = 0  # creation order; a Volcano RestartJob keeps it
     nodes: tuple[str, ...] = ()  # where each pod runs, once Running
@@ -58,6 +64,10 @@ class Simulation:
         self._tick = itertools.count()
         self._order = itertools.count()
         self.sessions = 0
+        self._dirty = False  # whether jobs or nodes changed since the last scheduling
+        self._gangs: dict[str, tuple[tuple[str, int, tuple[str, ...]], Gang]] = {}
+        self.partial_gangs = 0  # gangs started with fewer pods than minAvailable: must stay 0
+        self.reclaims = 0
 
     # -- the clock --------------------------------------------------------------------------------------
 
@@ -74,12 +84,15 @@ class Simulation:
             self.now = time_s
             while self._events and self._events[0][0] == time_s:
                 heapq.heappop(self._events)[2]()
-            self._schedule()
+            if self._dirty:  # a session over an unchanged cluster decides nothing new (a policy's Wait, say)
+                self._dirty = False
+                self._schedule()
 
     # -- what Volcano does ------------------------------------------------------------------------------
 
     def submit(self, job: SimJob, *, keep_order: bool = False) -> None:
         """Create the job's PodGroup (Pending); a RestartJob keeps the job's place with `keep_order`."""
+        self._dirty = True
         if not keep_order:
             job.order = next(self._order)
         job.phase, job.nodes = "Pending", ()
@@ -87,12 +100,14 @@ class Simulation:
 
     def finish(self, job: SimJob) -> None:
         """The job completed: its pods end and free their GPUs."""
+        self._dirty = True
         self.jobs.pop(job.key, None)
+        self._gangs.pop(job.key, None)
         job.phase, job.nodes = "Completed", ()
 
     def fail_node(self, node: str) -> None:
         """The node goes NotReady: every job with a pod there loses it and is told so."""
-        self.ready[node] = False
+        self.ready[node], self._dirty = False, True
         for job in [j for j in self.jobs.values() if j.phase == "Running" and node in j.nodes]:
             self.jobs.pop(job.key)
             job.phase = "Failed"
@@ -100,7 +115,7 @@ class Simulation:
 
     def recover_node(self, node: str) -> None:
         """The node is Ready again."""
-        self.ready[node] = True
+        self.ready[node], self._dirty = True, True
 
     def _schedule(self) -> None:
         """Scheduler sessions until one changes nothing (Volcano runs one a second; no time passes here)."""
@@ -109,7 +124,7 @@ class Simulation:
             if not waiting:
                 return
             self.sessions += 1
-            session = schedule(self._node_states(), self._queue_states(), [_gang(j) for j in waiting])
+            session = schedule(self._node_states(), self._queue_states(), [self._gang(j) for j in waiting])
             changed = False
             for key in session.enqueued:
                 self.jobs[key].phase, changed = "Inqueue", True
@@ -119,12 +134,49 @@ class Simulation:
                 placed.setdefault(key, []).append((int(index), node))
             for key, pods in sorted(placed.items(), key=lambda item: self.jobs[item[0]].order):
                 job = self.jobs[key]
+                self.partial_gangs += len(pods) < job.pods
                 job.phase, job.nodes, job.started_s = "Running", tuple(n for _, n in sorted(pods)), self.now
                 job.run += 1
                 job.on_start(job)
                 changed = True
-            if not changed:
+            if not changed and not self._reclaim():
                 return
+
+    def _reclaim(self) -> bool:
+        """Evict borrowers for the first owner's gang they keep out; whether any job was evicted."""
+        lenders: dict[str, list[SimJob]] = {}
+        for job in self.jobs.values():
+            if job.reclaimable and job.phase == "Running":
+                lenders.setdefault(job.queue, []).append(job)
+        if not lenders:
+            return False
+        free = sum(self.gpus_per_node - used for node, used in self._used().items() if self.ready[node])
+        waiting = (j for j in self.jobs.values() if j.queue in lenders and not j.reclaimable and j.phase != "Running")
+        for owner in sorted(waiting, key=lambda j: (-j.priority, j.order)):
+            borrowers = sorted(lenders[owner.queue], key=lambda j: -j.order)
+            cap = self.queues[owner.queue].capability.get(GPU, float("inf"))
+            room = cap - self._allocated(owner.queue)
+            if free + sum(j.gpus for j in borrowers) < owner.gpus or room + sum(j.gpus for j in borrowers) < owner.gpus:
+                continue  # evicting every borrower would not make it fit: Volcano evicts no one for nothing
+            evicted = False
+            while borrowers and (free < owner.gpus or room < owner.gpus):
+                victim = borrowers.pop(0)
+                self.jobs.pop(victim.key)
+                victim.phase = "Failed"  # its pods keep their nodes until the job is resubmitted
+                free, room, evicted = free + victim.gpus, room + victim.gpus, True
+                self.reclaims += 1
+                victim.on_reclaimed(victim)
+            if evicted:
+                return True
+        return False
+
+    def _gang(self, job: SimJob) -> Gang:
+        """The job's gang as the scheduler sees it, built once per phase and place in line."""
+        key = (job.phase, job.order, job.avoid_nodes)
+        cached = self._gangs.get(job.key)
+        if cached is None or cached[0] != key:
+            cached = self._gangs[job.key] = (key, _gang(job))
+        return cached[1]
 
     def _used(self) -> dict[str, float]:
         used = dict.fromkeys(self.ready, 0.0)

@@ -1,8 +1,9 @@
 """How each strategy of the agent benchmark lives through one fine-tuning request, attempt by attempt.
 
-`wait_full` and `argo_retry` are what a pipeline without the agent does; `rules` asks a `Policy` at plan and
-diagnose time, from an `Observation` built the way `agent.observe` builds one from a real cluster. Progress,
-GPU time used and GPU time thrown away by failures are accounted here.
+(a) `wait_full`, (b) `argo_retry`, (c) `volcano_ckpt` and (d) `elastic` are what a pipeline without the agent
+does; (e) `rules` and (f) `llm` ask a `Policy` at plan and diagnose time, from an `Observation` built the way
+`agent.observe` builds one from a real cluster. Progress, GPU time used, GPU time thrown away by failures and
+reclaims, and the time checkpoints and restarts cost (`Costs`) are accounted here.
 """
 
 from __future__ import annotations
@@ -18,13 +19,54 @@ from agent.policy import Policy
 from benchmarks.agent_sim import SimJob, Simulation
 from benchmarks.agent_trace import FALLBACK_QUEUE, TARGET_QUEUE, Request
 from components.volcano.cluster import Event, JobInfo, PodInfo
+from components.volcano.resources import GPU
 
-__all__ = ["ArgoRetry", "Outcome", "Rules", "Training", "WaitFull", "samples_per_s"]
+__all__ = [
+    "ArgoRetry",
+    "Costs",
+    "Elastic",
+    "Outcome",
+    "Rules",
+    "Training",
+    "VolcanoCheckpoint",
+    "WaitFull",
+    "samples_per_s",
+]
 
 MAX_ATTEMPTS = 4  # Volcano's default maxRetry is 3 restarts; Argo's retryStrategy limit 3; the request's budget 4
 STEP_S = 30.0  # an Argo script step (plan, diagnose): pod start and a few API calls
 ARGO_BACKOFF_S = 60.0  # retryStrategy.backoff: duration 1m, factor 2
 _PRIORITIES = {"": 0}  # PriorityClass name -> value; the requests ask for none
+# Measured with `benchmarks/train.py --rounds 1 --steps 8` (2026-12-01, the 2-core development machine, local disk):
+# our Checkpointer saved the `small` model's 50.7 MB checkpoint (4.2 M parameters) in 52 ms and loaded it in 58 ms.
+CHECKPOINT_BYTES_PER_PARAM, WEIGHT_BYTES_PER_PARAM = 12, 4
+SAVE_BYTES_PER_S, LOAD_BYTES_PER_S = 971e6, 878e6
+POD_START_S = 60.0  # scheduling to first step, before any loading: pod start, image cached, NCCL init
+MODEL_PARAMS = 7e9  # what the benchmark's requests fine-tune: a 7 B model, fully (not LoRA)
+BORROWER_PRIORITY = -1  # a run in the fallback queue has a lower PriorityClass than the queue owner's jobs
+
+
+@dataclass(frozen=True)
+class Costs:
+    """What checkpoints and restarts cost, in seconds of the whole gang's time (`Costs.for_model` derives them)."""
+
+    save_s: float = 0.0  # training stops while rank 0 writes a checkpoint
+    resume_s: float = 0.0  # an attempt from a checkpoint: pod start, base model and checkpoint loaded
+    scratch_s: float = 0.0  # an attempt from step 0: pod start and base model loaded
+    grace_s: float = 300.0  # terminationGracePeriodSeconds (the job builder's default): time to save on SIGTERM
+
+    @classmethod
+    def for_model(cls, params: float) -> Costs:
+        """The costs for a full fine-tune of `params` parameters, scaled from our trainer's measured checkpoint.
+
+        A checkpoint holds 12 bytes a parameter (fp32 weights and AdamW's two moments, as our Checkpointer writes
+        them); a fresh attempt loads the fp32 base weights (4 bytes a parameter); both at the measured speeds.
+        """
+        return cls(
+            save_s=CHECKPOINT_BYTES_PER_PARAM * params / SAVE_BYTES_PER_S,
+            resume_s=POD_START_S + CHECKPOINT_BYTES_PER_PARAM * params / LOAD_BYTES_PER_S,
+            scratch_s=POD_START_S + WEIGHT_BYTES_PER_PARAM * params / LOAD_BYTES_PER_S,
+        )
 
 
 def samples_per_s(per_gpu: float, gpus: int, efficiency: float) -> float:
@@ -38,6 +80,7 @@ class Outcome:
 
     name: str
     arrival_s: float
+    gpus: int  # asked for
     status: str = "unfinished"  # finished, aborted, unfinished (the horizon came first)
     end_s: float = 0.0
     first_start_s: float | None = None
@@ -46,17 +89,26 @@ class Outcome:
     gpu_s_used: float = 0.0
     gpu_s_lost: float = 0.0
     shapes: list[tuple[int, str]] = field(default_factory=list)  # (GPUs, queue) of each attempt that ran
+    batches: list[int] = field(default_factory=list)  # the global batch each attempt that ran trained with
+    reclaims: int = 0
+    changed_batches: int = 0  # attempts that trained with another global batch than the request's
+    gpu_s_overhead: float = 0.0  # of the GPU time used: restarts and checkpoint writes
     reason: str = ""
 
 
 class Training:
     """One request's life under a strategy; subclasses choose each attempt's shape and what a failure leads to."""
 
-    def __init__(self, sim: Simulation, request: Request, efficiency: float) -> None:
-        self.sim, self.request, self.efficiency = sim, request, efficiency
-        self.out = Outcome(request.name, request.arrival_s)
+    checkpoints = False  # whether attempts write (and pay for) checkpoints that a later attempt may resume from
+    sigterm_checkpoint = False  # whether a reclaimed attempt checkpoints in its grace period (issue 7's trainer)
+
+    def __init__(self, sim: Simulation, request: Request, efficiency: float, costs: Costs) -> None:
+        self.sim, self.request, self.efficiency, self.costs = sim, request, efficiency, costs
+        self.out = Outcome(request.name, request.arrival_s, request.gpus)
         self.steps_done = 0  # durable progress: what the next attempt starts from
         self.checkpoint_step = 0  # the latest complete checkpoint when the last attempt died
+        self.batch = request.global_batch  # the global batch of the attempt launched last
+        self._startup = 0.0  # the running attempt's startup_s
         sim.at(request.arrival_s, self.begin)
 
     def begin(self) -> None:
@@ -64,55 +116,98 @@ class Training:
         self.sim.at(self.sim.now + STEP_S, lambda: self.launch(self.request.gpus, TARGET_QUEUE))
 
     def launch(self, gpus: int, queue: str, avoid: tuple[str, ...] = (), priority: int = 0) -> None:
-        """Submit the next attempt as a new VCJob of `gpus` one-GPU pods."""
+        """Submit the next attempt as a new VCJob of `gpus` one-GPU pods (a borrower in the fallback queue)."""
         self.out.attempts += 1
+        borrower = queue == FALLBACK_QUEUE
         job = SimJob(
             key=f"default/{self.request.name}-{self.out.attempts}",
             queue=queue,
             pods=gpus,
             gpus_per_pod=1,
-            priority=priority,
+            priority=BORROWER_PRIORITY if borrower else priority,
             avoid_nodes=avoid,
             on_start=self._started,
             on_lost=self._lost,
+            reclaimable=borrower,
+            on_reclaimed=self._reclaimed,
         )
         self.sim.submit(job)
 
     def steps_per_s(self, gpus: int) -> float:
-        """The true speed of this request at `gpus` GPUs, in optimizer steps."""
+        """The true speed of this request at `gpus` GPUs, in optimizer steps of the request's global batch."""
         return samples_per_s(self.request.per_gpu_samples_per_s, gpus, self.efficiency) / self.request.global_batch
+
+    def startup_s(self) -> float:
+        """Seconds the attempt starting now spends before its first step."""
+        return self.costs.resume_s if self.steps_done else self.costs.scratch_s
 
     def _started(self, job: SimJob) -> None:
         if self.out.first_start_s is None:
             self.out.first_start_s = self.sim.now
         self.out.shapes.append((job.gpus, job.queue))
-        left = self.request.max_steps - self.steps_done
+        self.out.batches.append(self.batch)
+        self.out.changed_batches += self.batch != self.request.global_batch
+        self._startup = self.startup_s()
         run = job.run
-        self.sim.at(self.sim.now + left / self.steps_per_s(job.gpus), lambda: self._completed(job, run))
+        end = self.sim.now + self._startup + self.training_s(job.gpus)
+        self.sim.at(end, lambda: self._completed(job, run))
+
+    def training_s(self, gpus: int) -> float:
+        """Seconds from the first step to the last on `gpus` GPUs, the checkpoint writes on the way included."""
+        train_s = (self.request.max_steps - self.steps_done) / self.steps_per_s(gpus)
+        saves = math.floor(train_s / self.request.checkpoint_every_s) if self.checkpoints else 0
+        return train_s + saves * self.costs.save_s
+
+    def progress_s(self, elapsed: float) -> tuple[float, float, float]:
+        """Of a run `elapsed` seconds old: seconds trained, seconds trained that a checkpoint holds, and when
+        (seconds into the run) that checkpoint was complete."""
+        every, save = self.request.checkpoint_every_s, self.costs.save_s
+        training = max(0.0, elapsed - self._startup)
+        if not self.checkpoints:
+            return training, 0.0, 0.0
+        saved = math.floor(training / (every + save))
+        trained = saved * every + min(training - saved * (every + save), every)
+        return trained, saved * every, (self._startup + saved * (every + save)) if saved else 0.0
 
     def _completed(self, job: SimJob, run: int) -> None:
         if job.run != run or job.phase != "Running":
             return  # that run died before it could finish
-        self.out.gpu_s_used += job.gpus * (self.sim.now - job.started_s)
+        elapsed = self.sim.now - job.started_s
+        self._account(job, elapsed, elapsed)
         self.sim.finish(job)
         self.steps_done = self.request.max_steps
         self.end("finished")
 
+    def _account(self, job: SimJob, held_s: float, kept_s: float) -> None:
+        """Add one ended run: GPUs held `held_s`, of which `kept_s` went into work that survives it."""
+        trained, _, _ = self.progress_s(held_s)
+        self.out.gpu_s_used += job.gpus * held_s
+        self.out.gpu_s_lost += job.gpus * (held_s - kept_s)
+        self.out.gpu_s_overhead += job.gpus * max(0.0, held_s - trained)
+
     def _lost(self, job: SimJob, node: str) -> None:
         elapsed = self.sim.now - job.started_s
-        kept_s = self.kept_s(elapsed)
+        _, kept, kept_at = self.progress_s(elapsed)
         self.out.failures += 1
-        self.out.gpu_s_used += job.gpus * elapsed
-        self.out.gpu_s_lost += job.gpus * (elapsed - kept_s)
-        self.checkpoint_step = self.steps_done + int(kept_s * self.steps_per_s(job.gpus))
+        self._account(job, elapsed, kept_at)
+        self.checkpoint_step = self.steps_done + int(kept * self.steps_per_s(job.gpus))
         self.recover(job, node)
 
-    def kept_s(self, elapsed: float) -> float:
-        """Seconds of the dead run that survive it: none when the strategy restarts from scratch."""
-        return 0.0
+    def _reclaimed(self, job: SimJob) -> None:
+        """The owner took the GPUs back: SIGTERM, then the grace period; a checkpoint there keeps all the work."""
+        elapsed = self.sim.now - job.started_s
+        trained, kept, kept_at = self.progress_s(elapsed)
+        self.out.reclaims += 1
+        if self.sigterm_checkpoint and self.checkpoints and self.costs.save_s <= self.costs.grace_s:
+            self._account(job, elapsed + self.costs.save_s, elapsed + self.costs.save_s)
+            kept = trained
+        else:
+            self._account(job, elapsed, kept_at)
+        self.checkpoint_step = self.steps_done + int(kept * self.steps_per_s(job.gpus))
+        self.recover(job, "")
 
     def recover(self, job: SimJob, node: str) -> None:
-        """What a strategy does once a node failure killed `job`."""
+        """What a strategy does once a node failure (or, with `node` empty, a reclaim) ended `job`."""
         raise NotImplementedError
 
     def end(self, status: str, reason: str = "") -> None:
@@ -129,8 +224,14 @@ class WaitFull(Training):
             self.end("aborted", f"maxRetry reached after {self.out.attempts} attempts")
             return
         self.out.attempts += 1
-        self.steps_done = 0
+        self.steps_done = self.checkpoint_step if self.checkpoints else 0
         self.sim.submit(job, keep_order=True)
+
+
+class VolcanoCheckpoint(WaitFull):
+    """(c) Volcano plus checkpointing: the full GPUs; RestartJob resumes from the latest checkpoint, same size."""
+
+    checkpoints = True
 
 
 class ArgoRetry(Training):
@@ -146,11 +247,47 @@ class ArgoRetry(Training):
         self.sim.at(self.sim.now + backoff, lambda: self.launch(self.request.gpus, TARGET_QUEUE))
 
 
-class Rules(Training):
-    """(c) The agent: plan and diagnose decided by a policy over what `agent.observe` would see."""
+class Elastic(Training):
+    """(d) Elastic without batch care: each attempt takes the GPUs free now, at the same micro-batch and
+    accumulation, so the global batch shrinks with it (Kueue's partial admission); resumes from checkpoints."""
 
-    def __init__(self, sim: Simulation, request: Request, efficiency: float, policy: Policy) -> None:
-        super().__init__(sim, request, efficiency)
+    checkpoints = True
+
+    def begin(self) -> None:
+        """The first attempt is sized when its plan step has run."""
+        self.sim.at(self.sim.now + STEP_S, self.launch_free)
+
+    def launch_free(self) -> None:
+        """The most GPUs (up to the request's) free now on ready nodes and in the queue's room; fewer than the
+        request's floor free means the full size is submitted and waits."""
+        req = self.request
+        free = sum(n.gpu_allocatable - n.gpu_allocated for n in self.sim.node_infos() if n.ready)
+        snapshot = self.sim.queue_snapshot(TARGET_QUEUE)
+        room = snapshot.capability.get(GPU, math.inf) - snapshot.allocated.get(GPU, 0.0)
+        gpus = int(min(req.gpus, free, room))
+        gpus = gpus if gpus >= req.gpus_min else req.gpus
+        accum = req.global_batch // (req.gpus * req.micro_batch)
+        self.batch = gpus * req.micro_batch * accum
+        self.launch(gpus, TARGET_QUEUE)
+
+    def recover(self, job: SimJob, node: str) -> None:
+        """Resubmit from the latest checkpoint at whatever is free then, until the budget is spent."""
+        if self.out.attempts >= MAX_ATTEMPTS:
+            self.end("aborted", f"retry limit reached after {self.out.attempts} attempts")
+            return
+        self.steps_done = self.checkpoint_step
+        self.sim.at(self.sim.now + STEP_S, self.launch_free)
+
+
+class Rules(Training):
+    """(e) The agent, (f) through the LLM policy: plan and diagnose decided by a policy over what `agent.observe`
+    would see; the trainer checkpoints periodically and on SIGTERM."""
+
+    checkpoints = True
+    sigterm_checkpoint = True
+
+    def __init__(self, sim: Simulation, request: Request, efficiency: float, costs: Costs, policy: Policy) -> None:
+        super().__init__(sim, request, efficiency, costs)
         self.policy = policy
         self.avoid: list[str] = []
         self.resume = ""
@@ -166,6 +303,7 @@ class Rules(Training):
         action = self.policy.decide(self.observe(), "plan").action
         self.kinds[action.kind] += 1
         if isinstance(action, Proceed | Downscale):
+            self.batch = action.global_batch
             self.launch(action.gpus, action.queue, tuple(self.avoid), _PRIORITIES.get(action.priority_class, 0))
         elif isinstance(action, Wait):
             self.sim.at(self.sim.now + action.recheck_s, self.plan)
@@ -173,11 +311,6 @@ class Rules(Training):
             self.end("aborted", action.reason)
         else:
             raise RuntimeError(f"the policy answered {action.kind} at plan time")
-
-    def kept_s(self, elapsed: float) -> float:
-        """Everything up to the last complete checkpoint of this run survives it."""
-        every = self.request.checkpoint_every_s
-        return math.floor(elapsed / every) * every
 
     def recover(self, job: SimJob, node: str) -> None:
         """The diagnose step looks at the dead job; a retry goes back through plan (the recursive DAG)."""
@@ -243,8 +376,32 @@ class Rules(Training):
 
 
 def _failed_job(job: SimJob, node: str) -> JobInfo:
-    """The dead attempt as LocalCluster reports it: pods on the node Evicted, the others killed by the job policy."""
+    """The dead attempt as LocalCluster reports it: pods on the node Evicted, the others killed by the job policy;
+    with no `node`, every pod Reclaimed by the queue's owner."""
     name = job.key.split("/", 1)[1]
+    if not node:
+        return JobInfo(
+            name=name,
+            uid=f"uid-{name}",
+            queue=job.queue,
+            phase="Failed",
+            min_available=job.pods,
+            pods=[
+                PodInfo(
+                    name=f"{name}-{'master' if i == 0 else 'worker'}-{0 if i == 0 else i - 1}",
+                    task="master" if i == 0 else "worker",
+                    index=0 if i == 0 else i - 1,
+                    node=pod_node,
+                    phase="Failed",
+                    reason="Reclaimed",
+                    gpus=job.gpus_per_pod,
+                )
+                for i, pod_node in enumerate(job.nodes)
+            ],
+            podgroup_phase="Completed",
+            reason="PodEvicted",
+            message=f"pods reclaimed: queue {job.queue}'s owner took its GPUs back",
+        )
     pods = [
         PodInfo(
             name=f"{name}-{'master' if i == 0 else 'worker'}-{0 if i == 0 else i - 1}",

@@ -1,7 +1,8 @@
-"""The seeded trace the agent benchmark replays: a contended 16-node GPU cluster over a simulated day.
+"""What the agent benchmark replays: the trace's records, our fine-tuning requests and the node faults.
 
-Everything that happens whatever the strategy is drawn here, once per seed: the queues, other tenants' jobs, the
-fine-tuning requests and the node outages. `docs/agent-benchmark.md` explains each number and why it was chosen.
+Everything that happens whatever the strategy is drawn once per seed: the other tenants' jobs (from Philly,
+`benchmarks/agent_philly.py`), the fine-tuning requests and the node faults (here). `docs/agent-benchmark.md`
+explains each number and why it was chosen.
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ import math
 import random
 from dataclasses import dataclass
 
-from components.volcano.resources import GPU
 from components.volcano.scheduler import QueueState
 
-__all__ = ["Outage", "Request", "TenantJob", "Trace", "make_trace"]
+__all__ = ["Outage", "Request", "TenantJob", "Trace", "draw_outages", "draw_requests"]
 
 HOUR = 3600.0
 DAY = 24 * HOUR
@@ -22,23 +22,10 @@ NODES = 16
 GPUS_PER_NODE = 8
 TARGET_QUEUE = "ml-team"
 FALLBACK_QUEUE = "ml-spare"
-# name -> (weight, GPU capability). The capabilities add up to 184 of 128 GPUs: over-subscribed, as real quotas are.
-QUEUES = {
-    TARGET_QUEUE: (2, 48),
-    FALLBACK_QUEUE: (1, 32),
-    "research": (3, 72),
-    "batch": (1, 32),
-}
-# Other tenants, per queue: arrivals per hour (daily mean), job shapes (pods, GPUs per pod) with their weights,
-# median hold time in hours and its log-normal spread, and the priority of their PriorityClass.
-TENANTS = {
-    "research": (0.9, [((1, 8), 0.5), ((2, 8), 0.35), ((4, 8), 0.15)], 3.0, 0.6, 0),
-    "batch": (3.0, [((1, 1), 0.25), ((1, 2), 0.25), ((1, 4), 0.25), ((1, 8), 0.25)], 1.0, 0.5, 100),
-    TARGET_QUEUE: (0.5, [((1, 8), 0.5), ((2, 8), 0.5)], 2.5, 0.5, 0),
-    FALLBACK_QUEUE: (0.5, [((1, 4), 0.5), ((1, 8), 0.5)], 2.0, 0.5, 0),
-}
-WARMUP_S = 12 * HOUR  # tenants start arriving this long before the first request, so the day starts busy
-NODE_MTBF_S = 7 * DAY  # mean time between NotReady events of one node, all causes (see the docs)
+# Node faults at the rate Meta reports for Llama 3 405B's pre-training: 419 unexpected interruptions in 54 days on
+# 16,384 GPUs (2,048 nodes of 8), about half of them GPU or HBM faults; every one is taken as one node fault.
+LLAMA3_INTERRUPTIONS, LLAMA3_DAYS, LLAMA3_NODES = 419, 54, 2048
+NODE_MTBF_S = LLAMA3_DAYS * LLAMA3_NODES / LLAMA3_INTERRUPTIONS * DAY  # ~264 node-days between faults of one node
 OUTAGE_MEDIAN_S = 40 * 60.0
 
 
@@ -91,38 +78,13 @@ class Trace:
     tenants: tuple[TenantJob, ...]
     outages: tuple[Outage, ...]
     horizon_s: float
+    start_s: float  # the tenants' warm-up starts here, before the first request (time 0)
+    about: dict[str, object]  # how the trace was made, for the report
+    gpus_per_node: int = GPUS_PER_NODE
 
 
-def diurnal(t: float) -> float:
-    """Tenant load over the day: 1.4x from 08:00 to 20:00, 0.6x at night (mean 1.0)."""
-    hour = (t % DAY) / HOUR
-    return 1.4 if 8 <= hour < 20 else 0.6
-
-
-def make_trace(
-    seed: int = 0,
-    requests: int = 50,
-    *,
-    window_s: float = DAY,
-    horizon_s: float = 7 * DAY,
-    node_mtbf_s: float = NODE_MTBF_S,
-) -> Trace:
-    """Draw a trace: `requests` fine-tuning runs arriving over `window_s` among tenants and outages to `horizon_s`."""
-    rng = random.Random(seed)
-    nodes = tuple(f"node-{i:02d}" for i in range(NODES))
-    queues = tuple(QueueState(name=q, weight=w, capability={GPU: float(c)}) for q, (w, c) in QUEUES.items())
-    return Trace(
-        seed=seed,
-        nodes=nodes,
-        queues=queues,
-        requests=_requests(random.Random(rng.random()), requests, window_s),
-        tenants=_tenants(random.Random(rng.random()), horizon_s),
-        outages=_outages(random.Random(rng.random()), nodes, horizon_s, node_mtbf_s),
-        horizon_s=horizon_s,
-    )
-
-
-def _requests(rng: random.Random, count: int, window_s: float) -> tuple[Request, ...]:
+def draw_requests(rng: random.Random, count: int, window_s: float) -> tuple[Request, ...]:
+    """`count` fine-tuning requests arriving uniformly over `window_s`, each with its own size, speed and work."""
     out = []
     for i, arrival in enumerate(sorted(rng.uniform(0, window_s) for _ in range(count))):
         gpus, micro = 8, rng.choice([2, 4])
@@ -148,27 +110,13 @@ def _requests(rng: random.Random, count: int, window_s: float) -> tuple[Request,
     return tuple(out)
 
 
-def _tenants(rng: random.Random, horizon_s: float) -> tuple[TenantJob, ...]:
-    out: list[TenantJob] = []
-    for queue, (rate_h, shapes, median_h, sigma, priority) in TENANTS.items():
-        # A Poisson process thinned by the diurnal curve (peak 1.4x).
-        t, peak = -WARMUP_S, rate_h * 1.4 / HOUR
-        while True:
-            t += rng.expovariate(peak)
-            if t >= horizon_s:
-                break
-            if rng.random() * 1.4 > diurnal(t):
-                continue
-            (pods, per_pod), *_ = rng.choices([s for s, _ in shapes], weights=[w for _, w in shapes])
-            hold = min(rng.lognormvariate(math.log(median_h * HOUR), sigma), 24 * HOUR)
-            out.append(TenantJob(f"{queue}-{len(out):04d}", queue, t, pods, per_pod, hold, priority))
-    return tuple(sorted(out, key=lambda j: (j.arrival_s, j.name)))
-
-
-def _outages(rng: random.Random, nodes: tuple[str, ...], horizon_s: float, mtbf_s: float) -> tuple[Outage, ...]:
+def draw_outages(
+    rng: random.Random, nodes: tuple[str, ...], start_s: float, horizon_s: float, mtbf_s: float
+) -> tuple[Outage, ...]:
+    """Each node's faults from `start_s` to `horizon_s`: exponential up-times of mean `mtbf_s`, log-normal repairs."""
     out = []
     for node in nodes:
-        t = -WARMUP_S
+        t = start_s
         while True:
             t += rng.expovariate(1.0 / mtbf_s)
             if t >= horizon_s:

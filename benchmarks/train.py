@@ -2,7 +2,9 @@
 
 "Ours" is `components.finetune.train.train` on one rank: it draws each global batch from the data order, pads
 it, normalises the loss by the batch's completion tokens, clips gradients, steps the schedule, and records
-metrics every step (checkpoints only at the end, outside the timed steps). "Bare" is the loop anyone would write:
+metrics every step (checkpoints only at the end, outside the timed steps). Beside the step times it times our
+`Checkpointer` saving and loading the run's final checkpoint (weights, AdamW state, RNG): the bytes per second the
+agent benchmark scales to its model size (docs/agent-benchmark.md). "Bare" is the loop anyone would write:
 one fixed batch, `model(..., labels=...)`, backward, AdamW step. Every example has the same length, so both
 loops compute on tensors of the same shape. Rounds alternate between the two to spread the noise of a shared
 machine evenly; the figure is the ratio of median step times (goal: at most 1.1). Prints one JSON document.
@@ -23,6 +25,7 @@ import torch
 from goals import figure
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from components.finetune.checkpoint import Checkpointer
 from components.finetune.config import TrainConfig
 from components.finetune.data import collate, tokenize
 from components.finetune.distributed import Distributed
@@ -81,6 +84,30 @@ def our_loop(model_dir: Path, data: Path, work: Path, batch: int, steps: int) ->
     return [json.loads(line)["step_time_s"] for line in lines]
 
 
+def time_checkpoint(checkpoints: Path, copies: Path, repeats: int = 3) -> dict[str, float]:
+    """Seconds our Checkpointer takes to load and to save the run's newest checkpoint, best of `repeats`."""
+    source = Checkpointer(checkpoints)
+    latest = source.latest()
+    assert latest is not None, "the timed run writes a final checkpoint"
+    size = sum(f.stat().st_size for f in latest.iterdir())
+    loads, saves = [], []
+    for i in range(repeats):
+        started = time.perf_counter()
+        metadata, state = source.load(latest)
+        loads.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        Checkpointer(copies / str(i), keep=1).save(metadata, state)
+        saves.append(time.perf_counter() - started)
+    save_s, load_s = min(saves), min(loads)
+    return {
+        "bytes": size,
+        "save_s": round(save_s, 4),
+        "load_s": round(load_s, 4),
+        "save_mb_per_s": round(size / save_s / 1e6, 1),
+        "load_mb_per_s": round(size / load_s / 1e6, 1),
+    }
+
+
 def summarize(times: list[float]) -> dict[str, float]:
     ms = sorted(t * 1000 for t in times)
     return {
@@ -105,6 +132,7 @@ def bench_size(name: str, root: Path, args: argparse.Namespace) -> dict[str, obj
         ours += our_times
     params = sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(model_dir).parameters())
     tokens = len(tokenize(rows[:1], AutoTokenizer.from_pretrained(model_dir), 128)[0].input_ids)
+    checkpoint = time_checkpoint(root / name / "run-0" / "checkpoints", root / name / "copies")
     ours_s, bare_s = summarize(ours), summarize(bare)
     ratio = ours_s["median_ms"] / bare_s["median_ms"]
     return {
@@ -116,6 +144,7 @@ def bench_size(name: str, root: Path, args: argparse.Namespace) -> dict[str, obj
         "ratio_median": round(ratio, 3),
         "ratio_per_round": per_round,  # the spread shows how much a shared machine moved the figure
         "meets_goal": ratio <= 1.1,
+        "checkpoint": checkpoint,
     }
 
 
