@@ -40,7 +40,8 @@ FAULTS: tuple[Fault, ...] = (
         "node-dies",
         "† a GPU node dies during training",
         "retry from the latest complete checkpoint on other nodes; <= one interval lost; released",
-        _MATRIX + "test_a_node_dying_during_training_is_retried_off_it_and_the_model_is_released",
+        "tests/integration/test_fault_matrix_pipeline.py::"
+        "test_a_node_dying_during_training_is_retried_off_it_and_the_model_is_released",
         "pipeline",
         e2e="tests/e2e/test_real_pods.py::test_a_real_node_dies_mid_training_and_the_retry_resumes_off_it_from_the_latest_checkpoint",
     ),
