@@ -258,7 +258,10 @@ def build_loadtest_job(context: JobContext, *, model_uri: str, slo_ttft_ms: floa
     """One gang of two tasks, `server` and `client`: both start together or neither does.
 
     The client finds the server through `VC_SERVER_HOSTS` (the `svc` and `env` plugins set it on a real
-    cluster and on LocalCluster alike); the job completes when the client does, and any failed pod ends it.
+    cluster and on LocalCluster alike); the job completes when the client does. A server that dies mid-test
+    does not end the job: the client counts the requests that failed and writes its report, and the release
+    step's gate refuses on them (Volcano looks at a task's own policies first, then at the job's). A failed
+    client ends the job, else the server would serve forever.
     """
     server = _container(
         context,
@@ -282,7 +285,15 @@ def build_loadtest_job(context: JobContext, *, model_uri: str, slo_ttft_ms: floa
     )
     tasks = [
         _task(context, "server", server),
-        _task(context, "client", client, [LifecyclePolicy(event="TaskCompleted", action="CompleteJob")]),
+        _task(
+            context,
+            "client",
+            client,
+            [
+                LifecyclePolicy(event="TaskCompleted", action="CompleteJob"),
+                LifecyclePolicy(event="PodFailed", action="TerminateJob"),
+            ],
+        ),
     ]
     return _job(
         context,
@@ -290,11 +301,7 @@ def build_loadtest_job(context: JobContext, *, model_uri: str, slo_ttft_ms: floa
         tasks,
         min_available=2,
         plugins={"svc": [], "env": []},
-        policies=[
-            LifecyclePolicy(event="PodEvicted", action="RestartJob"),
-            # A crashed server would leave the client waiting, a crashed client the server serving forever.
-            LifecyclePolicy(event="PodFailed", action="TerminateJob"),
-        ],
+        policies=[LifecyclePolicy(event="PodEvicted", action="RestartJob")],
     )
 
 

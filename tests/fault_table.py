@@ -127,6 +127,7 @@ FAULTS: tuple[Fault, ...] = (
         "errors counted; SLO gate fails; nothing released",
         _MATRIX + "test_a_load_test_server_dying_mid_test_counts_errors_fails_the_gate_and_releases_nothing",
         "serving server + load-test client + release decision",
+        e2e="tests/e2e/test_real_pods.py::test_the_load_test_server_dying_mid_test_counts_errors_fails_the_gate_and_releases_nothing",
     ),
     Fault(
         "llm-bad",
@@ -148,14 +149,15 @@ def record_fault(
     record_property(_PROPERTY, json.dumps({"key": key, "outcome": outcome, "steps": steps_lost, "data": data_lost}))
 
 
-_recorded: dict[str, dict[str, str]] = {}
+_recorded: dict[tuple[str, str], dict[str, str]] = {}  # (fault key, driving test) -> what it measured
 _outcomes: dict[str, str] = {}
+_DRIVERS = {f.test for f in FAULTS} | {f.e2e for f in FAULTS if f.e2e}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Keep the rows recorded by driving tests, and each driving test's outcome (a failure in any phase wins)."""
     test = report.nodeid.split("[")[0]  # every parameter of a parametrized driver counts for its row
-    if test not in {f.test for f in FAULTS}:
+    if test not in _DRIVERS:
         return
     if report.when == "call" or report.outcome != "passed":
         if _outcomes.get(test) != "failed":
@@ -163,30 +165,36 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     for name, value in report.user_properties:
         if name == _PROPERTY:
             row = json.loads(str(value))
-            _recorded[row["key"]] = row
+            _recorded[(row["key"], test)] = row
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Print the fault table when any of its tests ran."""
-    if not _outcomes:
-        return
-    rows = [("fault", "outcome", "steps lost", "data lost", "level")]
-    for fault in FAULTS:
-        outcome = _outcomes.get(fault.test)
-        row = _recorded.get(fault.key)
-        if outcome is None:
-            rows.append((fault.fault, "not run in this session", "-", "-", fault.level))
-        elif outcome != "passed":
-            rows.append((fault.fault, outcome.upper(), "?", "?", fault.level))
-        elif row is None:
-            rows.append((fault.fault, "passed: " + fault.expected, *fault.proves, fault.level))
-        else:
-            rows.append((fault.fault, row["outcome"], row["steps"], row["data"], fault.level))
+def _row(fault: Fault, test: str) -> tuple[str, str, str, str, str]:
+    outcome, row = _outcomes.get(test), _recorded.get((fault.key, test))
+    level = fault.level if test == fault.test else "real pods"
+    if outcome is None:
+        return (fault.fault, "not run in this session", "-", "-", level)
+    if outcome != "passed":
+        return (fault.fault, outcome.upper(), "?", "?", level)
+    if row is None:
+        return (fault.fault, "passed: " + fault.expected, *fault.proves, level)
+    return (fault.fault, row["outcome"], row["steps"], row["data"], level)
+
+
+def _write(terminalreporter: pytest.TerminalReporter, title: str, rows: list[tuple[str, ...]]) -> None:
+    rows = [("fault", "outcome", "steps lost", "data lost", "level"), *rows]
     widths = [min(60, max(len(r[i]) for r in rows)) for i in range(4)]
-    terminalreporter.write_sep("=", "fault matrix (issue 16, tests/fault_table.py)")
+    terminalreporter.write_sep("=", title)
     for row in rows:
         cells = [cell[:60].ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
         level = "pipeline" if row[4] == "pipeline" else row[4].split(":")[0].split(" (")[0]
         terminalreporter.write_line(" | ".join([*cells, level]))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the fault table when any of its tests ran, and the † rows' table when any real-pods driver ran."""
     marked = [f for f in FAULTS if f.e2e]
-    terminalreporter.write_line("† also in make e2e: " + "; ".join(f.e2e.split("::")[-1] for f in marked))
+    if any(f.test in _outcomes for f in FAULTS):
+        _write(terminalreporter, "fault matrix (issue 16, tests/fault_table.py)", [_row(f, f.test) for f in FAULTS])
+        terminalreporter.write_line("† also in make e2e: " + "; ".join(f.e2e.split("::")[-1] for f in marked))
+    if any(f.e2e in _outcomes for f in marked):
+        _write(terminalreporter, "fault matrix, † rows on real pods (make e2e)", [_row(f, f.e2e) for f in marked])

@@ -141,19 +141,23 @@ def step_command(
 ) -> None:
     """Load-test the gang's server (VC_SERVER_HOSTS) and write the report; the SLO verdict is the release step's."""
     from components.loadtest.step import run_step
+    from components.progress import Progress
 
-    outcome = run_step(
-        report,
-        port=port,
-        requests=requests,
-        concurrency=concurrency,
-        slo_ttft_ms=slo_ttft_ms,
-        slo_tpot_ms=slo_tpot_ms,
-        dataset=dataset,
-        max_tokens=max_tokens,
-        wait_s=wait_s,
-        records=records,
-    )
+    # A line every few seconds in the step's log (stderr: stdout ends with the JSON line).
+    with Progress(sys.stderr).steps("requests", requests, every_s=5) as advance:
+        outcome = run_step(
+            report,
+            port=port,
+            requests=requests,
+            concurrency=concurrency,
+            slo_ttft_ms=slo_ttft_ms,
+            slo_tpot_ms=slo_tpot_ms,
+            dataset=dataset,
+            max_tokens=max_tokens,
+            wait_s=wait_s,
+            records=records,
+            on_done=lambda n: advance(n, ""),
+        )
     summary = outcome.summary()
     print(json.dumps({k: summary[k] for k in ("ttft_p95_ms", "tpot_p95_ms", "errors", "slo_passed", "slo_reason")}))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from components.files import write_json
@@ -55,11 +55,13 @@ def run_step(
     max_tokens: int,
     wait_s: float,
     records: Path | None = None,
+    on_done: Callable[[int], None] | None = None,
 ) -> Outcome:
     """Load-test the gang's server, write the report and the records (default: records.jsonl beside the report).
 
     Raises LoadtestError (bad options or dataset) or ServerUnreachable (the server never came up); nothing is
-    written then. In a workflow the figures also go to the step's MLflow child run.
+    written then. In a workflow the figures also go to the step's MLflow child run. `on_done(n)` hears after each
+    request how many have ended.
     """
     config = build_config(
         url=gang_server(port),
@@ -71,7 +73,7 @@ def run_step(
         max_tokens=max_tokens,
         wait_healthy_s=wait_s,
     )
-    outcome = asyncio.run(run_loadtest(config))
+    outcome = asyncio.run(run_loadtest(config, on_done))
     write_json(report, outcome.summary())
     records = records or report.with_name("records.jsonl")
     write_records(records, outcome.records)

@@ -6,6 +6,7 @@ import pytest
 from contract_kit import FOREVER, Ctx, task
 
 from components.volcano.cluster import Conflict, Invalid, JobNotFound
+from pipelines.vcjobs import JobContext, build_loadtest_job
 
 pytestmark = pytest.mark.integration
 
@@ -86,6 +87,32 @@ def test_task_completed_completes_the_job_while_other_pods_still_run(ctx: Ctx):
     # CompleteJob stops the remaining pods, and Volcano deletes the pods it stopped (seen on real pods too: the
     # load test's server is gone once its client completes): the job keeps only the pod that ended by itself.
     assert [(p.task, p.phase) for p in done.pods] == [("master", "Succeeded")]
+
+
+def test_the_load_tests_server_dying_leaves_the_job_to_its_client_which_completes_it(ctx: Ctx):
+    # The policies the pipeline gives its load test: a task's own policies first, then the job's (Volcano's rule).
+    rendered = build_loadtest_job(
+        JobContext(workflow="contract", workspace="/tmp/contract", image="local"),
+        model_uri="model",
+        slo_ttft_ms=1,
+        slo_tpot_ms=1,
+    ).to_dict()
+    policies = {t["name"]: t.get("policies") for t in rendered["spec"]["tasks"]}
+    tasks = [
+        task("server", 1, runs=FOREVER, policies=policies["server"]),
+        task("client", 1, runs=4 * ctx.slow, policies=policies["client"]),
+    ]
+    ctx.cluster.submit(ctx.job("gate", tasks=tasks, policies=rendered["spec"]["policies"]))
+    ctx.cluster.wait("gate", {"Running"}, timeout=20 * ctx.slow, namespace=ctx.ns)
+    ctx.cluster.kill_pod("gate-server-0", ctx.ns)
+    ctx.eventually(
+        "the killed server pod is Failed",
+        lambda: any(p.task == "server" and p.phase == "Failed" for p in ctx.cluster.get("gate", ctx.ns).pods),
+    )
+    assert ctx.cluster.get("gate", ctx.ns).phase == "Running", "the client goes on counting failed requests"
+    done = ctx.cluster.wait("gate", timeout=30 * ctx.slow, namespace=ctx.ns)
+    assert done.phase == "Completed"
+    assert sorted((p.task, p.phase) for p in done.pods) == [("client", "Succeeded"), ("server", "Failed")]
 
 
 def test_deleting_a_job_takes_its_pods_and_podgroup(ctx: Ctx):

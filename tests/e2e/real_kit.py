@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,27 @@ def on_real_nodes(pod_spec: dict[str, Any], nodes: list[Any]) -> dict[str, Any]:
     for container in pod_spec["containers"]:
         container["imagePullPolicy"] = "Never"  # no registry: the nodes hold the image
     return pod_spec
+
+
+def kill_container_process(pod_uid: str, needle: str) -> int:
+    """SIGKILL the process of a real pod whose command line holds `needle`, as a crash or an OOM kill does.
+
+    The real nodes' containers are processes of this machine: the one in the pod's cgroup (kubelet names it after
+    the pod's UID) that runs `needle`. Returns its pid.
+    """
+    marks = (f"pod{pod_uid}", f"pod{pod_uid.replace('-', '_')}")
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cgroups = (proc / "cgroup").read_text()
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # it ended meanwhile
+            continue
+        if needle in command and any(mark in cgroups for mark in marks):
+            os.kill(int(proc.name), signal.SIGKILL)
+            return int(proc.name)
+    raise AssertionError(f"no process of pod {pod_uid} runs {needle!r}")
 
 
 class InClusterMlflow:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from real_kit import on_real_nodes
+from fault_table import record_fault
+from real_kit import kill_container_process, on_real_nodes
 from vcjob_factory import vcjob, vcjob_task
 
 from agent import observe as observe_module
@@ -150,18 +152,24 @@ def test_the_planned_training_gang_runs_ddp_across_both_real_nodes(
     assert losses[-1] == pytest.approx(summary["final_loss"], rel=1e-4, abs=1e-6)
 
 
+def trained_model(host: Path) -> str:
+    """A trained model in the workspace, as train leaves it; its path in the pods."""
+    write_dataset(host / "data")
+    single_process_summary(host / "data", host / "model")
+    for path in (host / "model", *(host / "model").rglob("*")):
+        path.chmod(0o777 if path.is_dir() else 0o666)
+    return f"{WORKSPACE}/model"
+
+
 def test_the_loadtest_gang_measures_the_server_pod_and_the_slo_gate_decides_from_it(
     cluster, namespace, real_nodes, step_image, workspace, tmp_path
 ):
     pvc, host = workspace
-    write_dataset(host / "data")
-    single_process_summary(host / "data", host / "model")  # a trained model in the workspace, as train leaves it
-    for path in (host / "model", *(host / "model").rglob("*")):
-        path.chmod(0o777 if path.is_dir() else 0o666)
+    model = trained_model(host)
     context = JobContext(
         workflow=WORKFLOW, namespace=namespace, workspace=WORKSPACE, workspace_pvc=pvc, image=step_image
     )
-    manifest = build_loadtest_job(context, model_uri=f"{WORKSPACE}/model", slo_ttft_ms=1000, slo_tpot_ms=200).to_dict()
+    manifest = build_loadtest_job(context, model_uri=model, slo_ttft_ms=1000, slo_tpot_ms=200).to_dict()
     fit_this_machine(manifest, real_nodes, cpu="900m", memory="3Gi")
     name = manifest["metadata"]["name"]
 
@@ -177,6 +185,48 @@ def test_the_loadtest_gang_measures_the_server_pod_and_the_slo_gate_decides_from
     assert decide_release(report, won, slo_ttft_ms=1e6, slo_tpot_ms=1e6, margin=0).released
     refused = decide_release(report, won, slo_ttft_ms=report.ttft_p95_ms / 2, slo_tpot_ms=1e6, margin=0)
     assert not refused.released and "TTFT" in refused.reason
+
+
+def test_the_load_test_server_dying_mid_test_counts_errors_fails_the_gate_and_releases_nothing(
+    cluster, namespace, real_nodes, step_image, workspace, admin, eventually, record_property
+):
+    from kubernetes import client
+
+    pvc, host = workspace
+    model = trained_model(host)
+    context = JobContext(
+        workflow=WORKFLOW, namespace=namespace, workspace=WORKSPACE, workspace_pvc=pvc, image=step_image
+    )
+    slo = {"slo_ttft_ms": 60000.0, "slo_tpot_ms": 10000.0}  # generous: only the errors may fail the gate
+    manifest = build_loadtest_job(context, model_uri=model, **slo).to_dict()
+    fit_this_machine(manifest, real_nodes, cpu="900m", memory="3Gi")
+    requests = 1000  # long enough for the server to die in the middle
+    client_task = next(t for t in manifest["spec"]["tasks"] if t["name"] == "client")
+    client_task["template"]["spec"]["containers"][0]["args"] += ["--requests", str(requests)]
+    name = manifest["metadata"]["name"]
+    cluster.submit(manifest)
+
+    core = client.CoreV1Api(admin)
+    pods = cluster.wait(name, {"Running", "Completed", "Failed"}, timeout=300, namespace=namespace).pods
+    server, load = (next(p.name for p in pods if f"-{task}-" in p.name) for task in ("server", "client"))
+
+    def ended() -> int:  # the client's progress lines: "requests N/1000"
+        log = core.read_namespaced_pod_log(load, namespace)
+        return max((int(m) for m in re.findall(rf"requests (\d+)/{requests}", log)), default=0)
+
+    eventually("the client has had answers from the server", lambda: ended() > 0, 300)
+    kill_container_process(core.read_namespaced_pod(server, namespace).metadata.uid, "components.serving")
+
+    done = cluster.wait(name, timeout=300, namespace=namespace)
+    assert done.phase == "Completed", (done, cluster.events(name, namespace=namespace))
+    report = json.loads(on_host(host, context.paths.loadtest_report).read_text())
+    assert report["errors"] > 0 and report["completed"] > 0, report
+    assert report["completed"] + report["errors"] == requests and report["slo_passed"] is False, report
+    won = EvaluationReport(candidate_score=1.0, champion_score=None)  # the best candidate there could be
+    decision = decide_release(LoadtestReport.model_validate(report), won, margin=0.0, **slo)
+    assert not decision.released and decision.reason == f"{report['errors']} load-test requests failed", decision
+    outcome = f"{report['errors']} of {requests} requests failed; gate failed; not released"
+    record_fault(record_property, "loadtest-server-dies", outcome, "0", "none")
 
 
 def diagnosed(cluster: Any, namespace: str, name: str, checkpoints: Path) -> Any:
@@ -239,7 +289,7 @@ def high_priority_job(namespace: str, image: str, nodes: list[Any], gpus: int, s
 
 
 def test_a_preempted_training_checkpoints_on_sigterm_and_resumes_from_that_checkpoint(
-    cluster, namespace, real_nodes, step_image, workspace, priority_classes, eventually, tmp_path
+    cluster, namespace, real_nodes, step_image, workspace, priority_classes, eventually, tmp_path, record_property
 ):
     pvc, host = workspace
     write_dataset(host / "data")
@@ -275,10 +325,12 @@ def test_a_preempted_training_checkpoints_on_sigterm_and_resumes_from_that_check
     )
     fit_this_machine(again, real_nodes)
     finishes_from(cluster, namespace, again, retry, on_host(host, context.paths.model(2)), host / "data", tmp_path)
+    outcome = f"SIGTERM checkpoint at step {retry.checkpoint_step}; resumed; same final loss"
+    record_fault(record_property, "preemption", outcome, str(lost_with), "none")
 
 
 def test_a_real_node_dies_mid_training_and_the_retry_resumes_off_it_from_the_latest_checkpoint(
-    cluster, namespace, real_nodes, step_image, workspace, eventually, tmp_path, kill_node
+    cluster, namespace, real_nodes, step_image, workspace, eventually, tmp_path, kill_node, record_property
 ):
     pvc, host = workspace
     write_dataset(host / "data")
@@ -313,3 +365,5 @@ def test_a_real_node_dies_mid_training_and_the_retry_resumes_off_it_from_the_lat
     out2 = on_host(host, context.paths.model(2))
     done = finishes_from(cluster, namespace, again, retry, out2, host / "data", tmp_path)
     assert all(p.node != dead for p in done.pods)
+    outcome = f"resumed off {dead} from step {retry.checkpoint_step}; same final loss"
+    record_fault(record_property, "node-dies", outcome, str(lost_at - retry.checkpoint_step), "none")
