@@ -8,9 +8,9 @@ reached `maxRetry` (3 when unset), and a job whose pods all finished completes w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from components.volcano.models import JobSpec, LifecyclePolicy
@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_RETRY",
     "RESTART_ACTIONS",
+    "GangShape",
     "PodCounts",
+    "TaskShape",
     "count_pods",
     "max_retry",
     "match_action",
@@ -29,6 +31,28 @@ DEFAULT_MAX_RETRY = 3
 
 # Actions that restart pods; each one spends one unit of the job's retry budget.
 RESTART_ACTIONS = frozenset({"RestartJob", "RestartTask", "RestartPod"})
+
+
+class TaskShape(Protocol):
+    """What the phase rules read of a task: a `TaskSpec`, or a stored job's (`localstate.StoredTask`)."""
+
+    @property
+    def name(self) -> str: ...  # noqa: D102
+    @property
+    def replicas(self) -> int: ...  # noqa: D102
+    @property
+    def min_available(self) -> int | None: ...  # noqa: D102
+
+
+class GangShape(Protocol):
+    """What the phase rules read of a job: a `JobSpec`, or a stored job (`localstate.JobRow`, no model built)."""
+
+    @property
+    def min_available(self) -> int | None: ...  # noqa: D102
+    @property
+    def min_success(self) -> int | None: ...  # noqa: D102
+    @property
+    def tasks(self) -> Sequence[TaskShape]: ...  # noqa: D102
 
 
 @dataclass(frozen=True)
@@ -91,7 +115,7 @@ def match_action(spec: JobSpec, task: str | None, event: str, exit_code: int | N
     return None
 
 
-def phase_from_pods(spec: JobSpec, current: str, counts: PodCounts) -> str:
+def phase_from_pods(spec: GangShape, current: str, counts: PodCounts) -> str:
     """The phase a syncing Pending/Running job moves to given its pods (the controller's SyncJob)."""
     total = sum(t.replicas or 0 for t in spec.tasks)
     min_available = spec.min_available or 0

@@ -78,7 +78,7 @@ class Controller:
 
     def task_done(self, job: JobRow, task: str) -> bool:
         """Whether every replica of `task` has succeeded (the TaskCompleted event)."""
-        replicas = next((t.replicas for t in job.spec.tasks if t.name == task), 0)
+        replicas = next((t.replicas for t in job.tasks if t.name == task), 0)
         done = self._db.execute(
             "SELECT COUNT(*) FROM pods WHERE namespace = ? AND job = ? AND task = ? AND phase = 'Succeeded'",
             (job.namespace, job.name, task),
@@ -146,7 +146,7 @@ class Controller:
             ).fetchall()
             if job.pg_phase == "Pending" and not pods:
                 continue
-            phase = phase_from_pods(job.spec, job.phase, count_pods([(p["task"], p["phase"]) for p in pods]))
+            phase = phase_from_pods(job, job.phase, count_pods([(p["task"], p["phase"]) for p in pods]))
             if phase != job.phase:
                 if phase in FINISHED_PHASES:
                     self.kill_pods(job.namespace, job.name)
@@ -186,7 +186,7 @@ class Controller:
                     min_resources=job.min_resources(),
                     pods=tuple(waiting),
                     bound=sum(1 for p in pods if p["phase"] in ("Running", "Succeeded")),
-                    priority=priorities.get(job.spec.priority_class_name or "", 0),
+                    priority=priorities.get(job.priority_class_name, 0),
                     order=job.seq,
                 )
             )

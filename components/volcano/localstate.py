@@ -7,7 +7,7 @@ import functools
 import json
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -18,10 +18,10 @@ from components.volcano.localpods import resolve_command
 from components.volcano.resources import Resources, parse_resources
 
 if TYPE_CHECKING:  # parsed where a stored job is read: a pass over an idle cluster imports no pydantic
-    from components.volcano.models import Container, Job, JobSpec
+    from components.volcano.models import Job, JobSpec
     from components.volcano.scheduler import PodRequest
 
-__all__ = ["SCHEMA", "JobRow", "pod_requests", "pod_resources"]
+__all__ = ["SCHEMA", "JobRow", "StoredTask", "pod_requests", "pod_resources"]
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
@@ -60,24 +60,55 @@ def _parse(manifest: str) -> Job:
         ) from None
 
 
-def pod_resources(containers: Sequence[Container]) -> Resources:
-    """A pod's requests: the sum over containers, a limit standing in for its missing request (Kubernetes' default)."""
+def pod_resources(containers: Sequence[Mapping[str, Any]]) -> Resources:
+    """A pod's requests: the sum over containers, a limit standing in for its missing request (Kubernetes' default).
+
+    `containers` as a stored Job holds them (API field names), which the Job model checked when it was submitted.
+    """
     out: Resources = {}
     for container in containers:
-        res = container.resources
-        raw = {**(res.limits or {}), **(res.requests or {})} if res else None
-        for name, amount in parse_resources(raw).items():
+        res = container.get("resources") or {}
+        for name, amount in parse_resources({**(res.get("limits") or {}), **(res.get("requests") or {})}).items():
             out[name] = out.get(name, 0.0) + amount
     return out
+
+
+@dataclass(frozen=True)
+class StoredTask:
+    """A task of a stored Job as every reconcile reads it: its size, and its pods' requests and placement."""
+
+    name: str
+    replicas: int
+    min_available: int | None
+    resources: Resources
+    node_selector: dict[str, str]
+    affinity: dict[str, Any] | None
+    tolerations: tuple[dict[str, Any], ...]
+
+    @classmethod
+    def from_stored(cls, task: Mapping[str, Any]) -> StoredTask:
+        """Read from a task of the stored JSON (`spec.tasks[i]`, API field names)."""
+        pod = (task.get("template") or {}).get("spec") or {}
+        return cls(
+            name=task["name"],
+            replicas=int(task.get("replicas") or 0),
+            min_available=task.get("minAvailable"),
+            resources=pod_resources(pod.get("containers") or []),
+            node_selector=dict(pod.get("nodeSelector") or {}),
+            affinity=pod.get("affinity"),
+            tolerations=tuple(pod.get("tolerations") or ()),
+        )
 
 
 @dataclass(frozen=True)
 class JobRow:
     """One stored job: its validated manifest and the controller's bookkeeping.
 
-    `job` parses the manifest (once per process); the few fields that a read of the cluster shows (queue,
-    minAvailable, labels, ttlSecondsAfterFinished) are read from the stored JSON itself, which was validated and
-    defaulted when the job was submitted, so that listing jobs builds no Job model (`vcpilot cluster status`).
+    `job` parses the manifest (once per process), for what starts a pod or answers a pod's event (its command
+    and environment, the lifecycle policies). What every read of the cluster reconciles and shows (queue,
+    minAvailable, minSuccess, priorityClassName, labels, ttlSecondsAfterFinished, the tasks' sizes and their pods'
+    requests and placement) is read from the stored JSON itself, which was validated and defaulted when the job
+    was submitted: listing, syncing and scheduling live jobs builds no Job model (`vcpilot cluster status`).
     """
 
     namespace: str
@@ -141,6 +172,22 @@ class JobRow:
         return int(self._stored["spec"].get("minAvailable") or 0)
 
     @property
+    def min_success(self) -> int | None:
+        """`spec.minSuccess`, None when unset."""
+        value = self._stored["spec"].get("minSuccess")
+        return None if value is None else int(value)
+
+    @property
+    def priority_class_name(self) -> str:
+        """`spec.priorityClassName`, "" when unset."""
+        return str(self._stored["spec"].get("priorityClassName") or "")
+
+    @functools.cached_property
+    def tasks(self) -> tuple[StoredTask, ...]:
+        """`spec.tasks`, as the reconcile reads them."""
+        return tuple(StoredTask.from_stored(task) for task in self._stored["spec"].get("tasks") or [])
+
+    @property
     def ttl_seconds_after_finished(self) -> int | None:
         """`spec.ttlSecondsAfterFinished`: how long the finished job is kept; None for ever."""
         ttl = self._stored["spec"].get("ttlSecondsAfterFinished")
@@ -162,9 +209,7 @@ class JobRow:
 
     def pod_names(self) -> list[tuple[str, str, int]]:
         """(pod name, task, index) for every replica, Volcano-style `<job>-<task>-<index>`."""
-        return [
-            (f"{self.name}-{task.name}-{i}", task.name, i) for task in self.spec.tasks for i in range(task.replicas)
-        ]
+        return [(f"{self.name}-{task.name}-{i}", task.name, i) for task in self.tasks for i in range(task.replicas)]
 
     def pod_task(self, pod_name: str) -> tuple[str, int]:
         """The task and index of one of this job's pods."""
@@ -175,11 +220,11 @@ class JobRow:
 
     def min_resources(self) -> Resources:
         """The PodGroup's minResources: the requests of the first `minAvailable` pods, task by task."""
-        remaining = self.spec.min_available or 0
+        remaining = self.min_available
         out: Resources = {}
-        for task in self.spec.tasks:
+        for task in self.tasks:
             take = min(task.replicas if task.min_available is None else task.min_available, remaining)
-            for name, amount in pod_resources(task.template.spec.containers).items():
+            for name, amount in task.resources.items():
                 out[name] = out.get(name, 0.0) + amount * take
             remaining -= take
         return out
@@ -240,17 +285,14 @@ def pod_requests(job: JobRow) -> list[PodRequest]:
     """Every pod the job's run will have, as the scheduler sees it (named `namespace/pod`)."""
     from components.volcano.scheduler import PodRequest
 
-    out = []
-    for name, task_name, _ in job.pod_names():
-        task = next(t for t in job.spec.tasks if t.name == task_name)
-        spec = task.template.spec
-        out.append(
-            PodRequest(
-                name=f"{job.namespace}/{name}",
-                resources=pod_resources(spec.containers),
-                node_selector=dict(spec.node_selector or {}),
-                affinity=spec.affinity,
-                tolerations=tuple(spec.tolerations or ()),
-            )
+    tasks = {task.name: task for task in job.tasks}
+    return [
+        PodRequest(
+            name=f"{job.namespace}/{name}",
+            resources=tasks[task_name].resources,
+            node_selector=tasks[task_name].node_selector,
+            affinity=tasks[task_name].affinity,
+            tolerations=tasks[task_name].tolerations,
         )
-    return out
+        for name, task_name, _ in job.pod_names()
+    ]
