@@ -8,6 +8,7 @@ another (never two at once: they time the same cores), keeps each document whole
     python benchmarks/report.py [--quick] [--only scheduler,runner]
 
 `--quick` passes each benchmark its short options (a smoke run: the figures are noisier, the table the same).
+`--only` runs some and keeps the others' last documents in the results.
 A benchmark that fails or prints no figures is a row that says so, and the exit code is 1.
 """
 
@@ -111,20 +112,25 @@ def main() -> None:
     unknown = [name for name in chosen if name not in known]
     if unknown:
         parser.error(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(known)}")
-    results: dict[str, dict] = {}
+    # With --only, the other benchmarks keep what the last run measured (each document says how it was run).
+    last = RESULTS / "latest.json"
+    kept = json.loads(last.read_text()).get("benchmarks", {}) if args.only and last.is_file() else {}
+    fresh: dict[str, dict] = {}
     for name in chosen:
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
-        results[name] = run(known[name], args.quick)
-        print(f"bench: {name} took {results[name]['seconds']} s", file=sys.stderr, flush=True)
+        fresh[name] = {**run(known[name], args.quick), "mode": "quick" if args.quick else "full"}
+        print(f"bench: {name} took {fresh[name]['seconds']} s", file=sys.stderr, flush=True)
+    results = {name: fresh.get(name) or kept[name] for name in known if name in fresh or name in kept}
     RESULTS.mkdir(exist_ok=True)
-    mode = "quick" if args.quick else "full"
+    modes = {str(d.get("mode", "quick")) for d in results.values()}
+    mode = modes.pop() if len(modes) == 1 else "mixed (full and quick)"
     figures = [{"benchmark": name, **f} for name, document in results.items() for f in document.get("figures") or []]
     summary = {"mode": mode, "figures": figures, "benchmarks": results}
     (RESULTS / "latest.json").write_text(json.dumps(summary, indent=2) + "\n")
     markdown = table(results, mode)
     (RESULTS / "latest.md").write_text(markdown)
     print(markdown)
-    failed = [name for name, d in results.items() if "error" in d or not d.get("figures")]
+    failed = [name for name, d in fresh.items() if "error" in d or not d.get("figures")]
     sys.exit(1 if failed else 0)
 
 
