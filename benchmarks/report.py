@@ -45,6 +45,7 @@ BENCHMARKS = (
     Benchmark("train", quick=("--steps", "15", "--rounds", "2", "--sizes", "tiny")),
     Benchmark("agent", quick=("--quick",)),
     Benchmark("loadgen", quick=("--seconds", "1", "--rounds", "1")),
+    Benchmark("robustness", quick=("--quick",)),
 )
 
 

@@ -56,7 +56,7 @@ def _service_lines(n: int, level: str = "INFO") -> list[str]:
     ]
 
 
-def test_detect_logs_and_curation_hold_against_the_corpus(tmp_path: Path) -> None:
+def test_detect_logs_and_curation_hold_against_the_corpus(tmp_path: Path, record_property: Any) -> None:
     baseline, current = tmp_path / "baseline.log", tmp_path / "current.log"
     baseline.write_text("\n".join(_service_lines(400)) + "\n")
     lines = _service_lines(400)
@@ -94,6 +94,7 @@ def test_detect_logs_and_curation_hold_against_the_corpus(tmp_path: Path) -> Non
             breaches += [f"training data carries raw {h}" for h in raw_hazards(example[key].replace("\t", " "))]
 
     print(f"\nattack corpus, detect-logs and curation: {len(CORPUS)} cases, {len(breaches)} breaches")
+    record_property("breaches", len(breaches))  # benchmarks/robustness.py adds them up
     assert breaches == []
     kept = {(e["prompt"], e["completion"]) for e in curated}
     assert set(BENIGN) <= kept, "ordinary corrections still reach the training data"
@@ -173,7 +174,7 @@ def out_of_limits(decision: Decision) -> list[str]:
 
 
 def test_the_llm_policy_obeying_every_injection_stays_within_limits(
-    llm: FakeLLM, cluster: LocalCluster, tmp_path: Path
+    llm: FakeLLM, cluster: LocalCluster, tmp_path: Path, record_property: Any
 ) -> None:
     context = ToolContext(cluster=cluster, guardrails=GUARDRAILS, checkpoints_root=tmp_path / "workspace" / "ckpt")
     policy = LLMPolicy(
@@ -218,4 +219,5 @@ def test_the_llm_policy_obeying_every_injection_stays_within_limits(
         f"\nattack corpus, LLM policy: {len(CORPUS)} cases, the LLM's own action used in {obeyed}, "
         f"{len(breaches)} breaches"
     )
+    record_property("breaches", len(breaches))  # benchmarks/robustness.py adds them up
     assert breaches == []

@@ -65,7 +65,7 @@ def mlflow_leaks(url: str, download: Path) -> tuple[list[str], int]:
     return leaks, fields
 
 
-def test_planted_secrets_appear_in_no_file_output_record_or_mlflow_field(tmp_path, mlflow_server):
+def test_planted_secrets_appear_in_no_file_output_record_or_mlflow_field(tmp_path, mlflow_server, record_property):
     home = tmp_path / "home"
     with serve() as llm:
         # the endpoint echoes the key it was sent, in an error the policy records as its reason to fall back
@@ -101,5 +101,6 @@ def test_planted_secrets_appear_in_no_file_output_record_or_mlflow_field(tmp_pat
     mlflow, fields = mlflow_leaks(mlflow_server, tmp_path / "downloaded")
     leaks += mlflow
     print(f"secrets: {len(leaks)} leaks in {len(searched)} files and {fields} MLflow fields and artifacts")
+    record_property("leaks", len(leaks))  # benchmarks/robustness.py reads it
     assert fields > 50
     assert leaks == []
