@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
+from net_kit import free_port
 
 from components.lm.tiny import create_tiny_model
 from components.volcano.cluster_local import LocalCluster
@@ -16,12 +16,6 @@ from pipelines.vcjobs import LOADTEST_PORT, JobContext, build_loadtest_job
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_the_loadtest_gang_serves_the_model_and_writes_the_report(tmp_path, monkeypatch):

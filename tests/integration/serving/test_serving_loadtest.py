@@ -17,6 +17,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
+from net_kit import free_port
 from typer.testing import CliRunner
 
 from components.errors import EXIT_FAILED
@@ -27,12 +28,6 @@ from pipelines.rules import LoadtestReport
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
