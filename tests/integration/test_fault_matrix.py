@@ -80,7 +80,9 @@ class Ranks:
         return self.logs[rank].read_text()
 
 
-def train(data: Path, out: Path, checkpoints: Path, steps: int, *, world: int = 1, fsize: int = 0, **env: str) -> Ranks:
+def train(
+    data: Path, out: Path, checkpoints: Path, steps: int, *args: str, world: int = 1, fsize: int = 0, **env: str
+) -> Ranks:
     """Start `world` ranks of the tiny model's fine-tune (checkpoint every 5 steps); `fsize` limits file sizes."""
     port, procs, logs = str(free_port()), [], []
     out.mkdir(parents=True, exist_ok=True)
@@ -98,7 +100,7 @@ def train(data: Path, out: Path, checkpoints: Path, steps: int, *, world: int = 
         }
         command = [sys.executable, "-m", "components.finetune", "--dataset-dir", str(data), "--output-dir", str(out)]
         command += ["--checkpoint-dir", str(checkpoints), "--max-steps", str(steps), "--checkpoint-every", "5"]
-        command += ["--global-batch", "4", "--micro-batch", "2", "--json"]
+        command += ["--global-batch", "4", "--micro-batch", "2", "--json", *args]
 
         def limit(size: int = fsize) -> None:
             if size:
@@ -252,6 +254,33 @@ def test_a_full_disk_while_checkpointing_leaves_no_partial_checkpoint_and_resume
     record_fault(
         record_property, "disk-full", "save failed in one sentence; resumed from step-5", str(reached - 5), "none"
     )
+
+
+def test_a_full_disk_while_exporting_the_model_says_so_keeps_the_checkpoints_and_leaves_no_half_model(
+    dataset, tmp_path
+):
+    from components.lm.tiny import create_tiny_model
+
+    base = create_tiny_model(tmp_path / "base")  # on disk before the limit: loading it writes nothing
+    checkpoints, out = tmp_path / "checkpoints", tmp_path / "model"
+    lora = ("--lora", "--base-model", str(base))
+    # With LoRA a checkpoint holds the adapters (KBs); the export holds the merged weights (MBs): a limit of half
+    # the weights lets every checkpoint through and fails the export half way (EFBIG, as ENOSPC).
+    limit = (base / "model.safetensors").stat().st_size // 2
+    first = train(dataset, out, checkpoints, 5, *lora, fsize=limit)
+    assert first.wait() == [1], first.stderr()
+    (error,) = [line for line in first.stderr().splitlines() if line.startswith("error:")]
+    assert error.startswith(f"error: could not write the trained model to {out} (a file reached the size limit: ")
+    assert error.endswith("free space there and run the step again: --resume auto starts from the last checkpoint, "
+                          "trains nothing and only writes the model."), error  # fmt: skip
+    assert "Traceback" not in first.stderr()
+    assert not (out / "config.json").exists() and not list(out.glob(".model-*")), "no model that looks whole"
+    assert latest(checkpoints) == checkpoints / "step-5", "the checkpoints are intact (checksums and all)"
+
+    second = train(dataset, out, checkpoints, 5, *lora)
+    assert second.wait() == [0], second.stderr()
+    assert second.summary()["resumed_from"] == str(checkpoints / "step-5") and second.summary()["steps_run"] == 0
+    assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
 
 
 def test_a_truncated_latest_checkpoint_fails_its_checksum_and_the_resume_uses_the_previous_one(
