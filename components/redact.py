@@ -10,11 +10,15 @@ log file (`python -I -S components/redact.py`, stdlib only, which LocalCluster's
 
 from __future__ import annotations
 
-import logging
 import re
 import signal
 import sys
-from typing import Any
+
+# Not even `typing` when run: a pod's filter starts beside the pod, and each import is milliseconds of its start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import logging
+    from typing import Any
 
 __all__ = ["MASK", "MAX_LINE", "LogRedactor", "RedactingFilter", "redact", "redact_bytes", "redact_text", "secret_name"]
 
@@ -96,8 +100,8 @@ def redact(value: Any) -> Any:
     return value
 
 
-class RedactingFilter(logging.Filter):
-    """A logging filter that masks credentials in every record's message before a handler writes it."""
+class RedactingFilter:
+    """A logging filter (any object with `filter` is one) that masks credentials in each record before it is written."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Rewrite the record's message, redacted; never drops a record."""

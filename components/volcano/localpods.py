@@ -29,11 +29,13 @@ __all__ = ["adopt", "forget", "free_port", "is_alive", "kill", "read_exit_code",
 # The wrapper's pid goes to the launch record first; $1 and $2 are the redacting filter (an interpreter and its
 # script), the rest the pod's command, whose output goes through the filter to the log (fd 4) while its exit code
 # comes back on fd 3; once the filter has written the last line, the exit code is written atomically, then a
-# reconcile hook runs (if any).
+# reconcile hook runs (if any). The filter runs at the lowest CPU priority: it starts beside the pod, which must not
+# wait for it (benchmarks/scheduler.py's submit-to-Running), and a pipe holds what it has not read yet.
 _WRAPPER = (
     'if [ -n "$VCPILOT_POD_PID_FILE" ]; then echo $$ > "$VCPILOT_POD_PID_FILE"; fi; '
     "python=$1; filter=$2; shift 2; "
-    '{ code=$( { { "$@" 3>&- 4>&-; echo $? >&3; } 2>&1 | "$python" -I -S "$filter" 3>&-; } 3>&1 >&4 ); } 4>&1; '
+    '{ code=$( { { "$@" 3>&- 4>&-; echo $? >&3; } 2>&1 | nice -n 19 "$python" -I -S "$filter" 3>&-; } '
+    "3>&1 >&4 ); } 4>&1; "
     'printf "%s" "$code" > "$VCPILOT_EXIT_FILE.tmp" && mv -f "$VCPILOT_EXIT_FILE.tmp" "$VCPILOT_EXIT_FILE"; '
     'if [ -n "$VCPILOT_RECONCILE_HOOK" ]; then '
     '$VCPILOT_RECONCILE_HOOK </dev/null >/dev/null 2>&1; fi; exit "$code"'
