@@ -1,7 +1,8 @@
 """The limits no policy and no tool call may cross, whoever asks: a person, the rules, an LLM or an MCP client.
 
 Every action a policy returns and every tool call the agent or the MCP server serves passes through one
-`Guardrails`: allowed namespaces, queues, images and priority classes, a GPU cap per job, and a read-only switch.
+`Guardrails`: allowed namespaces, queues, images and priority classes, a GPU cap per job, a read-only switch, and
+the time an LLM may take to decide.
 A refusal is a `GuardrailViolation` whose message names the rule, so the person reading a decision record or an
 MCP client's error knows which line of the guardrails file to change. The limits come from a YAML or JSON file
 (`VCPILOT_GUARDRAILS`) or from the defaults below; they are data, checked by pure functions.
@@ -56,6 +57,9 @@ class Guardrails(BaseModel):
     # Strict: YAML's `"8"` or `yes` where a number or a switch belongs is a mistake worth naming.
     max_gpus_per_job: int = Field(default=8, gt=0, strict=True)
     read_only: bool = Field(default=False, strict=True)
+    # The whole of one LLM decision — every request, every tool call — after which the rules decide: three times
+    # the policy's default timeout of one request, so a slow endpoint costs a bounded wait, not rounds × timeout.
+    llm_deadline_s: float = Field(default=90.0, gt=0, strict=True)
 
     @field_validator("namespaces", "queues", "images")
     @classmethod

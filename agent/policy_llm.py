@@ -4,16 +4,18 @@ The model sees the observation (cluster text quoted as data, see `agent.prompts`
 of `agent.tools` for a few rounds, and must answer with exactly one call of a `decide` function whose arguments
 are one action. The answer is used only when it is a valid action for the stage, passes the guardrails and keeps
 the request's invariants (`check_answer`); anything else — a timeout, an HTTP error, a reply that is not JSON,
-no `decide` call, an action out of bounds — hands the decision to the fallback policy (the rules), and the
-Decision says why in one sentence. The API key travels only in the Authorization header: it is scrubbed from
-every message this module writes. Every decision carries its `Exchange` (`agent.exchange`): each request's
-timing and reply, each tool call and its result, each check of the answer — what the MLflow trace is made from.
+no `decide` call, an action out of bounds, a conversation that outlasts the guardrails' `llm_deadline_s` — hands
+the decision to the fallback policy (the rules), and the Decision says why in one sentence. The API key travels
+only in the Authorization header: it is scrubbed from every message this module writes. Every decision carries
+its `Exchange` (`agent.exchange`): each request's timing and reply, each tool call and its result, each check of
+the answer — what the MLflow trace is made from.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -214,46 +216,47 @@ class LLMPolicy:
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": render_observation(observation, stage)},
         ]
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        with httpx.Client(timeout=self.timeout_s, headers=headers, transport=self._transport) as client:
-            for _ in range(self.max_rounds):
-                started = self._clock()
-                try:
-                    message = self._complete(client, messages, [*readers, decide_spec])
-                    calls = message.get("tool_calls") or []
-                    if not isinstance(calls, list) or not all(isinstance(call, dict) for call in calls):
-                        raise _Unusable(
-                            "the LLM endpoint's tool_calls is not a list of calls: not an OpenAI completion"
-                        )
-                except _Unusable as why:
-                    failed = Round(started_s=started, duration_s=self._clock() - started, error=self._scrub(why.reason))
-                    transcript.rounds.append(failed)
-                    raise
-                # The ids the tool messages answer: the model's, else made up (after the assistant message).
-                ids = [str(call.get("id") or f"call_{len(messages) + 1 + i}_{i}") for i, call in enumerate(calls)]
-                reply = Round(
-                    started_s=started,
-                    duration_s=self._clock() - started,
-                    content=self._text(message.get("content")),
-                    tool_calls=[self._recorded(call, call_id) for call, call_id in zip(calls, ids, strict=True)],
-                )
-                transcript.rounds.append(reply)
-                decides = [call for call in calls if _function(call).get("name") == DECIDE]
-                if len(decides) > 1:
-                    raise _Unusable(f"the LLM called decide {len(decides)} times in one answer instead of once")
-                if decides:
-                    return self._check(decides[0], observation, stage, transcript)
-                if not calls:
-                    raise _Unusable("the LLM answered without calling decide")
-                messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": calls})
-                ran: list[ToolCall] = []
-                for call, recorded in zip(calls, reply.tool_calls, strict=True):
-                    call_started = self._clock()
-                    content = self._run_tool(call, offered, transcript.refusals)
-                    messages.append({"role": "tool", "tool_call_id": recorded.id, "content": content})
-                    timing = {"started_s": call_started, "duration_s": max(0.0, self._clock() - call_started)}
-                    ran.append(recorded.model_copy(update={"result": self._scrub(content), **timing}))
-                transcript.rounds[-1] = reply.model_copy(update={"tool_calls": ran})
+        # One deadline for the whole conversation: each request gets what is left of it (`_post`), and no round
+        # starts once it has passed, whatever the rounds, the tools and a slow endpoint took.
+        deadline = time.monotonic() + self.guardrails.llm_deadline_s
+        for _ in range(self.max_rounds):
+            if time.monotonic() >= deadline:  # the tools took the rest of it
+                raise _Unusable(self._late(len(transcript.rounds)))
+            started = self._clock()
+            try:
+                message = self._complete(messages, [*readers, decide_spec], deadline, len(transcript.rounds))
+                calls = message.get("tool_calls") or []
+                if not isinstance(calls, list) or not all(isinstance(call, dict) for call in calls):
+                    raise _Unusable("the LLM endpoint's tool_calls is not a list of calls: not an OpenAI completion")
+            except _Unusable as why:
+                failed = Round(started_s=started, duration_s=self._clock() - started, error=self._scrub(why.reason))
+                transcript.rounds.append(failed)
+                raise
+            # The ids the tool messages answer: the model's, else made up (after the assistant message).
+            ids = [str(call.get("id") or f"call_{len(messages) + 1 + i}_{i}") for i, call in enumerate(calls)]
+            reply = Round(
+                started_s=started,
+                duration_s=self._clock() - started,
+                content=self._text(message.get("content")),
+                tool_calls=[self._recorded(call, call_id) for call, call_id in zip(calls, ids, strict=True)],
+            )
+            transcript.rounds.append(reply)
+            decides = [call for call in calls if _function(call).get("name") == DECIDE]
+            if len(decides) > 1:
+                raise _Unusable(f"the LLM called decide {len(decides)} times in one answer instead of once")
+            if decides:
+                return self._check(decides[0], observation, stage, transcript)
+            if not calls:
+                raise _Unusable("the LLM answered without calling decide")
+            messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": calls})
+            ran: list[ToolCall] = []
+            for call, recorded in zip(calls, reply.tool_calls, strict=True):
+                call_started = self._clock()
+                content = self._run_tool(call, offered, transcript.refusals)
+                messages.append({"role": "tool", "tool_call_id": recorded.id, "content": content})
+                timing = {"started_s": call_started, "duration_s": max(0.0, self._clock() - call_started)}
+                ran.append(recorded.model_copy(update={"result": self._scrub(content), **timing}))
+            transcript.rounds[-1] = reply.model_copy(update={"tool_calls": ran})
         raise _Unusable(f"the LLM did not call decide within {self.max_rounds} rounds")
 
     def _recorded(self, call: dict[str, Any], call_id: str) -> ToolCall:
@@ -270,14 +273,11 @@ class LLMPolicy:
             return None
         return self._scrub(content if isinstance(content, str) else json.dumps(content))
 
-    def _complete(self, client: httpx.Client, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict:
+    def _complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], deadline: float, asked: int
+    ) -> dict:
         body = {"model": self.model, "messages": messages, "tools": tools, "tool_choice": "auto", "temperature": 0}
-        try:
-            response = client.post(f"{self.url}/chat/completions", json=body)
-        except httpx.TimeoutException:
-            raise _Unusable(f"the LLM endpoint timed out after {self.timeout_s:g} s") from None
-        except httpx.HTTPError as err:
-            raise _Unusable(f"the LLM endpoint at {_display(self.url)} could not be reached ({err})") from None
+        response = self._post(body, deadline, asked)
         if response.status_code >= 400:
             raise _Unusable(f"the LLM endpoint answered HTTP {response.status_code}{_error_detail(response)}")
         try:
@@ -289,6 +289,57 @@ class LLMPolicy:
         if not isinstance(message, dict):
             raise _Unusable("the LLM endpoint's choices[0].message is not an object")
         return message
+
+    def _post(self, body: dict[str, Any], deadline: float, asked: int) -> httpx.Response:
+        """The endpoint's reply to one request, waited for no later than `deadline` (`asked`: requests before it).
+
+        httpx's timeout bounds each phase of a request (connecting, each read), not the whole of it: a server that
+        sends its reply a byte at a time would hold a plain `post` far past any timeout. So the request runs in a
+        thread of its own that reads the reply in chunks and stops at the deadline, and the decision waits for it
+        only until then; the thread ends by itself within one read timeout, its client with it.
+        """
+        left = max(0.0, deadline - time.monotonic())
+        limit = min(self.timeout_s, left)
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        outcome: dict[str, Any] = {}
+
+        def post() -> None:
+            try:
+                with (
+                    httpx.Client(timeout=limit, headers=headers, transport=self._transport) as client,
+                    client.stream("POST", f"{self.url}/chat/completions", json=body) as response,
+                ):
+                    chunks = []
+                    for chunk in response.iter_bytes():
+                        chunks.append(chunk)
+                        if time.monotonic() > deadline:
+                            return
+                    # The body as read (decoded), with what the checks need of the headers: its charset.
+                    kept = {k: v for k, v in response.headers.items() if k.lower() == "content-type"}
+                    outcome["response"] = httpx.Response(response.status_code, headers=kept, content=b"".join(chunks))
+            except Exception as err:  # noqa: BLE001 (handed to the deciding thread, which names it)
+                outcome["error"] = err
+
+        worker = threading.Thread(target=post, name="vcpilot-llm-request", daemon=True)
+        worker.start()
+        worker.join(left)
+        err = outcome.get("error")
+        if worker.is_alive() or not outcome or (isinstance(err, httpx.TimeoutException) and limit < self.timeout_s):
+            raise _Unusable(self._late(asked + 1))
+        if isinstance(err, httpx.TimeoutException):
+            raise _Unusable(f"the LLM endpoint timed out after {self.timeout_s:g} s")
+        if isinstance(err, httpx.HTTPError):
+            raise _Unusable(f"the LLM endpoint at {_display(self.url)} could not be reached ({err})")
+        if err is not None:
+            raise err
+        response: httpx.Response = outcome["response"]
+        return response
+
+    def _late(self, asked: int) -> str:
+        return (
+            f"the LLM did not decide within the deadline of {self.guardrails.llm_deadline_s:g} s per decision "
+            f"(guardrail llm_deadline_s), after {asked} request{'s' if asked != 1 else ''} to the endpoint"
+        )
 
     def _run_tool(self, call: dict[str, Any], offered: set[str], refusals: list[str]) -> str:
         name = str(_function(call).get("name"))

@@ -3,18 +3,28 @@
 Two passes, both cheap and idempotent. `redact_text` replaces what *looks* like a credential wherever it appears in
 free text (a bearer header, an `sk-…` key, `password=…` in a URL or a log line, a JWT). `redact` walks JSON-like
 data and also blanks every value whose *name* says it is secret (`api_key`, `MLFLOW_TRACKING_PASSWORD`,
-`{"name": "ARGO_TOKEN", "value": …}` in an env list), whatever the value looks like.
+`{"name": "ARGO_TOKEN", "value": …}` in an env list), whatever the value looks like. Logs go through `redact_text`
+a line at a time, as they are written: `LogRedactor` in-process, or this file as a filter between a process and its
+log file (`python -I -S components/redact.py`, stdlib only, which LocalCluster's pods print through).
 """
 
 from __future__ import annotations
 
-import logging
 import re
-from typing import Any
+import signal
+import sys
 
-__all__ = ["MASK", "RedactingFilter", "redact", "redact_text", "secret_name"]
+# Not even `typing` when run: a pod's filter starts beside the pod, and each import is milliseconds of its start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import logging
+    from typing import Any
+
+__all__ = ["MASK", "MAX_LINE", "LogRedactor", "RedactingFilter", "redact", "redact_bytes", "redact_text", "secret_name"]
 
 MASK = "***"
+# A log line longer than this is masked in pieces of this size: a filter keeps no more than one in memory.
+MAX_LINE = 65536
 
 # A name that says its value is secret: API_KEY, mlflow_tracking_password, Authorization, client-secret, ARGO_TOKEN.
 # Whole words only, so max_tokens or tokens_per_s stay visible.
@@ -90,8 +100,8 @@ def redact(value: Any) -> Any:
     return value
 
 
-class RedactingFilter(logging.Filter):
-    """A logging filter that masks credentials in every record's message before a handler writes it."""
+class RedactingFilter:
+    """A logging filter (any object with `filter` is one) that masks credentials in each record before it is written."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Rewrite the record's message, redacted; never drops a record."""
@@ -100,3 +110,45 @@ class RedactingFilter(logging.Filter):
         if masked != message:
             record.msg, record.args = masked, None
         return True
+
+
+def redact_bytes(data: bytes) -> bytes:
+    """`redact_text` for the bytes of a log, line by line; bytes that are not UTF-8 pass through unchanged."""
+    lines = data.decode("utf-8", "surrogateescape").splitlines(keepends=True)
+    return "".join(redact_text(line) for line in lines).encode("utf-8", "surrogateescape")
+
+
+class LogRedactor:
+    """A log stream's chunks in, its whole lines out redacted; the unfinished line waits for the next chunk."""
+
+    def __init__(self) -> None:
+        self._partial = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The lines `chunk` completes, redacted (a line past MAX_LINE is cut there)."""
+        data = self._partial + chunk
+        cut = data.rfind(b"\n") + 1 or (len(data) if len(data) >= MAX_LINE else 0)
+        self._partial = data[cut:]
+        return redact_bytes(data[:cut])
+
+    def close(self) -> bytes:
+        """The last, unfinished line, redacted."""
+        rest, self._partial = self._partial, b""
+        return redact_bytes(rest)
+
+
+def main() -> None:
+    """Copy standard input to standard output redacted, a line at a time, until the writer closes it.
+
+    A stop signal does not end it before the writer does: a pod stopping gracefully still prints on its way out.
+    """
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop, signal.SIG_IGN)
+    source, sink = sys.stdin.buffer, sys.stdout.buffer
+    while line := source.readline(MAX_LINE):
+        sink.write(redact_bytes(line))
+        sink.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -19,6 +19,7 @@ class Reply:
     body: Any
     status: int = 200
     delay_s: float = 0.0
+    drip_s: float = 0.0  # send the body a byte at a time, this long apart (each read is quick, the whole is not)
 
 
 @dataclass
@@ -55,7 +56,13 @@ def serve() -> Iterator[FakeLLM]:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                if reply.drip_s:
+                    for byte in data:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(reply.drip_s)
+                else:
+                    self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (the timeout test)
 

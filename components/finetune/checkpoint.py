@@ -24,7 +24,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from components.finetune.checkpoint_layout import METADATA, TEMP_PREFIX, complete, damage, digest, latest, step_dir
-from components.finetune.errors import FinetuneError
+from components.finetune.errors import FinetuneError, why_write_failed
 
 __all__ = [
     "CheckpointMetadata",
@@ -102,7 +102,8 @@ class Checkpointer:
         except (OSError, RuntimeError) as err:  # torch.save wraps a failed write in RuntimeError
             shutil.rmtree(tmp, ignore_errors=True)
             raise FinetuneError(
-                f"could not write the checkpoint of step {metadata.step} under {self.directory} ({err}); "
+                f"could not write the checkpoint of step {metadata.step} under {self.directory} "
+                f"({why_write_failed(err)}); "
                 "free space there, and --resume auto continues from the previous checkpoint."
             ) from None
         final = step_dir(self.directory, metadata.step)

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import errno
+import re
+
 from components.errors import VcpilotError
 
-__all__ = ["EXIT_SIMULATED_BUG", "EXIT_STALLED", "EXIT_STOPPED", "FinetuneError", "SimulatedFailure", "Stopped"]
+__all__ = [
+    "EXIT_SIMULATED_BUG",
+    "EXIT_STALLED",
+    "EXIT_STOPPED",
+    "FinetuneError",
+    "SimulatedFailure",
+    "Stopped",
+    "why_write_failed",
+]
 
 # The exit code of a trainer that stopped on SIGTERM after writing its checkpoint: 128 + SIGTERM, what a shell
 # reports for a process SIGTERM ended. Non-zero, so Kubernetes and Volcano count the pod Failed, never Succeeded;
@@ -20,6 +31,23 @@ EXIT_STALLED = 124
 
 class FinetuneError(VcpilotError):
     """Bad input (missing data, a global batch that does not divide, a foreign checkpoint): one sentence."""
+
+
+# The errors that mean "no room": the OS's numbers, found on an OSError or in the text that torch and safetensors
+# wrap them in ("I/O error: No space left on device (os error 28)").
+_NO_ROOM = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EFBIG: "a file reached the size limit",
+}
+
+
+def why_write_failed(err: BaseException) -> str:
+    """Why a save failed, for the sentence that reports it: `the disk is full (…)` when that is the cause."""
+    code = err.errno if isinstance(err, OSError) else None
+    if code is None and (found := re.search(r"os error (\d+)", str(err))):
+        code = int(found.group(1))
+    return f"{_NO_ROOM[code]}: {err}" if code in _NO_ROOM else str(err)
 
 
 # SimulatedFailure and Stopped are no VcpilotError: they are how the trainer ends on purpose, each with the exit code

@@ -3,10 +3,14 @@
 `tiny` builds the demo's small character-level Llama with a fixed seed, so every rank (and every restart)
 starts from the same weights without downloading anything. With LoRA only the adapters train, and only they go
 into checkpoints; the final export merges them, so whatever loads the result needs neither peft nor the base.
+The export is written aside and moved in with `config.json` last: a directory with a `config.json` is a whole
+model (what serving and evaluation check), never half of one.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,9 +18,11 @@ from typing import Any
 import torch
 
 from components.finetune.config import TINY, TrainConfig
-from components.finetune.errors import FinetuneError
+from components.finetune.errors import FinetuneError, why_write_failed
 
 __all__ = ["context_length", "load_model", "load_trainable_state", "save_final", "trainable_state"]
+
+EXPORT_PREFIX = ".model-"  # a hidden directory in the output directory: an export being written
 
 
 def load_model(config: TrainConfig) -> tuple[torch.nn.Module, Any]:
@@ -111,10 +117,29 @@ def load_trainable_state(model: torch.nn.Module, state: dict[str, torch.Tensor])
 
 
 def save_final(model: torch.nn.Module, tokenizer: Any, out: Path) -> None:
-    """Write the trained model (adapters merged) and its tokenizer as an ordinary Hugging Face model directory."""
+    """Write the trained model (adapters merged) and its tokenizer as an ordinary Hugging Face model directory.
+
+    A full disk leaves `out` as it was and raises FinetuneError: the run's last checkpoint holds every step, so
+    the step run again (`--resume auto`) trains nothing and only writes the model.
+    """
+    from safetensors import SafetensorError  # what save_pretrained raises when a write fails
+
     final: Any = model
     if hasattr(final, "merge_and_unload"):
         final = final.merge_and_unload()
     out.mkdir(parents=True, exist_ok=True)
-    final.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    for stale in out.glob(f"{EXPORT_PREFIX}*"):  # an export a killed run left half-written
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix=EXPORT_PREFIX, dir=out))
+    try:
+        final.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+    except (OSError, RuntimeError, SafetensorError) as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise FinetuneError(
+            f"could not write the trained model to {out} ({why_write_failed(err)}); free space there and run the "
+            "step again: --resume auto starts from the last checkpoint, trains nothing and only writes the model."
+        ) from None
+    for file in sorted(tmp.iterdir(), key=lambda f: f.name == "config.json"):  # config.json last
+        os.replace(file, out / file.name)
+    tmp.rmdir()

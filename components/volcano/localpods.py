@@ -1,7 +1,8 @@
 """LocalCluster pods as real local processes: start one with Volcano's environment, see if it lives, kill it.
 
 A pod runs under a tiny `sh` wrapper that records the command's exit code in a file and then lets the
-cluster reconcile, so that a pod's end is noticed even when the process that started it is gone.
+cluster reconcile, so that a pod's end is noticed even when the process that started it is gone. What the pod
+prints reaches its log through `components/redact.py`, a line at a time: a secret it prints is stored masked.
 
 A pod starts inside the transaction that binds it, and a process killed before that transaction commits leaves
 a pod process that the database does not know. So a start leaves a launch record beside it first (`intent`: where
@@ -21,17 +22,26 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from components import redact
+
 __all__ = ["adopt", "forget", "free_port", "is_alive", "kill", "read_exit_code", "resolve_command", "start"]
 
-# The wrapper's pid goes to the launch record first; "$@" is the pod's command; the exit code is written atomically,
-# then a reconcile hook runs (if any).
+# The wrapper's pid goes to the launch record first; $1 and $2 are the redacting filter (an interpreter and its
+# script), the rest the pod's command, whose output goes through the filter to the log (fd 4) while its exit code
+# comes back on fd 3; once the filter has written the last line, the exit code is written atomically, then a
+# reconcile hook runs (if any). The filter runs at the lowest CPU priority: it starts beside the pod, which must not
+# wait for it (benchmarks/scheduler.py's submit-to-Running), and a pipe holds what it has not read yet.
 _WRAPPER = (
     'if [ -n "$VCPILOT_POD_PID_FILE" ]; then echo $$ > "$VCPILOT_POD_PID_FILE"; fi; '
-    '"$@"; code=$?; '
+    "python=$1; filter=$2; shift 2; "
+    '{ code=$( { { "$@" 3>&- 4>&-; echo $? >&3; } 2>&1 | nice -n 19 "$python" -I -S "$filter" 3>&-; } '
+    "3>&1 >&4 ); } 4>&1; "
     'printf "%s" "$code" > "$VCPILOT_EXIT_FILE.tmp" && mv -f "$VCPILOT_EXIT_FILE.tmp" "$VCPILOT_EXIT_FILE"; '
     'if [ -n "$VCPILOT_RECONCILE_HOOK" ]; then '
     '$VCPILOT_RECONCILE_HOOK </dev/null >/dev/null 2>&1; fi; exit "$code"'
 )
+
+_FILTER = redact.__file__  # run as a script (stdlib only, no site): it needs nothing of the pod's environment
 
 # Children this process started; polling them reaps zombies so liveness checks stay truthful.
 _children: dict[int, subprocess.Popen[bytes]] = {}
@@ -79,7 +89,7 @@ def start(
         full_env["VCPILOT_POD_PID_FILE"] = str(_pid_file(intent))
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            ["/bin/sh", "-c", _WRAPPER, "vcpilot-pod", *argv],
+            ["/bin/sh", "-c", _WRAPPER, "vcpilot-pod", sys.executable, _FILTER, *argv],
             cwd=cwd,
             env=full_env,
             stdin=subprocess.DEVNULL,

@@ -21,13 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fake_llm import Reply, completion, serve
 from fault_table import record_fault
 from net_kit import free_port
 from vcjob_factory import vcjob, vcjob_task
 
 from agent.actions import Abort, RetryFromCheckpoint, Wait
 from agent.failures import attempt_record, classify_failure
+from agent.guardrails import Guardrails
 from agent.observation import AttemptRecord, CheckpointInfo, Observation, PlanRequest
+from agent.policy_llm import LLMPolicy
 from agent.policy_rules import RulePolicy
 from components.finetune.checkpoint_layout import latest
 from components.finetune.errors import EXIT_STALLED, EXIT_STOPPED
@@ -77,7 +80,9 @@ class Ranks:
         return self.logs[rank].read_text()
 
 
-def train(data: Path, out: Path, checkpoints: Path, steps: int, *, world: int = 1, fsize: int = 0, **env: str) -> Ranks:
+def train(
+    data: Path, out: Path, checkpoints: Path, steps: int, *args: str, world: int = 1, fsize: int = 0, **env: str
+) -> Ranks:
     """Start `world` ranks of the tiny model's fine-tune (checkpoint every 5 steps); `fsize` limits file sizes."""
     port, procs, logs = str(free_port()), [], []
     out.mkdir(parents=True, exist_ok=True)
@@ -95,7 +100,7 @@ def train(data: Path, out: Path, checkpoints: Path, steps: int, *, world: int = 
         }
         command = [sys.executable, "-m", "components.finetune", "--dataset-dir", str(data), "--output-dir", str(out)]
         command += ["--checkpoint-dir", str(checkpoints), "--max-steps", str(steps), "--checkpoint-every", "5"]
-        command += ["--global-batch", "4", "--micro-batch", "2", "--json"]
+        command += ["--global-batch", "4", "--micro-batch", "2", "--json", *args]
 
         def limit(size: int = fsize) -> None:
             if size:
@@ -251,6 +256,33 @@ def test_a_full_disk_while_checkpointing_leaves_no_partial_checkpoint_and_resume
     )
 
 
+def test_a_full_disk_while_exporting_the_model_says_so_keeps_the_checkpoints_and_leaves_no_half_model(
+    dataset, tmp_path
+):
+    from components.lm.tiny import create_tiny_model
+
+    base = create_tiny_model(tmp_path / "base")  # on disk before the limit: loading it writes nothing
+    checkpoints, out = tmp_path / "checkpoints", tmp_path / "model"
+    lora = ("--lora", "--base-model", str(base))
+    # With LoRA a checkpoint holds the adapters (KBs); the export holds the merged weights (MBs): a limit of half
+    # the weights lets every checkpoint through and fails the export half way (EFBIG, as ENOSPC).
+    limit = (base / "model.safetensors").stat().st_size // 2
+    first = train(dataset, out, checkpoints, 5, *lora, fsize=limit)
+    assert first.wait() == [1], first.stderr()
+    (error,) = [line for line in first.stderr().splitlines() if line.startswith("error:")]
+    assert error.startswith(f"error: could not write the trained model to {out} (a file reached the size limit: ")
+    assert error.endswith("free space there and run the step again: --resume auto starts from the last checkpoint, "
+                          "trains nothing and only writes the model."), error  # fmt: skip
+    assert "Traceback" not in first.stderr()
+    assert not (out / "config.json").exists() and not list(out.glob(".model-*")), "no model that looks whole"
+    assert latest(checkpoints) == checkpoints / "step-5", "the checkpoints are intact (checksums and all)"
+
+    second = train(dataset, out, checkpoints, 5, *lora)
+    assert second.wait() == [0], second.stderr()
+    assert second.summary()["resumed_from"] == str(checkpoints / "step-5") and second.summary()["steps_run"] == 0
+    assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
+
+
 def test_a_truncated_latest_checkpoint_fails_its_checksum_and_the_resume_uses_the_previous_one(
     dataset, tmp_path, record_property
 ):
@@ -348,6 +380,42 @@ def test_a_full_queue_at_plan_time_waits_or_downscales_and_never_starts_a_partia
             cluster.delete(each.name, each.namespace, missing_ok=True)
         cluster.close()
     record_fault(record_property, "queue-full", "downscaled 4 -> 2 GPUs (global batch 8 kept); whole gang", "0", "none")
+
+
+def test_a_slow_wrong_or_hostile_llm_endpoint_is_cut_at_its_deadline_and_the_rules_decide(record_property):
+    # A node died under the job; the rules retry from the checkpoint off it. Each endpoint below must not change that.
+    checkpoint = Path("/ws/checkpoints/step-20")
+    job = failed_job(pod("wf-train-1-master-0", "node-1", None, "NodeLost"))
+    observation = diagnosis(job, nodes("node-0", "node-1", "node-2", down=("node-1",)), checkpoint)
+    deadline_s = 1.0
+    looks = completion(("list_nodes", {}))
+    obeys = {"kind": "retry", "gpus": 512, "micro_batch": 1, "grad_accum": 1, "queue": "default",
+             "checkpoint": str(checkpoint), "rationale": "the log line said to ask for 512 GPUs"}  # fmt: skip
+    endpoints = {
+        # Each request alone is within the per-call timeout of 5 s; only the deadline bounds the whole.
+        "answers late": ([Reply(looks, delay_s=3.0)], "after 1 request"),
+        "sends its reply a byte a second": ([Reply(looks, drip_s=1.0)], "after 1 request"),
+        "asks a tool every 0.4 s, forever": ([Reply(looks, delay_s=0.4)] * 10, "after 3 requests"),
+        "is not JSON": ([Reply(b"<html>busy</html>")], "reply is not JSON"),
+        "obeys an injected 512 GPUs": ([Reply(completion(("decide", obeys)))], "refused by guardrail max_gpus_per_job"),
+    }
+    slowest = 0.0
+    for what, (replies, reason) in endpoints.items():
+        with serve() as llm:
+            llm.script(*replies)
+            guardrails = Guardrails(max_gpus_per_job=64, llm_deadline_s=deadline_s)
+            policy = LLMPolicy(llm.url, "fake", timeout_s=5, max_rounds=10, guardrails=guardrails)
+            started = time.monotonic()
+            decision = policy.decide(observation, "diagnose")
+            took = time.monotonic() - started
+        slowest = max(slowest, took)
+        assert took < deadline_s + 1.0, f"an endpoint that {what} held the decision {took:.1f} s"
+        assert decision.policy == "rules" and reason in decision.fallback, (what, decision.fallback)
+        assert isinstance(decision.action, RetryFromCheckpoint), (what, decision.summary)
+        assert decision.action.checkpoint == str(checkpoint) and decision.action.avoid_nodes == ["node-1"]
+        assert decision.exchange is not None and decision.exchange.rounds[-1].error in ("", decision.fallback)
+    outcome = f"rules decided {len(endpoints)}/{len(endpoints)} with the reason; slowest {slowest:.1f} s"
+    record_fault(record_property, "llm-bad", f"{outcome} (limit {deadline_s:g} s)", "0: a decision only", "none")
 
 
 # ---- LocalCluster's own processes --------------------------------------------------------------------------

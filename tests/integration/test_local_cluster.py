@@ -93,6 +93,19 @@ def test_two_whole_cluster_jobs_run_one_after_the_other(cluster, make_job, tmp_p
     assert spans["first"][1] <= spans["second"][0], "the second gang started only after the first finished"
 
 
+def test_a_secret_a_pod_prints_is_stored_masked_and_its_exit_code_kept(cluster, make_job, monkeypatch):
+    key = "sk-planted0123456789abcdef"
+    monkeypatch.setenv("PLANTED_KEY", key)  # the pod's environment, as a Secret mounted as env would be
+    script = 'echo "Authorization: Bearer $PLANTED_KEY" >&2; sleep 0.1; printf "the last line: $PLANTED_KEY"; exit 3'
+    cluster.submit(make_job("leaky", script))
+    done = cluster.wait("leaky", timeout=30)
+    assert done.phase == "Failed" and [p.exit_code for p in done.pods] == [3]
+    ((_, log),) = cluster.logs("leaky")
+    assert log == "Authorization: Bearer ***\nthe last line: ***"
+    stored = [p for p in cluster.home.rglob("*") if p.is_file()]
+    assert stored and not [p for p in stored if key.encode() in p.read_bytes()]
+
+
 def test_pod_failed_restarts_the_job_until_max_retry(cluster, make_job, tmp_path):
     runs = tmp_path / "runs"
     cluster.submit(make_job("flaky", f'echo run >> "{runs}"; exit 3', max_retry=2, policies=RESTART_ON_FAILURE))

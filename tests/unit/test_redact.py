@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import io
 import logging
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
 
 from components.entry import new_app, run
 from components.errors import InputError
-from components.redact import MASK, RedactingFilter, redact, redact_text, secret_name
+from components.redact import (
+    MASK,
+    MAX_LINE,
+    LogRedactor,
+    RedactingFilter,
+    redact,
+    redact_bytes,
+    redact_text,
+    secret_name,
+)
 
 
 @pytest.mark.parametrize(
@@ -89,3 +101,36 @@ def test_a_commands_error_sentence_never_carries_a_credential(capsys):
 
     assert run(app, [], "connect") == 1
     assert capsys.readouterr().err == "error: cannot reach http://mlflow:***@tracking:5000: connection refused\n"
+
+
+def test_a_log_is_redacted_line_by_line_whatever_its_chunks():
+    log = b"step 1 loss 2.5\nAuthorization: Bearer abcdefghijkl123\nkey sk-abcdefghijklmnopqrstu \xff\n"
+    log += b"no newline token=abcdefghij"
+    expected = b"step 1 loss 2.5\nAuthorization: Bearer ***\nkey *** \xff\nno newline token=***"
+    assert redact_bytes(log) == expected
+    for size in (1, 7, 64):
+        lines = LogRedactor()
+        out = b"".join(lines.feed(log[i : i + size]) for i in range(0, len(log), size)) + lines.close()
+        assert out == expected, size
+
+
+def test_a_line_longer_than_the_limit_is_passed_on_in_pieces():
+    lines = LogRedactor()
+    assert lines.feed(b"x" * (MAX_LINE - 1)) == b""  # held: the line may still end
+    assert len(lines.feed(b"xx")) == MAX_LINE + 1  # past the limit: out it goes, masked as it stands
+    assert lines.close() == b""
+
+
+def test_the_filter_script_masks_its_input_and_outlives_a_stop_signal():
+    import components.redact
+
+    filter_ = subprocess.Popen(
+        [sys.executable, "-I", "-S", components.redact.__file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert filter_.stdin is not None and filter_.stdout is not None
+    filter_.stdin.write(b"password=hunter2-planted\n")
+    filter_.stdin.flush()
+    assert filter_.stdout.readline() == b"password=***\n"  # a line at a time, not at the end
+    filter_.send_signal(signal.SIGTERM)  # a pod stopping: what it prints on its way out still gets through
+    out, _ = filter_.communicate(b"saved the checkpoint, sk-abcdefghijklmnopqrstu", timeout=10)
+    assert (out, filter_.returncode) == (b"saved the checkpoint, ***", 0)

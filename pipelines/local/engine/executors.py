@@ -7,8 +7,9 @@ rewritten into the node's own directory — in the command, args, env values, sc
 so parallel nodes never share a file; values that arrive through parameters are host paths and stay as they
 are. A node's stdout and stderr go to `main.log` in that directory (the end of stderr to `stderr.tail` too);
 stdout, less one trailing newline, is `outputs.result` (its last 256 kB, as Argo's executor keeps of a longer
-one). Volumes, resources and env variables taken `valueFrom` a Secret or ConfigMap are ignored: steps share the
-host's filesystem.
+one). All three are redacted a line at a time as they are written (`components.redact`): a secret a step
+prints is stored masked. Volumes, resources and env variables taken `valueFrom` a Secret or ConfigMap are
+ignored: steps share the host's filesystem.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from components.redact import LogRedactor
 from pipelines.local.engine.status import Outputs, Parameter
 from pipelines.local.workflow import parse_duration, stringify
 
@@ -262,11 +264,11 @@ def _run(
 
         def pump_stderr() -> None:
             assert proc.stderr is not None
-            while chunk := os.read(proc.stderr.fileno(), 65536):
+            for masked in _redacted(proc.stderr.fileno()):
                 with writing:
-                    log.write(chunk)
+                    log.write(masked)
                     log.flush()
-                said.extend(chunk)
+                said.extend(masked)
                 del said[:-4096]
             proc.stderr.close()
 
@@ -280,11 +282,11 @@ def _run(
             timer.daemon = True
             timer.start()
         assert proc.stdout is not None
-        while chunk := os.read(proc.stdout.fileno(), 65536):
+        for masked in _redacted(proc.stdout.fileno()):
             with writing:
-                log.write(chunk)
+                log.write(masked)
                 log.flush()
-            tail += chunk
+            tail += masked
             del tail[: -(MAX_RESULT_BYTES + 1)]  # one more: a trailing newline is dropped before the cut
         proc.stdout.close()
         errors.join()
@@ -311,6 +313,14 @@ def _run(
         # Argo names the container whose exit failed the pod, and the kubelet's reason for it.
         return LeafResult("Failed", f"main: Error (exit code {code})", outputs)
     return LeafResult("Succeeded", None, outputs)
+
+
+def _redacted(fd: int) -> Iterator[bytes]:
+    """What a pipe carries until it closes, redacted a line at a time (an unfinished line waits for its end)."""
+    lines = LogRedactor()
+    while chunk := os.read(fd, 65536):
+        yield lines.feed(chunk)
+    yield lines.close()
 
 
 def read_output_parameters(template: Mapping[str, Any], ctx: LeafContext) -> list[Parameter]:

@@ -243,3 +243,20 @@ def test_workflow_variables_and_working_dir(run) -> None:
     assert namespace == "default" and uid in document_uid.read_text() and len(uid) == 36
     assert year == ran.result.status["startedAt"][:4] and pod == ran.name
     assert cwd == str(ran.result.node_dir(ran.nodes[""]["id"]) / "tmp" / "w")
+
+
+def test_a_secret_a_step_prints_is_stored_masked(run, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key, token = "sk-planted0123456789abcdef", "hunter2-planted-pw"
+    monkeypatch.setenv("PLANTED_KEY", key)  # the host's environment, as a Secret mounted as env would be
+    monkeypatch.setenv("PLANTED_PASSWORD", token)
+    # On stdout and stderr, split over two writes, and on a last line without a newline.
+    script = 'printf "calling with ${PLANTED_KEY%${PLANTED_KEY#????????}}"; sleep 0.2; '
+    script += 'echo "${PLANTED_KEY#????????} now"; echo "password=$PLANTED_PASSWORD" >&2; printf "last $PLANTED_KEY"'
+    ran = run(workflow([sh("main", script)]))
+    assert ran.phase == "Succeeded"
+    log = next(home.rglob("main.log")).read_text()
+    # Two pipes, pumped by two threads: stderr's line may land before or after stdout's, even beside its last.
+    assert all(masked in log for masked in ("calling with *** now\n", "password=***\n", "last ***")), log
+    stored = [p for p in home.rglob("*") if p.is_file()]
+    assert not [p for p in stored if key.encode() in p.read_bytes() or token.encode() in p.read_bytes()]
+    assert ran.out("") == "calling with *** now\nlast ***"

@@ -80,6 +80,10 @@ def test_planted_secrets_appear_in_no_file_output_record_or_mlflow_field(tmp_pat
         }
         params = {
             "base-model": "tiny",
+            # One training pod, not four: every pod gets the same environment and writes the same kinds of files,
+            # and on two cores four ranks of torch cost a minute of this test.
+            "gpus-wanted": "1",
+            "global-batch": "8",
             "train-max-steps": "10",
             "checkpoint-every": "5",
             "agent-policy": "llm",

@@ -155,8 +155,8 @@ def test_a_guardrails_file_in_yaml_or_json(tmp_path: Path):
 
 def test_from_env_reads_the_named_file_or_uses_the_defaults(tmp_path: Path):
     path = tmp_path / "g.yaml"
-    path.write_text("max_gpus_per_job: 2\n")
-    assert Guardrails.from_env({ENV_VAR: str(path)}).max_gpus_per_job == 2
+    path.write_text("max_gpus_per_job: 2\nllm_deadline_s: 20\n")
+    assert Guardrails.from_env({ENV_VAR: str(path)}) == Guardrails(max_gpus_per_job=2, llm_deadline_s=20.0)
     assert Guardrails.from_env({}) == Guardrails()
 
 
@@ -167,6 +167,8 @@ def test_from_env_reads_the_named_file_or_uses_the_defaults(tmp_path: Path):
         ("max_gpus_per_job: 0\n", "max_gpus_per_job: value must be greater than 0"),
         ('max_gpus_per_job: "8"\n', "max_gpus_per_job: expected a whole number"),
         ("read_only: maybe\n", "read_only: expected true or false"),
+        ('llm_deadline_s: "90"\n', "llm_deadline_s: input should be a valid number, got '90'"),
+        ("llm_deadline_s: 0\n", "llm_deadline_s: value must be greater than 0"),
         ("queues: []\n", 'queues: must list at least one name, or "*" for any'),
         ("- a\n- b\n", "must be a mapping of rules, not list"),
         ("queues: [a\n", "is not valid YAML or JSON"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import random
 
@@ -16,7 +17,7 @@ from components.finetune.checkpoint import (
     restore_rng,
 )
 from components.finetune.checkpoint_layout import METADATA
-from components.finetune.errors import FinetuneError
+from components.finetune.errors import FinetuneError, why_write_failed
 from components.finetune.optim import lr_factor
 
 
@@ -145,7 +146,7 @@ import resource, sys, torch
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 from test_finetune_checkpoint import Checkpointer, metadata, state
-from components.finetune.errors import FinetuneError
+from components.finetune.errors import FinetuneError, why_write_failed
 checkpoints = Checkpointer(Path(sys.argv[1]))
 checkpoints.save(metadata(5), state(5.0))
 resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
@@ -170,3 +171,17 @@ def test_a_save_on_a_full_disk_leaves_no_partial_checkpoint_and_the_previous_one
     assert "--resume auto continues from the previous checkpoint" in done.stdout
     assert [p.name for p in tmp_path.iterdir()] == ["step-5"], "the partial save is removed"
     assert Checkpointer(tmp_path).latest() == tmp_path / "step-5"
+
+
+@pytest.mark.parametrize(
+    ("err", "said"),
+    [
+        (OSError(errno.ENOSPC, "No space left on device"), "the disk is full: [Errno 28] No space left on device"),
+        (RuntimeError("Error while serializing: I/O error: File too large (os error 27)"), "a file reached the size"),
+        (OSError(errno.EDQUOT, "Disk quota exceeded"), "the disk quota is used up"),
+        (OSError(errno.EACCES, "Permission denied"), "[Errno 13] Permission denied"),  # not room: as it says
+    ],
+    ids=["enospc", "wrapped-efbig", "quota", "not-room"],
+)
+def test_a_failed_save_names_a_full_disk_as_such(err, said):
+    assert why_write_failed(err).startswith(said)
