@@ -225,6 +225,20 @@ def test_reclaim_stops_at_the_reclaimers_share() -> None:
     assert reclaimed == [] and tenant.phase == "Inqueue"
 
 
+def test_evictions_are_counted_per_node_so_a_fragmented_cluster_evicts_no_one() -> None:
+    # 8 GPUs free or evictable in all, but 4 on each node: the owner's 8-GPU pod would fit on neither
+    queues = (QueueState(FALLBACK_QUEUE, capability={GPU: 16.0}), QueueState("vc-a", capability={GPU: 8.0}))
+    sim, reclaimed = Simulation(("node-00", "node-01"), 8, queues, 0.0, reclaimable=(FALLBACK_QUEUE,)), []
+    borrower = SimJob("default/ft", FALLBACK_QUEUE, 4, 1, priority=-1, reclaimable=True, on_reclaimed=reclaimed.append)
+    tenants = [SimJob(f"vc-a/t{i}", "vc-a", 1, 4) for i in range(2)]
+    owner = SimJob("t/owner", FALLBACK_QUEUE, 1, 8)
+    sim.at(0.0, lambda: [sim.submit(job) for job in (borrower, *tenants)])
+    sim.at(10.0, lambda: sim.submit(owner))
+    sim.run(lambda: False, 20.0)
+    assert sorted(borrower.nodes) == ["node-00"] * 4 and {t.nodes for t in tenants} == {("node-00",), ("node-01",)}
+    assert reclaimed == [] and owner.phase == "Inqueue"
+
+
 # -- the strategies on a hand-made trace -------------------------------------------------------------------------
 
 
