@@ -48,7 +48,7 @@ from benchmarks.agent_strategies import (  # noqa: E402
     VolcanoCheckpoint,
     WaitFull,
 )
-from benchmarks.agent_trace import FALLBACK_QUEUE, HOUR, TenantJob, Trace  # noqa: E402
+from benchmarks.agent_trace import FALLBACK_QUEUE, HOUR, RECLAIMABLE_QUEUES, TenantJob, Trace  # noqa: E402
 from benchmarks.goals import figure  # noqa: E402
 
 __all__ = ["figures", "goals", "main", "run", "sensitivity", "simulate"]
@@ -81,6 +81,7 @@ class _Tenant:
             priority=tenant.priority,
             on_start=self._started,
             on_lost=lambda job, node: sim.submit(job, keep_order=True),
+            on_reclaimed=lambda job: sim.submit(job, keep_order=True),  # RestartJob, as for a lost pod
         )
         sim.at(tenant.arrival_s, lambda: sim.submit(self.job))
 
@@ -104,7 +105,7 @@ def simulate(
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     if strategy in ("rules", "llm") and policy is None:
         raise ValueError(f"the {strategy} strategy needs a policy")
-    sim = Simulation(trace.nodes, trace.gpus_per_node, trace.queues, start_s=trace.start_s)
+    sim = Simulation(trace.nodes, trace.gpus_per_node, trace.queues, trace.start_s, reclaimable=RECLAIMABLE_QUEUES)
     for tenant in trace.tenants:
         _Tenant(sim, tenant)
     for outage in trace.outages:

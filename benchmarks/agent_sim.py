@@ -1,12 +1,18 @@
 """A Volcano cluster on a virtual clock: LocalCluster's pure scheduling core without processes or SQLite.
 
 Gangs wait Pending, are admitted Inqueue and bound all at once by `components.volcano.scheduler.schedule` — the
-same function LocalCluster's controller calls — so gang admission, queue capability, queue weights and
-priority behave as they do there. Nodes fail and recover on the trace's schedule; pods on a failed node die.
+same function LocalCluster's controller calls — run as deploy/volcano/scheduler/volcano-scheduler.conf configures
+Volcano: no overcommit plugin (a gang is admitted when its queue's capability has room, however busy the
+cluster), and the proportion plugin (a queue places pods only up to its deserved share, so a large gang in a
+queue whose share is small waits while smaller jobs of other queues take the GPUs as they free). Nodes fail and
+recover on the trace's schedule; pods on a failed node die.
 
-Reclaim, as Volcano's `reclaim` and `preempt` actions do it for a queue's owner: when an owner's gang (a job not
-marked `reclaimable`) cannot be placed, the jobs borrowing that queue (`reclaimable`, a lower priority) are
-evicted, the youngest first, as many as it takes — and only when evicting them makes the gang fit.
+Evictions for a gang that waits Inqueue, as Volcano's `preempt` and `reclaim` actions choose them, pod by pod on
+one node at a time, and only when every pod the gang needs then fits (Volcano commits no eviction that leaves
+the gang short): `preempt` takes pods of lower-priority jobs of the gang's own queue (our borrowers in the
+fallback queue, `SimJob.reclaimable`, for its owner); `reclaim` takes pods of other queues named reclaimable
+whose queue holds more than its deserved share, for a gang whose queue is below its own. A job that loses a pod
+is ended whole: its job policy restarts it.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from dataclasses import dataclass
 
 from components.volcano.cluster import NodeInfo, QueueSnapshot
 from components.volcano.resources import GPU
-from components.volcano.scheduler import Gang, NodeState, PodRequest, QueueState, schedule
+from components.volcano.scheduler import Gang, NodeState, PodRequest, QueueState, affinity_allows, deserved, schedule
 
 __all__ = ["SimJob", "Simulation"]
 
@@ -37,7 +43,7 @@ class SimJob:
     avoid_nodes: tuple[str, ...] = ()
     on_start: Callable[[SimJob], None] = lambda job: None
     on_lost: Callable[[SimJob, str], None] = lambda job, node: None  # the job's pods died with this node
-    reclaimable: bool = False  # a borrower of its queue: the queue's owner may evict it
+    reclaimable: bool = False  # a borrower of its queue, of a lower priority: the queue's owner may evict it
     on_reclaimed: Callable[[SimJob], None] = lambda job: None  # evicted for the owner (SIGTERM, then killed)
     phase: str = "Pending"  # the PodGroup's: Pending, Inqueue, Running
     order: int = 0  # creation order; a Volcano RestartJob keeps it
@@ -54,8 +60,16 @@ class SimJob:
 class Simulation:
     """The event loop and the cluster state; strategies and tenants drive it through callbacks."""
 
-    def __init__(self, nodes: tuple[str, ...], gpus_per_node: int, queues: tuple[QueueState, ...], start_s: float):
+    def __init__(
+        self,
+        nodes: tuple[str, ...],
+        gpus_per_node: int,
+        queues: tuple[QueueState, ...],
+        start_s: float,
+        reclaimable: tuple[str, ...] = (),
+    ):
         self.now = start_s
+        self.reclaimable = frozenset(reclaimable)  # queues with `reclaimable: true`: others' reclaim may take theirs
         self.gpus_per_node = gpus_per_node
         self.ready = dict.fromkeys(nodes, True)
         self.queues = {q.name: q for q in queues}
@@ -124,7 +138,10 @@ class Simulation:
             if not waiting:
                 return
             self.sessions += 1
-            session = schedule(self._node_states(), self._queue_states(), [self._gang(j) for j in waiting])
+            gangs = [self._gang(j) for j in waiting]
+            session = schedule(
+                self._node_states(), self._queue_states(), gangs, overcommit_factor=None, proportion=True
+            )
             changed = False
             for key in session.enqueued:
                 self.jobs[key].phase, changed = "Inqueue", True
@@ -143,32 +160,74 @@ class Simulation:
                 return
 
     def _reclaim(self) -> bool:
-        """Evict borrowers for the first owner's gang they keep out; whether any job was evicted."""
-        lenders: dict[str, list[SimJob]] = {}
-        for job in self.jobs.values():
-            if job.reclaimable and job.phase == "Running":
-                lenders.setdefault(job.queue, []).append(job)
-        if not lenders:
+        """Evict for the first gang waiting Inqueue that evictions let in (preempt, then reclaim); whether any was."""
+        running = [j for j in self.jobs.values() if j.phase == "Running"]
+        starving = [j for j in self.jobs.values() if j.phase == "Inqueue"]
+        if not running or not starving:
             return False
-        free = sum(self.gpus_per_node - used for node, used in self._used().items() if self.ready[node])
-        waiting = (j for j in self.jobs.values() if j.queue in lenders and not j.reclaimable and j.phase != "Running")
-        for owner in sorted(waiting, key=lambda j: (-j.priority, j.order)):
-            borrowers = sorted(lenders[owner.queue], key=lambda j: -j.order)
-            cap = self.queues[owner.queue].capability.get(GPU, float("inf"))
-            room = cap - self._allocated(owner.queue)
-            if free + sum(j.gpus for j in borrowers) < owner.gpus or room + sum(j.gpus for j in borrowers) < owner.gpus:
-                continue  # evicting every borrower would not make it fit: Volcano evicts no one for nothing
-            evicted = False
-            while borrowers and (free < owner.gpus or room < owner.gpus):
-                victim = borrowers.pop(0)
-                self.jobs.pop(victim.key)
-                victim.phase = "Failed"  # its pods keep their nodes until the job is resubmitted
-                free, room, evicted = free + victim.gpus, room + victim.gpus, True
-                self.reclaims += 1
-                victim.on_reclaimed(victim)
-            if evicted:
+        nodes, queues = self._node_states(), self._queue_states()
+        shares = deserved(nodes, queues, [self._gang(j) for j in self.jobs.values()])
+        allocated = {q.name: q.allocated.get(GPU, 0.0) for q in queues}
+        for job in sorted(starving, key=lambda j: (-j.priority, j.order)):
+            victims = self._victims(job, running, shares, allocated)
+            if victims:
+                for victim in sorted(victims, key=lambda v: v.order):
+                    self.jobs.pop(victim.key)
+                    victim.phase = "Failed"  # its pods keep their nodes until the job is resubmitted
+                    self.reclaims += 1
+                    victim.on_reclaimed(victim)
                 return True
         return False
+
+    def _victims(
+        self, job: SimJob, running: list[SimJob], shares: dict[str, dict[str, float]], allocated: dict[str, float]
+    ) -> list[SimJob]:
+        """The jobs whose pods Volcano would evict so that every pod of `job` fits, or [] when none would do."""
+        queue_share = shares.get(job.queue, {}).get(GPU, 0.0)
+        cross = allocated[job.queue] < queue_share - 1e-9  # reclaim only for a queue below its deserved share
+        alloc = dict(allocated)
+        free = {n: self.gpus_per_node - u if self.ready[n] else 0.0 for n, u in self._used().items()}
+        pods_on: dict[str, list[SimJob]] = {}  # node -> a pod of that job, once per pod, the youngest job first
+        for other in sorted(running, key=lambda j: -j.order):
+            for node in other.nodes:
+                pods_on.setdefault(node, []).append(other)
+        chosen: dict[str, SimJob] = {}
+        gang = _gang(job)
+        for _ in range(job.pods):
+            need = float(job.gpus_per_pod)
+            if cross and alloc[job.queue] + need > queue_share + 1e-9:
+                return []  # proportion's Preemptive: the pod would take its queue past its share
+            for node in sorted(free):
+                if not self.ready[node] or not affinity_allows(gang.pods[0].affinity, node, {HOSTNAME: node}):
+                    continue
+                taken: list[SimJob] = []
+                room = free[node]
+                for other in pods_on.get(node, []):
+                    if room >= need:
+                        break
+                    same = other.queue == job.queue and other.reclaimable and other.priority < job.priority
+                    reclaim = (
+                        cross
+                        and other.queue != job.queue
+                        and other.queue in self.reclaimable
+                        and alloc[other.queue] > shares.get(other.queue, {}).get(GPU, 0.0) + 1e-9
+                    )
+                    if same or reclaim:
+                        taken.append(other)
+                        room += other.gpus_per_pod
+                        alloc[other.queue] -= other.gpus_per_pod
+                if room < need:
+                    for other in taken:
+                        alloc[other.queue] += other.gpus_per_pod
+                    continue
+                for other in taken:
+                    pods_on[node].remove(other)
+                    chosen[other.key] = other
+                free[node], alloc[job.queue] = room - need, alloc[job.queue] + need
+                break
+            else:
+                return []  # a pod fits on no node even with evictions: Volcano evicts no one for it
+        return [j for j in chosen.values() if j.key != job.key]
 
     def _gang(self, job: SimJob) -> Gang:
         """The job's gang as the scheduler sees it, built once per phase and place in line."""

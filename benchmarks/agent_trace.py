@@ -22,6 +22,10 @@ NODES = 16
 GPUS_PER_NODE = 8
 TARGET_QUEUE = "ml-team"
 FALLBACK_QUEUE = "ml-spare"
+# Queues created `reclaimable: true`: Volcano's reclaim may take back what they hold above their deserved share
+# for another queue's waiting gang. Only the fallback queue lends; a reclaimable training queue would see our own
+# gangs evicted whenever it runs above its share (docs/agent-benchmark.md).
+RECLAIMABLE_QUEUES = (FALLBACK_QUEUE,)
 # Node faults at the rate Meta reports for Llama 3 405B's pre-training: 419 unexpected interruptions in 54 days on
 # 16,384 GPUs (2,048 nodes of 8), about half of them GPU or HBM faults; every one is taken as one node fault.
 LLAMA3_INTERRUPTIONS, LLAMA3_DAYS, LLAMA3_NODES = 419, 54, 2048

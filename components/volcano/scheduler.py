@@ -18,6 +18,7 @@ __all__ = [
     "QueueState",
     "Session",
     "affinity_allows",
+    "deserved",
     "schedule",
     "tolerates",
 ]
@@ -95,37 +96,92 @@ def schedule(
     queues: Sequence[QueueState],
     gangs: Sequence[Gang],
     *,
-    overcommit_factor: float = 1.2,
+    overcommit_factor: float | None = 1.2,
+    proportion: bool = False,
 ) -> Session:
     """Run the actions enqueue then allocate once over the whole state, as one Volcano session does.
 
     Gangs are all-or-nothing: a gang's pods are bound only when `bound` plus the pods placed reach
     `min_member`; a gang's pods are tried in the order given and placement stops at the first that fits
     nowhere. `reasons` is keyed by gang key. The result depends on the input alone; ties go by name.
+
+    `overcommit_factor` None is a scheduler without the overcommit plugin: enqueue checks the queue's capability
+    only, not the idle cluster. `proportion` adds what Volcano's proportion plugin does in allocate: each queue
+    gets a deserved share (`deserved`), a queue at it is skipped, a pod that would take its queue past it is not
+    placed, and queues are served by allocated ÷ deserved instead of allocated ÷ weight.
     """
     queue_by_name = {q.name: q for q in queues}
     ordered = sorted(gangs, key=lambda g: (-g.priority, g.order, g.key))
     reasons: dict[str, str] = {}
+    shares = deserved(nodes, queues, gangs) if proportion else None  # as the session opens, before enqueue
     enqueued = _enqueue(nodes, queue_by_name, ordered, overcommit_factor, reasons)
     admitted = set(enqueued)
     runnable = [g for g in ordered if g.pods and (g.phase in ("Inqueue", "Running") or g.key in admitted)]
-    bindings = _Allocator(nodes, queue_by_name, reasons).run(runnable)
+    bindings = _Allocator(nodes, queue_by_name, reasons, shares).run(runnable)
     return Session(enqueued=tuple(enqueued), bindings=bindings, reasons=reasons)
+
+
+def deserved(
+    nodes: Sequence[NodeState], queues: Sequence[QueueState], gangs: Sequence[Gang]
+) -> dict[str, dict[str, float]]:
+    """Each queue's deserved resources, as Volcano's proportion plugin computes them when a session opens.
+
+    Only queues with a job take part. The ready nodes' allocatable is dealt out by weight in rounds; a queue's
+    share is capped by its capability and by its request (what it holds plus the pods of its admitted gangs
+    still to bind: a Pending PodGroup has no pods yet), and what a capped queue leaves is dealt out again.
+    """
+    total: dict[str, float] = {}
+    for node in nodes:
+        if node.ready and not node.unschedulable:
+            _add_into(total, node.allocatable)
+    by_name = {q.name: q for q in queues}
+    request = {q: dict(by_name[q].allocated) for q in dict.fromkeys(g.queue for g in gangs) if q in by_name}
+    for gang in gangs:
+        if gang.queue in request and gang.phase in ("Inqueue", "Running"):
+            for pod in gang.pods:
+                _add_into(request[gang.queue], pod.resources)
+    share = {q: dict.fromkeys(total, 0.0) for q in request}
+    remaining, met = dict(total), set()
+    while True:
+        weight = sum(max(by_name[q].weight, 1) for q in request if q not in met)
+        if not weight:
+            break
+        before, grown, shrunk = dict(remaining), dict.fromkeys(total, 0.0), dict.fromkeys(total, 0.0)
+        for q in request:
+            if q in met:
+                continue
+            old, cap = share[q], by_name[q].capability
+            new = {}
+            for r in total:
+                amount = old[r] + remaining[r] * max(by_name[q].weight, 1) / weight
+                new[r] = min(amount, cap.get(r, total[r]), total[r], request[q].get(r, 0.0))
+                grown[r] += max(new[r] - old[r], 0.0)
+                shrunk[r] += max(old[r] - new[r], 0.0)
+            share[q] = new
+            if all(request[q].get(r, 0.0) <= new[r] + _EPS for r in total) or new == old:
+                met.add(q)
+        remaining = {r: max(remaining[r] + shrunk[r] - grown[r], 0.0) for r in total}
+        if all(v <= _EPS for v in remaining.values()) or remaining == before:
+            break
+    return share
 
 
 def _enqueue(
     nodes: Sequence[NodeState],
     queues: Mapping[str, QueueState],
     ordered: Sequence[Gang],
-    factor: float,
+    factor: float | None,
     reasons: dict[str, str],
 ) -> list[str]:
-    """Admit Pending gangs while the overcommitted idle cluster and their queue's capability have room."""
+    """Admit Pending gangs while their queue's capability and the overcommitted idle cluster have room.
+
+    With `factor` None the idle cluster is not checked (Volcano without the overcommit plugin).
+    """
     total: dict[str, float] = {}
     for node in nodes:
         if node.ready and not node.unschedulable:
             _add_into(total, node.allocatable)
-    idle = {r: amount * factor for r, amount in total.items()}
+    idle = {r: amount * factor for r, amount in total.items()} if factor is not None else {}
     for node in nodes:
         _add_into(idle, node.used, -1.0)
     reserved: dict[str, float] = {}  # min_resources of Inqueue gangs that hold no pods yet
@@ -147,7 +203,11 @@ def _enqueue(
             continue
         asked = {r: q for r, q in gang.min_resources.items() if q > 0}
         if asked:
-            short = next((r for r in sorted(asked) if reserved.get(r, 0.0) + asked[r] > idle.get(r, 0.0) + _EPS), "")
+            short = (
+                ""
+                if factor is None
+                else next((r for r in sorted(asked) if reserved.get(r, 0.0) + asked[r] > idle.get(r, 0.0) + _EPS), "")
+            )
             if short:
                 left = max(idle.get(short, 0.0) - reserved.get(short, 0.0), 0.0)
                 reasons[gang.key] = (
@@ -170,7 +230,14 @@ def _enqueue(
 class _Allocator:
     """The allocate action over scratch copies of node usage and queue allocation."""
 
-    def __init__(self, nodes: Sequence[NodeState], queues: Mapping[str, QueueState], reasons: dict[str, str]):
+    def __init__(
+        self,
+        nodes: Sequence[NodeState],
+        queues: Mapping[str, QueueState],
+        reasons: dict[str, str],
+        shares: Mapping[str, Mapping[str, float]] | None = None,
+    ):
+        self.shares = shares  # the proportion plugin's deserved, by queue; None without it
         self.nodes = sorted(nodes, key=lambda n: n.name)
         self.alloc = [dict(n.allocatable) for n in self.nodes]
         self.used = [dict(n.used) for n in self.nodes]
@@ -203,14 +270,43 @@ class _Allocator:
             gang = by_queue[name].popleft()
             if not by_queue[name]:
                 del by_queue[name]
+            if self._overused(name):
+                self.reasons[gang.key] = f"queue '{name}' holds its deserved share of the cluster"
+                continue
             for pod, index in self._place_gang(gang):
                 bindings[pod] = self.nodes[index].name
         return bindings
 
     def _share(self, queue: str) -> tuple[float, float]:
+        if self.shares is not None:  # proportion: the largest of allocated ÷ deserved over the resources
+            alloc, deserve = self.queue_alloc[queue], self.shares.get(queue, {})
+            ratios = [
+                alloc.get(r, 0.0) / d if d > _EPS else float(alloc.get(r, 0.0) > _EPS) for r, d in deserve.items()
+            ]
+            return max(ratios, default=0.0), 0.0
         weight = max(self.queues[queue].weight, 1)
         alloc = self.queue_alloc[queue]
         return alloc.get(GPU, 0.0) / weight, alloc.get("cpu", 0.0) / weight
+
+    def _overused(self, queue: str) -> bool:
+        """Proportion's Overused: the queue holds at least its deserved share of every resource."""
+        if self.shares is None:
+            return False
+        alloc = self.queue_alloc[queue]
+        return all(d <= alloc.get(r, 0.0) + _EPS for r, d in self.shares.get(queue, {}).items())
+
+    def _past_deserved(self, queue: str, request: Mapping[str, float]) -> str:
+        """Proportion's Allocatable: say how the pod would take its queue past its deserved share, or ""."""
+        if self.shares is None:
+            return ""
+        alloc, deserve = self.queue_alloc[queue], self.shares.get(queue, {})
+        for r in sorted(request):
+            if alloc.get(r, 0.0) + request[r] > deserve.get(r, 0.0) + _EPS:
+                return (
+                    f"queue '{queue}' would pass its deserved share ({r}: {_fmt(r, alloc.get(r, 0.0))} allocated "
+                    f"+ {_fmt(r, request[r])} asked > {_fmt(r, deserve.get(r, 0.0))} deserved)"
+                )
+        return ""
 
     def _place_gang(self, gang: Gang) -> list[tuple[str, int]]:
         """Place the gang's pods one by one; keep them only if the gang reaches minMember."""
@@ -234,6 +330,7 @@ class _Allocator:
         for pod in gang.pods:
             request = {r: q for r, q in pod.resources.items() if q > 0}
             over = _capability_excess(self.queues[gang.queue], queue_alloc, request)
+            over = over or self._past_deserved(gang.queue, request)
             if over:
                 reason = over
                 break

@@ -3,17 +3,20 @@
 The same trace (`benchmarks.agent_philly.philly_trace`, scaled to the nodes this cluster has) is run twice per
 strategy — (a) wait_full, (c) volcano_ckpt, (e) rules — once through the simulator, once on the e2e cluster with
 time compressed `COMPRESSION`-fold: the other tenants' gangs and our attempts are VCJobs whose kwok pods complete
-after their (compressed) hold time, and the rules plan from `agent.observe` of the real cluster. Mean
-time-to-finish and GPU-hours used must agree within 15%; the relative errors are printed (`-s`).
+after their (compressed) hold time, and the rules plan from `agent.observe` of the real cluster. Both sides stop
+at the same horizon, where a request still unfinished counts as finishing (as `benchmarks/agent.py` counts it).
+Mean time-to-finish and GPU-hours used must agree within 15%; the table and the relative errors are printed.
 
-The window has no node faults and an idle fallback owner (so no reclaim happens): what is compared is gang
-admission, queue capability and fair share, and the plan decisions on them. Faults and reclaim on real Volcano
-are covered by tests/e2e/test_recovery.py and the contract suite.
+The window has no node faults and an idle fallback owner: what is compared is gang admission, queue capability,
+proportion's deserved shares (our 4-GPU gangs wait while other queues' 1-GPU jobs take the GPUs) and the plan
+decisions on them. Faults and reclaim on real Volcano are covered by tests/e2e/test_recovery.py and the contract
+suite; the simulator's reclaim by tests/unit/agent/test_agent_benchmark.py.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import heapq
 import itertools
@@ -46,22 +49,34 @@ from benchmarks.agent_strategies import (  # noqa: E402
     Outcome,
     samples_per_s,
 )
-from benchmarks.agent_trace import FALLBACK_QUEUE, HOUR, TARGET_QUEUE, Request, TenantJob, Trace  # noqa: E402
+from benchmarks.agent_trace import (  # noqa: E402
+    FALLBACK_QUEUE,
+    HOUR,
+    RECLAIMABLE_QUEUES,
+    TARGET_QUEUE,
+    Request,
+    TenantJob,
+    Trace,
+)
 from components.volcano.builder import TrainingRequest, build_training_job  # noqa: E402
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(
         os.environ.get("VCPILOT_E2E_SIM_VS_VOLCANO") != "1",
-        reason="the simulator does not yet backfill small gangs as Volcano does (docs/agent-benchmark.md); "
-        "VCPILOT_E2E_SIM_VS_VOLCANO=1 runs it",
+        reason="(a) and (c) agree within 3-7%, but (e)'s time-to-finish is 24-101% later on the cluster than in the "
+        "simulator (docs/agent-benchmark.md); VCPILOT_E2E_SIM_VS_VOLCANO=1 runs it (5 min)",
     ),
 ]
 
-START, DAYS, REQUESTS_PER_DAY = dt.date(2017, 11, 6), 0.125, 32  # 3 h of Philly, 4 fine-tuning requests
-COMPRESSION = 720.0  # one simulated hour is 5 s on the cluster (Volcano schedules every 1 s: 12 min)
+# 3 h of Philly, 3 fine-tuning requests: 308 tenants' jobs from an hour before to a day after, busy enough that
+# our 4-GPU gangs wait on proportion's shares (the simulator: 17 h for the last of (a)'s, 8 h without tenants).
+START, DAYS, REQUESTS_PER_DAY = dt.date(2017, 9, 28), 0.125, 24
+HORIZON_S = 24 * HOUR  # both sides stop here, from the window's start: at most 125 s a strategy on the cluster
+COMPRESSION = 720.0  # one simulated hour is 5 s on the cluster (Volcano schedules every 200 ms: 2.4 min)
 TOLERANCE = 0.15
 KWOK_COMPLETE = "pod-complete.stage.kwok.x-k8s.io"
+KWOK_READY = "pod-ready.stage.kwok.x-k8s.io"
 POLL_S = 0.2
 STRATEGIES = ("wait_full", "volcano_ckpt", "rules")
 
@@ -85,7 +100,10 @@ def job_manifest(name: str, namespace: str, queue: str, gpus: int, per_pod: int,
     )
     manifest = build_training_job(request).to_dict()
     for task in manifest["spec"]["tasks"]:
-        task["template"]["metadata"]["annotations"] = {f"{KWOK_COMPLETE}/delay": f"{max(1, round(runs_s * 1000))}ms"}
+        task["template"]["metadata"]["annotations"] = {
+            f"{KWOK_COMPLETE}/delay": f"{max(1, round(runs_s * 1000))}ms",
+            f"{KWOK_READY}/delay": "0ms",  # kwok's 0.2-1 s of pod start would be 2-12 simulated minutes a start
+        }
     return manifest
 
 
@@ -114,18 +132,20 @@ class Replay:
         manifest = job_manifest(name, self.namespace, self.queue(queue), gpus, per_pod, runs_sim_s / COMPRESSION)
         self.cluster.submit(manifest)
 
-    def run(self, strategy: str, limit_s: float) -> list[Outcome]:
-        """Replay the trace under `strategy` until every request completed (or fail after `limit_s` real seconds)."""
+    def run(self, strategy: str) -> list[Outcome]:
+        """Replay the trace under `strategy` until every request completed or the horizon came."""
         for tenant in self.trace.tenants:
             self.at(tenant.arrival_s, lambda t=tenant: self.tenant(t))
         for request in self.trace.requests:
             self.outcomes[request.name] = Outcome(request.name, request.arrival_s, request.gpus)
             self.at(request.arrival_s + STEP_S, lambda r=request: self.plan(strategy, r))
         self.t0 = time.monotonic()
-        deadline = self.t0 + limit_s
         while any(o.status == "unfinished" for o in self.outcomes.values()):
-            if time.monotonic() > deadline:
-                pytest.fail(f"{strategy}: the requests did not finish within {limit_s:g} s on the cluster")
+            if self.now() >= self.trace.horizon_s:  # as the simulator: the horizon is the end of the unfinished
+                for outcome in self.outcomes.values():
+                    if outcome.status == "unfinished":
+                        outcome.end_s = self.trace.horizon_s
+                break
             while self.events and self.events[0][0] <= self.now():
                 heapq.heappop(self.events)[2]()
             self.watch()
@@ -135,8 +155,6 @@ class Replay:
         return list(self.outcomes.values())
 
     def tenant(self, tenant: TenantJob) -> None:
-        if tenant.arrival_s > max(o.arrival_s for o in self.outcomes.values()) + 24 * HOUR:
-            return
         gpus = tenant.pods * tenant.gpus_per_pod
         self.submit(f"t-{tenant.name}", tenant.queue, gpus, tenant.gpus_per_pod, tenant.hold_s)
 
@@ -205,7 +223,16 @@ def summary(outcomes: list[Outcome]) -> tuple[float, float]:
     return ttf, sum(o.gpu_s_used for o in outcomes) / HOUR
 
 
-def test_the_simulator_agrees_with_volcano_on_a_short_philly_window(cluster: Any, admin: Any, shared_dir: Path) -> None:
+def _request_line(outcome: Outcome) -> str:
+    """One request's arrival, first start and end (simulated hours) and where its attempts ran."""
+    start = f"{outcome.first_start_s / HOUR:.2f}" if outcome.first_start_s is not None else "-"
+    shapes = ",".join(f"{gpus}@{queue}" for gpus, queue in outcome.shapes)
+    return f"{outcome.arrival_s / HOUR:.2f}→{start}→{outcome.end_s / HOUR:.2f} {shapes}"
+
+
+def test_the_simulator_agrees_with_volcano_on_a_short_philly_window(
+    cluster: Any, admin: Any, shared_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from kubernetes import client
 
     nodes = [n for n in cluster.nodes() if n.ready and n.labels.get("type") != "real" and n.gpu_allocatable]
@@ -215,7 +242,7 @@ def test_the_simulator_agrees_with_volcano_on_a_short_philly_window(cluster: Any
     assert len(per_node) == 1, f"the kwok nodes differ in GPUs: {sorted(per_node)}"
     gpus_per_node = per_node.pop()
     jobs = load_philly(shared_dir / "datasets" / "philly" / "philly.csv")
-    trace = philly_trace(
+    window = philly_trace(
         jobs,
         START,
         DAYS,
@@ -227,22 +254,24 @@ def test_the_simulator_agrees_with_volcano_on_a_short_philly_window(cluster: Any
         gpus_per_node=gpus_per_node,
         warmup_s=HOUR,
     )
+    tenants = tuple(t for t in window.tenants if t.arrival_s < HORIZON_S)  # those after it change nothing
+    trace = dataclasses.replace(window, tenants=tenants, horizon_s=HORIZON_S)
     costs = Costs.for_model(MODEL_PARAMS)
     core, custom = client.CoreV1Api(admin), client.CustomObjectsApi(admin)
     errors: dict[str, tuple[float, float]] = {}
+    rows, details = [], []
     for strategy in STRATEGIES:
         prefix = f"s{uuid.uuid4().hex[:4]}-"
         namespace = f"e2e-sim-{uuid.uuid4().hex[:6]}"
         core.create_namespace({"metadata": {"name": namespace}})
         for queue in trace.queues:
             capability = {k: str(int(v)) for k, v in queue.capability.items()}
-            # As the simulator: only the fallback queue lends what its owner may take back. Reclaimable queues
-            # let Volcano's reclaim evict a gang from a queue above its deserved share for another queue's
-            # pending jobs, which the simulator does not model (docs/agent-benchmark.md).
-            spec = {"weight": queue.weight, "capability": capability, "reclaimable": queue.name == FALLBACK_QUEUE}
+            # As the benchmark's queues: only the fallback queue lends (a reclaimable training queue would see our
+            # gangs evicted for other queues' jobs whenever it runs above its deserved share).
+            spec = {"weight": queue.weight, "capability": capability, "reclaimable": queue.name in RECLAIMABLE_QUEUES}
             cluster.apply_queue({"metadata": {"name": prefix + queue.name}, "spec": spec})
         try:
-            real = Replay(cluster, namespace, trace, prefix, costs).run(strategy, limit_s=300)
+            real = Replay(cluster, namespace, trace, prefix, costs).run(strategy)
         finally:
             for job in cluster.list_jobs(namespace=namespace):
                 cluster.delete(job.name, namespace, missing_ok=True)
@@ -256,9 +285,19 @@ def test_the_simulator_agrees_with_volcano_on_a_short_philly_window(cluster: Any
         simulated, _, _ = simulate(trace, strategy, efficiency=0.9, costs=costs, policy=policy)
         (sim_ttf, sim_gpu_h), (real_ttf, real_gpu_h) = summary(simulated), summary(real)
         errors[strategy] = (real_ttf / sim_ttf - 1, real_gpu_h / sim_gpu_h - 1)
-        print(
-            f"{strategy}: time-to-finish sim {sim_ttf:.2f} h, Volcano {real_ttf:.2f} h ({errors[strategy][0]:+.1%}); "
-            f"GPU-hours sim {sim_gpu_h:.1f}, Volcano {real_gpu_h:.1f} ({errors[strategy][1]:+.1%})"
+        unfinished = [sum(o.status == "unfinished" for o in side) for side in (simulated, real)]
+        for side, found in (("sim", simulated), ("Volcano", real)):
+            details.append(f"{strategy} {side}: " + "; ".join(_request_line(o) for o in found))
+        rows.append(
+            f"| {strategy} | {sim_ttf:.2f} | {real_ttf:.2f} | {errors[strategy][0]:+.1%} | {sim_gpu_h:.1f} "
+            f"| {real_gpu_h:.1f} | {errors[strategy][1]:+.1%} | {unfinished[0]} / {unfinished[1]} |"
         )
+    header = (
+        "| strategy | TTF sim (h) | TTF Volcano (h) | error | GPU-h sim | GPU-h Volcano | error "
+        "| unfinished sim / Volcano |\n|---|---|---|---|---|---|---|---|"
+    )
+    with capsys.disabled():  # the table is the test's report: shown without -s
+        print(f"\nsimulator against Volcano, {START} + {DAYS * 24:g} h, {len(trace.tenants)} tenants' jobs:")
+        print("\n".join([header, *rows, "", *details]))
     off = {s: e for s, e in errors.items() if max(map(abs, e)) > TOLERANCE}
     assert not off, f"the simulator is off by more than {TOLERANCE:.0%}: {off}"

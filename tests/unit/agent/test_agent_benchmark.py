@@ -146,9 +146,12 @@ def test_checkpoint_costs_scale_with_the_model() -> None:
 # -- reclaim -----------------------------------------------------------------------------------------------------
 
 
-def spare_cluster() -> Simulation:
-    queues = (QueueState(FALLBACK_QUEUE, capability={GPU: 8.0}), QueueState(TARGET_QUEUE, capability={GPU: 8.0}))
-    return Simulation(("node-00",), 8, queues, start_s=0.0)
+def spare_cluster(spare_capability: float = 16.0) -> Simulation:
+    queues = (
+        QueueState(FALLBACK_QUEUE, capability={GPU: spare_capability}),
+        QueueState(TARGET_QUEUE, capability={GPU: 8.0}),
+    )
+    return Simulation(("node-00",), 8, queues, start_s=0.0, reclaimable=(FALLBACK_QUEUE,))
 
 
 def test_the_owner_reclaims_its_queue_from_a_borrower() -> None:
@@ -170,6 +173,70 @@ def test_no_one_is_evicted_for_a_gang_that_would_not_fit_anyway() -> None:
     sim.at(10.0, lambda: sim.submit(SimJob("t/other", TARGET_QUEUE, 1, 4)))  # another queue reclaims nothing
     sim.run(lambda: False, 20.0)
     assert reclaimed == [] and borrower.phase == "Running" and sim.partial_gangs == 0
+
+
+def test_the_owner_cannot_reclaim_when_its_queue_is_at_capability() -> None:
+    # Volcano admits no gang past its queue's capability, and evicts only for admitted ones: the owner waits
+    sim, reclaimed = spare_cluster(spare_capability=8.0), []
+    borrower = SimJob("default/ft", FALLBACK_QUEUE, 8, 1, priority=-1, reclaimable=True, on_reclaimed=reclaimed.append)
+    owner = SimJob("t/owner", FALLBACK_QUEUE, 1, 8)
+    sim.at(0.0, lambda: sim.submit(borrower))
+    sim.at(10.0, lambda: sim.submit(owner))
+    sim.run(lambda: False, 20.0)
+    assert reclaimed == [] and owner.phase == "Pending"
+
+
+def two_queue_cluster(reclaimable: tuple[str, ...]) -> Simulation:
+    queues = (
+        QueueState(FALLBACK_QUEUE, weight=1, capability={GPU: 8.0}),
+        QueueState("vc-a", weight=1, capability={GPU: 8.0}),
+    )
+    return Simulation(("node-00",), 8, queues, start_s=0.0, reclaimable=reclaimable)
+
+
+def test_another_queue_below_its_share_reclaims_what_a_reclaimable_queue_holds_above_its_own() -> None:
+    sim, reclaimed = two_queue_cluster((FALLBACK_QUEUE,)), []
+    borrower = SimJob("default/ft", FALLBACK_QUEUE, 8, 1, priority=-1, reclaimable=True, on_reclaimed=reclaimed.append)
+    tenant = SimJob("vc-a/t", "vc-a", 4, 1)
+    sim.at(0.0, lambda: sim.submit(borrower))
+    sim.at(10.0, lambda: sim.submit(tenant))
+    sim.run(lambda: False, 20.0)
+    assert reclaimed == [borrower] and tenant.phase == "Running" and sim.reclaims == 1  # 8 held, 4 deserved
+
+
+def test_a_queue_not_marked_reclaimable_keeps_its_gpus_and_the_other_gang_waits() -> None:
+    sim, reclaimed = two_queue_cluster(()), []
+    borrower = SimJob("default/ft", FALLBACK_QUEUE, 8, 1, priority=-1, reclaimable=True, on_reclaimed=reclaimed.append)
+    tenant = SimJob("vc-a/t", "vc-a", 4, 1)
+    sim.at(0.0, lambda: sim.submit(borrower))
+    sim.at(10.0, lambda: sim.submit(tenant))
+    sim.run(lambda: False, 20.0)
+    assert reclaimed == [] and tenant.phase == "Inqueue"
+
+
+def test_reclaim_stops_at_the_reclaimers_share() -> None:
+    # vc-a deserves 4 of the 8 GPUs: a gang of 6 would take it past that, so nothing is evicted for it
+    sim, reclaimed = two_queue_cluster((FALLBACK_QUEUE,)), []
+    borrower = SimJob("default/ft", FALLBACK_QUEUE, 8, 1, priority=-1, reclaimable=True, on_reclaimed=reclaimed.append)
+    tenant = SimJob("vc-a/t", "vc-a", 6, 1)
+    sim.at(0.0, lambda: sim.submit(borrower))
+    sim.at(10.0, lambda: sim.submit(tenant))
+    sim.run(lambda: False, 20.0)
+    assert reclaimed == [] and tenant.phase == "Inqueue"
+
+
+def test_evictions_are_counted_per_node_so_a_fragmented_cluster_evicts_no_one() -> None:
+    # 8 GPUs free or evictable in all, but 4 on each node: the owner's 8-GPU pod would fit on neither
+    queues = (QueueState(FALLBACK_QUEUE, capability={GPU: 16.0}), QueueState("vc-a", capability={GPU: 8.0}))
+    sim, reclaimed = Simulation(("node-00", "node-01"), 8, queues, 0.0, reclaimable=(FALLBACK_QUEUE,)), []
+    borrower = SimJob("default/ft", FALLBACK_QUEUE, 4, 1, priority=-1, reclaimable=True, on_reclaimed=reclaimed.append)
+    tenants = [SimJob(f"vc-a/t{i}", "vc-a", 1, 4) for i in range(2)]
+    owner = SimJob("t/owner", FALLBACK_QUEUE, 1, 8)
+    sim.at(0.0, lambda: [sim.submit(job) for job in (borrower, *tenants)])
+    sim.at(10.0, lambda: sim.submit(owner))
+    sim.run(lambda: False, 20.0)
+    assert sorted(borrower.nodes) == ["node-00"] * 4 and {t.nodes for t in tenants} == {("node-00",), ("node-01",)}
+    assert reclaimed == [] and owner.phase == "Inqueue"
 
 
 # -- the strategies on a hand-made trace -------------------------------------------------------------------------
