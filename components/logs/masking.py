@@ -10,12 +10,15 @@ per-dataset regular expressions.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from operator import and_
 
 __all__ = [
     "ERROR_LEVELS",
     "MASK",
     "VARIABLE_PATTERNS",
     "level_of",
+    "line_tokens",
     "mask_variables",
     "message_tokens",
     "shown_tokens",
@@ -67,6 +70,10 @@ VARIABLE_PATTERNS: tuple[tuple[str, str], ...] = (
 
 _VARIABLES = re.compile("|".join(f"(?:{pattern})" for _, pattern in VARIABLE_PATTERNS))
 _MAYBE_VARIABLE = re.compile(r"[0-9/]")
+_DIGITS_AS_ONE = bytes.maketrans(b"0123456789", b"1111111111")
+_ASCII_DIGIT = re.compile(r"[0-9]")
+SHAPES_CACHED = 8192
+"""How many line shapes (a line with every digit read as 1) `line_tokens` remembers: its memory is bounded."""
 
 
 def split_header(line: str) -> tuple[str, str]:
@@ -119,23 +126,83 @@ def shown_tokens(message: str, max_tokens: int = 100) -> tuple[list[str], list[s
     Mining compares whole tokens (a token with a variable in it is `<*>`), which groups best; a template shows
     what is constant inside a token too, as Loghub's ground truth does.
     """
-    search, sub = _MAYBE_VARIABLE.search, _VARIABLES.sub  # local names: this runs for every token of every line
+    words = message.split()
+    tokens, shown, _ = _collapse(words, _forms(words, max_tokens), max_tokens)
+    return tokens, shown
+
+
+def _forms(words: list[str], max_tokens: int) -> list[str]:
+    """Each word with its variables masked, up to a few more words than `max_tokens` (lists collapse later)."""
+    search, sub = _MAYBE_VARIABLE.search, _VARIABLES.sub  # local names: this runs for every word of every line
+    # Every variable holds a digit or a slash: most words are settled without running the masks.
+    return [sub(MASK, word) if search(word) else word for word in words[: 4 * max_tokens]]
+
+
+def _collapse(words: list[str], forms: list[str], max_tokens: int) -> tuple[list[str], list[str], list[int]]:
+    """`shown_tokens` from the words and their masked forms, and for each token the index of its word.
+
+    A word with a variable whose form repeats the word before's (`blk_1 blk_2`) is dropped: the form of the word
+    before is always what `previous` holds.
+    """
     tokens: list[str] = []
     shown: list[str] = []
+    origin: list[int] = []
     previous = ""
-    # Every variable holds a digit or a slash: most tokens are settled without running the masks. Lists that
-    # collapse can shrink a line, so a few more words than `max_tokens` are looked at before the final cut.
-    for token in message.split()[: 4 * max_tokens]:
-        masked = sub(MASK, token) if search(token) else token
-        if masked == token:
-            previous = token
-            tokens.append(token)
-            shown.append(token)
-        elif masked != previous:
-            previous = masked
+    for index, (word, form) in enumerate(zip(words, forms, strict=False)):  # forms may be cut short
+        if form == word:
+            tokens.append(word)
+        elif form != previous:
             tokens.append(MASK)
-            shown.append(masked)
-    return tokens[:max_tokens], shown[:max_tokens]
+        else:
+            continue
+        previous = form
+        shown.append(form)
+        origin.append(index)
+    return tokens[:max_tokens], shown[:max_tokens], origin[:max_tokens]
+
+
+def line_tokens(line: str, max_tokens: int = 100) -> tuple[str, list[str], list[str]]:
+    """A raw line's message (`split_header`) and its `shown_tokens`, remembered for lines that differ in digits only.
+
+    Logs repeat: the lines of one event mostly differ in their numbers. No rule of this module tells one digit from
+    another (each names a digit class, never a digit), so all lines of one shape — the line with every digit read
+    as 1 — have their header end at the same place and the same words hold variables; a token that keeps a digit
+    (`ssh2`, `rdd_4_<*>`) is taken from the line itself. The one rule that names a digit, hex's `0x`, keeps its
+    lines out of the cache, and so does a literal `<*>`. Returns lists that may be shared: do not change them.
+    """
+    if "0x" in line or MASK in line:
+        message = split_header(line)[1]
+        return (message, *shown_tokens(message, max_tokens))
+    end, tokens, shown, fixes = _by_shape(line.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ONE), max_tokens)
+    message = line[end:]
+    if tokens is None or shown is None:
+        tokens, shown = shown_tokens(message, max_tokens)
+    elif fixes:
+        words, tokens, shown = message.split(), tokens.copy(), shown.copy()
+        for position, index in fixes:
+            if tokens[position] == MASK:
+                shown[position] = _VARIABLES.sub(MASK, words[index])
+            else:
+                tokens[position] = shown[position] = words[index]
+    return message, tokens, shown
+
+
+@lru_cache(maxsize=SHAPES_CACHED)
+def _by_shape(shape: bytes, max_tokens: int) -> tuple[int, list[str] | None, list[str] | None, list[tuple[int, int]]]:
+    """For every line of this shape: where its header ends, its tokens, and which tokens hold a digit of the line.
+
+    Which words collapse depends on the digits only where two words in a row hold a variable and a digit beside it
+    (`rdd_1_<*> rdd_2_<*>`): then the tokens are None, and each line is tokenized in full.
+    """
+    header, message = split_header(shape.decode("utf-8", "surrogatepass"))
+    words = message.split()
+    forms = _forms(words, max_tokens)
+    tokens, shown, origin = _collapse(words, forms, max_tokens)
+    digits = [form != word and _ASCII_DIGIT.search(form) is not None for word, form in zip(words, forms, strict=False)]
+    if any(map(and_, digits, digits[1:])):
+        return len(header), None, None, []
+    fixes = [(position, index) for position, index in enumerate(origin) if _ASCII_DIGIT.search(shown[position])]
+    return len(header), tokens, shown, fixes
 
 
 def template_pattern(template: str) -> re.Pattern[str]:
