@@ -10,15 +10,15 @@ per-dataset regular expressions.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import lru_cache, partial
 from operator import and_
 
 __all__ = [
     "ERROR_LEVELS",
     "MASK",
     "VARIABLE_PATTERNS",
+    "LineTokenizer",
     "level_of",
-    "line_tokens",
     "mask_variables",
     "message_tokens",
     "shown_tokens",
@@ -73,7 +73,7 @@ _MAYBE_VARIABLE = re.compile(r"[0-9/]")
 _DIGITS_AS_ONE = bytes.maketrans(b"0123456789", b"1111111111")
 _ASCII_DIGIT = re.compile(r"[0-9]")
 SHAPES_CACHED = 8192
-"""How many line shapes (a line with every digit read as 1) `line_tokens` remembers: its memory is bounded."""
+"""How many line shapes (a line with every digit read as 1) a `LineTokenizer` remembers."""
 
 
 def split_header(line: str) -> tuple[str, str]:
@@ -161,33 +161,40 @@ def _collapse(words: list[str], forms: list[str], max_tokens: int) -> tuple[list
     return tokens[:max_tokens], shown[:max_tokens], origin[:max_tokens]
 
 
-def line_tokens(line: str, max_tokens: int = 100) -> tuple[str, list[str], list[str]]:
+class LineTokenizer:
     """A raw line's message (`split_header`) and its `shown_tokens`, remembered for lines that differ in digits only.
 
     Logs repeat: the lines of one event mostly differ in their numbers. No rule of this module tells one digit from
     another (each names a digit class, never a digit), so all lines of one shape — the line with every digit read
     as 1 — have their header end at the same place and the same words hold variables; a token that keeps a digit
     (`ssh2`, `rdd_4_<*>`) is taken from the line itself. The one rule that names a digit, hex's `0x`, keeps its
-    lines out of the cache, and so does a literal `<*>`. Returns lists that may be shared: do not change them.
+    lines out of the cache, and so does a literal `<*>`. The `shapes` most recently seen are remembered (a
+    least-recently-used cache), so memory stays flat however many lines go through.
     """
-    if "0x" in line or MASK in line:
-        message = split_header(line)[1]
-        return (message, *shown_tokens(message, max_tokens))
-    end, tokens, shown, fixes = _by_shape(line.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ONE), max_tokens)
-    message = line[end:]
-    if tokens is None or shown is None:
-        tokens, shown = shown_tokens(message, max_tokens)
-    elif fixes:
-        words, tokens, shown = message.split(), tokens.copy(), shown.copy()
-        for position, index in fixes:
-            if tokens[position] == MASK:
-                shown[position] = _VARIABLES.sub(MASK, words[index])
-            else:
-                tokens[position] = shown[position] = words[index]
-    return message, tokens, shown
+
+    def __init__(self, max_tokens: int = 100, shapes: int = SHAPES_CACHED) -> None:
+        self.max_tokens = max_tokens
+        self._by_shape = lru_cache(maxsize=shapes)(partial(_by_shape, max_tokens=max_tokens))
+
+    def tokens(self, line: str) -> tuple[str, list[str], list[str]]:
+        """`(message, tokens, shown)` of a raw line; the lists may be shared with other lines: do not change them."""
+        if "0x" in line or MASK in line:
+            message = split_header(line)[1]
+            return (message, *shown_tokens(message, self.max_tokens))
+        end, tokens, shown, fixes = self._by_shape(line.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ONE))
+        message = line[end:]
+        if tokens is None or shown is None:
+            tokens, shown = shown_tokens(message, self.max_tokens)
+        elif fixes:
+            words, tokens, shown = message.split(), tokens.copy(), shown.copy()
+            for position, index in fixes:
+                if tokens[position] == MASK:
+                    shown[position] = _VARIABLES.sub(MASK, words[index])
+                else:
+                    tokens[position] = shown[position] = words[index]
+        return message, tokens, shown
 
 
-@lru_cache(maxsize=SHAPES_CACHED)
 def _by_shape(shape: bytes, max_tokens: int) -> tuple[int, list[str] | None, list[str] | None, list[tuple[int, int]]]:
     """For every line of this shape: where its header ends, its tokens, and which tokens hold a digit of the line.
 

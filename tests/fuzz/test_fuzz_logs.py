@@ -13,7 +13,14 @@ from fuzz_kit import SHARED, mutated_bytes
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from components.logs.masking import level_of, line_tokens, mask_variables, message_tokens, shown_tokens, split_header
+from components.logs.masking import (
+    LineTokenizer,
+    level_of,
+    mask_variables,
+    message_tokens,
+    shown_tokens,
+    split_header,
+)
 from components.logs.reader import Malformed, read_lines
 from components.logs.timestamps import TimeReader
 
@@ -99,11 +106,12 @@ def test_masking_keeps_the_line_and_masks_whole_tokens(line: str) -> None:
 
 @given(LOG_TEXT, st.randoms(use_true_random=False))
 @example("rdd_2_0 rdd_2_1 0x1f <*>", random.Random(1))
-def test_line_tokens_of_any_line_of_a_shape_are_the_uncached_ones(line: str, rng: random.Random) -> None:
+def test_the_tokens_of_any_line_of_a_shape_are_the_uncached_ones(line: str, rng: random.Random) -> None:
     redrawn = re.sub(r"[0-9]", lambda _: rng.choice("0123456789"), line)  # the same shape, other digits
+    tokenizer = LineTokenizer(max_tokens=20)
     for text in (line, redrawn, line):
         message = split_header(text)[1]
-        assert line_tokens(text, max_tokens=20) == (message, *shown_tokens(message, max_tokens=20))
+        assert tokenizer.tokens(text) == (message, *shown_tokens(message, max_tokens=20))
 
 
 @given(LOG_TEXT, st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2099, 1, 1)))

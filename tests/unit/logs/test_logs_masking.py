@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from components.logs.masking import (
+    LineTokenizer,
     level_of,
-    line_tokens,
     mask_variables,
     message_tokens,
     shown_tokens,
@@ -137,16 +137,24 @@ def _uncached(line: str, max_tokens: int = 100) -> tuple[str, list[str], list[st
         ["12 Ünïcödé ٣٤ 56 /a1/b2", "78 Ünïcödé ٣٤ 90 /a3/b4"],  # Arabic-Indic digits are not ASCII ones
     ],
 )
-def test_line_tokens_remembers_a_shape_without_changing_any_result(lines: list[str]) -> None:
+def test_a_tokenizer_remembers_a_shape_without_changing_any_result(lines: list[str]) -> None:
+    tokenizer, short = LineTokenizer(), LineTokenizer(max_tokens=3)
     for line in lines + lines:
-        assert line_tokens(line) == _uncached(line)
-        assert line_tokens(line, max_tokens=3) == _uncached(line, max_tokens=3)
+        assert tokenizer.tokens(line) == _uncached(line)
+        assert short.tokens(line) == _uncached(line, max_tokens=3)
 
 
-def test_line_tokens_agrees_with_the_uncached_path_on_every_loghub_line(shared_dir: Path) -> None:
-    rng = random.Random(5)
+def test_a_tokenizer_remembers_only_its_most_recent_shapes() -> None:
+    tokenizer = LineTokenizer(shapes=2)
+    for n in range(10):
+        assert tokenizer.tokens(f"{'w ' * n}12 done") == _uncached(f"{'w ' * n}12 done")
+    assert tokenizer._by_shape.cache_info().currsize == 2
+
+
+def test_a_tokenizer_agrees_with_the_uncached_path_on_every_loghub_line(shared_dir: Path) -> None:
+    rng, tokenizer = random.Random(5), LineTokenizer()
     for path in sorted((shared_dir / "datasets" / "loghub").glob("*/*_2k.log")):
         for line in path.read_text(encoding="utf-8").splitlines():
             redrawn = re.sub(r"\d", lambda _: rng.choice("0123456789"), line)  # the same shape, other digits
-            assert line_tokens(line) == _uncached(line)
-            assert line_tokens(redrawn) == _uncached(redrawn)
+            assert tokenizer.tokens(line) == _uncached(line)
+            assert tokenizer.tokens(redrawn) == _uncached(redrawn)
