@@ -10,8 +10,7 @@ per-dataset regular expressions.
 from __future__ import annotations
 
 import re
-from functools import lru_cache, partial
-from operator import and_
+from collections import OrderedDict
 
 __all__ = [
     "ERROR_LEVELS",
@@ -126,39 +125,34 @@ def shown_tokens(message: str, max_tokens: int = 100) -> tuple[list[str], list[s
     Mining compares whole tokens (a token with a variable in it is `<*>`), which groups best; a template shows
     what is constant inside a token too, as Loghub's ground truth does.
     """
-    words = message.split()
-    tokens, shown, _ = _collapse(words, _forms(words, max_tokens), max_tokens)
+    tokens, shown, _ = _tokenize(message, max_tokens)
     return tokens, shown
 
 
-def _forms(words: list[str], max_tokens: int) -> list[str]:
-    """Each word with its variables masked, up to a few more words than `max_tokens` (lists collapse later)."""
+def _tokenize(message: str, max_tokens: int) -> tuple[list[str], list[str], list[int]]:
+    """`shown_tokens`, and for each token the index of the word of `message` it comes from."""
     search, sub = _MAYBE_VARIABLE.search, _VARIABLES.sub  # local names: this runs for every word of every line
-    # Every variable holds a digit or a slash: most words are settled without running the masks.
-    return [sub(MASK, word) if search(word) else word for word in words[: 4 * max_tokens]]
-
-
-def _collapse(words: list[str], forms: list[str], max_tokens: int) -> tuple[list[str], list[str], list[int]]:
-    """`shown_tokens` from the words and their masked forms, and for each token the index of its word.
-
-    A word with a variable whose form repeats the word before's (`blk_1 blk_2`) is dropped: the form of the word
-    before is always what `previous` holds.
-    """
     tokens: list[str] = []
     shown: list[str] = []
     origin: list[int] = []
     previous = ""
-    for index, (word, form) in enumerate(zip(words, forms, strict=False)):  # forms may be cut short
+    # Every variable holds a digit or a slash: most words are settled without running the masks. Lists that
+    # collapse can shrink a line, so a few more words than `max_tokens` are looked at before the final cut.
+    for index, word in enumerate(message.split()[: 4 * max_tokens]):
+        form = sub(MASK, word) if search(word) else word
         if form == word:
             tokens.append(word)
         elif form != previous:
             tokens.append(MASK)
-        else:
+        else:  # the same variable as the word before: one list
             continue
         previous = form
         shown.append(form)
         origin.append(index)
     return tokens[:max_tokens], shown[:max_tokens], origin[:max_tokens]
+
+
+_Shape = tuple[int, list[str] | None, list[str] | None, list[tuple[int, int]]]
 
 
 class LineTokenizer:
@@ -168,20 +162,27 @@ class LineTokenizer:
     another (each names a digit class, never a digit), so all lines of one shape — the line with every digit read
     as 1 — have their header end at the same place and the same words hold variables; a token that keeps a digit
     (`ssh2`, `rdd_4_<*>`) is taken from the line itself. The one rule that names a digit, hex's `0x`, keeps its
-    lines out of the cache, and so does a literal `<*>`. The `shapes` most recently seen are remembered (a
-    least-recently-used cache), so memory stays flat however many lines go through.
+    lines out of the cache, and so does a literal `<*>` (it could pass for a variable). The `shapes` most recently
+    seen are remembered, so memory stays flat however many lines go through.
     """
 
     def __init__(self, max_tokens: int = 100, shapes: int = SHAPES_CACHED) -> None:
         self.max_tokens = max_tokens
-        self._by_shape = lru_cache(maxsize=shapes)(partial(_by_shape, max_tokens=max_tokens))
+        self._size = shapes
+        # shape -> where the header ends, tokens, shown, and (position, word index) of the tokens with a digit
+        self._shapes: OrderedDict[bytes, _Shape] = OrderedDict()
 
     def tokens(self, line: str) -> tuple[str, list[str], list[str]]:
         """`(message, tokens, shown)` of a raw line; the lists may be shared with other lines: do not change them."""
         if "0x" in line or MASK in line:
             message = split_header(line)[1]
             return (message, *shown_tokens(message, self.max_tokens))
-        end, tokens, shown, fixes = self._by_shape(line.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ONE))
+        shape = line.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ONE)
+        known = self._shapes.get(shape)
+        if known is None:
+            return self._learn(shape, line)
+        self._shapes.move_to_end(shape)
+        end, tokens, shown, fixes = known
         message = line[end:]
         if tokens is None or shown is None:
             tokens, shown = shown_tokens(message, self.max_tokens)
@@ -189,27 +190,46 @@ class LineTokenizer:
             words, tokens, shown = message.split(), tokens.copy(), shown.copy()
             for position, index in fixes:
                 if tokens[position] == MASK:
-                    shown[position] = _VARIABLES.sub(MASK, words[index])
+                    shown[position] = mask_variables(words[index])  # it holds a digit: what `_tokenize` does
                 else:
                     tokens[position] = shown[position] = words[index]
         return message, tokens, shown
 
+    def _learn(self, shape: bytes, line: str) -> tuple[str, list[str], list[str]]:
+        """Tokenize a line of a shape not seen (lately) and remember what holds for every line of that shape."""
+        header, message = split_header(line)
+        tokens, shown, origin = _tokenize(message, self.max_tokens)
+        fixes = []
+        if _ASCII_DIGIT.search(" ".join(shown)):
+            fixes = [(position, index) for position, index in enumerate(origin) if _ASCII_DIGIT.search(shown[position])]
+        known: _Shape = (len(header), tokens, shown, fixes)
+        if fixes and self._collapses_by_digits(message, tokens, origin, fixes):
+            known = (len(header), None, None, [])
+        self._shapes[shape] = known
+        if len(self._shapes) > self._size:
+            self._shapes.popitem(last=False)  # the least recently seen shape
+        return message, tokens, shown
 
-def _by_shape(shape: bytes, max_tokens: int) -> tuple[int, list[str] | None, list[str] | None, list[tuple[int, int]]]:
-    """For every line of this shape: where its header ends, its tokens, and which tokens hold a digit of the line.
+    def _collapses_by_digits(
+        self, message: str, tokens: list[str], origin: list[int], fixes: list[tuple[int, int]]
+    ) -> bool:
+        """Whether which words collapse into one list depends on the digits, not on the shape alone.
 
-    Which words collapse depends on the digits only where two words in a row hold a variable and a digit beside it
-    (`rdd_1_<*> rdd_2_<*>`): then the tokens are None, and each line is tokenized in full.
-    """
-    header, message = split_header(shape.decode("utf-8", "surrogatepass"))
-    words = message.split()
-    forms = _forms(words, max_tokens)
-    tokens, shown, origin = _collapse(words, forms, max_tokens)
-    digits = [form != word and _ASCII_DIGIT.search(form) is not None for word, form in zip(words, forms, strict=False)]
-    if any(map(and_, digits, digits[1:])):
-        return len(header), None, None, []
-    fixes = [(position, index) for position, index in enumerate(origin) if _ASCII_DIGIT.search(shown[position])]
-    return len(header), tokens, shown, fixes
+        `_tokenize` drops a word whose masked form repeats the word before's: a comparison of two forms that both
+        keep digits (`rdd_1_<*> rdd_2_<*>`) is the only one that can differ between lines of a shape. So it is the
+        word after a kept token with a variable and a digit: dropped (a gap in `origin`, or words left after the
+        last token of a line shorter than `max_tokens`), or kept with a variable and a digit too.
+        """
+        variables = {position for position, _ in fixes if tokens[position] == MASK}
+        words = min(len(message.split()), 4 * self.max_tokens)
+        for position in variables:
+            following = origin[position] + 1
+            if position + 1 < len(origin):
+                if origin[position + 1] != following or position + 1 in variables:
+                    return True
+            elif len(origin) < self.max_tokens and following < words:
+                return True
+        return False
 
 
 def template_pattern(template: str) -> re.Pattern[str]:

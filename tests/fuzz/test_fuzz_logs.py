@@ -114,6 +114,25 @@ def test_the_tokens_of_any_line_of_a_shape_are_the_uncached_ones(line: str, rng:
         assert tokenizer.tokens(text) == (message, *shown_tokens(message, max_tokens=20))
 
 
+# Words whose digits decide what collapses into a list, what stays a word, and what `0x` or `<*>` read as.
+_WORDS = ["rdd_1_2", "rdd_3_4", "blk_5", "x", "ssh2", "12", "a1/b2/c3", "id7", "<*>", "0x1f", "5x1f", "7.5", "r1_<"]
+
+
+@given(
+    st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8).map(" ".join),
+    st.sampled_from([1, 2, 3, 100]),
+    st.randoms(use_true_random=False),
+)
+def test_lists_whose_digits_decide_what_collapses_are_tokenized_as_uncached(
+    message: str, max_tokens: int, rng: random.Random
+) -> None:
+    tokenizer = LineTokenizer(max_tokens=max_tokens)
+    for _ in range(4):
+        line = "2026-11-29 10:00:01 INFO x: " + re.sub(r"[0-9]", lambda _: rng.choice("12"), message)  # same or not
+        expected = split_header(line)[1]
+        assert tokenizer.tokens(line) == (expected, *shown_tokens(expected, max_tokens))
+
+
 @given(LOG_TEXT, st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2099, 1, 1)))
 @example("Feb 29 12:00:00 host x", datetime(2027, 1, 1))  # a leap day in a year without one
 @example("9999-12-31T23:59:59-23:59 x", datetime(2026, 1, 1))
