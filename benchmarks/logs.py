@@ -222,7 +222,8 @@ def _memory_child(path: str, out: str, mode: str) -> None:
 
 def peak_memory(path: Path, out: Path) -> dict:
     """Peak memory of parsing `path`, each measure in a fresh interpreter."""
-    code = "import sys; from benchmarks.logs import _memory_child; _memory_child(*sys.argv[1:])"
+    # benchmarks/ on the path too: this module imports `goals` as its neighbour, as when run as a script.
+    code = "import sys; sys.path.insert(0, 'benchmarks'); from logs import _memory_child; _memory_child(*sys.argv[1:])"
     result: dict = {}
     for mode in ("rss", "tracemalloc"):
         command = [sys.executable, "-c", code, str(path), str(out), mode]
