@@ -73,6 +73,7 @@ _DIGITS_AS_ONE = bytes.maketrans(b"0123456789", b"1111111111")
 _ASCII_DIGIT = re.compile(r"[0-9]")
 SHAPES_CACHED = 8192
 """How many line shapes (a line with every digit read as 1) a `LineTokenizer` remembers."""
+_TRIAL, _PAUSE = 4096, 65536  # lines a tokenizer judges its hit rate over, and lines it then goes uncached
 
 
 def split_header(line: str) -> tuple[str, str]:
@@ -163,24 +164,35 @@ class LineTokenizer:
     as 1 — have their header end at the same place and the same words hold variables; a token that keeps a digit
     (`ssh2`, `rdd_4_<*>`) is taken from the line itself. The one rule that names a digit, hex's `0x`, keeps its
     lines out of the cache, and so does a literal `<*>` (it could pass for a variable). The `shapes` most recently
-    seen are remembered, so memory stays flat however many lines go through.
+    seen are remembered, so memory stays flat however many lines go through. Where fewer than a quarter of the
+    lines meet a known shape (a random word in every line), remembering costs more than it saves — the churn of
+    cached lists keeps the garbage collector busy — so the tokenizer then goes uncached for a while and tries again.
     """
 
     def __init__(self, max_tokens: int = 100, shapes: int = SHAPES_CACHED) -> None:
         self.max_tokens = max_tokens
         self._size = shapes
+        self._seen = self._hits = self._paused = 0
         # shape -> where the header ends, tokens, shown, and (position, word index) of the tokens with a digit
         self._shapes: OrderedDict[bytes, _Shape] = OrderedDict()
 
     def tokens(self, line: str) -> tuple[str, list[str], list[str]]:
         """`(message, tokens, shown)` of a raw line; the lists may be shared with other lines: do not change them."""
-        if "0x" in line or MASK in line:
+        if self._seen >= _TRIAL:  # how the last lines fared
+            if self._hits * 4 < self._seen:
+                self._paused = _PAUSE
+                self._shapes.clear()
+            self._seen = self._hits = 0
+        if self._paused or "0x" in line or MASK in line:
+            self._paused = max(0, self._paused - 1)
             message = split_header(line)[1]
             return (message, *shown_tokens(message, self.max_tokens))
+        self._seen += 1
         shape = line.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ONE)
         known = self._shapes.get(shape)
         if known is None:
             return self._learn(shape, line)
+        self._hits += 1
         self._shapes.move_to_end(shape)
         end, tokens, shown, fixes = known
         message = line[end:]

@@ -152,6 +152,15 @@ def test_a_tokenizer_remembers_only_its_most_recent_shapes() -> None:
     assert len(tokenizer._shapes) == 2
 
 
+def test_a_tokenizer_stops_remembering_where_lines_never_share_a_shape() -> None:
+    tokenizer = LineTokenizer()
+    words = ["".join(random.Random(n).choices("ghijkl", k=8)) for n in range(5000)]  # a new shape every line
+    for word in words:
+        line = f"2026-11-29 10:00:01 INFO x: user {word} left after 12 s"
+        assert tokenizer.tokens(line) == _uncached(line)
+    assert len(tokenizer._shapes) == 0  # paused after the first 4096 lines, its cache let go
+
+
 def test_a_tokenizer_agrees_with_the_uncached_path_on_every_loghub_line(shared_dir: Path) -> None:
     rng, tokenizer = random.Random(5), LineTokenizer()
     for path in sorted((shared_dir / "datasets" / "loghub").glob("*/*_2k.log")):
