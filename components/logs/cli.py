@@ -135,6 +135,14 @@ def _windows(baseline: str | None, current: str | None) -> tuple[TimeWindow | No
     )
 
 
+def _in_no_window(report: DetectionReport) -> str:
+    windows = [w for w in (report.baseline, report.current) if w is not None]
+    untimed, outside = (sum(getattr(w, name) for w in windows) for name in ("untimed_lines", "outside_lines"))
+    if not untimed and not outside:
+        return ""
+    return f"; in no window: {untimed} lines before their file's first time, {outside} of a time outside the windows"
+
+
 def _print(report: DetectionReport, path: Path, as_json: bool) -> None:
     if as_json:
         print(report.model_dump_json(indent=2))
@@ -142,7 +150,7 @@ def _print(report: DetectionReport, path: Path, as_json: bool) -> None:
     typer.echo(f"{'drift' if report.drift else 'no drift'}: {report.reason}")
     typer.echo(
         f"report: {path} and {path.with_name('report.md')}; fine-tuning set: {report.train_examples} train, "
-        f"{report.eval_examples} eval{_skipped(report.current.malformed)}"
+        f"{report.eval_examples} eval{_skipped(report.current.malformed)}{_in_no_window(report)}"
     )
 
 

@@ -104,7 +104,9 @@ def _mine_windows(
 ) -> list[WindowSummary]:
     """Read `sources` once, each entry going to the first target whose window holds its time (or has none).
 
-    A line without a time of its own (a stack trace's) has the time of the line before it in its file.
+    A line without a time of its own (a stack trace's) has the time of the line before it in its file. The lines in
+    no window — before their file's first time, or of a time outside every window — are counted where the
+    malformed ones are: on the last target's summary.
     """
     files = expand_sources(sources)
     malformed = Malformed()
@@ -117,6 +119,7 @@ def _mine_windows(
         (t, t.window.start if t.window else float("-inf"), t.window.end if t.window else float("inf")) for t in targets
     ]
     source, previous = "", None
+    untimed = outside = 0
     for line, entry in read_entries(files, malformed, max_line_bytes=max_line_bytes):
         if not windows:
             targets[0].add(line, entry, None)
@@ -127,6 +130,7 @@ def _mine_windows(
         if seconds is None:
             seconds = previous
             if seconds is None:  # before the file's first time: in no window
+                untimed += 1
                 continue
         previous = seconds
         earliest, latest_seen = min(earliest, seconds), max(latest_seen, seconds)
@@ -134,24 +138,33 @@ def _mine_windows(
             if start <= seconds < end:
                 target.add(line, entry, seconds)
                 break
+        else:
+            outside += 1
     seen = [earliest, latest_seen] if earliest <= latest_seen else []
     summaries = []
     for target in targets:
         summary = target.builder.finish([str(s) for s in sources], len(files))
-        # Lines that cannot be read have no time: the current window (the last) reports them, once.
-        summary.malformed = malformed if target is targets[-1] else Malformed()
+        # Lines that cannot be read, or are in no window, have no window: the last target reports them, once.
+        last = target is targets[-1]
+        summary.malformed = malformed if last else Malformed()
+        summary.untimed_lines, summary.outside_lines = (untimed, outside) if last else (0, 0)
         if target.window is not None:
             summary.window = str(target.window)
             summary.first_timestamp = format_time(target.first) if target.first is not None else None
             summary.last_timestamp = format_time(target.last) if target.last is not None else None
         if summary.lines == 0:
-            raise LogSourceError(_empty(summary.name, sources, target.window, malformed, seen))
+            raise LogSourceError(_empty(summary.name, sources, target.window, malformed, seen, untimed))
         summaries.append(summary)
     return summaries
 
 
 def _empty(
-    name: str, sources: Sequence[Path | str], window: TimeWindow | None, malformed: Malformed, seen: list[float]
+    name: str,
+    sources: Sequence[Path | str],
+    window: TimeWindow | None,
+    malformed: Malformed,
+    seen: list[float],
+    untimed: int,
 ) -> str:
     """Why the `name` window holds no line, in one sentence."""
     where = f"the {name} window ({_describe(sources)}"
@@ -161,7 +174,7 @@ def _empty(
     if not seen:
         return (
             f"{where}, {window}) holds no line with a time this reads (ISO 8601, syslog, Apache, epoch seconds "
-            "...): leave the time windows out for these logs"
+            f"...; {untimed} lines without one): leave the time windows out for these logs"
         )
     return (
         f"{where}) holds no log lines in {window}: the logs run from {format_time(seen[0])} to {format_time(seen[1])}"

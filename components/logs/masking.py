@@ -10,11 +10,13 @@ per-dataset regular expressions.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 
 __all__ = [
     "ERROR_LEVELS",
     "MASK",
     "VARIABLE_PATTERNS",
+    "LineTokenizer",
     "level_of",
     "mask_variables",
     "message_tokens",
@@ -67,6 +69,11 @@ VARIABLE_PATTERNS: tuple[tuple[str, str], ...] = (
 
 _VARIABLES = re.compile("|".join(f"(?:{pattern})" for _, pattern in VARIABLE_PATTERNS))
 _MAYBE_VARIABLE = re.compile(r"[0-9/]")
+_DIGITS_AS_ONE = bytes.maketrans(b"0123456789", b"1111111111")
+_ASCII_DIGIT = re.compile(r"[0-9]")
+SHAPES_CACHED = 8192
+"""How many line shapes (a line with every digit read as 1) a `LineTokenizer` remembers."""
+_TRIAL, _PAUSE = 4096, 65536  # lines a tokenizer judges its hit rate over, and lines it then goes uncached
 
 
 def split_header(line: str) -> tuple[str, str]:
@@ -119,23 +126,122 @@ def shown_tokens(message: str, max_tokens: int = 100) -> tuple[list[str], list[s
     Mining compares whole tokens (a token with a variable in it is `<*>`), which groups best; a template shows
     what is constant inside a token too, as Loghub's ground truth does.
     """
-    search, sub = _MAYBE_VARIABLE.search, _VARIABLES.sub  # local names: this runs for every token of every line
+    tokens, shown, _ = _tokenize(message, max_tokens)
+    return tokens, shown
+
+
+def _tokenize(message: str, max_tokens: int) -> tuple[list[str], list[str], list[int]]:
+    """`shown_tokens`, and for each token the index of the word of `message` it comes from."""
+    search, sub = _MAYBE_VARIABLE.search, _VARIABLES.sub  # local names: this runs for every word of every line
     tokens: list[str] = []
     shown: list[str] = []
+    origin: list[int] = []
     previous = ""
-    # Every variable holds a digit or a slash: most tokens are settled without running the masks. Lists that
+    # Every variable holds a digit or a slash: most words are settled without running the masks. Lists that
     # collapse can shrink a line, so a few more words than `max_tokens` are looked at before the final cut.
-    for token in message.split()[: 4 * max_tokens]:
-        masked = sub(MASK, token) if search(token) else token
-        if masked == token:
-            previous = token
-            tokens.append(token)
-            shown.append(token)
-        elif masked != previous:
-            previous = masked
+    for index, word in enumerate(message.split()[: 4 * max_tokens]):
+        form = sub(MASK, word) if search(word) else word
+        if form == word:
+            tokens.append(word)
+        elif form != previous:
             tokens.append(MASK)
-            shown.append(masked)
-    return tokens[:max_tokens], shown[:max_tokens]
+        else:  # the same variable as the word before: one list
+            continue
+        previous = form
+        shown.append(form)
+        origin.append(index)
+    return tokens[:max_tokens], shown[:max_tokens], origin[:max_tokens]
+
+
+_Shape = tuple[int, list[str] | None, list[str] | None, list[tuple[int, int]]]
+
+
+class LineTokenizer:
+    """A raw line's message (`split_header`) and its `shown_tokens`, remembered for lines that differ in digits only.
+
+    Logs repeat: the lines of one event mostly differ in their numbers. No rule of this module tells one digit from
+    another (each names a digit class, never a digit), so all lines of one shape — the line with every digit read
+    as 1 — have their header end at the same place and the same words hold variables; a token that keeps a digit
+    (`ssh2`, `rdd_4_<*>`) is taken from the line itself. The one rule that names a digit, hex's `0x`, keeps its
+    lines out of the cache, and so does a literal `<*>` (it could pass for a variable). The `shapes` most recently
+    seen are remembered, so memory stays flat however many lines go through. Where fewer than a quarter of the
+    lines meet a known shape (a random word in every line), remembering costs more than it saves — the churn of
+    cached lists keeps the garbage collector busy — so the tokenizer then goes uncached for a while and tries again.
+    """
+
+    def __init__(self, max_tokens: int = 100, shapes: int = SHAPES_CACHED) -> None:
+        self.max_tokens = max_tokens
+        self._size = shapes
+        self._seen = self._hits = self._paused = 0
+        # shape -> where the header ends, tokens, shown, and (position, word index) of the tokens with a digit
+        self._shapes: OrderedDict[bytes, _Shape] = OrderedDict()
+
+    def tokens(self, line: str) -> tuple[str, list[str], list[str]]:
+        """`(message, tokens, shown)` of a raw line; the lists may be shared with other lines: do not change them."""
+        if self._seen >= _TRIAL:  # how the last lines fared
+            if self._hits * 4 < self._seen:
+                self._paused = _PAUSE
+                self._shapes.clear()
+            self._seen = self._hits = 0
+        if self._paused or "0x" in line or MASK in line:
+            self._paused = max(0, self._paused - 1)
+            message = split_header(line)[1]
+            return (message, *shown_tokens(message, self.max_tokens))
+        self._seen += 1
+        shape = line.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ONE)
+        known = self._shapes.get(shape)
+        if known is None:
+            return self._learn(shape, line)
+        self._hits += 1
+        self._shapes.move_to_end(shape)
+        end, tokens, shown, fixes = known
+        message = line[end:]
+        if tokens is None or shown is None:
+            tokens, shown = shown_tokens(message, self.max_tokens)
+        elif fixes:
+            words, tokens, shown = message.split(), tokens.copy(), shown.copy()
+            for position, index in fixes:
+                if tokens[position] == MASK:
+                    shown[position] = mask_variables(words[index])  # it holds a digit: what `_tokenize` does
+                else:
+                    tokens[position] = shown[position] = words[index]
+        return message, tokens, shown
+
+    def _learn(self, shape: bytes, line: str) -> tuple[str, list[str], list[str]]:
+        """Tokenize a line of a shape not seen (lately) and remember what holds for every line of that shape."""
+        header, message = split_header(line)
+        tokens, shown, origin = _tokenize(message, self.max_tokens)
+        fixes = []
+        if _ASCII_DIGIT.search(" ".join(shown)):
+            fixes = [(position, index) for position, index in enumerate(origin) if _ASCII_DIGIT.search(shown[position])]
+        known: _Shape = (len(header), tokens, shown, fixes)
+        if fixes and self._collapses_by_digits(message, tokens, origin, fixes):
+            known = (len(header), None, None, [])
+        self._shapes[shape] = known
+        if len(self._shapes) > self._size:
+            self._shapes.popitem(last=False)  # the least recently seen shape
+        return message, tokens, shown
+
+    def _collapses_by_digits(
+        self, message: str, tokens: list[str], origin: list[int], fixes: list[tuple[int, int]]
+    ) -> bool:
+        """Whether which words collapse into one list depends on the digits, not on the shape alone.
+
+        `_tokenize` drops a word whose masked form repeats the word before's: a comparison of two forms that both
+        keep digits (`rdd_1_<*> rdd_2_<*>`) is the only one that can differ between lines of a shape. So it is the
+        word after a kept token with a variable and a digit: dropped (a gap in `origin`, or words left after the
+        last token of a line shorter than `max_tokens`), or kept with a variable and a digit too.
+        """
+        variables = {position for position, _ in fixes if tokens[position] == MASK}
+        words = min(len(message.split()), 4 * self.max_tokens)
+        for position in variables:
+            following = origin[position] + 1
+            if position + 1 < len(origin):
+                if origin[position + 1] != following or position + 1 in variables:
+                    return True
+            elif len(origin) < self.max_tokens and following < words:
+                return True
+        return False
 
 
 def template_pattern(template: str) -> re.Pattern[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from components.logs.masking import MASK, shown_tokens, split_header, template_pattern
+from components.logs.masking import MASK, LineTokenizer, shown_tokens, template_pattern
 from components.logs.reader import MAX_LINE_BYTES, LogSourceError, Malformed, SourceLine, expand_sources, read_lines
 from components.logs.records import RequestRecord, classify
 from components.logs.refine import RefineSummary, TemplateRefiner
@@ -69,17 +69,18 @@ def parse_files(
     examples: dict[int, str] | None = {} if refiner is not None else None  # a line of each template, to show
     try:
         with ids.open("w", encoding="utf-8", newline="\n") as pending:
-            write, add, max_tokens = pending.write, miner.add, miner.settings.max_tokens  # the hot loop
+            write, add, tokenizer = pending.write, miner.add, LineTokenizer(miner.settings.max_tokens)  # hot loop
             for line in read_lines(files, malformed, max_line_bytes=max_line_bytes):
                 lines += 1
                 if on_lines is not None and lines % PROGRESS_LINES == 0:
                     on_lines(lines)
-                text = _message(line, malformed)
+                mined = _mined(line, malformed, tokenizer)
                 source = names.setdefault(line.source, len(names))
-                if text is None:
+                if mined is None:
                     write(f"0\t{source}\t\n")
                 else:
-                    cluster = add(*shown_tokens(text, max_tokens))
+                    text, tokens, shown = mined
+                    cluster = add(tokens, shown)
                     if examples is not None and cluster not in examples:
                         examples[cluster] = text
                     write(f"{cluster}\t{source}\t{text}\n")
@@ -102,16 +103,17 @@ def parse_files(
     )
 
 
-def _message(line: SourceLine, malformed: Malformed) -> str | None:
-    """The text to mine from a line, or None when the line is malformed (counted)."""
+def _mined(line: SourceLine, malformed: Malformed, tokenizer: LineTokenizer) -> tuple[str, list[str], list[str]] | None:
+    """The text to mine from a line and its tokens (`masking.shown_tokens`), or None for a malformed line (counted)."""
     if line.problem is not None:
         return None
     if not line.text.lstrip().startswith("{"):
-        return split_header(line.text)[1]  # the fast path: a plain log line, its level is not needed here
+        return tokenizer.tokens(line.text)  # the fast path: a plain log line, its level is not needed here
     entry = classify(line, malformed)
     if entry is None:
         return None
-    return entry.prompt if isinstance(entry, RequestRecord) else entry.message
+    text = entry.prompt if isinstance(entry, RequestRecord) else entry.message
+    return (text, *shown_tokens(text, tokenizer.max_tokens))
 
 
 def _write_rows(ids: Path, out: Path, events: dict[int, tuple[int, str]], sources: list[str]) -> int:

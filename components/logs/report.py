@@ -52,6 +52,8 @@ class WindowOverview(BaseModel):
     latency_p99_ms: float | None
     templates: int
     malformed: Malformed
+    untimed_lines: int = Field(default=0, description="lines before their file's first time, in no window")
+    outside_lines: int = Field(default=0, description="lines whose time falls in no window")
 
     @classmethod
     def of(cls, window: WindowSummary) -> WindowOverview:
@@ -79,6 +81,8 @@ class WindowOverview(BaseModel):
             latency_p99_ms=sketch.quantile(0.99),
             templates=len(window.templates),
             malformed=window.malformed,
+            untimed_lines=window.untimed_lines,
+            outside_lines=window.outside_lines,
         )
 
 
@@ -229,7 +233,11 @@ def _windows(report: DetectionReport) -> list[str]:
         ("latency p99 (ms)", "latency_p99_ms"),
         ("templates", "templates"),
         ("malformed lines", None),
+        ("lines before the first time (in no window)", "untimed_lines"),
+        ("lines outside the time windows", "outside_lines"),
     ]
+    if all(w.window is None for w in windows):  # nothing was cut by time: no line can be in no window
+        fields = [f for f in fields if f[1] not in ("untimed_lines", "outside_lines")]
     rows: list[list[object]] = []
     for label, name in fields:
         values = [w.malformed.total if name is None else getattr(w, name) for w in windows]

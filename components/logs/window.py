@@ -85,6 +85,10 @@ class WindowSummary(BaseModel):
     last_timestamp: str | None = None
     templates: dict[str, TemplateCounts] = Field(default_factory=dict)
     malformed: Malformed = Field(default_factory=Malformed)
+    untimed_lines: int = Field(
+        default=0, description="lines before their file's first time: no time, so in no window (cut by time only)"
+    )
+    outside_lines: int = Field(default=0, description="lines whose time falls in no window (cut by time only)")
 
     @property
     def lines(self) -> int:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import random
+import re
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,7 +13,14 @@ from fuzz_kit import SHARED, mutated_bytes
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from components.logs.masking import level_of, mask_variables, message_tokens, split_header
+from components.logs.masking import (
+    LineTokenizer,
+    level_of,
+    mask_variables,
+    message_tokens,
+    shown_tokens,
+    split_header,
+)
 from components.logs.reader import Malformed, read_lines
 from components.logs.timestamps import TimeReader
 
@@ -93,6 +102,35 @@ def test_masking_keeps_the_line_and_masks_whole_tokens(line: str) -> None:
     assert isinstance(masked, str)
     tokens = message_tokens(message, max_tokens=20)
     assert len(tokens) <= 20
+
+
+@given(LOG_TEXT, st.randoms(use_true_random=False))
+@example("rdd_2_0 rdd_2_1 0x1f <*>", random.Random(1))
+def test_the_tokens_of_any_line_of_a_shape_are_the_uncached_ones(line: str, rng: random.Random) -> None:
+    redrawn = re.sub(r"[0-9]", lambda _: rng.choice("0123456789"), line)  # the same shape, other digits
+    tokenizer = LineTokenizer(max_tokens=20)
+    for text in (line, redrawn, line):
+        message = split_header(text)[1]
+        assert tokenizer.tokens(text) == (message, *shown_tokens(message, max_tokens=20))
+
+
+# Words whose digits decide what collapses into a list, what stays a word, and what `0x` or `<*>` read as.
+_WORDS = ["rdd_1_2", "rdd_3_4", "blk_5", "x", "ssh2", "12", "a1/b2/c3", "id7", "<*>", "0x1f", "5x1f", "7.5", "r1_<"]
+
+
+@given(
+    st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8).map(" ".join),
+    st.sampled_from([1, 2, 3, 100]),
+    st.randoms(use_true_random=False),
+)
+def test_lists_whose_digits_decide_what_collapses_are_tokenized_as_uncached(
+    message: str, max_tokens: int, rng: random.Random
+) -> None:
+    tokenizer = LineTokenizer(max_tokens=max_tokens)
+    for _ in range(4):
+        line = "2026-11-29 10:00:01 INFO x: " + re.sub(r"[0-9]", lambda _: rng.choice("12"), message)  # same or not
+        expected = split_header(line)[1]
+        assert tokenizer.tokens(line) == (expected, *shown_tokens(expected, max_tokens))
 
 
 @given(LOG_TEXT, st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2099, 1, 1)))

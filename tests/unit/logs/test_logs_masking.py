@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import random
+import re
+from pathlib import Path
+
 import pytest
 
-from components.logs.masking import level_of, mask_variables, message_tokens, shown_tokens, split_header
+from components.logs.masking import (
+    LineTokenizer,
+    level_of,
+    mask_variables,
+    message_tokens,
+    shown_tokens,
+    split_header,
+)
 
 
 @pytest.mark.parametrize(
@@ -106,3 +117,54 @@ def test_a_line_without_a_timestamp_still_gives_its_leading_level() -> None:
     header, message = split_header("WARN disk 91% full")
     assert (header, message) == ("", "WARN disk 91% full")
     assert level_of(header, message) == "WARN"
+
+
+def _uncached(line: str, max_tokens: int = 100) -> tuple[str, list[str], list[str]]:
+    message = split_header(line)[1]
+    return (message, *shown_tokens(message, max_tokens))
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # A digit kept in a word, in a word with a variable, and in lists that collapse or not by the digits alone.
+        ["Dec 10 06:55:46 LabSZ sshd[24200]: ssh2 login", "Dec 11 07:15:06 LabSZ sshd[14201]: ssh5 login"],
+        ["17/06/09 20:10:40 INFO storage: rdd_2_0 rdd_2_1 put", "17/06/09 20:10:41 INFO storage: rdd_2_0 rdd_3_1 put"],
+        ["17/06/09 20:10:40 INFO storage: put rdd_2_0 rdd_2_1", "17/06/09 20:10:41 INFO storage: put rdd_2_0 rdd_3_1"],
+        ["2026-11-29 10:00:01 INFO blk_1 blk_2 blk_3 gone", "2026-11-29 10:00:02 INFO blk_4 gone"],
+        ["addr 0x7ffd1a2b free", "addr 1x7ffd1a2b free", "addr 5x7ffd1a2b free"],  # hex's `0x` names a digit
+        # A literal `<*>` word could equal the next word's masked form for one line of a shape and not for another.
+        ["a <*>y1 2026-11-29T02:00:01y1 b", "a <*>y7 2026-11-29T02:00:01y3 b"],
+        ["12 Ünïcödé ٣٤ 56 /a1/b2", "78 Ünïcödé ٣٤ 90 /a3/b4"],  # Arabic-Indic digits are not ASCII ones
+    ],
+)
+def test_a_tokenizer_remembers_a_shape_without_changing_any_result(lines: list[str]) -> None:
+    tokenizer, short = LineTokenizer(), LineTokenizer(max_tokens=3)
+    for line in lines + lines:
+        assert tokenizer.tokens(line) == _uncached(line)
+        assert short.tokens(line) == _uncached(line, max_tokens=3)
+
+
+def test_a_tokenizer_remembers_only_its_most_recent_shapes() -> None:
+    tokenizer = LineTokenizer(shapes=2)
+    for n in range(10):
+        assert tokenizer.tokens(f"{'w ' * n}12 done") == _uncached(f"{'w ' * n}12 done")
+    assert len(tokenizer._shapes) == 2
+
+
+def test_a_tokenizer_stops_remembering_where_lines_never_share_a_shape() -> None:
+    tokenizer = LineTokenizer()
+    words = ["".join(random.Random(n).choices("ghijkl", k=8)) for n in range(5000)]  # a new shape every line
+    for word in words:
+        line = f"2026-11-29 10:00:01 INFO x: user {word} left after 12 s"
+        assert tokenizer.tokens(line) == _uncached(line)
+    assert len(tokenizer._shapes) == 0  # paused after the first 4096 lines, its cache let go
+
+
+def test_a_tokenizer_agrees_with_the_uncached_path_on_every_loghub_line(shared_dir: Path) -> None:
+    rng, tokenizer = random.Random(5), LineTokenizer()
+    for path in sorted((shared_dir / "datasets" / "loghub").glob("*/*_2k.log")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            redrawn = re.sub(r"\d", lambda _: rng.choice("0123456789"), line)  # the same shape, other digits
+            assert tokenizer.tokens(line) == _uncached(line)
+            assert tokenizer.tokens(redrawn) == _uncached(redrawn)

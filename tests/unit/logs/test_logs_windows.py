@@ -127,7 +127,39 @@ def test_logs_without_times_cannot_be_cut(tmp_path: Path) -> None:
         app, ["detect", "--current", str(plain), "--out", str(tmp_path), "--current-window", DAY2]
     )
     assert done.exit_code == 1
-    assert "holds no line with a time this reads" in done.output
+    assert "holds no line with a time this reads (ISO 8601, syslog, Apache, epoch seconds ...; 40 lines without" in (
+        done.output
+    )
+    assert done.output.count("\n") == 1
+
+
+def test_lines_in_no_window_are_counted_and_reported(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    day = [f"2026-11-0{d} 10:00:{s:02d} INFO http: served in {s} ms" for d in (1, 2) for s in range(40)]
+    banner = ["starting service v1.2", "  config: /etc/service.yaml", "  workers: 4"]  # before any time
+    late = [f"2026-11-05 10:00:{s:02d} INFO http: served in {s} ms" for s in range(7)]  # after both windows
+    (logs / "service.log").write_text("\n".join(banner + day + late) + "\n")
+    (logs / "worker.log").write_text("booting\nready\n" + "\n".join(day[40:]) + "\n")  # each file starts afresh
+    out = tmp_path / "out"
+    options = ["--baseline-window", DAY1, "--current-window", DAY2]
+    done = CliRunner().invoke(app, ["detect", "--current", str(logs), "--out", str(out), *options])
+    assert done.exit_code == 0, done.output
+    assert "; in no window: 5 lines before their file's first time, 7 of a time outside the windows" in done.output
+
+    report = json.loads((out / "report.json").read_text())
+    assert (report["baseline"]["log_lines"], report["current"]["log_lines"]) == (40, 80)
+    # Counted once, with the current window (as malformed lines are): the baseline was cut in the same pass.
+    assert (report["current"]["untimed_lines"], report["current"]["outside_lines"]) == (5, 7)
+    assert (report["baseline"]["untimed_lines"], report["baseline"]["outside_lines"]) == (0, 0)
+    markdown = (out / "report.md").read_text()
+    assert "| lines before the first time (in no window) | 0 | 5 |" in markdown
+    assert "| lines outside the time windows | 0 | 7 |" in markdown
+
+    # Without a window every line is in the one window: no such rows, nothing said.
+    done = CliRunner().invoke(app, ["detect", "--current", str(logs), "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    assert "in no window" not in done.output and "outside the time windows" not in (out / "report.md").read_text()
 
 
 def test_the_detect_pod_gets_the_pipelines_windows_as_options_its_command_reads(tmp_path: Path) -> None:
