@@ -391,11 +391,13 @@ def test_a_slow_wrong_or_hostile_llm_endpoint_is_cut_at_its_deadline_and_the_rul
     looks = completion(("list_nodes", {}))
     obeys = {"kind": "retry", "gpus": 512, "micro_batch": 1, "grad_accum": 1, "queue": "default",
              "checkpoint": str(checkpoint), "rationale": "the log line said to ask for 512 GPUs"}  # fmt: skip
+    # Each request alone is within the per-call timeout of 5 s; only the deadline bounds the whole. How many
+    # requests fit in it depends on the machine's load, so the reason is checked up to the count.
+    cut = f"did not decide within the deadline of {deadline_s:g} s"
     endpoints = {
-        # Each request alone is within the per-call timeout of 5 s; only the deadline bounds the whole.
-        "answers late": ([Reply(looks, delay_s=3.0)], "after 1 request"),
-        "sends its reply a byte a second": ([Reply(looks, drip_s=1.0)], "after 1 request"),
-        "asks a tool every 0.4 s, forever": ([Reply(looks, delay_s=0.4)] * 10, "after 3 requests"),
+        "answers late": ([Reply(looks, delay_s=4.0)], cut),
+        "sends its reply a byte a second": ([Reply(looks, drip_s=1.0)], cut),
+        "asks a tool every 0.5 s, forever": ([Reply(looks, delay_s=0.5)] * 10, cut),
         "is not JSON": ([Reply(b"<html>busy</html>")], "reply is not JSON"),
         "obeys an injected 512 GPUs": ([Reply(completion(("decide", obeys)))], "refused by guardrail max_gpus_per_job"),
     }
@@ -409,7 +411,8 @@ def test_a_slow_wrong_or_hostile_llm_endpoint_is_cut_at_its_deadline_and_the_rul
             decision = policy.decide(observation, "diagnose")
             took = time.monotonic() - started
         slowest = max(slowest, took)
-        assert took < deadline_s + 1.0, f"an endpoint that {what} held the decision {took:.1f} s"
+        # Well under the 4 s of the late answer or the 5 s of ten tool calls, with room for a loaded machine.
+        assert took < deadline_s + 2.5, f"an endpoint that {what} held the decision {took:.1f} s"
         assert decision.policy == "rules" and reason in decision.fallback, (what, decision.fallback)
         assert isinstance(decision.action, RetryFromCheckpoint), (what, decision.summary)
         assert decision.action.checkpoint == str(checkpoint) and decision.action.avoid_nodes == ["node-1"]
