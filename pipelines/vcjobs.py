@@ -19,7 +19,9 @@ from components.tracking.adapter import (
     JOB_ENV,
     SPOOL_ENV,
     STEP_ENV,
+    STEP_WAIT_S,
     TRACKING_URI_ENV,
+    WAIT_ENV,
     WORKSPACE_ENV,
 )
 from components.tracking.workflow_run import WorkflowRun
@@ -144,7 +146,7 @@ class JobContext(BaseModel):
         """
         env = {**self.workflow_run().env(), WORKSPACE_ENV: self.workspace, SPOOL_ENV: self.paths.tracking}
         if self.mlflow_tracking_uri:
-            env[TRACKING_URI_ENV] = self.mlflow_tracking_uri
+            env.update({TRACKING_URI_ENV: self.mlflow_tracking_uri, WAIT_ENV: str(STEP_WAIT_S)})
         if self.mlflow_experiment:
             env[EXPERIMENT_ENV] = self.mlflow_experiment
         if step:

@@ -12,10 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
@@ -23,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from net_kit import free_port
+from mlflow_kit import MlflowServer
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -45,45 +41,12 @@ SEEN = {
 
 @contextlib.contextmanager
 def mlflow_server(root: Path, timeout_s: float = 120) -> Iterator[str]:
-    """`mlflow server` on a free loopback port, sqlite store and proxied artifacts under `root`; yields its URL."""
-    root.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    log_path = root / "server.log"
-    command = [
-        *(sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"),
-        *("--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}", "--artifacts-destination", str(root / "artifacts")),
-    ]
-    with log_path.open("w") as log:
-        # Its own session: the server forks uvicorn workers, and the whole group must go at the end.
-        server = subprocess.Popen(command, cwd=root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            _wait_healthy(server, url, log_path, timeout_s)
-            yield url
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(server.pid, signal.SIGKILL)
-                server.wait()
-
-
-def _wait_healthy(server: subprocess.Popen[bytes], url: str, log_path: Path, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if server.poll() is not None:
-            raise RuntimeError(f"mlflow server exited with {server.returncode}: {log_path.read_text()[-2000:]}")
-        with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/health", timeout=1) as response:
-            if response.status == 200:
-                return
-        if time.monotonic() > deadline:
-            raise RuntimeError(
-                f"mlflow server did not answer /health in {timeout_s:.0f} s: {log_path.read_text()[-2000:]}"
-            )
-        time.sleep(0.25)
+    """`mlflow server` (tests/mlflow_kit.py) with its store under `root`; yields its URL."""
+    server = MlflowServer(root)
+    try:
+        yield server.start(timeout_s)
+    finally:
+        server.stop()
 
 
 def browser_missing() -> str | None:

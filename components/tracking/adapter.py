@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from components.errors import Unavailable
+from components.errors import InputError, Unavailable
 
 __all__ = [
     "ARGO_URL_ENV",
@@ -50,6 +50,8 @@ __all__ = [
     "TRACKING_URI_ENV",
     "TRIGGER_ENV",
     "TRIGGER_TAG",
+    "STEP_WAIT_S",
+    "WAIT_ENV",
     "WORKFLOW_ENV",
     "WORKFLOW_TAG",
     "WORKFLOW_UID_ENV",
@@ -86,6 +88,10 @@ JOB_ENV = "VCPILOT_JOB"
 WORKSPACE_ENV = "VCPILOT_WORKSPACE"
 SPOOL_ENV = "VCPILOT_TRACKING_SPOOL"  # the directory of the run's spools (components/tracking/spool.py)
 FLUSH_ENV = "VCPILOT_TRACKING_FLUSH_S"  # seconds between a spool's background sends (5 unless set)
+# How long a step that cannot do without MLflow (the registry: the champion to beat, the version to register)
+# waits for an unreachable server before it fails; a person's command waits 0 s unless it is set.
+WAIT_ENV = "VCPILOT_MLFLOW_WAIT_S"
+STEP_WAIT_S = 300  # what every step's pod gets (pipelines.vcjobs.JobContext.env): a restart or an outage of minutes
 
 DEFAULT_EXPERIMENT = "llm-autopilot"
 PARENT_TAG = "mlflow.parentRunId"  # what MLflow's UI nests runs by
@@ -204,11 +210,35 @@ def unreachable(tracking_uri: str, timeout_s: float) -> str | None:
         return str(getattr(err, "reason", err))
 
 
-def check_reachable(tracking_uri: str, timeout_s: float = 5.0) -> None:
-    """TrackingUnavailable in one sentence when an HTTP tracking server does not answer /health."""
-    if reason := unreachable(tracking_uri, timeout_s):
+def check_reachable(tracking_uri: str, timeout_s: float = 5.0, env: Mapping[str, str] = os.environ) -> None:
+    """TrackingUnavailable in one sentence when an HTTP tracking server does not answer /health.
+
+    With `VCPILOT_MLFLOW_WAIT_S` (WAIT_ENV) set, a server that does not answer is asked again, every few seconds,
+    until it does or that many seconds have passed; one line on stderr says it is waiting.
+    """
+    import sys
+    import time
+
+    text = env.get(WAIT_ENV, "").strip() or "0"
+    try:
+        wait_s = float(text)
+    except ValueError:
+        wait_s = -1.0
+    if not 0 <= wait_s < float("inf"):
+        raise InputError(f"{WAIT_ENV}={text!r} is not a number of seconds; set it to 0 or more, or unset it")
+    deadline = time.monotonic() + wait_s
+    reason = unreachable(tracking_uri, timeout_s)
+    if reason and wait_s > 0:
+        print(
+            f"warning: MLflow at {tracking_uri} is unreachable ({reason}); waiting up to {wait_s:g} s", file=sys.stderr
+        )
+    while reason and time.monotonic() < deadline:
+        time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
+        reason = unreachable(tracking_uri, timeout_s)
+    if reason:
+        waited = f", still after {wait_s:g} s" if wait_s > 0 else ""
         raise TrackingUnavailable(
-            f"MLflow at {tracking_uri} is unreachable ({reason}); start the server or set {TRACKING_URI_ENV}",
+            f"MLflow at {tracking_uri} is unreachable ({reason}{waited}); start the server or set {TRACKING_URI_ENV}",
             uri=tracking_uri,
             reason=reason,
         )

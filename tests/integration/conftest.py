@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mlflow_kit import MlflowServer
 from net_kit import free_port
 from vcjob_factory import vcjob, vcjob_task
 
@@ -50,50 +44,16 @@ def task() -> Callable[..., dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def mlflow_server(tmp_path_factory) -> Iterator[str]:
-    """`mlflow server` with a sqlite backend and proxied artifacts, in its own process group; yields its URL."""
-    root = tmp_path_factory.mktemp("mlflow-server")
-    port = free_port()
-    log = (root / "server.log").open("w")
-    command = [
-        sys.executable,
-        "-m",
-        "mlflow",
-        "server",
-        *("--host", "127.0.0.1", "--port", str(port), "--workers", "1"),
-        *("--backend-store-uri", f"sqlite:///{root / 'db'}", "--artifacts-destination", str(root / "artifacts")),
-    ]
-    # Its own session: the server forks uvicorn workers, and the whole group must go when the tests end.
-    server = subprocess.Popen(command, cwd=root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    """A real `mlflow server` (tests/mlflow_kit.py) for the session; yields its URL."""
+    server = MlflowServer(tmp_path_factory.mktemp("mlflow-server"))
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if server.poll() is not None:
-                pytest.fail(
-                    f"mlflow server exited with {server.returncode}: {(root / 'server.log').read_text()[-2000:]}"
-                )
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"mlflow server did not answer /health within 120 s: {(root / 'server.log').read_text()[-2000:]}"
-                )
-            time.sleep(0.25)
-        yield url
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(server.pid, signal.SIGTERM)
         try:
-            server.wait(timeout=5)  # uvicorn waits for idle keep-alive connections; no need to
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-        log.close()
+            server.start()
+        except RuntimeError as err:
+            pytest.fail(str(err))
+        yield server.url
+    finally:
+        server.stop()
 
 
 @pytest.fixture

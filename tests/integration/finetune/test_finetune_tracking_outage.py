@@ -1,24 +1,17 @@
 """A fine-tune whose MLflow server goes away: every metric step arrives exactly once, during or after the outage.
 
-A real `mlflow server` (sqlite backend in tmp) on loopback is stopped (SIGSTOP: it accepts nothing and answers
-nothing, as a server that hangs or a network that drops) and started again (SIGCONT) while a real
+A real `mlflow server` (tests/mlflow_kit.py) is paused (SIGSTOP) and let go on (SIGCONT) while a real
 `python -m components.finetune` run of the tiny model trains; the second test has no server at all until the step
-has ended. Restarting the process instead would take longer than the whole fine-tune on a busy machine.
+has ended.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from mlflow_kit import MlflowServer
 
 from components.tracking.adapter import KEY_TAG, PARENT_TAG, client
 from components.tracking.replay import replay_all
@@ -32,62 +25,14 @@ SHAPE = ("--max-steps", str(STEPS), "--checkpoint-every", "8", "--global-batch",
 EXPERIMENT = "outage"
 
 
-class Server:
-    """`mlflow server` on one port and one database, which a test may stop and start again."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = int(sock.getsockname()[1])
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        command = [
-            *(sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(self.port)),
-            *("--workers", "1", "--backend-store-uri", f"sqlite:///{self.root / 'db'}"),
-            *("--artifacts-destination", str(self.root / "artifacts")),
-        ]
-        log = (self.root / "server.log").open("a")
-        self.proc = subprocess.Popen(
-            command, cwd=self.root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, (self.root / "server.log").read_text()[-2000:]
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(f"{self.url}/health", timeout=1) as response:
-                    if response.status == 200:
-                        return
-            time.sleep(0.25)
-        pytest.fail("mlflow server did not answer /health within 120 s")
-
-    def pause(self) -> None:
-        assert self.proc is not None
-        os.killpg(self.proc.pid, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        assert self.proc is not None
-        os.killpg(self.proc.pid, signal.SIGCONT)
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            os.killpg(self.proc.pid, signal.SIGCONT)
-        self.proc.wait()
-
-
 @pytest.fixture
 def server(tmp_path):
-    made = Server(tmp_path)
+    made = MlflowServer(tmp_path / "mlflow")
     yield made
     made.stop()
 
 
-def training_env(server: Server, spool: Path, uid: str) -> dict[str, str]:
+def training_env(server: MlflowServer, spool: Path, uid: str) -> dict[str, str]:
     return {
         "MLFLOW_TRACKING_URI": server.url,
         "MLFLOW_EXPERIMENT_NAME": EXPERIMENT,

@@ -5,16 +5,19 @@ Against a real sqlite store under tmp_path and a real closed loopback port; noth
 
 from __future__ import annotations
 
+import http.server
 import io
 import socket
+import threading
 
 import pytest
 
-from components.errors import EXIT_UNAVAILABLE, Unavailable, VcpilotError, explain
+from components.errors import EXIT_UNAVAILABLE, InputError, Unavailable, VcpilotError, explain
 from components.finetune.tracking import MlflowSink, NullSink, open_sink
 from components.release.registry import RegistryError, RegistryUnavailable, aliases, connect, mlflow_errors
 from components.tracking.adapter import (
     DEFAULT_EXPERIMENT,
+    WAIT_ENV,
     TrackingUnavailable,
     bounded_retries,
     check_reachable,
@@ -68,6 +71,40 @@ def test_an_unreachable_server_is_tracking_unavailable_in_one_sentence(down):
     message, code = explain(err)
     assert message.startswith(f"MLflow at {down} is unreachable (") and "\n" not in message
     assert code == EXIT_UNAVAILABLE
+
+
+def test_a_step_waits_for_a_server_that_comes_back_and_a_person_does_not(down, capsys):
+    port = int(down.rsplit(":", 1)[1])
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            self.send_response(200 if self.path == "/health" else 404)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    def come_back() -> None:
+        with http.server.HTTPServer(("127.0.0.1", port), Health) as server:
+            server.timeout = 5
+            server.handle_request()
+
+    with pytest.raises(TrackingUnavailable, match=r"is unreachable \(.+\); start the server"):
+        check_reachable(down, timeout_s=1, env={})  # a person's command: at once
+    later = threading.Timer(1.0, come_back)
+    later.start()
+    try:
+        check_reachable(down, timeout_s=1, env={WAIT_ENV: "30"})  # a step's: until it answers
+    finally:
+        later.join()
+    warned = capsys.readouterr().err.splitlines()
+    assert len(warned) == 1 and warned[0].startswith(f"warning: MLflow at {down} is unreachable (")
+    assert warned[0].endswith("Connection refused); waiting up to 30 s")
+    with pytest.raises(TrackingUnavailable, match=r"still after 0.5 s\); start the server"):
+        check_reachable(down, timeout_s=1, env={WAIT_ENV: "0.5"})
+    for bad in ("soon", "-1", "inf", "nan"):
+        with pytest.raises(InputError, match=f"^{WAIT_ENV}='{bad}' is not a number of seconds"):
+            check_reachable(down, timeout_s=1, env={WAIT_ENV: bad})
 
 
 def test_mlflows_own_failure_against_a_dead_server_is_tracking_unavailable(down):
