@@ -45,16 +45,17 @@ class Timing:
 
     period_s: float = 0.0  # a scheduler session every period (Volcano's --schedule-period); 0: at every change
     controller_s: float = 0.0  # the job controller's lag: the PodGroup after the submit, the pods after Inqueue
+    phase_s: float = 0.0  # where the ticks fall: at phase_s + k × period_s (a real scheduler's are anywhere)
 
     def __post_init__(self) -> None:
-        if self.period_s < 0 or self.controller_s < 0:
-            raise ValueError(f"a timing is never negative: period_s={self.period_s}, controller_s={self.controller_s}")
+        if min(self.period_s, self.controller_s, self.phase_s) < 0:
+            raise ValueError(f"a timing is never negative: {self}")
 
     def scaled(self, compression: float) -> Timing:
         """This timing, given in a cluster's real seconds, on the clock of a replay compressed `compression`-fold."""
         if compression <= 0:
             raise ValueError(f"the compression must be positive, not {compression}")
-        return Timing(self.period_s * compression, self.controller_s * compression)
+        return Timing(self.period_s * compression, self.controller_s * compression, self.phase_s * compression)
 
 
 AT_ONCE = Timing()  # the benchmark's: seconds of Volcano's are nothing against jobs of hours
@@ -143,10 +144,10 @@ class Simulation:
         """Set one session for the next tick of the period (not one that had its session already)."""
         if self._session_due:
             return
-        period = self.timing.period_s
-        tick = max(math.ceil(self.now / period - 1e-9), self._last_tick + 1)
+        period, phase = self.timing.period_s, self.timing.phase_s
+        tick = max(math.ceil((self.now - phase) / period - 1e-9), self._last_tick + 1)
         self._session_due = True
-        self.at(tick * period, lambda: self._tick_session(tick))
+        self.at(phase + tick * period, lambda: self._tick_session(tick))
 
     def _tick_session(self, tick: float) -> None:
         """One session at a tick; when it changed something, another at the next tick."""

@@ -11,14 +11,14 @@ ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:  # benchmarks/ is not an installed package; `make bench` runs it from the checkout
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.agent_sim import SimJob, Simulation, Timing  # noqa: E402
+from benchmarks.agent_sim import AT_ONCE, SimJob, Simulation, Timing  # noqa: E402
 from components.volcano.resources import GPU  # noqa: E402
 from components.volcano.scheduler import QueueState  # noqa: E402
 
 QUEUE = "ml-team"
 
 
-def one_node(timing: Timing = Timing()) -> Simulation:
+def one_node(timing: Timing = AT_ONCE) -> Simulation:
     return Simulation(("node-00",), 4, (QueueState(QUEUE, capability={GPU: 4.0}),), start_s=0.0, timing=timing)
 
 
@@ -38,6 +38,7 @@ def test_with_a_period_a_gang_is_admitted_at_a_tick_and_bound_at_the_next() -> N
     # proportion's shares are dealt as a session opens, when the gang it admits asked for nothing yet
     assert start_of(Timing(period_s=60.0), 10.0) == 120.0
     assert start_of(Timing(period_s=60.0), 60.0) == 120.0  # submitted on a tick: that tick's session admits it
+    assert start_of(Timing(period_s=60.0, phase_s=15.0), 10.0) == 75.0  # ticks at 15, 75, …
 
 
 def test_the_controller_lag_delays_the_podgroup_and_then_the_pods() -> None:
@@ -77,7 +78,8 @@ def test_a_moment_shorter_than_the_period_is_missed() -> None:
 
 
 def test_a_timing_is_given_in_real_seconds_and_compressed_for_a_replay() -> None:
-    assert Timing(period_s=0.2, controller_s=0.5).scaled(720.0) == Timing(period_s=144.0, controller_s=360.0)
+    scaled = Timing(period_s=0.2, controller_s=0.5, phase_s=0.1).scaled(720.0)
+    assert scaled == Timing(period_s=144.0, controller_s=360.0, phase_s=72.0)
     with pytest.raises(ValueError, match="never negative"):
         Timing(period_s=-1.0)
     with pytest.raises(ValueError, match="compression must be positive"):
