@@ -45,7 +45,7 @@ from agent.actions import Downscale, Proceed, Wait  # noqa: E402
 from agent.observation import PlanRequest, Throughput  # noqa: E402
 from agent.policy_rules import RulePolicy, RulesConfig  # noqa: E402
 from benchmarks.agent import simulate  # noqa: E402
-from benchmarks.agent_philly import load_philly, philly_trace  # noqa: E402
+from benchmarks.agent_philly import PHILLY, load_philly, philly_trace  # noqa: E402
 from benchmarks.agent_sim import Timing  # noqa: E402
 from benchmarks.agent_strategies import (  # noqa: E402
     MAX_ATTEMPTS,
@@ -236,6 +236,35 @@ class Replay:
                 pytest.fail(f"{job.name} ended {job.phase} on the cluster: {job.message}")
 
 
+def short_window(csv: Path, nodes: tuple[str, ...], gpus_per_node: int) -> Trace:
+    """The compared window on these nodes, its tenants up to the horizon (those after it change nothing)."""
+    window = philly_trace(
+        load_philly(csv),
+        START,
+        DAYS,
+        seed=0,
+        fault_scale=0.0,
+        owner_factor=0.0,
+        requests_per_day=REQUESTS_PER_DAY,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        warmup_s=HOUR,
+    )
+    tenants = tuple(t for t in window.tenants if t.arrival_s < HORIZON_S)
+    return dataclasses.replace(window, tenants=tenants, horizon_s=HORIZON_S)
+
+
+def simulator_side(trace: Trace, strategy: str, costs: Costs) -> tuple[list[Outcome], list[tuple[float, float]]]:
+    """The simulator's outcomes at `CLUSTER_TIMING`, and its figures (`summary`) at every lag and phase of the band."""
+    period = CLUSTER_TIMING.period_s
+    band = [
+        summary(simulated(trace, strategy, costs, Timing(period, lag, phase * period)))
+        for lag in LAGS_S
+        for phase in PHASES
+    ]
+    return simulated(trace, strategy, costs, CLUSTER_TIMING), band
+
+
 def simulated(trace: Trace, strategy: str, costs: Costs, timing: Timing) -> list[Outcome]:
     """The simulator's outcomes with Volcano's `timing`, given in the cluster's real seconds."""
     policy = RulePolicy(RulesConfig()) if strategy == "rules" else None
@@ -274,21 +303,8 @@ def test_the_simulator_agrees_with_volcano_on_a_short_philly_window(
     per_node = {n.gpu_allocatable for n in nodes}
     assert len(per_node) == 1, f"the kwok nodes differ in GPUs: {sorted(per_node)}"
     gpus_per_node = per_node.pop()
-    jobs = load_philly(shared_dir / "datasets" / "philly" / "philly.csv")
-    window = philly_trace(
-        jobs,
-        START,
-        DAYS,
-        seed=0,
-        fault_scale=0.0,
-        owner_factor=0.0,
-        requests_per_day=REQUESTS_PER_DAY,
-        nodes=tuple(sorted(n.name for n in nodes)),
-        gpus_per_node=gpus_per_node,
-        warmup_s=HOUR,
-    )
-    tenants = tuple(t for t in window.tenants if t.arrival_s < HORIZON_S)  # those after it change nothing
-    trace = dataclasses.replace(window, tenants=tenants, horizon_s=HORIZON_S)
+    csv = shared_dir / "datasets" / "philly" / "philly.csv"
+    trace = short_window(csv, tuple(sorted(n.name for n in nodes)), gpus_per_node)
     costs = Costs.for_model(MODEL_PARAMS)
     core, custom = client.CoreV1Api(admin), client.CustomObjectsApi(admin)
     errors: dict[str, tuple[float, float]] = {}
@@ -315,13 +331,7 @@ def test_the_simulator_agrees_with_volcano_on_a_short_philly_window(
                         "scheduling.volcano.sh", "v1beta1", "queues", prefix + queue.name
                     )
             core.delete_namespace(namespace)
-        sim = simulated(trace, strategy, costs, CLUSTER_TIMING)
-        period = CLUSTER_TIMING.period_s
-        band = [
-            summary(simulated(trace, strategy, costs, Timing(period, lag, phase * period)))
-            for lag in LAGS_S
-            for phase in PHASES
-        ]
+        sim, band = simulator_side(trace, strategy, costs)
         (sim_ttf, sim_gpu_h), (real_ttf, real_gpu_h) = summary(sim), summary(real)
         errors[strategy] = (real_ttf / sim_ttf - 1, real_gpu_h / sim_gpu_h - 1)
         ttfs, gpu_hs = [b[0] for b in band], [b[1] for b in band]
@@ -347,3 +357,12 @@ def test_the_simulator_agrees_with_volcano_on_a_short_philly_window(
         print("\n".join([header, *rows, "", *details]))
     off = {s: e for s, e in band_errors.items() if max(map(abs, e)) > TOLERANCE}
     assert not off, f"Volcano is off the simulator's band by more than {TOLERANCE:.0%}: {off}"
+
+
+if __name__ == "__main__":  # the simulator's side alone, on the e2e cluster's two kwok nodes of 4 GPUs: no cluster
+    window_trace = short_window(PHILLY, ("gpu-node-0", "gpu-node-1"), 4)
+    for name in STRATEGIES:
+        outcomes, figures = simulator_side(window_trace, name, Costs.for_model(MODEL_PARAMS))
+        (ttf_h, gpu_h), ttfs_h = summary(outcomes), [f[0] for f in figures]
+        print(f"{name}: TTF {ttf_h:.2f} h (band {min(ttfs_h):.2f}-{max(ttfs_h):.2f}), GPU-h {gpu_h:.1f}")
+        print("  " + "; ".join(_request_line(o) for o in outcomes))
