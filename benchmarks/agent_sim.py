@@ -168,8 +168,8 @@ class Simulation:
         return job.phase != "Pending" or job.lag_until_s <= self.now
 
     def _has_pods(self, job: SimJob) -> bool:
-        """Whether the job's pods exist: at once without a controller lag (bound in the session that admits
-        the gang), else once the lag after Inqueue is over."""
+        """Whether the job's pods exist: from the submit without a controller lag (as LocalCluster has them),
+        else once the lag after Inqueue is over."""
         return not self.timing.controller_s or (job.phase != "Pending" and job.lag_until_s <= self.now)
 
     # -- what Volcano does ------------------------------------------------------------------------------
