@@ -36,7 +36,7 @@ from agent.policy import Policy  # noqa: E402
 from agent.policy_rules import RulePolicy, RulesConfig  # noqa: E402
 from benchmarks.agent_philly import PHILLY, PhillyJob, day_of, load_philly, philly_trace  # noqa: E402
 from benchmarks.agent_replay import ReplayedLLM  # noqa: E402
-from benchmarks.agent_sim import SimJob, Simulation  # noqa: E402
+from benchmarks.agent_sim import AT_ONCE, SimJob, Simulation, Timing  # noqa: E402
 from benchmarks.agent_strategies import (  # noqa: E402
     MODEL_PARAMS,
     ArgoRetry,
@@ -95,17 +95,26 @@ class _Tenant:
 
 
 def simulate(
-    trace: Trace, strategy: str, *, efficiency: float, costs: Costs, policy: Policy | None = None
+    trace: Trace,
+    strategy: str,
+    *,
+    efficiency: float,
+    costs: Costs,
+    policy: Policy | None = None,
+    timing: Timing = AT_ONCE,
 ) -> tuple[list[Outcome], Counter[str], Simulation]:
     """Replay `trace` under `strategy`: each request's outcome, the policy's decisions by kind, the ended cluster.
 
-    Pure: the same trace and policy always give the same outcomes.
+    Pure: the same trace and policy always give the same outcomes. `timing` is Volcano's (at once by default; the
+    comparison with a real cluster gives its session period and controller lag).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     if strategy in ("rules", "llm") and policy is None:
         raise ValueError(f"the {strategy} strategy needs a policy")
-    sim = Simulation(trace.nodes, trace.gpus_per_node, trace.queues, trace.start_s, reclaimable=RECLAIMABLE_QUEUES)
+    sim = Simulation(
+        trace.nodes, trace.gpus_per_node, trace.queues, trace.start_s, reclaimable=RECLAIMABLE_QUEUES, timing=timing
+    )
     for tenant in trace.tenants:
         _Tenant(sim, tenant)
     for outage in trace.outages:

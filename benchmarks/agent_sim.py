@@ -13,12 +13,20 @@ the gang short): `preempt` takes pods of lower-priority jobs of the gang's own q
 fallback queue, `SimJob.reclaimable`, for its owner); `reclaim` takes pods of other queues named reclaimable
 whose queue holds more than its deserved share, for a gang whose queue is below its own. A job that loses a pod
 is ended whole: its job policy restarts it.
+
+`Timing` says how late Volcano acts. The default, zero, runs sessions at the instant something changes, one after
+another until one changes nothing: a gang is admitted by one session and bound by the next (proportion deals its
+shares as a session opens, when the gang it admits asked for nothing yet), with no time between. A non-zero
+timing opens a session only every `period_s` and gives the job controller a lag: a VCJob's PodGroup exists
+`controller_s` after the submit, and its pods `controller_s` after the PodGroup went Inqueue — as on a real
+cluster, where time compressed 720-fold turns these fractions of a second into simulated minutes.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,9 +34,31 @@ from components.volcano.cluster import NodeInfo, QueueSnapshot
 from components.volcano.resources import GPU
 from components.volcano.scheduler import Gang, NodeState, PodRequest, QueueState, affinity_allows, deserved, schedule
 
-__all__ = ["SimJob", "Simulation"]
+__all__ = ["AT_ONCE", "SimJob", "Simulation", "Timing"]
 
 HOSTNAME = "kubernetes.io/hostname"
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How late Volcano acts, in seconds of the simulated clock; zero is at once (see the module's docstring)."""
+
+    period_s: float = 0.0  # a scheduler session every period (Volcano's --schedule-period); 0: at every change
+    controller_s: float = 0.0  # the job controller's lag: the PodGroup after the submit, the pods after Inqueue
+    phase_s: float = 0.0  # where the ticks fall: at phase_s + k × period_s (a real scheduler's are anywhere)
+
+    def __post_init__(self) -> None:
+        if min(self.period_s, self.controller_s, self.phase_s) < 0:
+            raise ValueError(f"a timing is never negative: {self}")
+
+    def scaled(self, compression: float) -> Timing:
+        """This timing, given in a cluster's real seconds, on the clock of a replay compressed `compression`-fold."""
+        if compression <= 0:
+            raise ValueError(f"the compression must be positive, not {compression}")
+        return Timing(self.period_s * compression, self.controller_s * compression, self.phase_s * compression)
+
+
+AT_ONCE = Timing()  # the benchmark's: seconds of Volcano's are nothing against jobs of hours
 
 
 @dataclass(eq=False)
@@ -50,6 +80,7 @@ class SimJob:
     nodes: tuple[str, ...] = ()  # where each pod runs, once Running
     started_s: float = 0.0
     run: int = 0  # bumped at every start, so a stale completion event can tell it is stale
+    lag_until_s: float = -math.inf  # Pending: its PodGroup exists from then on; Inqueue: its pods do (`Timing`)
 
     @property
     def gpus(self) -> int:
@@ -67,8 +98,10 @@ class Simulation:
         queues: tuple[QueueState, ...],
         start_s: float,
         reclaimable: tuple[str, ...] = (),
+        timing: Timing = AT_ONCE,
     ):
         self.now = start_s
+        self.timing = timing
         self.reclaimable = frozenset(reclaimable)  # queues with `reclaimable: true`: others' reclaim may take theirs
         self.gpus_per_node = gpus_per_node
         self.ready = dict.fromkeys(nodes, True)
@@ -79,7 +112,9 @@ class Simulation:
         self._order = itertools.count()
         self.sessions = 0
         self._dirty = False  # whether jobs or nodes changed since the last scheduling
-        self._gangs: dict[str, tuple[tuple[str, int, tuple[str, ...]], Gang]] = {}
+        self._gangs: dict[str, tuple[tuple[str, int, tuple[str, ...], bool], Gang]] = {}
+        self._last_tick = -math.inf  # the index of the last session's tick, with a period
+        self._session_due = False  # whether a session is already set for a coming tick
         self.partial_gangs = 0  # gangs started with fewer pods than minAvailable: must stay 0
         self.reclaims = 0
 
@@ -100,7 +135,42 @@ class Simulation:
                 heapq.heappop(self._events)[2]()
             if self._dirty:  # a session over an unchanged cluster decides nothing new (a policy's Wait, say)
                 self._dirty = False
-                self._schedule()
+                if self.timing.period_s:
+                    self._next_session()
+                else:
+                    self._schedule()
+
+    def _next_session(self) -> None:
+        """Set one session for the next tick of the period (not one that had its session already)."""
+        if self._session_due:
+            return
+        period, phase = self.timing.period_s, self.timing.phase_s
+        tick = max(math.ceil((self.now - phase) / period - 1e-9), self._last_tick + 1)
+        self._session_due = True
+        self.at(phase + tick * period, lambda: self._tick_session(tick))
+
+    def _tick_session(self, tick: float) -> None:
+        """One session at a tick; when it changed something, another at the next tick."""
+        self._session_due, self._last_tick = False, tick
+        if self._session() or self._reclaim():
+            self._dirty = True
+
+    def _lag(self, job: SimJob) -> None:
+        """Start the job controller's next step for `job` (`Timing.controller_s`); the cluster changes when done."""
+        if self.timing.controller_s:
+            job.lag_until_s = self.now + self.timing.controller_s
+            self.at(job.lag_until_s, self._touch)
+
+    def _touch(self) -> None:
+        self._dirty = True
+
+    def _has_podgroup(self, job: SimJob) -> bool:
+        return job.phase != "Pending" or job.lag_until_s <= self.now
+
+    def _has_pods(self, job: SimJob) -> bool:
+        """Whether the job's pods exist: from the submit without a controller lag (as LocalCluster has them),
+        else once the lag after Inqueue is over."""
+        return not self.timing.controller_s or (job.phase != "Pending" and job.lag_until_s <= self.now)
 
     # -- what Volcano does ------------------------------------------------------------------------------
 
@@ -111,6 +181,7 @@ class Simulation:
             job.order = next(self._order)
         job.phase, job.nodes = "Pending", ()
         self.jobs[job.key] = job
+        self._lag(job)
 
     def finish(self, job: SimJob) -> None:
         """The job completed: its pods end and free their GPUs."""
@@ -132,41 +203,43 @@ class Simulation:
         self.ready[node], self._dirty = True, True
 
     def _schedule(self) -> None:
-        """Scheduler sessions until one changes nothing (Volcano runs one a second; no time passes here)."""
-        while True:
-            waiting = [j for j in self.jobs.values() if j.phase != "Running"]
-            if not waiting:
-                return
-            self.sessions += 1
-            gangs = [self._gang(j) for j in waiting]
-            session = schedule(
-                self._node_states(), self._queue_states(), gangs, overcommit_factor=None, proportion=True
-            )
-            changed = False
-            for key in session.enqueued:
-                self.jobs[key].phase, changed = "Inqueue", True
-            placed: dict[str, list[tuple[int, str]]] = {}
-            for pod, node in session.bindings.items():
-                key, index = pod.rsplit("#", 1)
-                placed.setdefault(key, []).append((int(index), node))
-            for key, pods in sorted(placed.items(), key=lambda item: self.jobs[item[0]].order):
-                job = self.jobs[key]
-                self.partial_gangs += len(pods) < job.pods
-                job.phase, job.nodes, job.started_s = "Running", tuple(n for _, n in sorted(pods)), self.now
-                job.run += 1
-                job.on_start(job)
-                changed = True
-            if not changed and not self._reclaim():
-                return
+        """Scheduler sessions until one changes nothing (without a `Timing` period no time passes between them)."""
+        while self._session() or self._reclaim():
+            pass
+
+    def _session(self) -> bool:
+        """One session, enqueue and allocate, over the jobs whose PodGroups exist; whether it changed anything."""
+        waiting = [j for j in self.jobs.values() if j.phase != "Running" and self._has_podgroup(j)]
+        if not waiting:
+            return False
+        self.sessions += 1
+        gangs = [self._gang(j) for j in waiting]
+        session = schedule(self._node_states(), self._queue_states(), gangs, overcommit_factor=None, proportion=True)
+        changed = False
+        for key in session.enqueued:
+            self.jobs[key].phase, changed = "Inqueue", True
+            self._lag(self.jobs[key])
+        placed: dict[str, list[tuple[int, str]]] = {}
+        for pod, node in session.bindings.items():
+            key, index = pod.rsplit("#", 1)
+            placed.setdefault(key, []).append((int(index), node))
+        for key, pods in sorted(placed.items(), key=lambda item: self.jobs[item[0]].order):
+            job = self.jobs[key]
+            self.partial_gangs += len(pods) < job.pods
+            job.phase, job.nodes, job.started_s = "Running", tuple(n for _, n in sorted(pods)), self.now
+            job.run += 1
+            job.on_start(job)
+            changed = True
+        return changed
 
     def _reclaim(self) -> bool:
         """Evict for the first gang waiting Inqueue that evictions let in (preempt, then reclaim); whether any was."""
         running = [j for j in self.jobs.values() if j.phase == "Running"]
-        starving = [j for j in self.jobs.values() if j.phase == "Inqueue"]
+        starving = [j for j in self.jobs.values() if j.phase == "Inqueue" and self._has_pods(j)]
         if not running or not starving:
             return False
         nodes, queues = self._node_states(), self._queue_states()
-        shares = deserved(nodes, queues, [self._gang(j) for j in self.jobs.values()])
+        shares = deserved(nodes, queues, [self._gang(j) for j in self.jobs.values() if self._has_podgroup(j)])
         allocated = {q.name: q.allocated.get(GPU, 0.0) for q in queues}
         for job in sorted(starving, key=lambda j: (-j.priority, j.order)):
             victims = self._victims(job, running, shares, allocated)
@@ -230,11 +303,13 @@ class Simulation:
         return [j for j in chosen.values() if j.key != job.key]
 
     def _gang(self, job: SimJob) -> Gang:
-        """The job's gang as the scheduler sees it, built once per phase and place in line."""
-        key = (job.phase, job.order, job.avoid_nodes)
+        """The job's gang as the scheduler sees it, built once per phase and place in line; a gang whose pods
+        do not exist yet can be admitted, not bound, and asks nothing of proportion's shares."""
+        pods = self._has_pods(job)
+        key = (job.phase, job.order, job.avoid_nodes, pods)
         cached = self._gangs.get(job.key)
         if cached is None or cached[0] != key:
-            cached = self._gangs[job.key] = (key, _gang(job))
+            cached = self._gangs[job.key] = (key, _gang(job, pods=pods))
         return cached[1]
 
     def _used(self) -> dict[str, float]:
@@ -273,7 +348,7 @@ class Simulation:
         """The queue as `Cluster.queue` reports it: PodGroups counted by phase, with the GPUs they ask for."""
         queue = self.queues[name]
         return QueueSnapshot.counted(
-            ((job.phase, job.gpus) for job in self.jobs.values() if job.queue == name),
+            ((job.phase, job.gpus) for job in self.jobs.values() if job.queue == name and self._has_podgroup(job)),
             name=name,
             state="Open",
             weight=queue.weight,
@@ -297,7 +372,7 @@ class Simulation:
         ]
 
 
-def _gang(job: SimJob) -> Gang:
+def _gang(job: SimJob, *, pods: bool = True) -> Gang:
     affinity = None
     if job.avoid_nodes:
         expression = {"key": HOSTNAME, "operator": "NotIn", "values": list(job.avoid_nodes)}
@@ -315,7 +390,7 @@ def _gang(job: SimJob) -> Gang:
         phase=job.phase,
         min_member=job.pods,
         min_resources={GPU: float(job.gpus)},
-        pods=tuple(PodRequest(f"{job.key}#{i}", resources, affinity=affinity) for i in range(job.pods)),
+        pods=tuple(PodRequest(f"{job.key}#{i}", resources, affinity=affinity) for i in range(job.pods)) if pods else (),
         priority=job.priority,
         order=job.order,
     )

@@ -5,7 +5,12 @@ strategy — (a) wait_full, (c) volcano_ckpt, (e) rules — once through the sim
 time compressed `COMPRESSION`-fold: the other tenants' gangs and our attempts are VCJobs whose kwok pods complete
 after their (compressed) hold time, and the rules plan from `agent.observe` of the real cluster. Both sides stop
 at the same horizon, where a request still unfinished counts as finishing (as `benchmarks/agent.py` counts it).
-Mean time-to-finish and GPU-hours used must agree within 15%; the table and the relative errors are printed.
+
+The simulator runs with this cluster's timing (`CLUSTER_TIMING`: Volcano's session period and the controller's
+lag, real seconds that the compression turns into simulated minutes) and over the lags and tick phases one run of
+the cluster may show (`LAGS_S`, `PHASES`): where a plan hinges on an instant, as (e)'s does, the cluster lands
+anywhere in that band from run to run. The table prints the error against the fitted timing and against the band;
+mean time-to-finish and GPU-hours used must lie within 15% of the band.
 
 The window has no node faults and an idle fallback owner: what is compared is gang admission, queue capability,
 proportion's deserved shares (our 4-GPU gangs wait while other queues' 1-GPU jobs take the GPUs) and the plan
@@ -25,7 +30,7 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +45,8 @@ from agent.actions import Downscale, Proceed, Wait  # noqa: E402
 from agent.observation import PlanRequest, Throughput  # noqa: E402
 from agent.policy_rules import RulePolicy, RulesConfig  # noqa: E402
 from benchmarks.agent import simulate  # noqa: E402
-from benchmarks.agent_philly import load_philly, philly_trace  # noqa: E402
+from benchmarks.agent_philly import PHILLY, load_philly, philly_trace  # noqa: E402
+from benchmarks.agent_sim import Timing  # noqa: E402
 from benchmarks.agent_strategies import (  # noqa: E402
     MAX_ATTEMPTS,
     MODEL_PARAMS,
@@ -64,8 +70,8 @@ pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(
         os.environ.get("VCPILOT_E2E_SIM_VS_VOLCANO") != "1",
-        reason="(a) and (c) agree within 3-7%, but (e)'s time-to-finish is 24-101% later on the cluster than in the "
-        "simulator (docs/agent-benchmark.md); VCPILOT_E2E_SIM_VS_VOLCANO=1 runs it (5 min)",
+        reason="(e) lands on either side of a knife-edge from run to run, one run out of the simulator's band "
+        "(docs/agent-benchmark.md); VCPILOT_E2E_SIM_VS_VOLCANO=1 runs it (5 min)",
     ),
 ]
 
@@ -78,6 +84,12 @@ TOLERANCE = 0.15
 KWOK_COMPLETE = "pod-complete.stage.kwok.x-k8s.io"
 KWOK_READY = "pod-ready.stage.kwok.x-k8s.io"
 POLL_S = 0.2
+# Volcano on this cluster, in real seconds: deploy/e2e/up.sh's --schedule-period 200ms, and the controller's lag
+# (PodGroup after the submit, pods after Inqueue; kwok's start and this replay's poll folded in) fitted to the
+# recorded first start of request 1 with pods starting at once (docs/agent-benchmark.md).
+CLUSTER_TIMING = Timing(period_s=0.2, controller_s=0.2)
+LAGS_S = (0.1, 0.2, 0.4, 0.8)  # lags a run shows: 0.2 s fitted as above, 0.8-0.9 s with kwok's default pod start
+PHASES = (0.0, 0.5)  # where Volcano's ticks fall on the replay's clock, in periods
 STRATEGIES = ("wait_full", "volcano_ckpt", "rules")
 
 
@@ -197,7 +209,10 @@ class Replay:
         return observe_module.observe(self.cluster, plan_request, throughput=throughput)
 
     def watch(self) -> None:
-        """Note when our jobs start and complete; a failed one fails the test (nothing here should fail)."""
+        """Note when our jobs start, are evicted and complete; a failed one fails the test (nothing here should fail).
+
+        An evicted job (reclaim) is restarted in place by its RestartJob policy: seen Restarting or Pending again,
+        it counts a reclaim, and its next start a new shape. A run shorter than a poll is not seen at all."""
         now = self.now()
         for job in self.cluster.list_jobs(namespace=self.namespace):
             if job.name not in self.running:
@@ -208,6 +223,10 @@ class Replay:
                 self.running[job.name] = (request, gpus, now)
                 outcome.first_start_s = outcome.first_start_s or now
                 outcome.shapes.append((gpus, job.queue.removeprefix(self.prefix)))
+            elif job.phase in ("Restarting", "Pending") and started >= 0:
+                outcome.reclaims += 1
+                outcome.gpu_s_used += gpus * (now - started)
+                self.running[job.name] = (request, gpus, -1.0)
             elif job.phase == "Completed":
                 began = started if started >= 0 else now
                 outcome.gpu_s_used += gpus * (now - began)
@@ -217,6 +236,48 @@ class Replay:
                 pytest.fail(f"{job.name} ended {job.phase} on the cluster: {job.message}")
 
 
+def short_window(csv: Path, nodes: tuple[str, ...], gpus_per_node: int) -> Trace:
+    """The compared window on these nodes, its tenants up to the horizon (those after it change nothing)."""
+    window = philly_trace(
+        load_philly(csv),
+        START,
+        DAYS,
+        seed=0,
+        fault_scale=0.0,
+        owner_factor=0.0,
+        requests_per_day=REQUESTS_PER_DAY,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        warmup_s=HOUR,
+    )
+    tenants = tuple(t for t in window.tenants if t.arrival_s < HORIZON_S)
+    return dataclasses.replace(window, tenants=tenants, horizon_s=HORIZON_S)
+
+
+def simulator_side(trace: Trace, strategy: str, costs: Costs) -> tuple[list[Outcome], list[tuple[float, float]]]:
+    """The simulator's outcomes at `CLUSTER_TIMING`, and its figures (`summary`) at every lag and phase of the band."""
+    period = CLUSTER_TIMING.period_s
+    band = [
+        summary(simulated(trace, strategy, costs, Timing(period, lag, phase * period)))
+        for lag in LAGS_S
+        for phase in PHASES
+    ]
+    return simulated(trace, strategy, costs, CLUSTER_TIMING), band
+
+
+def simulated(trace: Trace, strategy: str, costs: Costs, timing: Timing) -> list[Outcome]:
+    """The simulator's outcomes with Volcano's `timing`, given in the cluster's real seconds."""
+    policy = RulePolicy(RulesConfig()) if strategy == "rules" else None
+    scaled = timing.scaled(COMPRESSION)
+    return simulate(trace, strategy, efficiency=0.9, costs=costs, policy=policy, timing=scaled)[0]
+
+
+def off_band(value: float, band: Sequence[float]) -> float:
+    """How far `value` lies outside the band's lowest to highest, relative to the nearer edge; 0 inside."""
+    low, high = min(band), max(band)
+    return value / high - 1 if value > high else value / low - 1 if value < low else 0.0
+
+
 def summary(outcomes: list[Outcome]) -> tuple[float, float]:
     """Mean time-to-finish and GPU-hours used, both in hours."""
     ttf = statistics.fmean((o.end_s - o.arrival_s) / HOUR for o in outcomes)
@@ -224,10 +285,11 @@ def summary(outcomes: list[Outcome]) -> tuple[float, float]:
 
 
 def _request_line(outcome: Outcome) -> str:
-    """One request's arrival, first start and end (simulated hours) and where its attempts ran."""
+    """One request's arrival, first start and end (simulated hours), where its runs ran, and its reclaims."""
     start = f"{outcome.first_start_s / HOUR:.2f}" if outcome.first_start_s is not None else "-"
     shapes = ",".join(f"{gpus}@{queue}" for gpus, queue in outcome.shapes)
-    return f"{outcome.arrival_s / HOUR:.2f}→{start}→{outcome.end_s / HOUR:.2f} {shapes}"
+    reclaims = f" ({outcome.reclaims} reclaimed)" if outcome.reclaims else ""
+    return f"{outcome.arrival_s / HOUR:.2f}→{start}→{outcome.end_s / HOUR:.2f} {shapes}{reclaims}"
 
 
 def test_the_simulator_agrees_with_volcano_on_a_short_philly_window(
@@ -241,24 +303,12 @@ def test_the_simulator_agrees_with_volcano_on_a_short_philly_window(
     per_node = {n.gpu_allocatable for n in nodes}
     assert len(per_node) == 1, f"the kwok nodes differ in GPUs: {sorted(per_node)}"
     gpus_per_node = per_node.pop()
-    jobs = load_philly(shared_dir / "datasets" / "philly" / "philly.csv")
-    window = philly_trace(
-        jobs,
-        START,
-        DAYS,
-        seed=0,
-        fault_scale=0.0,
-        owner_factor=0.0,
-        requests_per_day=REQUESTS_PER_DAY,
-        nodes=tuple(sorted(n.name for n in nodes)),
-        gpus_per_node=gpus_per_node,
-        warmup_s=HOUR,
-    )
-    tenants = tuple(t for t in window.tenants if t.arrival_s < HORIZON_S)  # those after it change nothing
-    trace = dataclasses.replace(window, tenants=tenants, horizon_s=HORIZON_S)
+    csv = shared_dir / "datasets" / "philly" / "philly.csv"
+    trace = short_window(csv, tuple(sorted(n.name for n in nodes)), gpus_per_node)
     costs = Costs.for_model(MODEL_PARAMS)
     core, custom = client.CoreV1Api(admin), client.CustomObjectsApi(admin)
     errors: dict[str, tuple[float, float]] = {}
+    band_errors: dict[str, tuple[float, float]] = {}
     rows, details = [], []
     for strategy in STRATEGIES:
         prefix = f"s{uuid.uuid4().hex[:4]}-"
@@ -281,23 +331,38 @@ def test_the_simulator_agrees_with_volcano_on_a_short_philly_window(
                         "scheduling.volcano.sh", "v1beta1", "queues", prefix + queue.name
                     )
             core.delete_namespace(namespace)
-        policy = RulePolicy(RulesConfig()) if strategy == "rules" else None
-        simulated, _, _ = simulate(trace, strategy, efficiency=0.9, costs=costs, policy=policy)
-        (sim_ttf, sim_gpu_h), (real_ttf, real_gpu_h) = summary(simulated), summary(real)
+        sim, band = simulator_side(trace, strategy, costs)
+        (sim_ttf, sim_gpu_h), (real_ttf, real_gpu_h) = summary(sim), summary(real)
         errors[strategy] = (real_ttf / sim_ttf - 1, real_gpu_h / sim_gpu_h - 1)
-        unfinished = [sum(o.status == "unfinished" for o in side) for side in (simulated, real)]
-        for side, found in (("sim", simulated), ("Volcano", real)):
+        ttfs, gpu_hs = [b[0] for b in band], [b[1] for b in band]
+        band_errors[strategy] = (off_band(real_ttf, ttfs), off_band(real_gpu_h, gpu_hs))
+        unfinished = [sum(o.status == "unfinished" for o in side) for side in (sim, real)]
+        for side, found in (("sim", sim), ("Volcano", real)):
             details.append(f"{strategy} {side}: " + "; ".join(_request_line(o) for o in found))
         rows.append(
-            f"| {strategy} | {sim_ttf:.2f} | {real_ttf:.2f} | {errors[strategy][0]:+.1%} | {sim_gpu_h:.1f} "
-            f"| {real_gpu_h:.1f} | {errors[strategy][1]:+.1%} | {unfinished[0]} / {unfinished[1]} |"
+            f"| {strategy} | {sim_ttf:.2f} ({min(ttfs):.2f}–{max(ttfs):.2f}) | {real_ttf:.2f} "
+            f"| {errors[strategy][0]:+.1%} ({band_errors[strategy][0]:+.1%}) "
+            f"| {sim_gpu_h:.1f} ({min(gpu_hs):.1f}–{max(gpu_hs):.1f}) | {real_gpu_h:.1f} "
+            f"| {errors[strategy][1]:+.1%} ({band_errors[strategy][1]:+.1%}) | {unfinished[0]} / {unfinished[1]} |"
         )
     header = (
-        "| strategy | TTF sim (h) | TTF Volcano (h) | error | GPU-h sim | GPU-h Volcano | error "
-        "| unfinished sim / Volcano |\n|---|---|---|---|---|---|---|---|"
+        "| strategy | TTF sim (band) (h) | TTF Volcano (h) | error (off band) | GPU-h sim (band) | GPU-h Volcano "
+        "| error (off band) | unfinished sim / Volcano |\n|---|---|---|---|---|---|---|---|"
     )
     with capsys.disabled():  # the table is the test's report: shown without -s
-        print(f"\nsimulator against Volcano, {START} + {DAYS * 24:g} h, {len(trace.tenants)} tenants' jobs:")
+        print(
+            f"\nsimulator against Volcano, {START} + {DAYS * 24:g} h, {len(trace.tenants)} tenants' jobs, "
+            f"simulated with {CLUSTER_TIMING} (band: lags {LAGS_S} s, tick phases {PHASES}):"
+        )
         print("\n".join([header, *rows, "", *details]))
-    off = {s: e for s, e in errors.items() if max(map(abs, e)) > TOLERANCE}
-    assert not off, f"the simulator is off by more than {TOLERANCE:.0%}: {off}"
+    off = {s: e for s, e in band_errors.items() if max(map(abs, e)) > TOLERANCE}
+    assert not off, f"Volcano is off the simulator's band by more than {TOLERANCE:.0%}: {off}"
+
+
+if __name__ == "__main__":  # the simulator's side alone, on the e2e cluster's two kwok nodes of 4 GPUs: no cluster
+    window_trace = short_window(PHILLY, ("gpu-node-0", "gpu-node-1"), 4)
+    for name in STRATEGIES:
+        outcomes, figures = simulator_side(window_trace, name, Costs.for_model(MODEL_PARAMS))
+        (ttf_h, gpu_h), ttfs_h = summary(outcomes), [f[0] for f in figures]
+        print(f"{name}: TTF {ttf_h:.2f} h (band {min(ttfs_h):.2f}-{max(ttfs_h):.2f}), GPU-h {gpu_h:.1f}")
+        print("  " + "; ".join(_request_line(o) for o in outcomes))
