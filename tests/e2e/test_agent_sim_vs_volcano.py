@@ -25,7 +25,6 @@ import dataclasses
 import datetime as dt
 import heapq
 import itertools
-import os
 import statistics
 import sys
 import time
@@ -66,14 +65,11 @@ from benchmarks.agent_trace import (  # noqa: E402
 )
 from components.volcano.builder import TrainingRequest, build_training_job  # noqa: E402
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        os.environ.get("VCPILOT_E2E_SIM_VS_VOLCANO") != "1",
-        reason="(e) lands on either side of a knife-edge from run to run, one run out of the simulator's band "
-        "(docs/agent-benchmark.md); VCPILOT_E2E_SIM_VS_VOLCANO=1 runs it (5 min)",
-    ),
-]
+pytestmark = pytest.mark.e2e
+# (e)'s time to finish lands on either side of a knife-edge from run to run (whether request 2's gang in ml-spare is
+# reclaimed one session after it starts; docs/agent-benchmark.md): one cluster run in four fell off the band. It
+# is printed with the reason, not asserted; its GPU-hours, and everything of (a) and (c), are.
+KNIFE_EDGE = {"rules": "time to finish"}
 
 # 3 h of Philly, 3 fine-tuning requests: 308 tenants' jobs from an hour before to a day after, busy enough that
 # our 4-GPU gangs wait on proportion's shares (the simulator: 17 h for the last of (a)'s, 8 h without tenants).
@@ -355,8 +351,18 @@ def test_the_simulator_agrees_with_volcano_on_a_short_philly_window(
             f"simulated with {CLUSTER_TIMING} (band: lags {LAGS_S} s, tick phases {PHASES}):"
         )
         print("\n".join([header, *rows, "", *details]))
-    off = {s: e for s, e in band_errors.items() if max(map(abs, e)) > TOLERANCE}
-    assert not off, f"Volcano is off the simulator's band by more than {TOLERANCE:.0%}: {off}"
+    off = {
+        (s, what): e
+        for s, (ttf, gpu_h) in band_errors.items()
+        for what, e in (("time to finish", ttf), ("GPU-hours", gpu_h))
+        if abs(e) > TOLERANCE
+    }
+    edge = {k: e for k, e in off.items() if KNIFE_EDGE.get(k[0]) == k[1]}
+    with capsys.disabled():
+        for (strategy, what), e in edge.items():
+            print(f"{strategy}'s {what} is off the band by {e:+.1%}: the knife-edge of docs/agent-benchmark.md")
+    missed = {f"{s} {what}": f"{e:+.1%}" for (s, what), e in off.items() if (s, what) not in edge}
+    assert not missed, f"Volcano is off the simulator's band by more than {TOLERANCE:.0%}: {missed}"
 
 
 if __name__ == "__main__":  # the simulator's side alone, on the e2e cluster's two kwok nodes of 4 GPUs: no cluster

@@ -1,9 +1,11 @@
-"""Two rows of the fault matrix through one whole `vcpilot run` (issue 16): MLflow goes away for a minute while the
-model trains, and the runner is SIGKILLed in that minute; `vcpilot resume` finishes the run.
+"""Three rows of the fault matrix through one whole `vcpilot run` (issue 16): the queue is nearly full when the plan
+step runs, MLflow goes away for a minute while the model trains, and the runner is SIGKILLed in that minute;
+`vcpilot resume` finishes the run.
 
 The user's commands, as a user types them (`vcpilot run`, `kill -9`, `vcpilot resume`) on LocalCluster, against a
-real `mlflow server` that is paused (SIGSTOP: it accepts nothing and answers nothing) for 60 s. A file of its own,
-so that `make test`'s two workers run it beside the other pipeline row (`--dist loadfile`).
+real `mlflow server` that is paused (SIGSTOP: it accepts nothing and answers nothing) for 60 s. Someone else's job
+holds 7 of the cluster's 8 GPUs from before the run to its end. A file of its own, so that `make test`'s two
+workers run it beside the other pipeline row (`--dist loadfile`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 import pytest
 from fault_table import record_fault
 from mlflow_kit import MlflowServer
+from vcjob_factory import vcjob, vcjob_task
 
 from components.volcano.cluster_local import LocalCluster
 
@@ -68,6 +71,9 @@ def test_a_runner_killed_while_mlflow_is_down_resumes_with_no_step_rerun_no_job_
     }
     home, log = tmp_path / "home", tmp_path / "vcpilot.log"
     workspace = home / "workspace" / "runs" / NAME
+    cluster = LocalCluster(home)  # the default one `vcpilot run` uses: 2 nodes x 4 GPUs, one queue
+    cluster.submit(vcjob("other", tasks=[vcjob_task(replicas=7, gpus=1, script="sleep 3600")]))
+    cluster.wait("other", ["Running"], timeout=60)
     runner = vcpilot(home, "run", "--name", NAME, *(a for k, v in params.items() for a in ("-p", f"{k}={v}")), log=log)
     resumed: subprocess.Popen[bytes] | None = None
     try:
@@ -96,14 +102,20 @@ def test_a_runner_killed_while_mlflow_is_down_resumes_with_no_step_rerun_no_job_
             if proc is not None and proc.poll() is None:
                 proc.kill()
         server.resume()
+        cluster.delete("other", missing_ok=True)
 
     try:
         status = json.loads((home / "runs" / NAME / "status.json").read_text())["status"]
         assert status["phase"] == "Succeeded", {n["displayName"]: n["phase"] for n in status["nodes"].values()}
         after = started(home)
         assert all(after.get(i) == at for i, at in finished.items()), "no finished step ran again"
-        jobs = [j.name for j in LocalCluster(home).list_jobs()]
-        assert sorted(j for j in jobs if "train" in j) == [f"{NAME}-train-1"], jobs
+        jobs = {j.name: j for j in cluster.list_jobs()}
+        assert sorted(j for j in jobs if "train" in j) == [f"{NAME}-train-1"], list(jobs)
+        plan = json.loads((workspace / "decisions" / "plan-1.json").read_text())["action"]
+        assert plan["kind"] == "downscale" and plan["gpus"] == 1, plan
+        assert plan["micro_batch"] * plan["grad_accum"] * plan["gpus"] == 8, "the global batch is kept"
+        train = jobs[f"{NAME}-train-1"]
+        assert train.phase == "Completed" and len(train.pods) == 1 and all(p.node for p in train.pods), train.pods
         trained = steps_trained(workspace)
         assert sorted(trained) == list(range(1, STEPS + 1)), "the job was not started again: each step once"
 
@@ -120,6 +132,11 @@ def test_a_runner_killed_while_mlflow_is_down_resumes_with_no_step_rerun_no_job_
         assert "evaluate.candidate_score" in parent.data.metrics
     finally:
         server.stop()
+        cluster.close()
+    record_fault(
+        record_property, "queue-full", "7 of 8 GPUs held: downscaled 2 -> 1 GPU (global batch 8 kept); whole gang",
+        "0", "none",
+    )  # fmt: skip
     record_fault(
         record_property, "mlflow-down", f"MLflow paused {OUTAGE_S:.0f} s; the run Succeeded; {STEPS} steps once each",
         "0", "none",
