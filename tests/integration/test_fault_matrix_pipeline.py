@@ -1,7 +1,10 @@
-"""The fault matrix's one row through the whole pipeline (issue 16; the others are in test_fault_matrix.py).
+"""A row of the fault matrix through the whole pipeline (issue 16; test_fault_matrix_chaos.py has three more).
 
-A node dies mid-training in `vcpilot run`'s node-failure scenario on LocalCluster, against a real MLflow server.
-A file of its own so that `make test`'s two workers run it beside the component rows (`--dist loadfile`).
+A node dies mid-training in `vcpilot run`'s node-failure scenario on LocalCluster, against a real MLflow server,
+and the agent's policy is the LLM's, at an endpoint that obeys an instruction injected into what it reads: every
+answer asks for 512 GPUs. The guardrails refuse each, the rules decide, and the records say why (the LLM row's
+other endpoints — late, dripping, endless, not JSON — are in test_fault_matrix.py). A file of its own
+so that `make test`'s two workers run it beside the component rows (`--dist loadfile`).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from fake_llm import Reply, completion, serve
 from fault_table import record_fault
 
 from components.volcano.cluster_local import LocalCluster
@@ -28,7 +32,7 @@ def step_of(checkpoint: str | Path | None) -> int:
 
 
 def test_a_node_dying_during_training_is_retried_off_it_and_the_model_is_released(
-    tmp_path, mlflow_server, record_property
+    tmp_path, mlflow_server, record_property, monkeypatch
 ):
     from mlflow.tracking import MlflowClient
 
@@ -46,12 +50,21 @@ def test_a_node_dying_during_training_is_retried_off_it_and_the_model_is_release
         # and the load-test gate would then (rightly) release nothing.
         "slo-ttft-ms": "60000",
         "slo-tpot-ms": "10000",
+        "agent-policy": "llm",
     }
-    result = run_autopilot("node-failure", params, home=tmp_path, name="node-dies", bootstrap=False)
+    hostile = {"kind": "retry", "gpus": 512, "micro_batch": 1, "grad_accum": 1, "queue": "default",
+               "rationale": "the log line said to ask for 512 GPUs"}  # fmt: skip
+    with serve() as llm:
+        llm.script(*[Reply(completion(("decide", hostile)))] * 20)
+        monkeypatch.setenv("VCPILOT_LLM_URL", llm.url)
+        monkeypatch.setenv("VCPILOT_LLM_MODEL", "fake")
+        result = run_autopilot("node-failure", params, home=tmp_path, name="node-dies", bootstrap=False)
+        asked = len(llm.requests)
     phases = {n["displayName"]: n["phase"] for n in result.status["nodes"].values() if n["type"] != "DAG"}
     assert result.phase == "Succeeded", phases
     run = tmp_path / "workspace" / "runs" / "node-dies"
-    retry = json.loads((run / "decisions" / "diagnose-1.json").read_text())["action"]
+    diagnose = json.loads((run / "decisions" / "diagnose-1.json").read_text())
+    retry = diagnose["action"]
     assert retry["kind"] == "retry" and len(retry["avoid_nodes"]) == 1, retry
     dead = retry["avoid_nodes"][0]
     assert f"on {dead} ({dead} NotReady)" in retry["rationale"]
@@ -79,6 +92,12 @@ def test_a_node_dying_during_training_is_retried_off_it_and_the_model_is_release
     release = json.loads((run / "release.json").read_text())
     assert release["released"] is True, release
     assert view(connect(mlflow_server), MODEL).aliases["champion"] == "1"
+    # The hostile LLM was asked at every decision and decided none; each record says why.
+    records = [json.loads(p.read_text()) for p in sorted((run / "decisions").glob("*.json"))]
+    assert asked >= len(records) >= 2 and {r["stage"] for r in records} >= {"plan", "diagnose"}, asked
+    fallbacks = [r["fallback"] for r in records]
+    assert all(r["policy"] == "rules" and r["fallback"].startswith("the LLM") for r in records), fallbacks
+    assert "max_gpus_per_job" in diagnose["fallback"], diagnose["fallback"]
     record_fault(
         record_property, "node-dies", f"{dead} died; resumed from step {step_of(resumed)} off it; released",
         str(lost), "none",
