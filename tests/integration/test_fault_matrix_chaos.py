@@ -24,6 +24,7 @@ from fault_table import record_fault
 from mlflow_kit import MlflowServer
 from vcjob_factory import vcjob, vcjob_task
 
+from components.tracking.replay import replay_all
 from components.volcano.cluster_local import LocalCluster
 
 pytestmark = pytest.mark.integration
@@ -130,6 +131,7 @@ def test_a_runner_killed_while_mlflow_is_down_resumes_with_no_step_rerun_no_job_
         steps = sorted(m.step for m in client.get_metric_history(finetune.info.run_id, "loss"))
         assert steps == list(range(1, STEPS + 1)), "every step in MLflow exactly once after the outage"
         assert "evaluate.candidate_score" in parent.data.metrics
+        assert replay_all(workspace / "tracking", server.url).sent == 0, "nothing waits in a spool"
     finally:
         server.stop()
         cluster.close()
