@@ -48,8 +48,9 @@ class RulesConfig(BaseModel):
     scaling_efficiency: float = Field(default=0.9, gt=0, le=1)
     # Samples per second one GPU trains when nothing was measured yet.
     prior_samples_per_gpu_s: float = Field(default=1.0, gt=0)
-    # How long, on average, a running job still holds its GPUs: how fast busy GPUs free up.
-    mean_remaining_s: float = Field(default=1800.0, gt=0)
+    # How long, on average, a running job still holds its GPUs: how fast busy GPUs free up. 2 h, tuned on the
+    # agent benchmark's Sep/Oct 2017 Philly windows (30 min predicted starts hours too early on a full queue).
+    mean_remaining_s: float = Field(default=7200.0, gt=0)
     # How soon a Wait looks again (never later than the wait it expects).
     recheck_s: float = Field(default=60.0, gt=0)
 

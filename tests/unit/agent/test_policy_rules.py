@@ -296,3 +296,19 @@ def test_ranks_their_watchdog_ended_are_a_hang_retried_as_a_fault_attempt_after_
     )
     again = diagnosis(hung, HEALTHY, checkpoint=CKPT, history=[attempt_record(first)], request={"attempt": 2})
     assert isinstance(POLICY.diagnose(again), RetryFromCheckpoint), "a hang twice is no bug"
+
+
+def test_by_default_busy_gpus_free_in_two_hours_so_a_long_wait_for_the_full_size_loses_to_starting_smaller() -> None:
+    # 12 of the queue's 16 GPUs held, 4 free: 4 GPUs start now; 8 wait for 4 more, a third of what is held.
+    full = observation(
+        request=request(max_steps=300),
+        queue=queue(capability={GPU: 16}, allocated={GPU: 12}, running=2, running_gpus=12),
+        nodes=nodes(8, 4, gpus=8),
+    )
+    thirty_minutes = RulePolicy(RulesConfig(mean_remaining_s=1800)).plan(full)
+    assert isinstance(thirty_minutes, Proceed) and thirty_minutes.gpus == 8  # waits ~10 min, trains ~27 min
+    action = RulePolicy().plan(full)  # the default: ~40 min of waiting is worth more than the slower run
+    assert RulesConfig().mean_remaining_s == 7200
+    assert isinstance(action, Downscale) and (action.gpus, action.grad_accum, action.global_batch) == (4, 2, 32)
+    by_size = {c.gpus: c for c in action.candidates if c.queue == "gpu-a"}
+    assert by_size[8].wait_s == pytest.approx(2400) and by_size[4].wait_s == 0
