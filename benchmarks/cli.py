@@ -50,8 +50,9 @@ Console().print(table, Queue(name="default").name)
 """
 
 # For orientation, not a goal: what typer alone costs to parse `plan`'s options (its very signature, a body that
-# does nothing). Typer coerces every option that is not a flag through a pydantic TypeAdapter it builds for it, so
-# this imports pydantic's schema machinery and builds one adapter per option: `plan`'s floor before it decides.
+# does nothing). Typer (0.29) coerces every option that is not a flag through a pydantic TypeAdapter it builds for it,
+# so this imports pydantic and builds its schema machinery: most of that is what `plan` pays anyway for its own
+# models, and typer's adapters add about 2% to `plan` itself (docs/benchmarks.md).
 TYPER_PLAN_FLOOR = """
 import functools, typer
 from pipelines.cli_plan import plan_command

@@ -10,6 +10,7 @@ log file (`python -I -S components/redact.py`, stdlib only, which LocalCluster's
 
 from __future__ import annotations
 
+import functools
 import re
 import signal
 import sys
@@ -28,49 +29,54 @@ MAX_LINE = 65536
 
 # A name that says its value is secret: API_KEY, mlflow_tracking_password, Authorization, client-secret, ARGO_TOKEN.
 # Whole words only, so max_tokens or tokens_per_s stay visible.
-_SECRET_NAME = re.compile(
+_SECRET_NAME = (
     r"(?:^|[_.-])(?:pass(?:word|wd)?|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|authorization"
     r"|credentials?|auth)(?:$|[_.-])"
 )
 
-_SECRET_TEXT = [
-    # Authorization: Bearer abc… / Basic abc…
-    (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.I), rf"\1 {MASK}"),
-    # key=value / key: value, where the key's name says secret (quotes optional); a value of 8 characters or more
-    # that is no placeholder ($VAR, <token>, {…}), so prose ("a token: pass it with …") stays readable
-    (
-        re.compile(
-            r"""(?P<k>["']?(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{0,40}?(?:pass(?:word|wd)?|secret|token|api[_-]?key|access[_-]?key)["']?\s*[=:]\s*["']?)"""
-            r"""(?P<v>(?![$<{(])[^\s"',;&}]{8,})""",
-            re.I,
+
+# Compiled on first use, not at import: most commands redact nothing, and compiling these is about a tenth of what
+# `vcpilot --help` costs beyond `import typer` (benchmarks/cli.py).
+@functools.cache
+def _secret_text() -> list[tuple[re.Pattern[str], str]]:
+    return [
+        # Authorization: Bearer abc… / Basic abc…
+        (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.I), rf"\1 {MASK}"),
+        # key=value / key: value, where the key's name says secret (quotes optional); a value of 8 characters or more
+        # that is no placeholder ($VAR, <token>, {…}), so prose ("a token: pass it with …") stays readable
+        (
+            re.compile(
+                r"""(?P<k>["']?(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{0,40}?(?:pass(?:word|wd)?|secret|token|api[_-]?key|access[_-]?key)["']?\s*[=:]\s*["']?)"""
+                r"""(?P<v>(?![$<{(])[^\s"',;&}]{8,})""",
+                re.I,
+            ),
+            rf"\g<k>{MASK}",
         ),
-        rf"\g<k>{MASK}",
-    ),
-    # user:password@host in a URL
-    (
-        re.compile(r"(?P<s>(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,20}://[^/\s:@]{1,200}:)[^@\s/]{1,200}@", re.I),
-        rf"\g<s>{MASK}@",
-    ),
-    # provider key shapes: OpenAI sk-…, GitHub ghp_…, Slack xox?-…, AWS AKIA…
-    (
-        re.compile(
-            r"\b(sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b"
+        # user:password@host in a URL
+        (
+            re.compile(r"(?P<s>(?<![a-z0-9+.-])[a-z][a-z0-9+.-]{0,20}://[^/\s:@]{1,200}:)[^@\s/]{1,200}@", re.I),
+            rf"\g<s>{MASK}@",
         ),
-        MASK,
-    ),
-    # a JWT: three base64url parts, the first a JSON header
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b"), MASK),
-]
+        # provider key shapes: OpenAI sk-…, GitHub ghp_…, Slack xox?-…, AWS AKIA…
+        (
+            re.compile(
+                r"\b(sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b"
+            ),
+            MASK,
+        ),
+        # a JWT: three base64url parts, the first a JSON header
+        (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b"), MASK),
+    ]
 
 
 def secret_name(name: str) -> bool:
     """Whether a field or variable named `name` holds a secret (MLFLOW_TRACKING_TOKEN, api_key, password)."""
-    return bool(_SECRET_NAME.search(re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()))
+    return bool(re.search(_SECRET_NAME, re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()))
 
 
 def redact_text(text: str) -> str:
     """`text` with everything that looks like a credential replaced by `***`."""
-    for pattern, replacement in _SECRET_TEXT:
+    for pattern, replacement in _secret_text():
         text = pattern.sub(replacement, text)
     return text
 

@@ -15,12 +15,12 @@ import typer
 from components.entry import JsonOption, lazy_group, new_app
 from components.errors import EXIT_FAILED, InputError
 from components.files import dump_yaml, load_documents
-from components.volcano.locallogs import PodLog, tail_lines, whole_lines
 
 if TYPE_CHECKING:  # imported where they are used: pydantic, sqlite and rich take a while, `--help` needs none
     from rich.console import Console
 
     from components.volcano.cluster_local import LocalCluster
+    from components.volcano.locallogs import PodLog
 
 __all__ = ["app"]
 
@@ -141,6 +141,8 @@ def logs(
     as_json: JsonFlag = False,
 ) -> None:
     """Print the logs of every run of the job's pods, in the order they ran (restarts after the runs before)."""
+    from components.volcano.locallogs import tail_lines
+
     cluster = _cluster()
     if follow:
         if as_json:
@@ -172,6 +174,8 @@ def _print_run(run: PodLog, text: str) -> None:
 
 def _follow(cluster: LocalCluster, name: str, namespace: str, pod: str | None, tail: int | None) -> None:
     """Print each run's lines as they are written, new runs as they start, until the job is finished."""
+    from components.volcano.locallogs import tail_lines, whole_lines
+
     printed: dict[Path, int] = {}
     current: Path | None = None
     while True:

@@ -40,13 +40,13 @@ from components.volcano.cluster import (
     Timeout,
 )
 from components.volcano.localcontroller import Controller, Transition
-from components.volcano.locallogs import PodLog, pod_logs
 from components.volcano.localstate import SCHEMA, JobRow
 from components.volcano.objects import BATCH_JOB, batch_job_status, batch_to_volcano, generate_name, volcano_job_status
 from components.volcano.resources import GPU, parse_resources
 
 if TYPE_CHECKING:  # imported where they are used: reading an idle cluster (`vcpilot cluster status`) needs no pydantic
     from components.volcano.localconfig import LocalClusterConfig
+    from components.volcano.locallogs import PodLog
     from components.volcano.models import Job, Queue
 
 __all__ = ["JobEvent", "LocalCluster", "default_home"]
@@ -475,6 +475,8 @@ class LocalCluster:
             pods = [p.name for p in self._info(self._ctl.job(namespace, name)).pods]
         if pod is not None and pod not in pods:
             raise JobNotFound(f"job {namespace}/{name} has no pod {pod!r} (pods: {', '.join(pods) or 'none'}).")
+        from components.volcano.locallogs import pod_logs
+
         return pod_logs(self.home / "logs" / namespace / name, pod)
 
     def all_events(

@@ -43,7 +43,18 @@ def test_status_json_is_one_document(run):
     assert data["jobs"] == []
 
 
-NOT_FOR_STATUS = ("yaml", "hera", "mlflow", "torch", "mcp", "fastapi", "httpx", "kubernetes")
+# What no `cluster status` needs: no YAML, no workflow, no client library, and no pod log reader (`cluster logs`).
+NOT_FOR_STATUS = (
+    "yaml",
+    "hera",
+    "mlflow",
+    "torch",
+    "mcp",
+    "fastapi",
+    "httpx",
+    "kubernetes",
+    "components.volcano.locallogs",
+)
 
 
 def _status_imports(unwanted: tuple[str, ...]) -> tuple[str, list[str]]:
