@@ -4,9 +4,9 @@ Two passes, both cheap and idempotent. `redact_text` replaces what *looks* like 
 free text (a bearer header, an `sk-…` key, `password=…` in a URL or a log line, a JWT). `redact` walks JSON-like
 data and also blanks every value whose *name* says it is secret (`api_key`, `MLFLOW_TRACKING_PASSWORD`,
 `{"name": "ARGO_TOKEN", "value": …}` in an env list), whatever the value looks like. Logs go through `redact_text`
-a line at a time, as they are written: `LogRedactor` in-process, `pump` between a pipe and a log file (what LocalCluster's
-pods print through), or this file as such a filter between any process and its log (`python -I -S components/redact.py`,
-stdlib only).
+a line at a time, as they are written: `LogRedactor` in-process, `pump` from a pipe to a log file (LocalCluster's pods
+print through it, in a process forked from the one that starts them), or this file as a filter between any process and
+its log (`python -I -S components/redact.py`, stdlib only).
 """
 
 from __future__ import annotations
@@ -14,15 +14,24 @@ from __future__ import annotations
 import os
 import re
 import signal
-import sys
 
-# Not even `typing` when run: a pod's filter starts beside the pod, and each import is milliseconds of its start.
+# Not even `typing` when run as a script: a filter starts beside its writer, and each import is milliseconds of that.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import logging
     from typing import Any
 
-__all__ = ["MASK", "MAX_LINE", "LogRedactor", "RedactingFilter", "pump", "redact", "redact_bytes", "redact_text", "secret_name"]
+__all__ = [
+    "MASK",
+    "MAX_LINE",
+    "LogRedactor",
+    "RedactingFilter",
+    "pump",
+    "redact",
+    "redact_bytes",
+    "redact_text",
+    "secret_name",
+]
 
 MASK = "***"
 # A log line longer than this is masked in pieces of this size: a filter keeps no more than one in memory.

@@ -37,7 +37,7 @@ _WRAPPER = (
     '"$@" </dev/null; code=$?; exec >/dev/null 2>&1; read _; '
     'printf "%s" "$code" > "$VCPILOT_EXIT_FILE.tmp" && mv -f "$VCPILOT_EXIT_FILE.tmp" "$VCPILOT_EXIT_FILE"; '
     'if [ -n "$VCPILOT_RECONCILE_HOOK" ]; then '
-    '$VCPILOT_RECONCILE_HOOK </dev/null >/dev/null; fi; exit "$code"'
+    '$VCPILOT_RECONCILE_HOOK </dev/null; fi; exit "$code"'
 )
 
 # Children this process started; polling them reaps zombies so liveness checks stay truthful.
@@ -89,20 +89,17 @@ def start(
     done_r, done_w = os.pipe()
     try:
         with open(log_path, "ab") as log:
-            filter_ = _start_filter(out_r, log.fileno(), done_w)
-        try:
-            proc = subprocess.Popen(
-                ["/bin/sh", "-c", _WRAPPER, "vcpilot-pod", *argv],
-                cwd=cwd,
-                env=full_env,
-                stdin=done_r,
-                stdout=out_w,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        finally:
-            _filters.append(filter_)
-    finally:
+            _filters.append(_start_filter(out_r, log.fileno(), done_w))
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", _WRAPPER, "vcpilot-pod", *argv],
+            cwd=cwd,
+            env=full_env,
+            stdin=done_r,
+            stdout=out_w,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    finally:  # the filter ends once the pod's copies of its pipe are closed, not this process's
         for fd in (out_r, out_w, done_r, done_w):
             os.close(fd)
     _children[proc.pid] = proc
@@ -116,7 +113,7 @@ def _start_filter(source: int, log: int, done: int) -> int:
     next to nothing (a Python filter started beside each pod made submit-to-Running 1.7x a direct start on a busy
     machine). In a session of its own, it outlives this process and the pod's process group (a pod killed with
     SIGKILL still has what it printed stored); it keeps no other file descriptor (another pod's pipe kept open would
-    never end). Returns its pid, which `_reap` collects once it has ended.
+    never end). Returns its pid, for `_reap`.
     """
     _reap()
     pid = os.fork()
@@ -140,10 +137,13 @@ def _start_filter(source: int, log: int, done: int) -> int:
 def _reap() -> None:
     """Collect the filters that have ended (after their pods), so none lingers as a zombie of a long-lived caller."""
     for pid in list(_filters):
-        with contextlib.suppress(ChildProcessError):
-            if os.waitpid(pid, os.WNOHANG)[0] == 0:
-                continue
-        _filters.remove(pid)
+        try:
+            ended = os.waitpid(pid, os.WNOHANG)[0] != 0
+        except ChildProcessError:  # collected by someone else
+            ended = True
+        if ended:
+            with contextlib.suppress(ValueError):  # or by another thread here
+                _filters.remove(pid)
 
 
 def adopt(intent: Path, wait_s: float = 2.0) -> tuple[int, str, Path] | None:
