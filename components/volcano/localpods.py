@@ -28,12 +28,13 @@ from components import redact
 
 __all__ = ["adopt", "forget", "free_port", "is_alive", "kill", "read_exit_code", "resolve_command", "start"]
 
-# The wrapper's pid goes to the launch record first; then the pod's command runs, its output on the wrapper's (a
-# pipe to the pod's log filter, see `_start_filter`). Once the command has ended, the wrapper closes its own copy of
-# that pipe and waits on its standard input, which the filter holds open, for the filter to write the last line and
-# exit; only then is the exit code written (atomically) and a reconcile hook run (if any).
+# The wrapper first waits for the pod's log filter (see `_start_filter`) to say on its standard input that it reads
+# the pipe the wrapper's output goes to; no word (the start was cut short) and it ends without running anything.
+# Then its pid goes to the launch record and the pod's command runs. Once the command has ended, the wrapper closes
+# its own copy of the output pipe and waits for the filter to write the last line and exit (its standard input
+# ends); only then is the exit code written (atomically) and a reconcile hook run (if any).
 _WRAPPER = (
-    'if [ -n "$VCPILOT_POD_PID_FILE" ]; then echo $$ > "$VCPILOT_POD_PID_FILE"; fi; '
+    'read _ || exit 0; if [ -n "$VCPILOT_POD_PID_FILE" ]; then echo $$ > "$VCPILOT_POD_PID_FILE"; fi; '
     '"$@" </dev/null; code=$?; exec >/dev/null 2>&1; read _; '
     'printf "%s" "$code" > "$VCPILOT_EXIT_FILE.tmp" && mv -f "$VCPILOT_EXIT_FILE.tmp" "$VCPILOT_EXIT_FILE"; '
     'if [ -n "$VCPILOT_RECONCILE_HOOK" ]; then '
@@ -88,8 +89,8 @@ def start(
     out_r, out_w = os.pipe()
     done_r, done_w = os.pipe()
     try:
-        with open(log_path, "ab") as log:
-            _filters.append(_start_filter(out_r, log.fileno(), done_w))
+        # the wrapper before the filter: a fork leaves this process's memory shared, and a Popen after it copies
+        # every page it writes (2-10 ms here)
         proc = subprocess.Popen(
             ["/bin/sh", "-c", _WRAPPER, "vcpilot-pod", *argv],
             cwd=cwd,
@@ -99,6 +100,8 @@ def start(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        with open(log_path, "ab") as log:
+            _filters.append(_start_filter(out_r, log.fileno(), done_w))
     finally:  # the filter ends once the pod's copies of its pipe are closed, not this process's
         for fd in (out_r, out_w, done_r, done_w):
             os.close(fd)
@@ -107,7 +110,7 @@ def start(
 
 
 def _start_filter(source: int, log: int, done: int) -> int:
-    """Fork the pod's log filter: `redact.pump` from the pipe `source` to `log`, holding `done` open until it ends.
+    """Fork the pod's log filter (`redact.pump` from the pipe `source` to `log`), which says so on `done` first.
 
     A fork of this process, not a new interpreter: it has `redact` loaded already, so it costs the pod's start
     next to nothing (a Python filter started beside each pod made submit-to-Running 1.7x a direct start on a busy
@@ -120,6 +123,7 @@ def _start_filter(source: int, log: int, done: int) -> int:
     if pid:
         return pid
     try:  # the child never returns into the caller's code
+        os.write(done, b"\n")  # first: the pod waits for it
         os.setsid()
         gc.disable()  # nothing of the caller's is collected here: its objects may own file descriptors
         for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
