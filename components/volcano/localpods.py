@@ -7,8 +7,8 @@ time: a secret it prints is stored masked.
 
 A pod starts inside the transaction that binds it, and a process killed before that transaction commits leaves
 a pod process that the database does not know. So a start leaves a launch record beside it first (`intent`: where
-its exit code will be; the wrapper adds its pid as its first act), which the controller removes once the bind is
-committed; a bind that finds one `adopt`s that process instead of starting the pod a second time.
+its exit code will be; the wrapper adds its pid once its log filter runs), which the controller removes once the
+bind is committed; a bind that finds one `adopt`s that process instead of starting the pod a second time.
 """
 
 from __future__ import annotations
@@ -123,11 +123,11 @@ def _start_filter(source: int, log: int, done: int) -> int:
     if pid:
         return pid
     try:  # the child never returns into the caller's code
-        os.write(done, b"\n")  # first: the pod waits for it
         os.setsid()
-        gc.disable()  # nothing of the caller's is collected here: its objects may own file descriptors
         for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(stop, signal.SIG_IGN)
+        os.write(done, b"\n")  # the pod waits for this word
+        gc.disable()  # nothing of the caller's is collected here: its objects may own file descriptors
         low = 0
         for fd in sorted({source, log, done}):
             os.closerange(low, fd)
