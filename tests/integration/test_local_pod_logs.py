@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -64,3 +65,12 @@ def test_the_filter_holds_only_its_pipe_its_log_and_the_pipe_the_pod_waits_on(tm
         assert targets == [str(log), "pipe", "pipe"]
     finally:
         localpods.kill(pid, token)
+
+
+def test_a_start_cut_short_before_its_filter_ran_runs_nothing_and_leaves_no_pid(tmp_path):
+    # the starting process died between the wrapper and the filter's fork: the wrapper's stdin ends without a word
+    marker, pid_file = tmp_path / "ran", tmp_path / "pod.pid"
+    env = {**ENV, "VCPILOT_EXIT_FILE": str(tmp_path / "exit"), "VCPILOT_POD_PID_FILE": str(pid_file)}
+    wrapper = ["/bin/sh", "-c", localpods._WRAPPER, "vcpilot-pod", "touch", str(marker)]
+    assert subprocess.run(wrapper, env=env, stdin=subprocess.DEVNULL, timeout=10).returncode == 0
+    assert not marker.exists() and not pid_file.exists(), "the next bind starts the pod: it must not have run"
