@@ -52,7 +52,7 @@ from goals import figure  # noqa: E402
 from components.loadtest.client import encode_request, parse_target, send_request  # noqa: E402
 from components.loadtest.http1 import Http1Client  # noqa: E402
 from components.loadtest.records import RequestSpec  # noqa: E402
-from components.loadtest.session import build_config, run_loadtest  # noqa: E402
+from components.loadtest.session import build_config, run_loadtest_sync  # noqa: E402
 
 PIECES = ["The", " model", " is", " fine", "."]
 BODY = "".join(
@@ -160,7 +160,7 @@ def ours(
 ) -> dict:
     config = build_config(url=url, requests=requests, concurrency=concurrency, rate=rate, model="fixed")
     cpu = time.process_time()  # the whole run_loadtest: prompts, model lookup, the run, the metrics
-    m = asyncio.run(run_loadtest(config)).metrics
+    m = run_loadtest_sync(config).metrics
     cpu_us = (time.process_time() - cpu) / requests * 1e6
     if m.errors and not errors_ok:
         raise SystemExit(f"our generator saw {m.errors} errors: {m.top_errors}")

@@ -3,7 +3,8 @@
 Also a whole LocalCluster reconcile (SQLite, controller, session) with 1,000 queued jobs on 100 nodes, checked
 for correctness: every gang wholly placed or wholly pending, no node over its GPUs. Prints one JSON document with
 `figures` (benchmarks/goals.py). The latency is a ratio against starting the same command directly, measured side
-by side in this process, so a noisy machine moves both numbers together.
+by side in this process, so a noisy machine moves both numbers together; beside it, `pod_cpu_ms`, the CPU a pod
+costs all the processes involved.
 
     python benchmarks/scheduler.py [--quick]
 """
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -20,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from components.volcano import localpods
 from components.volcano.cluster_local import LocalCluster
 from components.volcano.localconfig import LocalClusterConfig
 from components.volcano.resources import GPU
@@ -119,6 +123,25 @@ def time_latency(repeats: int = 10) -> dict:
     return {"direct_start_s_median": d, "submit_to_running_s_median": c, "ratio": c / d, "repeats": repeats}
 
 
+def pod_cpu_ms(repeats: int = 30) -> float:
+    """CPU milliseconds per pod of `true`, from its start to its end, of every process: this one, the wrapper, the log
+    filter. Unlike the latency, it hardly depends on how busy the machine is (figures in docs/benchmarks.md)."""
+    work = Path(tempfile.mkdtemp(prefix="vcpilot-bench-"))
+
+    def cpu_s() -> float:  # an ended process's CPU counts once its parent has collected it
+        usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+        return sum(u.ru_utime + u.ru_stime for u in usage)
+
+    for i in range(repeats + 1):  # a start collects the filters that have ended: from the second on, each counts one
+        if i == 1:
+            before = cpu_s()
+        pid, token = localpods.start(["true"], {"PATH": os.environ["PATH"]}, str(work), work / "log",
+                                     work / f"exit-{i}", None)  # fmt: skip
+        while localpods.is_alive(pid, token):
+            time.sleep(0.001)
+    return (cpu_s() - before) / repeats * 1e3
+
+
 def time_reconcile(jobs: int = 1000) -> dict:
     """A whole LocalCluster reconcile (SQLite, controller, session) with `jobs` 2 x 8-GPU jobs on 100 nodes.
 
@@ -156,6 +179,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repeats of the latency")
     args = parser.parse_args()
     session, latency, local = time_session(), time_latency(3 if args.quick else 10), time_reconcile()
+    latency["pod_cpu_ms"] = round(pod_cpu_ms(), 2)
     figures = [
         figure(
             "scheduler: one session, 1,000 pending gangs on 100 nodes", session["session_s_median"], "<",

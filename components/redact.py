@@ -4,24 +4,35 @@ Two passes, both cheap and idempotent. `redact_text` replaces what *looks* like 
 free text (a bearer header, an `sk-…` key, `password=…` in a URL or a log line, a JWT). `redact` walks JSON-like
 data and also blanks every value whose *name* says it is secret (`api_key`, `MLFLOW_TRACKING_PASSWORD`,
 `{"name": "ARGO_TOKEN", "value": …}` in an env list), whatever the value looks like. Logs go through `redact_text`
-a line at a time, as they are written: `LogRedactor` in-process, or this file as a filter between a process and its
-log file (`python -I -S components/redact.py`, stdlib only, which LocalCluster's pods print through).
+a line at a time, as they are written: `LogRedactor` in-process, `pump` from a pipe to a log file (LocalCluster's pods
+print through it, in a process forked from the one that starts them), or this file as a filter between any process and
+its log (`python -I -S components/redact.py`, stdlib only).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
 import signal
-import sys
 
-# Not even `typing` when run: a pod's filter starts beside the pod, and each import is milliseconds of its start.
+# Not even `typing` when run as a script: a filter starts beside its writer, and each import is milliseconds of that.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import logging
     from typing import Any
 
-__all__ = ["MASK", "MAX_LINE", "LogRedactor", "RedactingFilter", "redact", "redact_bytes", "redact_text", "secret_name"]
+__all__ = [
+    "MASK",
+    "MAX_LINE",
+    "LogRedactor",
+    "RedactingFilter",
+    "pump",
+    "redact",
+    "redact_bytes",
+    "redact_text",
+    "secret_name",
+]
 
 MASK = "***"
 # A log line longer than this is masked in pieces of this size: a filter keeps no more than one in memory.
@@ -143,17 +154,31 @@ class LogRedactor:
         return redact_bytes(rest)
 
 
+def pump(source: int, sink: int) -> None:
+    """Copy file descriptor `source` to `sink` redacted, a line at a time, until every writer of `source` has closed it.
+
+    A line without its newline waits for the rest (a secret split across two writes is masked whole); at the end,
+    the unfinished line goes out as it stands, masked.
+    """
+    lines = LogRedactor()
+    while chunk := os.read(source, MAX_LINE):
+        _write_all(sink, lines.feed(chunk))
+    _write_all(sink, lines.close())
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data) :]
+
+
 def main() -> None:
     """Copy standard input to standard output redacted, a line at a time, until the writer closes it.
 
-    A stop signal does not end it before the writer does: a pod stopping gracefully still prints on its way out.
+    A stop signal does not end it before the writer does: a process stopping gracefully still prints on its way out.
     """
     for stop in (signal.SIGTERM, signal.SIGINT):
         signal.signal(stop, signal.SIG_IGN)
-    source, sink = sys.stdin.buffer, sys.stdout.buffer
-    while line := source.readline(MAX_LINE):
-        sink.write(redact_bytes(line))
-        sink.flush()
+    pump(0, 1)
 
 
 if __name__ == "__main__":

@@ -57,9 +57,7 @@ def loadtest_command(
     Sends --requests streaming requests at a fixed --concurrency or at --rate arrivals per second and reports
     TTFT, TPOT, ITL, end-to-end latency, throughput, goodput and errors.
     """
-    import asyncio
-
-    from components.loadtest.session import LoadtestError, build_config, run_loadtest, write_records
+    from components.loadtest.session import LoadtestError, build_config, run_loadtest_sync, write_records
     from components.progress import Progress
 
     if concurrency is None and rate is None:
@@ -87,7 +85,7 @@ def loadtest_command(
     )
     # A bar on a terminal, a line every few seconds in a pipe; on stderr with --json.
     with Progress.for_command(json_output).steps("requests", requests, every_s=5) as advance:
-        outcome = asyncio.run(run_loadtest(config, on_done=lambda n: advance(n, "")))
+        outcome = run_loadtest_sync(config, on_done=lambda n: advance(n, ""))
     if records is not None:
         write_records(records, outcome.records)
     if json_output:

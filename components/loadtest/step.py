@@ -7,13 +7,12 @@ record per request goes beside it. Missing the SLOs is the release step's call, 
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from components.files import write_json
-from components.loadtest.session import Outcome, build_config, run_loadtest, write_records
+from components.loadtest.session import Outcome, build_config, run_loadtest_sync, write_records
 from components.tracking.steps import StepLog, log_step_run, report_metrics
 
 __all__ = ["gang_server", "run_step", "step_log"]
@@ -73,7 +72,7 @@ def run_step(
         max_tokens=max_tokens,
         wait_healthy_s=wait_s,
     )
-    outcome = asyncio.run(run_loadtest(config, on_done))
+    outcome = run_loadtest_sync(config, on_done)
     write_json(report, outcome.summary())
     records = records or report.with_name("records.jsonl")
     write_records(records, outcome.records)

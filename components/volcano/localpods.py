@@ -2,17 +2,19 @@
 
 A pod runs under a tiny `sh` wrapper that records the command's exit code in a file and then lets the
 cluster reconcile, so that a pod's end is noticed even when the process that started it is gone. What the pod
-prints reaches its log through `components/redact.py`, a line at a time: a secret it prints is stored masked.
+prints reaches its log through a filter forked from the starting process (`components.redact.pump`), a line at a
+time: a secret it prints is stored masked.
 
 A pod starts inside the transaction that binds it, and a process killed before that transaction commits leaves
 a pod process that the database does not know. So a start leaves a launch record beside it first (`intent`: where
-its exit code will be; the wrapper adds its pid as its first act), which the controller removes once the bind is
-committed; a bind that finds one `adopt`s that process instead of starting the pod a second time.
+its exit code will be; the wrapper adds its pid once its log filter runs), which the controller removes once the
+bind is committed; a bind that finds one `adopt`s that process instead of starting the pod a second time.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -26,25 +28,22 @@ from components import redact
 
 __all__ = ["adopt", "forget", "free_port", "is_alive", "kill", "read_exit_code", "resolve_command", "start"]
 
-# The wrapper's pid goes to the launch record first; $1 and $2 are the redacting filter (an interpreter and its
-# script), the rest the pod's command, whose output goes through the filter to the log (fd 4) while its exit code
-# comes back on fd 3; once the filter has written the last line, the exit code is written atomically, then a
-# reconcile hook runs (if any). The filter runs at the lowest CPU priority: it starts beside the pod, which must not
-# wait for it (benchmarks/scheduler.py's submit-to-Running), and a pipe holds what it has not read yet.
+# The wrapper first waits for the pod's log filter (see `_start_filter`) to say on its standard input that it reads
+# the pipe the wrapper's output goes to; no word (the start was cut short) and it ends without running anything.
+# Then its pid goes to the launch record and the pod's command runs. Once the command has ended, the wrapper closes
+# its own copy of the output pipe and waits for the filter to write the last line and exit (its standard input
+# ends); only then is the exit code written (atomically) and a reconcile hook run (if any).
 _WRAPPER = (
-    'if [ -n "$VCPILOT_POD_PID_FILE" ]; then echo $$ > "$VCPILOT_POD_PID_FILE"; fi; '
-    "python=$1; filter=$2; shift 2; "
-    '{ code=$( { { "$@" 3>&- 4>&-; echo $? >&3; } 2>&1 | nice -n 19 "$python" -I -S "$filter" 3>&-; } '
-    "3>&1 >&4 ); } 4>&1; "
+    'read _ || exit 0; if [ -n "$VCPILOT_POD_PID_FILE" ]; then echo $$ > "$VCPILOT_POD_PID_FILE"; fi; '
+    '"$@" </dev/null; code=$?; exec >/dev/null 2>&1; read _; '
     'printf "%s" "$code" > "$VCPILOT_EXIT_FILE.tmp" && mv -f "$VCPILOT_EXIT_FILE.tmp" "$VCPILOT_EXIT_FILE"; '
     'if [ -n "$VCPILOT_RECONCILE_HOOK" ]; then '
-    '$VCPILOT_RECONCILE_HOOK </dev/null >/dev/null 2>&1; fi; exit "$code"'
+    '$VCPILOT_RECONCILE_HOOK </dev/null; fi; exit "$code"'
 )
-
-_FILTER = redact.__file__  # run as a script (stdlib only, no site): it needs nothing of the pod's environment
 
 # Children this process started; polling them reaps zombies so liveness checks stay truthful.
 _children: dict[int, subprocess.Popen[bytes]] = {}
+_filters: list[int] = []  # the log filters this process forked, until they have ended (`_reap`)
 
 
 def resolve_command(command: Sequence[str], args: Sequence[str]) -> list[str]:
@@ -87,18 +86,69 @@ def start(
         tmp.write_text(json.dumps({"exit_file": str(exit_path)}))
         os.replace(tmp, intent)
         full_env["VCPILOT_POD_PID_FILE"] = str(_pid_file(intent))
-    with open(log_path, "ab") as log:
+    out_r, out_w = os.pipe()
+    done_r, done_w = os.pipe()
+    try:
+        # the wrapper before the filter: a fork leaves this process's memory shared, and a Popen after it copies
+        # every page it writes (2-10 ms here)
         proc = subprocess.Popen(
-            ["/bin/sh", "-c", _WRAPPER, "vcpilot-pod", sys.executable, _FILTER, *argv],
+            ["/bin/sh", "-c", _WRAPPER, "vcpilot-pod", *argv],
             cwd=cwd,
             env=full_env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
+            stdin=done_r,
+            stdout=out_w,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        with open(log_path, "ab") as log:
+            _filters.append(_start_filter(out_r, log.fileno(), done_w))
+    finally:  # the filter ends once the pod's copies of its pipe are closed, not this process's
+        for fd in (out_r, out_w, done_r, done_w):
+            os.close(fd)
     _children[proc.pid] = proc
     return proc.pid, _start_token(proc.pid) or ""
+
+
+def _start_filter(source: int, log: int, done: int) -> int:
+    """Fork the pod's log filter (`redact.pump` from the pipe `source` to `log`), which says so on `done` first.
+
+    A fork of this process, not a new interpreter: it has `redact` loaded already, so it costs the pod's start
+    next to nothing (a Python filter started beside each pod made submit-to-Running 1.7x a direct start on a busy
+    machine). In a session of its own, it outlives this process and the pod's process group (a pod killed with
+    SIGKILL still has what it printed stored); it keeps no other file descriptor (another pod's pipe kept open would
+    never end). Returns its pid, for `_reap`.
+    """
+    _reap()
+    redact.redact_text("")  # its patterns compiled here once, not again in every pod's filter
+    pid = os.fork()
+    if pid:
+        return pid
+    try:  # the child never returns into the caller's code
+        os.setsid()
+        for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(stop, signal.SIG_IGN)
+        os.write(done, b"\n")  # the pod waits for this word
+        gc.disable()  # nothing of the caller's is collected here: its objects may own file descriptors
+        low = 0
+        for fd in sorted({source, log, done}):
+            os.closerange(low, fd)
+            low = fd + 1
+        os.closerange(low, os.sysconf("SC_OPEN_MAX"))
+        redact.pump(source, log)
+    finally:
+        os._exit(0)
+
+
+def _reap() -> None:
+    """Collect the filters that have ended (after their pods), so none lingers as a zombie of a long-lived caller."""
+    for pid in list(_filters):
+        try:
+            ended = os.waitpid(pid, os.WNOHANG)[0] != 0
+        except ChildProcessError:  # collected by someone else
+            ended = True
+        if ended:
+            with contextlib.suppress(ValueError):  # or by another thread here
+                _filters.remove(pid)
 
 
 def adopt(intent: Path, wait_s: float = 2.0) -> tuple[int, str, Path] | None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import queue
+import threading
 import time
 
 import httpx
@@ -13,7 +15,7 @@ from components.loadtest.client import parse_target, send_request
 from components.loadtest.http1 import ConnectError, Http1Client, RemoteProtocolError
 from components.loadtest.records import RequestSpec
 from components.loadtest.runner import connector
-from components.loadtest.session import build_config, run_loadtest
+from components.loadtest.session import Outcome, build_config, run_loadtest, run_loadtest_sync
 
 SPEC = RequestSpec(prompt="hi", max_tokens=8)
 
@@ -311,3 +313,26 @@ def unused_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_the_blocking_run_returns_the_outcome_without_formatting_it(monkeypatch):
+    # On its way out, asyncio.run formats the repr of its main task (CPython 3.11, looking up its SIGINT handler):
+    # were the outcome that task's result, it would format every request record, and throw the text away.
+    monkeypatch.setattr(Outcome, "__repr__", lambda self: pytest.fail("the whole outcome was formatted"))
+    urls: queue.Queue[str] = queue.Queue()
+    stop = threading.Event()
+
+    async def serve():
+        async with Server(chunked(event("o"), b"data: [DONE]\n\n")) as server:
+            urls.put(server.url)
+            while not stop.is_set():
+                await asyncio.sleep(0.01)
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),))
+    thread.start()
+    try:
+        outcome = run_loadtest_sync(build_config(url=urls.get(timeout=10), requests=4, concurrency=2, model="m"))
+    finally:
+        stop.set()
+        thread.join()
+    assert len(outcome.records) == 4 and outcome.metrics.completed == 4
