@@ -99,7 +99,7 @@ def test_a_crowded_queue_downscales_to_the_fastest_size_and_an_idle_one_trains_a
     env = {e["name"]: e["value"] for e in pod_spec(crowded.manifest)["containers"][0]["env"]}
     assert (env["VCPILOT_GLOBAL_BATCH"], env["VCPILOT_GRAD_ACCUM"]) == ("32", "2")
     assert "queue gpu-a has 6 GPUs pending ahead and 8 of its 12 GPUs allocated" in crowded.reason
-    assert "4 GPUs now finishes in ~33 min vs ~56 min waiting for 8" in crowded.reason
+    assert "4 GPUs now finishes in ~33 min vs ~2.8 h waiting for 8" in crowded.reason
     record = read_decision(workspace / "runs" / "crowded" / "decisions" / "plan-1.json")
     assert record.action.kind == "downscale" and [c.gpus for c in record.action.candidates] == [8, 4, 2, 1]
     assert replay(workspace / "runs" / "crowded" / "decisions" / "plan-1.json", RulePolicy()) == record

@@ -167,19 +167,3 @@ def test_bad_input_fails_before_anything_runs(tmp_path):
     assert cli.returncode == 1  # EXIT_INPUT
     assert cli.stderr.strip().count("\n") == 0 and "mode" in cli.stderr
     assert json.loads(cli.stdout) == {"error": cli.stderr.strip().removeprefix("error: "), "exit_code": 1}
-
-
-def test_the_demo_releases_a_model_that_beats_its_champion(tmp_path):
-    """`make demo`: a first champion from the baseline catalog, then the pipeline on the drifted logs."""
-    from components.release.registry import connect, view
-
-    result = run_autopilot("drift", home=tmp_path, name="demo")
-    assert result.phase == "Succeeded", by_path(result)
-    evaluation = json.loads((tmp_path / "workspace" / "runs" / "demo" / "evaluate" / "report.json").read_text())
-    assert evaluation["eval_set"].endswith("data/drifted/eval.jsonl")
-    assert evaluation["champion_score"] is not None
-    assert evaluation["candidate_score"] > evaluation["champion_score"] + 0.3
-    release = json.loads((tmp_path / "workspace" / "runs" / "demo" / "release.json").read_text())
-    assert release["released"] is True
-    registry = view(connect(f"sqlite:///{tmp_path / 'mlflow.db'}"), "shop-assistant")
-    assert (registry.aliases["champion"], registry.aliases["previous"]) == ("2", "1")
