@@ -105,9 +105,14 @@ def unsettled(job: JobInfo, nodes: Iterable[NodeInfo]) -> list[str]:
     1 within seconds), while the API server still calls the dead node Ready until its heartbeats are overdue
     (node-monitor-grace-period, 40-50 s): read at that moment, the job looks like one rank's bug. Once every pod
     has ended, or its node is NotReady, the failure can be told for what it is.
+
+    A Failed job with no pod left to read is unsettled too (named by the job): eviction deleted its pods, and the
+    events that tell of it are written asynchronously, a moment after the job is seen Failed.
     """
     if job.phase not in {"Failed", "Aborted", "Terminated"}:
         return []
+    if job.phase == "Failed" and job.min_available > 0 and not job.pods and not job.ending:
+        return [job.name]
     ready = {n.name for n in nodes if n.ready}
     return [p.name for p in (*job.pods, *job.ending) if p.phase in {"Pending", "Running"} and p.node in ready]
 

@@ -94,11 +94,15 @@ def test_an_attempt_ended_by_a_failed_node_is_diagnosed_and_retried_away_from_it
     ctx.fail_node(bad)
     failed = cluster.wait("attempt-1", timeout=30 * ctx.slow, namespace=ctx.ns)
     assert (failed.phase, failed.retry_count) == ("Failed", 1)
-    evicted = [p for p in failed.pods if p.reason == "Evicted"]
-    assert evicted and {p.node for p in evicted} == {bad}, failed.pods
-
+    # The evicted pods are gone; the events that tell of them may land a moment after the job reads Failed, so the
+    # diagnosis settles first, as pipelines.steps_training does.
     request = PlanRequest(gpus=2, global_batch=2, micro_batch=1, namespace=ctx.ns, attempt=1, max_attempts=3)
-    recovery = RulePolicy().diagnose(observe(cluster, request, job_name="attempt-1"))
+    observation = observe(cluster, request, job_name="attempt-1", settle_s=30 * ctx.slow)
+    assert observation.job is not None and not observation.notes, observation.notes
+    evicted = [p for p in observation.job.pods if p.reason == "Evicted"]
+    assert evicted and {p.node for p in evicted} == {bad}, observation.job.pods
+
+    recovery = RulePolicy().diagnose(observation)
     assert isinstance(recovery, RetryFromCheckpoint), recovery.rationale
     assert recovery.avoid_nodes == [bad], recovery.rationale
 

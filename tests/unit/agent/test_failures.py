@@ -211,6 +211,22 @@ def test_a_pod_being_deleted_on_a_ready_node_leaves_the_failure_unsettled():
     assert unsettled(job, dead) == []
 
 
+def test_a_failed_job_whose_pods_eviction_deleted_is_unsettled_until_the_events_tell_of_them():
+    """Seen in CI on kwok: the job read Failed before the taint-eviction controller's event was written."""
+    from agent.observe import unsettled
+
+    evicted = [
+        event(n, "187d0f4b2d00000" + str(i), "TaintManagerEviction", f"Marking for deletion Pod team-a/{n}")
+        for i, n in enumerate((MASTER, WORKER))
+    ]
+    assert unsettled(job_info(JOB, [], None, list(PLACED)), NODES) == ["train"]
+    told = job_info(JOB, [], None, [*PLACED, *evicted])
+    assert [(p.name, p.reason) for p in told.pods] == [(MASTER, "Evicted"), (WORKER, "Evicted")]
+    assert unsettled(told, NODES) == []
+    aborted = {**JOB, "status": {"state": {"phase": "Aborted"}}}  # pods deleted on purpose: nothing to wait for
+    assert unsettled(job_info(aborted, [], None, list(PLACED)), NODES) == []
+
+
 def test_once_its_node_is_notready_the_silent_pod_makes_it_a_node_fault_not_the_masters_bug():
     dead = [dataclasses.replace(n, ready=n.name != "gpu-node-1") for n in NODES]
     failure, action, _ = diagnose([LOST_PEER_MASTER, SILENT_WORKER], PLACED, nodes=dead)
