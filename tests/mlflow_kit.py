@@ -77,3 +77,15 @@ class MlflowServer:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+
+
+def downloaded_review(tracking_uri: str, run_id: str, out: Path) -> dict[str, object]:
+    """The review on a workflow's parent run, downloaded to `out`: summary.md's text and what plots/, decisions/ and
+    manifests/ hold; every picture is checked to be a real PNG of some size."""
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient(tracking_uri).download_artifacts(run_id, "", str(out))
+    for png in (out / "plots").glob("*.png"):
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000, png
+    listing = {d: sorted(p.name for p in (out / d).glob("*")) for d in ("plots", "decisions", "manifests")}
+    return {**listing, "summary.md": (out / "summary.md").read_text()}

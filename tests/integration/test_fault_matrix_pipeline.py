@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from fake_llm import Reply, completion, serve
 from fault_table import record_fault
+from mlflow_kit import downloaded_review
 
 from components.volcano.cluster_local import LocalCluster
 
@@ -86,6 +87,19 @@ def test_a_node_dying_during_training_is_retried_off_it_and_the_model_is_release
     children = client.search_runs(
         [experiment.experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'"
     )
+    # One parent (unpacked above) for both attempts, keyed and tagged by the workflow's uid; one child per attempt.
+    uid = json.loads((tmp_path / "runs" / "node-dies" / "status.json").read_text())["metadata"]["uid"]
+    assert parent.data.tags["vcpilot.key"] == parent.data.tags["vcpilot.workflow.uid"] == uid
+    assert parent.data.tags["vcpilot.trigger"] == "local" and parent.data.tags["vcpilot.image"]
+    assert parent.data.tags["vcpilot.template.version"].startswith("vcpilot-")
+    attempts = {c.info.run_name: c.data.tags for c in children if c.data.tags.get("vcpilot.step") == "finetune"}
+    assert sorted(attempts) == ["finetune-1", "finetune-2"]
+    assert (attempts["finetune-2"]["vcpilot.vcjob"], attempts["finetune-2"]["vcpilot.attempt"]) == (
+        "node-dies-train-2",
+        "2",
+    )
+    assert {"plan-1", "diagnose-1", "plan-2"} <= {c.info.run_name for c in children}
+    assert {"detect-logs", "loadtest", "evaluate"} <= {c.data.tags.get("vcpilot.step") for c in children}
     (finetune,) = [c for c in children if c.info.run_name == "finetune-2"]
     steps = [m.step for m in client.get_metric_history(finetune.info.run_id, "loss")]
     assert sorted(steps) == list(range(step_of(resumed) + 1, 21)), "each step once, none missing"
@@ -98,6 +112,15 @@ def test_a_node_dying_during_training_is_retried_off_it_and_the_model_is_release
     fallbacks = [r["fallback"] for r in records]
     assert all(r["policy"] == "rules" and r["fallback"].startswith("the LLM") for r in records), fallbacks
     assert "max_gpus_per_job" in diagnose["fallback"], diagnose["fallback"]
+    # The review on the parent run: summary.md, every picture as a real PNG, the decisions and the manifests.
+    review = downloaded_review(mlflow_server, parent.info.run_id, tmp_path / "downloaded")
+    plots = {f"{n}.png" for n in ("training_loss", "latency_cdf", "throughput", "scores", "log_windows")}
+    assert set(review["plots"]) == plots, review["plots"]
+    assert {"plan-1.json", "diagnose-1.json", "plan-2.json"} <= set(review["decisions"])
+    assert any(name.startswith("node-dies-") for name in review["manifests"]), review["manifests"]
+    summary = review["summary.md"]
+    assert summary.startswith("# node-dies: Succeeded") and f"**Outcome.** released {MODEL} version" in summary
+    assert "**Diagnose, attempt 1.** retry by rules" in summary and dead in summary and "p95 TTFT" in summary
     record_fault(
         record_property, "node-dies", f"{dead} died; resumed from step {step_of(resumed)} off it; released",
         str(lost), "none",
