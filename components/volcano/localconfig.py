@@ -102,7 +102,8 @@ class LocalClusterConfig(_Strict):
     nodes: list[NodeConfig] = Field(default_factory=lambda: [NodeConfig(name="node", count=2, gpus=4)], min_length=1)
     queues: list[QueueConfig] = Field(default_factory=list)
     priority_classes: dict[str, int] = Field(default_factory=dict, alias="priorityClasses")
-    overcommit_factor: float = Field(default=1.2, ge=1.0, allow_inf_nan=False, alias="overcommitFactor")
+    # None: no overcommit plugin, as deploy/volcano/scheduler/volcano-scheduler.conf (Volcano's own default has 1.2).
+    overcommit_factor: float | None = Field(default=None, ge=1.0, allow_inf_nan=False, alias="overcommitFactor")
 
     @model_validator(mode="after")
     def _whole(self) -> LocalClusterConfig:

@@ -51,7 +51,10 @@ class Controller:
                 # Eviction deletes the pod, and Volcano's controller recreates what a live job is missing.
                 self.recreate_pod(namespace, pod)
         self.sync_phases()
-        self.schedule()
+        # A session that admits gangs is followed by another, as Volcano's next period: proportion counts a gang's
+        # pods in its queue's request only once they exist (the job controller makes them after enqueue).
+        while self.schedule():
+            pass
         self.sync_phases()
         self.expire_finished()
 
@@ -152,12 +155,12 @@ class Controller:
                     self.kill_pods(job.namespace, job.name)
                 self.set_phase(job, phase, phase, f"pods: {len(pods)} in this run")
 
-    def schedule(self) -> None:
-        """Run one scheduler session over every waiting gang and start the pods it bound."""
+    def schedule(self) -> bool:
+        """Run one scheduler session over every waiting gang and start the pods it bound; True when it admitted any."""
         db = self._db
         live = db.execute("SELECT * FROM jobs WHERE phase IN ('Pending', 'Running') ORDER BY seq").fetchall()
         if not live:
-            return
+            return False
         # Imported once a job is live: a pass over an idle cluster (`vcpilot cluster status`) needs no scheduler.
         from components.volcano import scheduler
 
@@ -191,7 +194,7 @@ class Controller:
                 )
             )
         if not gangs:
-            return
+            return False
         usage = self.node_usage()
         nodes = [
             scheduler.NodeState(
@@ -225,8 +228,11 @@ class Controller:
                     allocated=allocated.get(r["name"], {}),
                 )
             )
-        factor = float(db.execute("SELECT value FROM meta WHERE key = 'overcommit'").fetchone()[0])
-        session = scheduler.schedule(nodes, queues, gangs, overcommit_factor=factor)
+        # As deploy/'s scheduler configuration: proportion's deserved shares in allocate, overcommit as configured.
+        (factor,) = db.execute("SELECT value FROM meta WHERE key = 'overcommit'").fetchone()
+        session = scheduler.schedule(
+            nodes, queues, gangs, overcommit_factor=None if factor is None else float(factor), proportion=True
+        )
         for key in session.enqueued:
             self.admit(jobs[key])
         for key, reason in session.reasons.items():
@@ -244,9 +250,15 @@ class Controller:
                 db.execute(
                     "UPDATE jobs SET pending_reason = NULL WHERE namespace = ? AND name = ?", (job.namespace, job.name)
                 )
+        return bool(session.enqueued)
 
     def admit(self, job: JobRow) -> None:
-        """PodGroup Pending -> Inqueue: the job controller now creates the pods (unbound)."""
+        """PodGroup Pending -> Inqueue: the job controller now creates the pods (unbound).
+
+        The manifest is parsed first: one that no longer parses is damaged state (StateDamaged), before a pod is
+        made from it.
+        """
+        job.job  # noqa: B018
         self._db.execute(
             "UPDATE jobs SET pg_phase = 'Inqueue' WHERE namespace = ? AND name = ?", (job.namespace, job.name)
         )

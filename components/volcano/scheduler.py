@@ -270,7 +270,8 @@ class _Allocator:
             gang = by_queue[name].popleft()
             if not by_queue[name]:
                 del by_queue[name]
-            if self._overused(name):
+            # Pods that request nothing are backfill's, which asks proportion nothing.
+            if self._overused(name) and any(v > _EPS for pod in gang.pods for v in pod.resources.values()):
                 self.reasons[gang.key] = f"queue '{name}' holds its deserved share of the cluster"
                 continue
             for pod, index in self._place_gang(gang):

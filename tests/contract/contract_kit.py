@@ -66,10 +66,11 @@ class Ctx:
             tasks=tasks or [task("main", pods, gpus=gpus, runs=runs, exit_code=exit_code)],
         )
 
-    def queue(self, capability: dict[str, Any]) -> str:
-        """A new queue with this capability (cluster-scoped, so named uniquely and deleted after the test)."""
+    def queue(self, capability: dict[str, Any], **spec: Any) -> str:
+        """A new queue with this capability and spec (cluster-scoped, so named uniquely and deleted after the test)."""
         name = f"capped-{uuid.uuid4().hex[:6]}"
-        self.cluster.apply_queue({"metadata": {"name": name}, "spec": {"weight": 1, "capability": capability}})
+        spec = {"weight": 1, "capability": capability, **spec}
+        self.cluster.apply_queue({"metadata": {"name": name}, "spec": spec})
         self.queues.append(name)
         return name
 

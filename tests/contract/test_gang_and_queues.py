@@ -74,6 +74,36 @@ def test_a_queue_at_its_capability_holds_its_next_job_while_others_run(ctx: Ctx)
     assert cluster.wait("capped-b", timeout=20 * ctx.slow, namespace=ctx.ns).phase == "Completed"
 
 
+def test_a_queue_at_its_deserved_share_waits_even_while_gpus_sit_idle_for_another_queues_gang(ctx: Ctx):
+    """Proportion, as deploy/ configures Volcano: two queues with work deserve half of the 8 GPUs each.
+
+    The owner's second job fits on the idle node, yet waits: its queue holds its 4 deserved GPUs, and the idle
+    ones are the other queue's, whose 6-GPU gang cannot start on them. Nothing is reclaimed (the owner's queue is
+    not reclaimable). Once the first job goes, both start.
+    """
+    cluster = ctx.cluster
+    owner, other = ctx.queue({}, reclaimable=False), ctx.queue({})
+    cluster.submit(ctx.job("first", pods=2, gpus=2, runs=FOREVER, queue=owner))
+    cluster.wait("first", {"Running"}, timeout=20 * ctx.slow, namespace=ctx.ns)
+    cluster.submit(ctx.job("wide", pods=3, gpus=2, runs=FOREVER, queue=other))
+    ctx.eventually(
+        "the 6-GPU gang is admitted with its pods made",
+        lambda: (info := cluster.get("wide", ctx.ns)).podgroup_phase == "Inqueue" and len(info.pods) == 3,
+    )
+    cluster.submit(ctx.job("second", gpus=2, runs=FOREVER, queue=owner))
+
+    time.sleep(1.0 * ctx.slow)
+    for name in ("second", "wide"):
+        waiting = cluster.get(name, ctx.ns)
+        assert (waiting.phase, bound(waiting)) == ("Pending", []), waiting
+    assert sum(n.gpu_allocated for n in cluster.nodes()) == 4, "4 GPUs sit idle"
+
+    cluster.delete("first", ctx.ns)
+    for name in ("wide", "second"):
+        started = cluster.wait(name, {"Running"}, timeout=20 * ctx.slow, namespace=ctx.ns)
+        assert all(p.node for p in started.pods), started.pods
+
+
 def test_nodes_account_gpus_of_the_pods_bound_to_them(ctx: Ctx):
     cluster = ctx.cluster
     before = {n.name: n.gpu_allocated for n in cluster.nodes()}

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from test_scheduler import gang, node
 
 from components.volcano.resources import GPU
 from components.volcano.scheduler import QueueState, deserved, schedule
-from tests.unit.volcano.test_scheduler import gang, node
 
 
 def test_the_cluster_is_dealt_out_by_weight_and_what_a_queue_does_not_ask_is_dealt_again() -> None:
