@@ -58,8 +58,7 @@ def status(as_json: JsonFlag = False) -> None:
     # command together (benchmarks/cli.py), and these read the same in a pipe.
     from pipelines.cluster_describe import columns, section
 
-    cluster = _cluster()
-    nodes, queues, jobs = cluster.nodes(), cluster.queues(), cluster.list_jobs()
+    nodes, queues, jobs = _cluster().status()
     if as_json:
         _dump(
             {

@@ -377,10 +377,9 @@ class LocalCluster:
 
     def list_jobs(self, labels: Mapping[str, str] | None = None, namespace: str | None = None) -> list[JobInfo]:
         """Jobs carrying every given label, oldest first."""
-        with self._tx() as db:
+        with self._tx():
             self._ctl.reconcile()
-            rows = db.execute("SELECT * FROM jobs ORDER BY seq").fetchall()
-            infos = [self._info(JobRow.from_row(r)) for r in rows]
+            infos = self._jobs()
         wanted = dict(labels or {})
         return [
             i for i in infos if (namespace is None or i.namespace == namespace) and wanted.items() <= i.labels.items()
@@ -417,10 +416,9 @@ class LocalCluster:
 
     def queues(self) -> list[QueueSnapshot]:
         """Every queue, by name."""
-        with self._tx() as db:
+        with self._tx():
             self._ctl.reconcile()
-            names = [r["name"] for r in db.execute("SELECT name FROM queues ORDER BY name")]
-            return [self._queue_snapshot(n) for n in names]
+            return self._queues()
 
     def priority_classes(self) -> dict[str, int]:
         """Every PriorityClass by name, with its value."""
@@ -429,25 +427,15 @@ class LocalCluster:
 
     def nodes(self) -> list[NodeInfo]:
         """Every node with readiness and GPU accounting from its running pods."""
-        with self._tx() as db:
+        with self._tx():
             self._ctl.reconcile()
-            used = self._ctl.node_usage()
-            out = []
-            for row in db.execute("SELECT * FROM nodes ORDER BY name"):
-                allocatable = json.loads(row["allocatable"])
-                gpus = int(allocatable.get(GPU, 0))
-                out.append(
-                    NodeInfo(
-                        name=row["name"],
-                        ready=bool(row["ready"]),
-                        gpu_capacity=gpus,
-                        gpu_allocatable=gpus if row["ready"] else 0,
-                        gpu_allocated=int(used.get(row["name"], {}).get(GPU, 0)),
-                        labels=json.loads(row["labels"]),
-                        taints=json.loads(row["taints"]),
-                    )
-                )
-            return out
+            return self._nodes()
+
+    def status(self) -> tuple[list[NodeInfo], list[QueueSnapshot], list[JobInfo]]:
+        """`nodes()`, `queues()` and `list_jobs()` as of one reconcile and one transaction (`cluster status`)."""
+        with self._tx():
+            self._ctl.reconcile()
+            return self._nodes(), self._queues(), self._jobs()
 
     def events(self, name: str, namespace: str = "default", limit: int = 50) -> list[Event]:
         """The job's most recent events, oldest first."""
@@ -542,6 +530,33 @@ class LocalCluster:
         """Bring the cluster up to date now (pods that ended, restarts, scheduling)."""
         with self._tx():
             self._ctl.reconcile()
+
+    def _nodes(self) -> list[NodeInfo]:
+        used = self._ctl.node_usage()
+        out = []
+        for row in self._db.execute("SELECT * FROM nodes ORDER BY name"):
+            allocatable = json.loads(row["allocatable"])
+            gpus = int(allocatable.get(GPU, 0))
+            out.append(
+                NodeInfo(
+                    name=row["name"],
+                    ready=bool(row["ready"]),
+                    gpu_capacity=gpus,
+                    gpu_allocatable=gpus if row["ready"] else 0,
+                    gpu_allocated=int(used.get(row["name"], {}).get(GPU, 0)),
+                    labels=json.loads(row["labels"]),
+                    taints=json.loads(row["taints"]),
+                )
+            )
+        return out
+
+    def _queues(self) -> list[QueueSnapshot]:
+        names = [r["name"] for r in self._db.execute("SELECT name FROM queues ORDER BY name")]
+        return [self._queue_snapshot(n) for n in names]
+
+    def _jobs(self) -> list[JobInfo]:
+        rows = self._db.execute("SELECT * FROM jobs ORDER BY seq").fetchall()
+        return [self._info(JobRow.from_row(r)) for r in rows]
 
     def _queue_snapshot(self, name: str) -> QueueSnapshot:
         row = self._db.execute("SELECT * FROM queues WHERE name = ?", (name,)).fetchone()
