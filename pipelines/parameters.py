@@ -61,6 +61,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     _param("priority-class", "", "PriorityClass of the heavy steps' pods; empty for none"),
     _param("slo-ttft-ms", "500", "Load-test SLO: p95 time to first token, milliseconds"),
     _param("slo-tpot-ms", "50", "Load-test SLO: p95 time per output token, milliseconds"),
+    _param("loadtest-requests", "20", "Requests the load test sends (more: a steadier p95, a longer test)"),
     _param("eval-margin", "0.01", "How much the candidate's score must beat the champion's to be released"),
     _param("max-recovery-attempts", "3", "Training attempts (the first included) before giving up"),
     _param("agent-policy", "rules", "Who decides plan and diagnose: the rules, or an LLM (VCPILOT_LLM_URL)", POLICIES),
@@ -107,6 +108,7 @@ _NUMBERS: dict[str, tuple[type[int] | type[float], float]] = {
     "max-plan-wait-s": (float, 0),
     "slo-ttft-ms": (float, 0),
     "slo-tpot-ms": (float, 0),
+    "loadtest-requests": (int, 1),
     "eval-margin": (float, float("-inf")),
 }
 _QUANTITIES = ("cpu-per-gpu", "memory-per-gpu")

@@ -300,6 +300,7 @@ class PlanLoadtestInput(JobStepInput):
     model_uri: Annotated[str, Parameter(name="model-uri")]
     slo_ttft_ms: Annotated[float, Parameter(name="slo-ttft-ms")]
     slo_tpot_ms: Annotated[float, Parameter(name="slo-tpot-ms")]
+    loadtest_requests: Annotated[int, Parameter(name="loadtest-requests")]
 
 
 @script(**RUNNER)
@@ -308,7 +309,11 @@ def plan_loadtest(inputs: PlanLoadtestInput) -> JobPlan:
     """Render the loadtest VCJob: one gang of a server and a client."""
     context = inputs.context()
     job = build_loadtest_job(
-        context, model_uri=inputs.model_uri, slo_ttft_ms=inputs.slo_ttft_ms, slo_tpot_ms=inputs.slo_tpot_ms
+        context,
+        model_uri=inputs.model_uri,
+        slo_ttft_ms=inputs.slo_ttft_ms,
+        slo_tpot_ms=inputs.slo_tpot_ms,
+        requests=inputs.loadtest_requests,
     )
     return _job_plan(job, context.paths, context.paths.loadtest_report)
 

@@ -256,7 +256,9 @@ def build_detect_job(
     return _job(context, "detect", [_task(context, "detect", detect)], min_available=1)
 
 
-def build_loadtest_job(context: JobContext, *, model_uri: str, slo_ttft_ms: float, slo_tpot_ms: float) -> Job:
+def build_loadtest_job(
+    context: JobContext, *, model_uri: str, slo_ttft_ms: float, slo_tpot_ms: float, requests: int = 20
+) -> Job:
     """One gang of two tasks, `server` and `client`: both start together or neither does.
 
     The client finds the server through `VC_SERVER_HOSTS` (the `svc` and `env` plugins set it on a real
@@ -281,6 +283,7 @@ def build_loadtest_job(context: JobContext, *, model_uri: str, slo_ttft_ms: floa
             *("--port", str(LOADTEST_PORT)),
             *("--slo-ttft-ms", _number(slo_ttft_ms)),
             *("--slo-tpot-ms", _number(slo_tpot_ms)),
+            *("--requests", str(requests)),
             *("--report", context.paths.loadtest_report),
         ],
         step="loadtest",

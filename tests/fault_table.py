@@ -1,7 +1,8 @@
 """The fault matrix of issue 16: every fault the pipeline must survive, the test that drives it, and the table.
 
-Each fault names the test that injects it (most in tests/integration/test_fault_matrix.py; a few rows are proven by
-an older test that already does exactly that, so that `make test` does not run it twice). A driving test records
+Each fault names the test that injects it: a whole `vcpilot run` where one can (test_fault_matrix_pipeline.py,
+test_fault_matrix_chaos.py, test_fault_matrix_chaos2.py, and an older test that already does exactly that, so that
+`make test` does not run it twice), else the component that meets it (test_fault_matrix.py). A driving test records
 what it measured with `record_fault(record_property, key, ...)`; the record travels on the test's report, so the
 table comes out whole under xdist too. At the end of a session that ran any of them, the table is printed: fault,
 outcome, steps lost, data lost. A row whose test did not run in this session says so.
@@ -24,6 +25,12 @@ _PROPERTY = "vcpilot-fault"
 _CHAOS = (
     "tests/integration/test_fault_matrix_chaos.py::"
     "test_a_runner_killed_while_mlflow_is_down_resumes_with_no_step_rerun_no_job_doubled_and_every_metric_once"
+)
+# One more for five: a rank hangs, the latest checkpoint is truncated, the retry is preempted, the load-test server
+# dies, and LocalCluster's controller is SIGKILLed again and again all along.
+_CHAOS2 = (
+    "tests/integration/test_fault_matrix_chaos2.py::"
+    "test_a_hang_a_truncated_checkpoint_a_preemption_and_a_dead_load_test_server_under_a_dying_controller"
 )
 
 
@@ -62,8 +69,8 @@ FAULTS: tuple[Fault, ...] = (
         "preemption",
         "† preemption of low-priority training",
         "checkpoint on SIGTERM, resume from it, not counted as a code failure",
-        _MATRIX + "test_a_preempted_trainer_checkpoints_on_sigterm_resumes_there_and_is_never_a_bug",
-        "trainer ranks + agent classification: LocalCluster does not preempt a running gang",
+        _CHAOS2,
+        "pipeline",
         e2e="tests/e2e/test_real_pods.py::test_a_preempted_training_checkpoints_on_sigterm_and_resumes_from_that_checkpoint",
     ),
     Fault(
@@ -79,8 +86,8 @@ FAULTS: tuple[Fault, ...] = (
         "rank-hang",
         "a rank hangs (no progress, no exit)",
         "detected within a bounded time, treated as an infrastructure fault",
-        _MATRIX + "test_a_hung_rank_is_detected_in_bounded_time_and_retried_as_an_infrastructure_fault",
-        "trainer ranks + agent classification",
+        _CHAOS2,
+        "pipeline",
     ),
     Fault(
         "mlflow-down",
@@ -100,8 +107,8 @@ FAULTS: tuple[Fault, ...] = (
         "controller-killed",
         "the LocalCluster controller is SIGKILLed mid-transaction, repeatedly",
         "state consistent; no pod lost or doubled",
-        _MATRIX + "test_a_controller_killed_again_and_again_loses_no_pod_and_doubles_none",
-        "LocalCluster: the kill must land inside its own transactions",
+        _CHAOS2,
+        "pipeline",
     ),
     Fault(
         "queue-full",
@@ -121,15 +128,15 @@ FAULTS: tuple[Fault, ...] = (
         "corrupt-checkpoint",
         "a corrupted latest checkpoint (truncated file)",
         "detected by its checksum; the previous one is used",
-        _MATRIX + "test_a_truncated_latest_checkpoint_fails_its_checksum_and_the_resume_uses_the_previous_one",
-        "trainer: the damage is done between two runs",
+        _CHAOS2,
+        "pipeline",
     ),
     Fault(
         "loadtest-server-dies",
         "† the load-test server dies mid-test",
         "errors counted; SLO gate fails; nothing released",
-        _MATRIX + "test_a_load_test_server_dying_mid_test_counts_errors_fails_the_gate_and_releases_nothing",
-        "serving server + load-test client + release decision",
+        _CHAOS2,
+        "pipeline",
         e2e="tests/e2e/test_real_pods.py::test_the_load_test_server_dying_mid_test_counts_errors_fails_the_gate_and_releases_nothing",
     ),
     Fault(

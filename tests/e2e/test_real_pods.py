@@ -198,11 +198,9 @@ def test_the_load_test_server_dying_mid_test_counts_errors_fails_the_gate_and_re
         workflow=WORKFLOW, namespace=namespace, workspace=WORKSPACE, workspace_pvc=pvc, image=step_image
     )
     slo = {"slo_ttft_ms": 60000.0, "slo_tpot_ms": 10000.0}  # generous: only the errors may fail the gate
-    manifest = build_loadtest_job(context, model_uri=model, **slo).to_dict()
-    fit_this_machine(manifest, real_nodes, cpu="900m", memory="3Gi")
     requests = 1000  # long enough for the server to die in the middle
-    client_task = next(t for t in manifest["spec"]["tasks"] if t["name"] == "client")
-    client_task["template"]["spec"]["containers"][0]["args"] += ["--requests", str(requests)]
+    manifest = build_loadtest_job(context, model_uri=model, requests=requests, **slo).to_dict()
+    fit_this_machine(manifest, real_nodes, cpu="900m", memory="3Gi")
     name = manifest["metadata"]["name"]
     cluster.submit(manifest)
 

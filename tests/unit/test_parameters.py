@@ -24,6 +24,7 @@ def test_the_defaults_pass() -> None:
         ("train-max-steps", "0", "at least 1"),
         ("slo-ttft-ms", "-5", "at least 0"),
         ("slo-tpot-ms", "nan", "not a finite number"),
+        ("loadtest-requests", "0", "at least 1"),
         ("eval-margin", "inf", "not a finite number"),
         ("cpu-per-gpu", "-1", "greater than 0"),
         ("memory-per-gpu", "lots", "greater than 0"),

@@ -310,7 +310,11 @@ def test_loadtest_is_one_gang_of_server_and_client_and_every_manifest_passes_the
     loadtest = build_loadtest_job(context, model_uri="/m", slo_ttft_ms=500, slo_tpot_ms=50)
     assert [t.name for t in loadtest.spec.tasks] == ["server", "client"]
     assert loadtest.spec.min_available == 2 and loadtest.spec.queue == "serving"
-    assert "--slo-ttft-ms" in (loadtest.spec.tasks[1].template.spec.containers[0].args or [])
+    args = loadtest.spec.tasks[1].template.spec.containers[0].args or []
+    assert "--slo-ttft-ms" in args and args[args.index("--requests") + 1] == "20"
+    longer = build_loadtest_job(context, model_uri="/m", slo_ttft_ms=500, slo_tpot_ms=50, requests=400)
+    longer_args = longer.spec.tasks[1].template.spec.containers[0].args or []
+    assert longer_args[longer_args.index("--requests") + 1] == "400", "the loadtest-requests parameter reaches it"
     evaluate = build_evaluate_job(context, model_uri="/m", base_model="b", registered_model="r", eval_set="/e.jsonl")
     detect = build_detect_job(context, log_source="/logs")
     for step, job in (("loadtest", loadtest), ("evaluate", evaluate), ("detect", detect)):
