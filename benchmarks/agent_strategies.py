@@ -311,12 +311,13 @@ class Rules(Training):
 
     def plan(self) -> None:
         """Ask the policy how to train now; a Wait asks again later."""
-        action = self.policy.decide(self.observe(), "plan").action
+        observation = self.observe()
+        action = self.policy.decide(observation, "plan").action
         self.kinds[action.kind] += 1
         if isinstance(action, Proceed | Downscale):
             self.batch = action.global_batch
             self.launch(action.gpus, action.queue, tuple(self.avoid), _PRIORITIES.get(action.priority_class, 0))
-            deadline_s = self.config.start_deadline_s(action, self.replans)
+            deadline_s = self.config.start_deadline_s(action, observation.request, self.replans)
             if deadline_s:
                 job = self.sim.jobs[f"default/{self.request.name}-{self.out.attempts}"]
                 self.sim.at(self.sim.now + deadline_s, lambda: self.start_deadline(job))

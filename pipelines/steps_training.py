@@ -194,7 +194,7 @@ def plan_training(inputs: TrainingPlanInput) -> TrainingPlan:
         grad_accum=action.grad_accum,
         queue=action.queue,
         model_uri=context.paths.model(inputs.attempt),
-        start_deadline_s=RulesConfig().start_deadline_s(action, inputs.replans),
+        start_deadline_s=RulesConfig().start_deadline_s(action, request, inputs.replans),
         reason=reason,
         result=reason,
     )

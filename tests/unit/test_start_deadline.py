@@ -28,12 +28,16 @@ RUN = {"image": "ghcr.io/vcpilot/vcpilot:0.1.0", "gpus": 4, "gpus_min": 4, "glob
 
 @pytest.fixture
 def full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalCluster]:
-    """One node of 4 GPUs, all held by another tenant's job; the steps find the cluster through VCPILOT_HOME."""
+    """One node of 4 GPUs, all held by another tenant's job; the run's queue `gpu-a` can hold only 2 of them.
+
+    The steps find the cluster through VCPILOT_HOME.
+    """
     home = tmp_path / "home"
-    config = {"nodes": [{"name": "node", "count": 1, "gpus": 4}], "queues": [{"name": "gpu-a"}]}
+    queues = [{"name": "gpu-a", "capability": {GPU: 2}}, {"name": "spare"}]
+    config = {"nodes": [{"name": "node", "count": 1, "gpus": 4}], "queues": queues}
     cluster = LocalCluster(home, LocalClusterConfig.model_validate(config))
     monkeypatch.setenv("VCPILOT_HOME", str(home))
-    cluster.submit(vcjob("tenant", "sleep 60", pods=1, gpus=4, queue="gpu-a"))
+    cluster.submit(vcjob("tenant", "sleep 60", pods=1, gpus=4, queue="default"))
     cluster.wait("tenant", ["Running"], timeout=20)
     yield cluster
     for job in cluster.list_jobs():
@@ -46,6 +50,7 @@ def values(workspace: Path, **changes: Any) -> dict[str, Any]:
         "workflow_name": "wf",
         "workspace": str(workspace),
         "queue": "gpu-a",
+        "fallback_queue": "spare",
         "train_max_steps": 50,
         **RUN,
         **changes,
@@ -58,26 +63,31 @@ def plan(workspace: Path, **changes: Any) -> steps_training.TrainingPlan:
 
 
 def watch(job_name: str, deadline_s: float) -> steps_training.StartDeadline:
-    inputs = steps_training.StartDeadlineInput(job_name=job_name, queue="gpu-a", start_deadline_s=deadline_s)
+    inputs = steps_training.StartDeadlineInput(job_name=job_name, queue="spare", start_deadline_s=deadline_s)
     return steps_training.start_deadline(inputs)
 
 
 def test_a_gang_still_pending_at_its_deadline_is_deleted_and_planned_again(tmp_path: Path, full) -> None:
     workspace = tmp_path / "ws"
     first = plan(workspace)
-    assert (first.action, first.gpus) == ("proceed", 4)
+    assert (first.action, first.gpus, first.queue) == ("proceed", 4, "spare")
     record = read_decision(workspace / "runs" / "wf" / "decisions" / "plan-1.json")
-    (chosen,) = [c for c in record.action.candidates if (c.gpus, c.queue) == (4, "gpu-a")]
-    assert chosen.wait_s > 0  # the plan knew it would wait: its deadline is twice that, 30 min at least
-    assert first.start_deadline_s == max(1800.0, 2 * chosen.wait_s)
+    (chosen,) = [c for c in record.action.candidates if (c.gpus, c.queue) == (4, "spare")]
+    # The plan knew it would wait: the deadline is a multiple of its own estimate (or the floor).
+    config = RulesConfig()
+    assert chosen.wait_s > 0
+    assert first.start_deadline_s == max(config.start_deadline_min_s, config.start_deadline_factor * chosen.wait_s)
 
     full.submit(json.loads(first.manifest))  # what the train step does
     verdict = watch(first.job_name, 0.3)
     assert verdict.outcome == "expired"
-    assert verdict.reason == "pending 0.0 min in queue gpu-a, re-planned"
+    assert verdict.reason == "pending 0.0 min in queue spare, re-planned"
     with pytest.raises(JobNotFound):
         full.get(first.job_name)  # deleted: the train step fails, diagnose reads the verdict
     assert full.get("tenant").phase == "Running"  # nobody else's job is touched
+    # A gang in the run's own queue keeps its place in line: it gets no deadline.
+    own = plan(workspace, workflow_name="own", queue="spare", fallback_queue="")
+    assert (own.queue, own.start_deadline_s) == ("spare", 0)
 
     diagnosis = steps_training.diagnose(
         steps_training.DiagnoseInput(
@@ -90,19 +100,17 @@ def test_a_gang_still_pending_at_its_deadline_is_deleted_and_planned_again(tmp_p
     assert not list((workspace / "runs" / "wf" / "decisions").glob("diagnose-*.json"))
 
     again = plan(workspace, attempt=2, replans=1, replan_reason=diagnosis.replan_reason)
-    assert again.job_name == "wf-train-2" and again.start_deadline_s > 0
+    assert again.job_name == "wf-train-2"
     replanned = read_decision(workspace / "runs" / "wf" / "decisions" / "plan-2.json")
-    assert replanned.action.rationale.startswith("pending 0.0 min in queue gpu-a, re-planned; waited 0 s")
+    assert replanned.action.rationale.startswith("pending 0.0 min in queue spare, re-planned; waited 0 s")
     assert replanned.observation.request.max_attempts == 3 + 1
-
-    # Bounded: after max_replans the attempt has no deadline and start-deadline does not watch it.
-    last = plan(workspace, attempt=3, replans=RulesConfig().max_replans, replan_reason="pending 30 min, re-planned")
-    assert last.start_deadline_s == 0
-    assert watch(last.job_name, last.start_deadline_s).outcome == "unwatched"
+    # Bounded: after max_replans (1) the attempt has no deadline and start-deadline does not watch it.
+    assert RulesConfig().max_replans == 1 and again.start_deadline_s == 0
+    assert watch(again.job_name, again.start_deadline_s).outcome == "unwatched"
 
 
 def test_a_gang_that_starts_before_its_deadline_is_left_to_train(full) -> None:
-    full.submit(vcjob("wf-train-1", "sleep 30", pods=2, gpus=1, queue="gpu-a"))
+    full.submit(vcjob("wf-train-1", "sleep 30", pods=2, gpus=1, queue="spare"))
     full.delete("tenant")  # the GPUs free: the gang starts
     verdict = watch("wf-train-1", 20.0)
     assert verdict.outcome == "started"
