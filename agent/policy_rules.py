@@ -53,6 +53,30 @@ class RulesConfig(BaseModel):
     mean_remaining_s: float = Field(default=7200.0, gt=0)
     # How soon a Wait looks again (never later than the wait it expects).
     recheck_s: float = Field(default=60.0, gt=0)
+    # The start deadline of a submitted attempt (`start_deadline_s`): a gang still pending after this many times
+    # the wait the plan expected for it is deleted and planned again (nothing ran, nothing is lost), ...
+    # (1.5, 15 min, one re-plan: the best mean on the Sep/Oct 2017 windows of docs/agent-benchmark.md)
+    start_deadline_factor: float = Field(default=1.5, gt=0)
+    # ... but never sooner than this: a gang expected to start now still takes sessions and pod starts, ...
+    start_deadline_min_s: float = Field(default=900.0, ge=0)
+    # ... and at most this many times a run: after that it waits as long as its gang takes.
+    max_replans: int = Field(default=1, ge=0)
+    # Only for a borrower in the fallback queue, whose place in line every later owner's job takes; a gang in
+    # the run's own queue keeps its place, which a re-plan would give up.
+    start_deadline_fallback_only: bool = True
+
+    def start_deadline_s(self, action: Action, request: PlanRequest, replans: int) -> float:
+        """How long the gang `action` submits may stay pending before the run re-plans; 0: no deadline.
+
+        From the plan's own estimate of that gang's wait (its candidate), so a queue the plan knew to be long
+        gets a long deadline; an action without that estimate (an LLM's) gets the floor.
+        """
+        if replans >= self.max_replans or not isinstance(action, Proceed | Downscale):
+            return 0.0
+        if self.start_deadline_fallback_only and action.queue == request.queue:
+            return 0.0
+        waits = [c.wait_s for c in action.candidates if (c.gpus, c.queue) == (action.gpus, action.queue)]
+        return max(self.start_deadline_min_s, self.start_deadline_factor * (waits[0] if waits else 0.0))
 
 
 def allowed_sizes(request: PlanRequest) -> list[int]:

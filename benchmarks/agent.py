@@ -102,11 +102,13 @@ def simulate(
     costs: Costs,
     policy: Policy | None = None,
     timing: Timing = AT_ONCE,
+    config: RulesConfig | None = None,
 ) -> tuple[list[Outcome], Counter[str], Simulation]:
     """Replay `trace` under `strategy`: each request's outcome, the policy's decisions by kind, the ended cluster.
 
     Pure: the same trace and policy always give the same outcomes. `timing` is Volcano's (at once by default; the
-    comparison with a real cluster gives its session period and controller lag).
+    comparison with a real cluster gives its session period and controller lag); `config` gives the policy's
+    start deadline (the defaults when None).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
@@ -123,7 +125,7 @@ def simulate(
     runs: list[Training] = []
     for request in trace.requests:
         if policy is not None:
-            runs.append(Rules(sim, request, efficiency, costs, policy))
+            runs.append(Rules(sim, request, efficiency, costs, policy, config))
         else:
             runs.append(_CLASSES[strategy](sim, request, efficiency, costs))
     sim.run(lambda: all(r.out.status != "unfinished" for r in runs), trace.horizon_s)
@@ -211,7 +213,9 @@ def run(
         results = {}
         for name in strategies:
             policy: Policy | None = RulePolicy(config) if name == "rules" else replay if name == "llm" else None
-            outcomes, kinds, sim = simulate(trace, name, efficiency=efficiency, costs=costs, policy=policy)
+            outcomes, kinds, sim = simulate(
+                trace, name, efficiency=efficiency, costs=costs, policy=policy, config=config
+            )
             pooled[name][0].extend(outcomes)
             pooled[name][1].update(kinds)
             pooled[name][2].append(sim.partial_gangs)

@@ -190,6 +190,13 @@ class Simulation:
         self._gangs.pop(job.key, None)
         job.phase, job.nodes = "Completed", ()
 
+    def delete(self, job: SimJob) -> None:
+        """The job is deleted before it started (a start deadline): its PodGroup goes, nothing ran."""
+        self._dirty = True
+        self.jobs.pop(job.key, None)
+        self._gangs.pop(job.key, None)
+        job.phase = "Deleted"
+
     def fail_node(self, node: str) -> None:
         """The node goes NotReady: every job with a pod there loses it and is told so."""
         self.ready[node], self._dirty = False, True

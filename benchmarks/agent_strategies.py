@@ -16,6 +16,7 @@ from agent.actions import Abort, Downscale, Proceed, RetryFromCheckpoint, Wait
 from agent.failures import attempt_record
 from agent.observation import AttemptRecord, CheckpointInfo, Observation, PlanRequest, Throughput
 from agent.policy import Policy
+from agent.policy_rules import RulesConfig
 from benchmarks.agent_sim import SimJob, Simulation
 from benchmarks.agent_trace import FALLBACK_QUEUE, TARGET_QUEUE, Request
 from components.volcano.cluster import Event, JobInfo, PodInfo
@@ -286,9 +287,19 @@ class Rules(Training):
     checkpoints = True
     sigterm_checkpoint = True
 
-    def __init__(self, sim: Simulation, request: Request, efficiency: float, costs: Costs, policy: Policy) -> None:
+    def __init__(
+        self,
+        sim: Simulation,
+        request: Request,
+        efficiency: float,
+        costs: Costs,
+        policy: Policy,
+        config: RulesConfig | None = None,
+    ) -> None:
         super().__init__(sim, request, efficiency, costs)
         self.policy = policy
+        self.config = config or RulesConfig()  # its start deadline, as the pipeline's plan step reads it
+        self.replans = 0  # attempts deleted at their start deadline: neither failures nor in the retry budget
         self.avoid: list[str] = []
         self.resume = ""
         self.history: list[AttemptRecord] = []
@@ -300,17 +311,31 @@ class Rules(Training):
 
     def plan(self) -> None:
         """Ask the policy how to train now; a Wait asks again later."""
-        action = self.policy.decide(self.observe(), "plan").action
+        observation = self.observe()
+        action = self.policy.decide(observation, "plan").action
         self.kinds[action.kind] += 1
         if isinstance(action, Proceed | Downscale):
             self.batch = action.global_batch
             self.launch(action.gpus, action.queue, tuple(self.avoid), _PRIORITIES.get(action.priority_class, 0))
+            deadline_s = self.config.start_deadline_s(action, observation.request, self.replans)
+            if deadline_s:
+                job = self.sim.jobs[f"default/{self.request.name}-{self.out.attempts}"]
+                self.sim.at(self.sim.now + deadline_s, lambda: self.start_deadline(job))
         elif isinstance(action, Wait):
             self.sim.at(self.sim.now + action.recheck_s, self.plan)
         elif isinstance(action, Abort):
             self.end("aborted", action.reason)
         else:
             raise RuntimeError(f"the policy answered {action.kind} at plan time")
+
+    def start_deadline(self, job: SimJob) -> None:
+        """The pipeline's start-deadline step: a gang that never started is deleted, then diagnose, then plan."""
+        if job.run or job.key not in self.sim.jobs:
+            return  # it started (and may have ended since): the deadline is for pending gangs only
+        self.sim.delete(job)
+        self.replans += 1
+        self.kinds["replan"] += 1
+        self.sim.at(self.sim.now + 2 * STEP_S, self.plan)
 
     def recover(self, job: SimJob, node: str) -> None:
         """The diagnose step looks at the dead job; a retry goes back through plan (the recursive DAG)."""
@@ -347,7 +372,7 @@ class Rules(Training):
             fallback_queue=FALLBACK_QUEUE,
             max_steps=req.max_steps,
             attempt=self.out.attempts + (0 if job else 1),
-            max_attempts=MAX_ATTEMPTS,
+            max_attempts=MAX_ATTEMPTS + self.replans,
             avoid_nodes=self.avoid,
             resume_checkpoint=self.resume,
         )

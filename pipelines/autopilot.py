@@ -1,7 +1,8 @@
 """The llm-autopilot pipeline as Hera objects: the WorkflowTemplate and the CronWorkflow that runs it nightly.
 
     main:  check ─> detect-logs ─> gate ─(trigger)─> finetune ─> loadtest ─> evaluate ─> release  onExit: on-exit
-    finetune = train-with-recovery:  plan ─> train ─(Failed)─> diagnose ─> recurse (retry) | give-up (abort)
+    finetune = train-with-recovery:  plan ─> train ─(Failed)─> diagnose ─> recurse (retry, replan) | give-up (abort)
+                                          └─> start-deadline (beside train: deletes a gang pending at its deadline)
 
 Heavy steps (detect-logs, loadtest, evaluate) are small DAGs `plan ─> run`: a script renders the VCJob from
 pydantic models (`pipelines.vcjobs`) and the shared `vcjob` resource template creates it and waits for Volcano.
@@ -133,10 +134,14 @@ def _job_step(name: str, plan: Callable[..., Any], vcjob: Resource, inputs: tupl
 
 
 def _train_with_recovery(vcjob: Resource) -> DAG:
-    """One training attempt; on failure diagnose it, then recurse with attempt + 1 or end in a failing leaf."""
+    """One training attempt; on failure diagnose it, then recurse with attempt + 1 or end in a failing leaf.
+
+    start-deadline runs beside train: a gang still pending at the plan's deadline is deleted, train fails, and
+    diagnose (which waits for start-deadline's verdict) answers `replan`, so the recursion plans again.
+    """
     # Every attempt plans from the GPUs the run asks for: a retry downscaled off a dead node may scale back up
     # once the node is back, and the plan respects the nodes the diagnosis says to avoid.
-    state = ("attempt", "avoid-nodes", "resume-checkpoint")
+    state = ("attempt", "avoid-nodes", "resume-checkpoint", "replans", "replan-reason")
     own = {name: f"{{{{inputs.parameters.{name}}}}}" for name in state}
     diagnosis = "{{tasks.diagnose.outputs.parameters.%s}}"
     with DAG(
@@ -149,9 +154,19 @@ def _train_with_recovery(vcjob: Resource) -> DAG:
         vcjob(
             name="train", depends="plan.Succeeded", arguments={"manifest": "{{tasks.plan.outputs.parameters.manifest}}"}
         )
+        steps_training.start_deadline(
+            name="start-deadline",
+            depends="plan.Succeeded",
+            arguments=_arguments(
+                steps_training.start_deadline,
+                job_name="{{tasks.plan.outputs.parameters.job-name}}",
+                queue="{{tasks.plan.outputs.parameters.queue}}",
+                start_deadline_s="{{tasks.plan.outputs.parameters.start-deadline-s}}",
+            ),
+        )
         steps_training.diagnose(
             name="diagnose",
-            depends="train.Failed",
+            depends="train.Failed && start-deadline.Succeeded",
             arguments=_arguments(
                 steps_training.diagnose,
                 job_name="{{tasks.plan.outputs.parameters.job-name}}",
@@ -160,17 +175,22 @@ def _train_with_recovery(vcjob: Resource) -> DAG:
                 attempt=own["attempt"],
                 avoid_nodes=own["avoid-nodes"],
                 resume_checkpoint=own["resume-checkpoint"],
+                replans=own["replans"],
+                start_outcome="{{tasks.start-deadline.outputs.parameters.outcome}}",
+                start_reason="{{tasks.start-deadline.outputs.parameters.reason}}",
             ),
         )
         Task(
             name="recurse",
             template="train-with-recovery",
             depends="diagnose.Succeeded",
-            when=f"'{diagnosis % 'action'}' == 'retry'",
+            when=f"'{diagnosis % 'action'}' != 'abort'",
             arguments={
                 "attempt": diagnosis % "next-attempt",
                 "avoid-nodes": diagnosis % "avoid-nodes",
                 "resume-checkpoint": diagnosis % "resume-checkpoint",
+                "replans": diagnosis % "replans",
+                "replan-reason": diagnosis % "replan-reason",
             },
         )
         steps_training.give_up(
@@ -203,6 +223,8 @@ def _main() -> DAG:
                 "attempt": "1",
                 "avoid-nodes": "[]",
                 "resume-checkpoint": "",
+                "replans": "0",
+                "replan-reason": "",
             },
         )
         Task(name="loadtest", template="loadtest", depends="finetune.Succeeded", arguments={"model-uri": model_uri})

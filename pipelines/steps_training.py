@@ -1,5 +1,9 @@
 """The steps of the finetune recursion, where the agent decides: plan → train → diagnose → recurse | give-up.
 
+Beside train, `start_deadline` watches the attempt's gang: one still pending at the plan's start deadline is
+deleted (nothing ran, nothing is lost), so train fails and diagnose answers `replan` — plan again, neither a
+failure nor a retry of the budget — at most `RulesConfig.max_replans` times a run.
+
 `plan_training` asks the agent how this attempt trains (how many GPUs, which queue, what accumulation keeps the
 global batch), waiting a bounded time when nothing can start yet, and renders the attempt's VCJob; `diagnose`
 asks it what a failed attempt calls for (retry from the latest complete checkpoint off the bad nodes, maybe on
@@ -8,6 +12,7 @@ fewer GPUs, or abort). Both observe the cluster with `pipelines.steps.connect_cl
 """
 
 # No `from __future__ import annotations` here: Hera reads the step functions' annotations at runtime.
+import time
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -20,10 +25,11 @@ from agent.observation import PlanRequest, Throughput
 from agent.observe import measured_throughput, observe
 from agent.policies import decide, plan_within, select_policy
 from agent.policy import Decision, Policy
+from agent.policy_rules import RulesConfig
 from agent.records import decisions_dir, read_history, write_decision
 from agent.tools import ToolContext
 from components.tracking.adapter import DEFAULT_EXPERIMENT
-from components.volcano.cluster import Cluster
+from components.volcano.cluster import Cluster, ClusterError, JobNotFound
 from components.volcano.models import Job
 from pipelines.steps import RUNNER, JobStepInput, connect_cluster, for_people, keep_manifest, manifest_json, tell_argo
 from pipelines.training_plan import render_training_job
@@ -32,12 +38,15 @@ __all__ = [
     "DiagnoseInput",
     "Diagnosis",
     "GiveUpInput",
+    "StartDeadline",
+    "StartDeadlineInput",
     "TrainingPlan",
     "TrainingPlanInput",
     "TrainingRunInput",
     "diagnose",
     "give_up",
     "plan_training",
+    "start_deadline",
 ]
 
 
@@ -61,6 +70,8 @@ class TrainingRunInput(JobStepInput):
     train_max_steps: Annotated[int, Parameter(name="train-max-steps")]
     max_recovery_attempts: Annotated[int, Parameter(name="max-recovery-attempts")] = 3
     agent_policy: Annotated[Literal["rules", "llm"], Parameter(name="agent-policy")] = "rules"
+    # Attempts deleted at their start deadline so far: each took an attempt number but is not a failure.
+    replans: int = 0
 
     def plan_request(self) -> PlanRequest:
         """The request the agent decides on; a size the batch cannot split is a one-sentence error."""
@@ -76,7 +87,7 @@ class TrainingRunInput(JobStepInput):
             namespace=self.namespace,
             max_steps=self.train_max_steps,
             attempt=self.attempt,
-            max_attempts=self.max_recovery_attempts,
+            max_attempts=self.max_recovery_attempts + self.replans,
             avoid_nodes=self.avoid_nodes,
             resume_checkpoint=self.resume_checkpoint,
         )
@@ -119,6 +130,8 @@ class TrainingPlanInput(TrainingRunInput):
     base_model: Annotated[str, Parameter(name="base-model")]
     checkpoint_every: Annotated[int, Parameter(name="checkpoint-every")]
     max_plan_wait_s: Annotated[float, Parameter(name="max-plan-wait-s")] = 0
+    # Why this attempt is planned again (the last one's gang did not start in time); empty on a first plan.
+    replan_reason: Annotated[str, Parameter(name="replan-reason")] = ""
 
     def training_job(self, decision: Decision) -> Job | None:
         """The VCJob of this attempt at the size the agent decided; None when it decided not to train now.
@@ -141,6 +154,7 @@ class TrainingPlan(Output):
     grad_accum: Annotated[int, Parameter(name="grad-accum")]
     queue: str
     model_uri: Annotated[str, Parameter(name="model-uri")]
+    start_deadline_s: Annotated[float, Parameter(name="start-deadline-s")]
     reason: str
 
 
@@ -159,6 +173,9 @@ def plan_training(inputs: TrainingPlanInput) -> TrainingPlan:
         inputs.max_plan_wait_s,
         fallback=fallback,
     )
+    if inputs.replan_reason:
+        why = f"{inputs.replan_reason}; {decision.action.rationale}"
+        decision = decision.model_copy(update={"action": decision.action.model_copy(update={"rationale": why})})
     inputs.record(decision)
     action = decision.action
     job = inputs.training_job(decision)
@@ -177,9 +194,62 @@ def plan_training(inputs: TrainingPlanInput) -> TrainingPlan:
         grad_accum=action.grad_accum,
         queue=action.queue,
         model_uri=context.paths.model(inputs.attempt),
+        start_deadline_s=RulesConfig().start_deadline_s(action, request, inputs.replans),
         reason=reason,
         result=reason,
     )
+
+
+# ---- start-deadline, beside train --------------------------------------------------------------------
+
+
+class StartDeadlineInput(Input):
+    """The attempt's VCJob and how long its gang may stay pending (0: as long as it takes)."""
+
+    job_name: Annotated[str, Parameter(name="job-name")]
+    namespace: str = "default"
+    queue: str
+    start_deadline_s: Annotated[float, Parameter(name="start-deadline-s")]
+
+
+class StartDeadline(Output):
+    """`started` (or `finished`, `unwatched`: train decides) or `expired`: the pending job was deleted, and why."""
+
+    outcome: Literal["started", "expired", "unwatched"]
+    reason: str
+
+
+@script(**RUNNER)
+@for_people
+def start_deadline(inputs: StartDeadlineInput) -> StartDeadline:
+    """Watch the attempt until its gang starts; delete it if it is still pending at the deadline."""
+    if inputs.start_deadline_s <= 0:
+        return StartDeadline(outcome="unwatched", reason="no start deadline: waiting as long as the gang takes")
+    cluster = connect_cluster()
+    if cluster is None:
+        return StartDeadline(outcome="unwatched", reason="the cluster cannot be read: train waits for the job")
+    began = time.monotonic()
+    poll_s = min(10.0, inputs.start_deadline_s / 20)
+    while True:
+        try:
+            phase = cluster.get(inputs.job_name, inputs.namespace).phase
+        except JobNotFound:  # deleted by someone else; train fails on its own
+            return StartDeadline(outcome="unwatched", reason=f"{inputs.job_name} is gone")
+        except ClusterError as err:
+            return StartDeadline(outcome="unwatched", reason=f"the cluster cannot be read ({err}): train waits")
+        waited = time.monotonic() - began
+        if phase != "Pending":  # Running or past it: the gang started (or Volcano ended it), train judges
+            return StartDeadline(outcome="started", reason=f"{phase} after {_minutes(waited)} min")
+        if waited >= inputs.start_deadline_s:
+            cluster.delete(inputs.job_name, inputs.namespace, missing_ok=True)
+            reason = f"pending {_minutes(waited)} min in queue {inputs.queue}, re-planned"
+            tell_argo(reason)
+            return StartDeadline(outcome="expired", reason=reason, result=reason)
+        time.sleep(poll_s)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f}" if seconds >= 60 else f"{seconds / 60:.1f}"
 
 
 # ---- diagnose → recurse | give-up -----------------------------------------------------------------------
@@ -189,12 +259,15 @@ class DiagnoseInput(TrainingRunInput):
     """The failed attempt: its VCJob (named by plan, as a failed resource node has no outputs) and its size."""
 
     job_name: Annotated[str, Parameter(name="job-name")]
+    # What start-deadline saw: `expired` means train failed because its pending job was deleted on purpose.
+    start_outcome: Annotated[str, Parameter(name="start-outcome")] = ""
+    start_reason: Annotated[str, Parameter(name="start-reason")] = ""
 
 
 class Diagnosis(Output):
-    """Retry (the next attempt's size, nodes to avoid, checkpoint) or abort, and why."""
+    """Retry (the next attempt's size, nodes to avoid, checkpoint), replan (the gang never started) or abort."""
 
-    action: Literal["retry", "abort"]
+    action: Literal["retry", "replan", "abort"]
     next_attempt: Annotated[int, Parameter(name="next-attempt")]
     gpus: int
     micro_batch: Annotated[int, Parameter(name="micro-batch")]
@@ -202,14 +275,35 @@ class Diagnosis(Output):
     queue: str
     avoid_nodes: Annotated[list[str], Parameter(name="avoid-nodes")]
     resume_checkpoint: Annotated[str, Parameter(name="resume-checkpoint")]
+    replans: int
+    replan_reason: Annotated[str, Parameter(name="replan-reason")] = ""
     reason: str
 
 
 @script(**RUNNER)
 @for_people
 def diagnose(inputs: DiagnoseInput) -> Diagnosis:
-    """Ask the agent what the failed attempt calls for, given how the earlier ones failed; record why."""
+    """Ask the agent what the failed attempt calls for, given how the earlier ones failed; record why.
+
+    An attempt start-deadline deleted before it started is no failure: it is planned again from where it was
+    (same checkpoint, same nodes avoided) without asking the policy, and the next plan records why.
+    """
     request = inputs.plan_request()
+    if inputs.start_outcome == "expired":
+        return Diagnosis(
+            action="replan",
+            next_attempt=inputs.attempt + 1,
+            gpus=request.gpus,
+            micro_batch=request.micro_batch,
+            grad_accum=request.global_batch // (request.gpus * request.micro_batch),
+            queue=request.queue,
+            avoid_nodes=request.avoid_nodes,
+            resume_checkpoint=request.resume_checkpoint,
+            replans=inputs.replans + 1,
+            replan_reason=inputs.start_reason,
+            reason=inputs.start_reason,
+            result=inputs.start_reason,
+        )
     cluster = connect_cluster()
     policy, fallback = inputs.policy(cluster)
     history = [h for h in read_history(inputs.decisions) if h.attempt < inputs.attempt]
@@ -235,6 +329,7 @@ def diagnose(inputs: DiagnoseInput) -> Diagnosis:
             queue=action.queue,
             avoid_nodes=action.avoid_nodes,
             resume_checkpoint=action.checkpoint,
+            replans=inputs.replans,
             reason=action.rationale,
             result=decision.summary,
         )
@@ -248,6 +343,7 @@ def diagnose(inputs: DiagnoseInput) -> Diagnosis:
             queue=request.queue,
             avoid_nodes=request.avoid_nodes,
             resume_checkpoint=request.resume_checkpoint,
+            replans=inputs.replans,
             reason=action.reason,
             result=decision.summary,
         )

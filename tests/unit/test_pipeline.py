@@ -132,12 +132,15 @@ def test_training_recovers_by_recursion_and_an_abort_ends_in_a_failing_leaf(temp
     assert {name: task.get("depends") for name, task in tasks.items()} == {
         "plan": None,
         "train": "plan.Succeeded",
-        "diagnose": "train.Failed",
+        # Beside train: deletes a gang still pending at the plan's deadline; diagnose reads its verdict.
+        "start-deadline": "plan.Succeeded",
+        "diagnose": "train.Failed && start-deadline.Succeeded",
         "recurse": "diagnose.Succeeded",
         "give-up": "diagnose.Succeeded",
     }
     action = "'{{tasks.diagnose.outputs.parameters.action}}'"
-    assert tasks["recurse"]["when"] == f"{action} == 'retry'" and tasks["give-up"]["when"] == f"{action} == 'abort'"
+    # retry and replan recurse; only abort gives up.
+    assert tasks["recurse"]["when"] == f"{action} != 'abort'" and tasks["give-up"]["when"] == f"{action} == 'abort'"
     assert tasks["recurse"]["template"] == "train-with-recovery"
     recurse_args = {p["name"]: p["value"] for p in tasks["recurse"]["arguments"]["parameters"]}
     assert recurse_args["attempt"] == "{{tasks.diagnose.outputs.parameters.next-attempt}}"
@@ -149,6 +152,8 @@ def test_training_recovers_by_recursion_and_an_abort_ends_in_a_failing_leaf(temp
     diagnose_args = {p["name"]: p["value"] for p in tasks["diagnose"]["arguments"]["parameters"]}
     assert diagnose_args["job-name"] == "{{tasks.plan.outputs.parameters.job-name}}"
     assert diagnose_args["gpus"] == "{{tasks.plan.outputs.parameters.gpus}}"
+    assert diagnose_args["start-outcome"] == "{{tasks.start-deadline.outputs.parameters.outcome}}"
+    assert recurse_args["replans"] == "{{tasks.diagnose.outputs.parameters.replans}}"
     (model_uri,) = templates["train-with-recovery"]["outputs"]["parameters"]
     expression = model_uri["valueFrom"]["expression"]
     assert "tasks.train.status == 'Succeeded'" in expression and "tasks.recurse.outputs" in expression
@@ -212,7 +217,7 @@ def test_every_task_follows_argos_rules(templates: dict[str, Any]) -> None:
             for referenced in re.findall(r"tasks\.([\w-]+)\.", json.dumps(task)):
                 assert referenced in ancestors, f"{where} reads tasks.{referenced}, which is not an ancestor"
             if "when" in task:  # govaluate: every operand quoted
-                assert re.fullmatch(r"'\{\{[^}]+\}\}' == '[\w-]+'", task["when"]), f"{where}: when {task['when']}"
+                assert re.fullmatch(r"'\{\{[^}]+\}\}' [!=]= '[\w-]+'", task["when"]), f"{where}: when {task['when']}"
 
 
 def _ancestors(name: str, tasks: dict[str, dict[str, Any]]) -> set[str]:
@@ -223,7 +228,17 @@ def _ancestors(name: str, tasks: dict[str, dict[str, Any]]) -> set[str]:
 def test_script_templates_run_their_step_through_the_hera_runner(templates: dict[str, Any]) -> None:
     scripts = {name: t for name, t in templates.items() if "script" in t}
     assert set(scripts) == {
-        *("check-parameters", "gate", "release", "finalize", "plan-detect", "plan-training", "diagnose", "give-up"),
+        *(
+            "check-parameters",
+            "gate",
+            "release",
+            "finalize",
+            "plan-detect",
+            "plan-training",
+            "diagnose",
+            "start-deadline",
+            "give-up",
+        ),
         *("plan-loadtest", "plan-evaluate"),
     }
     for name, t in scripts.items():
