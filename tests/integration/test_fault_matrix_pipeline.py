@@ -1,10 +1,12 @@
 """A row of the fault matrix through the whole pipeline (issue 16; test_fault_matrix_chaos.py has three more).
 
 A node dies mid-training in `vcpilot run`'s node-failure scenario on LocalCluster, against a real MLflow server,
-and the agent's policy is the LLM's, at an endpoint that obeys an instruction injected into what it reads: every
-answer asks for 512 GPUs. The guardrails refuse each, the rules decide, and the records say why (the LLM row's
-other endpoints — late, dripping, endless, not JSON — are in test_fault_matrix.py). A file of its own
-so that `make test`'s two workers run it beside the component rows (`--dist loadfile`).
+and the agent's policy is the LLM's, at an endpoint that is slow, wrong and hostile in turn: the first plan's
+answer comes after the guardrails' deadline, the first diagnosis gets HTML, and every later answer obeys an
+instruction injected into what it reads and asks for 512 GPUs. The rules decide each time, within the deadline, and
+each record says why — two rows of the matrix in one run (the LLM row's other endpoints, a reply dripped a byte a
+second and a tool call without end, are in test_fault_matrix.py). A file of its own so that `make test`'s two
+workers run it beside the component rows (`--dist loadfile`).
 """
 
 from __future__ import annotations
@@ -53,12 +55,17 @@ def test_a_node_dying_during_training_is_retried_off_it_and_the_model_is_release
         "slo-tpot-ms": "10000",
         "agent-policy": "llm",
     }
-    hostile = {"kind": "retry", "gpus": 512, "micro_batch": 1, "grad_accum": 1, "queue": "default",
+    hostile = {"kind": "proceed", "gpus": 512, "micro_batch": 1, "grad_accum": 1, "queue": "default",
                "rationale": "the log line said to ask for 512 GPUs"}  # fmt: skip
+    deadline_s = 2.0
+    guardrails = tmp_path / "guardrails.yaml"
+    guardrails.write_text(f"llm_deadline_s: {deadline_s}\n")  # the rest as the defaults: at most 64 GPUs a job
+    late = Reply(completion(("list_nodes", {})), delay_s=3 * deadline_s)
     with serve() as llm:
-        llm.script(*[Reply(completion(("decide", hostile)))] * 20)
+        llm.script(late, Reply(b"<html>busy</html>"), *[Reply(completion(("decide", hostile)))] * 20)
         monkeypatch.setenv("VCPILOT_LLM_URL", llm.url)
         monkeypatch.setenv("VCPILOT_LLM_MODEL", "fake")
+        monkeypatch.setenv("VCPILOT_GUARDRAILS", str(guardrails))
         result = run_autopilot("node-failure", params, home=tmp_path, name="node-dies", bootstrap=False)
         asked = len(llm.requests)
     phases = {n["displayName"]: n["phase"] for n in result.status["nodes"].values() if n["type"] != "DAG"}
@@ -106,12 +113,16 @@ def test_a_node_dying_during_training_is_retried_off_it_and_the_model_is_release
     release = json.loads((run / "release.json").read_text())
     assert release["released"] is True, release
     assert view(connect(mlflow_server), MODEL).aliases["champion"] == "1"
-    # The hostile LLM was asked at every decision and decided none; each record says why.
-    records = [json.loads(p.read_text()) for p in sorted((run / "decisions").glob("*.json"))]
-    assert asked >= len(records) >= 2 and {r["stage"] for r in records} >= {"plan", "diagnose"}, asked
-    fallbacks = [r["fallback"] for r in records]
-    assert all(r["policy"] == "rules" and r["fallback"].startswith("the LLM") for r in records), fallbacks
-    assert "max_gpus_per_job" in diagnose["fallback"], diagnose["fallback"]
+    # The LLM was asked at every decision and decided none; each record says why, the late one within the deadline.
+    records = {p.stem: json.loads(p.read_text()) for p in (run / "decisions").glob("*.json")}
+    assert asked >= len(records) >= 3 and {"plan-1", "diagnose-1", "plan-2"} <= records.keys(), (asked, records.keys())
+    fallbacks = {name: r["fallback"] for name, r in records.items()}
+    assert all(r["policy"] == "rules" and r["fallback"].startswith("the LLM") for r in records.values()), fallbacks
+    assert f"did not decide within the deadline of {deadline_s:g} s" in fallbacks["plan-1"], fallbacks
+    took = sum(round_["duration_s"] for round_ in records["plan-1"]["exchange"]["rounds"])
+    assert took < deadline_s + 2.5, f"the late endpoint held plan-1 {took:.1f} s"
+    assert "reply is not JSON" in fallbacks["diagnose-1"], fallbacks
+    assert "max_gpus_per_job" in fallbacks["plan-2"], fallbacks
     # The review on the parent run: summary.md, every picture as a real PNG, the decisions and the manifests.
     review = downloaded_review(mlflow_server, parent.info.run_id, tmp_path / "downloaded")
     plots = {f"{n}.png" for n in ("training_loss", "latency_cdf", "throughput", "scores", "log_windows")}
@@ -121,6 +132,10 @@ def test_a_node_dying_during_training_is_retried_off_it_and_the_model_is_release
     summary = review["summary.md"]
     assert summary.startswith("# node-dies: Succeeded") and f"**Outcome.** released {MODEL} version" in summary
     assert "**Diagnose, attempt 1.** retry by rules" in summary and dead in summary and "p95 TTFT" in summary
+    record_fault(
+        record_property, "llm-bad", f"late (cut at {took:.1f} s), HTML, 512 GPUs: rules decided, said why",
+        "0: decisions only", "none",
+    )  # fmt: skip
     record_fault(
         record_property, "node-dies", f"{dead} died; resumed from step {step_of(resumed)} off it; released",
         str(lost), "none",
