@@ -60,6 +60,7 @@ __all__ = [
 WORKFLOW_LABEL = "workflows.argoproj.io/workflow"
 STEP_LABEL = "vcpilot.io/step"
 LOADTEST_PORT = 8000
+POD_IP = "POD_IP"  # the variable the load-test server reads its address from (the downward API's status.podIP)
 # The step image when a run names none: the `image` parameter's default (pipelines.parameters), kept here, free
 # of Hera, for `vcpilot plan`.
 DEFAULT_IMAGE = "ghcr.io/vcpilot/vcpilot:0.1.0"
@@ -267,13 +268,17 @@ def build_loadtest_job(
     step's gate refuses on them (Volcano looks at a task's own policies first, then at the job's). A failed
     client ends the job, else the server would serve forever.
     """
+    # The server listens on its pod's address, which the client finds in VC_SERVER_HOSTS: on a cluster that is
+    # the pod's own network; on LocalCluster every pod has an address of its own on loopback, so two load tests at
+    # once (two runs on one machine) do not share a port.
     server = _container(
         context,
         "server",
         "components.serving",
-        ["--model", model_uri, "--port", str(LOADTEST_PORT)],
+        ["--model", model_uri, "--host", f"$({POD_IP})", "--port", str(LOADTEST_PORT)],
         step="loadtest",
         gpus=1,
+        env=[EnvVar(name=POD_IP, value_from={"fieldRef": {"fieldPath": "status.podIP"}})],
     )
     client = _container(
         context,
@@ -335,9 +340,16 @@ def _number(value: float) -> str:
 
 
 def _container(
-    context: JobContext, name: str, module: str, args: list[str], *, step: str = "", gpus: int = 0
+    context: JobContext,
+    name: str,
+    module: str,
+    args: list[str],
+    *,
+    step: str = "",
+    gpus: int = 0,
+    env: list[EnvVar] | None = None,
 ) -> Container:
-    """A container that runs `python -m <module> <args>` with the step environment and its share of the node."""
+    """A container that runs `python -m <module> <args>` with the step's environment, `env`, and its node share."""
     cpu, memory = context.share(gpus)
     amounts: dict[str, str | int | float] = {"cpu": cpu, "memory": memory}
     if gpus:
@@ -347,7 +359,7 @@ def _container(
         image=context.image,
         command=["python", "-m", module],
         args=args,
-        env=[EnvVar(name=key, value=value) for key, value in context.env(step or name).items()],
+        env=[*(EnvVar(name=key, value=value) for key, value in context.env(step or name).items()), *(env or [])],
         resources=ResourceRequirements(requests=dict(amounts), limits=dict(amounts)),
     )
 

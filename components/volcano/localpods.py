@@ -17,6 +17,7 @@ import contextlib
 import gc
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from components import redact
 
-__all__ = ["adopt", "forget", "free_port", "is_alive", "kill", "read_exit_code", "resolve_command", "start"]
+__all__ = ["adopt", "expand", "forget", "free_port", "is_alive", "kill", "read_exit_code", "resolve_command", "start"]
 
 # The wrapper first waits for the pod's log filter (see `_start_filter`) to say on its standard input that it reads
 # the pipe the wrapper's output goes to; no word (the start was cut short) and it ends without running anything.
@@ -52,6 +53,23 @@ def resolve_command(command: Sequence[str], args: Sequence[str]) -> list[str]:
     if argv and argv[0] in ("python", "python3"):
         argv[0] = sys.executable
     return argv
+
+
+def expand(text: str, variables: Mapping[str, str]) -> str:
+    """`text` with each `$(NAME)` of `variables` replaced, as the kubelet expands env values, command and args.
+
+    `$$` is a literal `$` (so `$$(NAME)` stays `$(NAME)`); a `$(NAME)` that `variables` lacks stays as written.
+    """
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        return variables.get(match.group(1), match.group(0))
+
+    return _REFERENCE.sub(replace, text) if "$" in text else text
+
+
+_REFERENCE = re.compile(r"\$\$|\$\(([^()]*)\)")
 
 
 def free_port() -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 import os
 import sqlite3
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from components.volcano.cluster import StateDamaged
-from components.volcano.localpods import resolve_command
+from components.volcano.localpods import expand, resolve_command
 from components.volcano.resources import Resources, parse_resources
 
 if TYPE_CHECKING:  # parsed where a stored job is read: a pass over an idle cluster imports no pydantic
@@ -229,37 +230,53 @@ class JobRow:
             remaining -= take
         return out
 
+    def pod_ip(self, pod_name: str) -> str:
+        """The pod's own address: one of 127.0.0.0/8 outside 127.0.0.x, drawn from its job's uid and its name.
+
+        Every address of 127.0.0.0/8 is the loopback interface's, so a pod that binds its address (the load-test
+        server binds `status.podIP`) does not collide with another job's pod on the same port, as on a cluster
+        where each pod has a network namespace of its own.
+        """
+        digest = hashlib.sha256(f"{self.uid}/{pod_name}".encode()).digest()
+        return f"127.{1 + digest[0] % 255}.{digest[1]}.{1 + digest[2] % 254}"
+
     def pod_process(
         self, task_name: str, index: int, node: str, home: Path
     ) -> tuple[list[str], dict[str, str], str | None]:
         """The argv, environment and working directory of one pod, with the env/svc/pytorch plugins' variables."""
         task = next(t for t in self.spec.tasks if t.name == task_name)
         container = task.template.spec.containers[0]
-        env = dict(os.environ)
-        # Local pods share a few cores: one math thread each unless told otherwise (torch would take them all).
-        env.setdefault("OMP_NUM_THREADS", "1")
         pod_name = f"{self.name}-{task_name}-{index}"
+        known = {
+            "metadata.name": pod_name,
+            "metadata.namespace": self.namespace,
+            "spec.nodeName": node,
+            "status.podIP": self.pod_ip(pod_name),
+        }
+        # The container's own variables, as the kubelet sets them: each value may refer to those before it as
+        # $(NAME), and the command and args to all of them (the plugins' included), never to the node's.
+        own: dict[str, str] = {}
         for var in container.env or []:
             if var.value is not None:
-                env[var.name] = var.value
+                own[var.name] = expand(var.value, own)
             elif var.value_from and "fieldRef" in var.value_from:
                 field = var.value_from["fieldRef"].get("fieldPath")
-                known = {"metadata.name": pod_name, "metadata.namespace": self.namespace, "spec.nodeName": node}
                 if field in known:
-                    env[var.name] = known[field]
+                    own[var.name] = known[field]
         plugins = self.spec.plugins or {}
-        env.update({"VC_TASK_INDEX": str(index), "VK_TASK_INDEX": str(index)})
+        own.update({"VC_TASK_INDEX": str(index), "VK_TASK_INDEX": str(index)})
         if "svc" in plugins or "env" in plugins:
             for t in self.spec.tasks:
-                env[f"VC_{t.name.upper().replace('-', '_')}_NUM"] = str(t.replicas)
-                env[f"VC_{t.name.upper().replace('-', '_')}_HOSTS"] = ",".join(["127.0.0.1"] * t.replicas)
+                hosts = [self.pod_ip(f"{self.name}-{t.name}-{i}") for i in range(t.replicas)]
+                own[f"VC_{t.name.upper().replace('-', '_')}_NUM"] = str(t.replicas)
+                own[f"VC_{t.name.upper().replace('-', '_')}_HOSTS"] = ",".join(hosts)
         if "pytorch" in plugins:
             args = dict(a.lstrip("-").split("=", 1) for a in plugins["pytorch"] if "=" in a)
             master, worker = args.get("master", "master"), args.get("worker", "worker")
             masters = sum(t.replicas for t in self.spec.tasks if t.name == master)
             world = sum(t.replicas for t in self.spec.tasks if t.name in (master, worker))
             if task_name in (master, worker):
-                env.update(
+                own.update(
                     {
                         "MASTER_ADDR": "127.0.0.1",
                         "MASTER_PORT": str(self.master_port),
@@ -267,6 +284,10 @@ class JobRow:
                         "RANK": str(index if task_name == master else masters + index),
                     }
                 )
+        env = dict(os.environ)
+        # Local pods share a few cores: one math thread each unless told otherwise (torch would take them all).
+        env.setdefault("OMP_NUM_THREADS", "1")
+        env.update(own)
         env.update(
             {
                 "VCPILOT_HOME": str(home),
@@ -276,7 +297,7 @@ class JobRow:
                 "VCPILOT_RETRY_COUNT": str(self.retry_count),
             }
         )
-        argv = resolve_command(container.command or [], container.args or [])
+        argv = [expand(arg, own) for arg in resolve_command(container.command or [], container.args or [])]
         workdir = container.working_dir if container.working_dir and Path(container.working_dir).is_dir() else None
         return argv, env, workdir
 

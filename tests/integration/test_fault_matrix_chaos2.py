@@ -181,7 +181,7 @@ def test_a_hang_a_truncated_checkpoint_a_preemption_and_a_dead_load_test_server_
         # The load test: its server dies once it answers and the client is sending.
         (server_pid,) = until("load-test server", lambda: processes(home, "components.serving"))
         argv = Path(f"/proc/{server_pid}/cmdline").read_bytes().decode().split("\0")
-        health = f"http://127.0.0.1:{argv[argv.index('--port') + 1]}/health"
+        health = f"http://{argv[argv.index('--host') + 1]}:{argv[argv.index('--port') + 1]}/health"  # its pod's
         until("a healthy load-test server", lambda: answers(health))
         until("load-test client", lambda: processes(home, "components.loadtest"))
         time.sleep(2.5)  # it has seen the server healthy and had answers to some of its requests

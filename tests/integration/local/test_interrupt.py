@@ -30,6 +30,12 @@ DIR = "{{workflow.parameters.dir}}"
 # Sleeps unless `dir/go` exists: the first run hangs until stopped, the resumed one finishes at once.
 HANG = f"echo $$ > {DIR}/%s.pid; if [ -f {DIR}/go ]; then exit 0; fi; sleep 60"
 
+
+def escaped(script: str) -> str:
+    """`script` as a pod's command must say it for the shell to see `script`: each `$$` doubled."""
+    return script.replace("$$", "$$$$")
+
+
 STOPPABLE = {
     "apiVersion": "argoproj.io/v1alpha1",
     "kind": "Workflow",
@@ -56,7 +62,8 @@ STOPPABLE = {
                     "setOwnerReference": True,
                     "successCondition": "status.state.phase == Completed",
                     "failureCondition": "status.state.phase in (Failed,Aborted,Terminated)",
-                    "manifest": json.dumps(vcjob("train-", HANG % "pod", generate_name=True, gpus=0)),
+                    # A container's command is expanded as the kubelet does it: `$$` is one `$` there.
+                    "manifest": json.dumps(vcjob("train-", escaped(HANG % "pod"), generate_name=True, gpus=0)),
                 },
             },
             {"name": "side", "script": {"image": "alpine", "command": ["sh"], "source": HANG % "side"}},
