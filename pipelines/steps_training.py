@@ -290,20 +290,8 @@ def diagnose(inputs: DiagnoseInput) -> Diagnosis:
     """
     request = inputs.plan_request()
     if inputs.start_outcome == "expired":
-        return Diagnosis(
-            action="replan",
-            next_attempt=inputs.attempt + 1,
-            gpus=request.gpus,
-            micro_batch=request.micro_batch,
-            grad_accum=request.global_batch // (request.gpus * request.micro_batch),
-            queue=request.queue,
-            avoid_nodes=request.avoid_nodes,
-            resume_checkpoint=request.resume_checkpoint,
-            replans=inputs.replans + 1,
-            replan_reason=inputs.start_reason,
-            reason=inputs.start_reason,
-            result=inputs.start_reason,
-        )
+        reason = inputs.start_reason
+        return _as_requested(inputs, "replan", inputs.replans + 1, reason, reason, replan_reason=reason)
     cluster = connect_cluster()
     policy, fallback = inputs.policy(cluster)
     history = [h for h in read_history(inputs.decisions) if h.attempt < inputs.attempt]
@@ -334,20 +322,34 @@ def diagnose(inputs: DiagnoseInput) -> Diagnosis:
             result=decision.summary,
         )
     if isinstance(action, Abort):
-        return Diagnosis(
-            action="abort",
-            next_attempt=inputs.attempt + 1,
-            gpus=request.gpus,
-            micro_batch=request.micro_batch,
-            grad_accum=request.global_batch // (request.gpus * request.micro_batch),
-            queue=request.queue,
-            avoid_nodes=request.avoid_nodes,
-            resume_checkpoint=request.resume_checkpoint,
-            replans=inputs.replans,
-            reason=action.reason,
-            result=decision.summary,
-        )
+        return _as_requested(inputs, "abort", inputs.replans, action.reason, decision.summary)
     raise ValueError(f"the {decision.policy} policy answered {action.kind} to a failed attempt; only retry or abort do")
+
+
+def _as_requested(
+    inputs: DiagnoseInput,
+    action: Literal["replan", "abort"],
+    replans: int,
+    reason: str,
+    result: str,
+    replan_reason: str = "",
+) -> Diagnosis:
+    """A diagnosis that leaves the attempt's shape as the run asked for it (an abort, or a re-plan)."""
+    request = inputs.plan_request()
+    return Diagnosis(
+        action=action,
+        next_attempt=inputs.attempt + 1,
+        gpus=request.gpus,
+        micro_batch=request.micro_batch,
+        grad_accum=request.global_batch // (request.gpus * request.micro_batch),
+        queue=request.queue,
+        avoid_nodes=request.avoid_nodes,
+        resume_checkpoint=request.resume_checkpoint,
+        replans=replans,
+        replan_reason=replan_reason,
+        reason=reason,
+        result=result,
+    )
 
 
 class GiveUpInput(Input):
