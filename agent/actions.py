@@ -6,6 +6,7 @@ step and the decision record keeps it. An action is data: replaying an observati
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
@@ -26,7 +27,8 @@ __all__ = [
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Built when first validated: most of these are only ever fields of another model (benchmarks/cli.py).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Candidate(_Frozen):
@@ -110,19 +112,23 @@ class Abort(_Decision):
 
 
 Action = Annotated[Proceed | Downscale | Wait | RetryFromCheckpoint | Abort, Field(discriminator="kind")]
-_ACTION: TypeAdapter[Action] = TypeAdapter(Action)
+
+
+@functools.cache
+def _action() -> TypeAdapter[Action]:
+    return TypeAdapter(Action)
 
 
 def parse_action(data: Any) -> Action:
     """An action from JSON text or a dict; ValueError in one sentence when it is not exactly one valid action."""
     try:
         if isinstance(data, str | bytes):
-            return _ACTION.validate_json(data)
-        return _ACTION.validate_python(data)
+            return _action().validate_json(data)
+        return _action().validate_python(data)
     except ValidationError as err:
         raise ValueError(f"not a valid action: {describe_validation_error(err)}") from None
 
 
 def action_schema() -> dict[str, Any]:
     """The JSON schema of an action (what an LLM's `decide` tool takes)."""
-    return _ACTION.json_schema()
+    return _action().json_schema()

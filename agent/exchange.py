@@ -16,7 +16,8 @@ __all__ = ["Check", "Exchange", "Round", "ToolCall"]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Built when first validated: most of these are only ever fields of another model (benchmarks/cli.py).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class ToolCall(_Frozen):

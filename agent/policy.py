@@ -24,7 +24,7 @@ Stage = Literal["plan", "diagnose"]
 class Decision(BaseModel):
     """A policy's answer with its provenance: the record written to MLflow and the workspace."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     stage: Stage
     policy: str  # "rules" or "llm"

@@ -22,7 +22,7 @@ from pipelines.autopilot import (
     build_cron_workflow,
     build_workflow_template,
 )
-from pipelines.local.workflow import TRIGGER_LABEL
+from pipelines.local import TRIGGER_LABEL
 
 __all__ = ["DEFAULT_OUT_DIR", "HEADER", "SubmitError", "compile_all", "render_all", "submit"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from components.tracking.workflow_run import WorkflowRun
-from pipelines.local.workflow import TRIGGER_LABEL
+from pipelines.local import TRIGGER_LABEL
 
 __all__ = ["CRON_LABEL", "TRIGGER_LABEL", "argo_link", "trigger_of", "workflow_run_of"]
 

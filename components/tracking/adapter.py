@@ -16,7 +16,6 @@ Two ways to find the target, because two kinds of program ask:
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -253,6 +252,8 @@ def quiet() -> None:
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     # MLflow reads the level when it is first imported; a process that imported it already needs telling.
+    import logging  # imported here: `vcpilot plan` reads this module's names and logs nothing
+
     logging.getLogger("mlflow").setLevel(os.environ["MLFLOW_LOGGING_LEVEL"].upper())
 
 

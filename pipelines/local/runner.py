@@ -26,11 +26,12 @@ from typing import Any
 
 from components.volcano.cluster import ClusterError
 from components.volcano.cluster_local import LocalCluster, default_home
+from pipelines.local import TRIGGER_LABEL
 from pipelines.local.engine.engine import Engine
 from pipelines.local.engine.executors import SHUTDOWN_MESSAGE, STDERR_TAIL, STOPPED_MESSAGE, kill_stale
 from pipelines.local.engine.resources import ObjectCluster, OwnedObject, job_finished
 from pipelines.local.engine.status import RunState, now_rfc3339
-from pipelines.local.workflow import TRIGGER_LABEL, Workflow, WorkflowError, check_run_name, load_workflow
+from pipelines.local.workflow import Workflow, WorkflowError, check_run_name, load_workflow
 
 __all__ = [
     "FailedStep",

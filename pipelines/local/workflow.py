@@ -29,7 +29,6 @@ from components.names import is_dns1123_subdomain
 __all__ = [
     "MAX_RUN_NAME",
     "TEMPLATE_TYPES",
-    "TRIGGER_LABEL",
     "Workflow",
     "WorkflowError",
     "check_run_name",
@@ -95,10 +94,6 @@ def parse_duration(value: str | int | float, what: str = "duration") -> float:
 def template_type(template: Mapping[str, Any]) -> str | None:
     """Which kind of template this is (container, script, resource, dag, steps, suspend), or None."""
     return next((t for t in TEMPLATE_TYPES if template.get(t) is not None), None)
-
-
-# How a run started, for whoever records it (pipelines/run_identity.py); the local runner says `local`.
-TRIGGER_LABEL = "vcpilot.io/trigger"
 
 
 @dataclass
