@@ -54,13 +54,14 @@ bench: venv
 
 # The real cluster (deploy/e2e/, docs/e2e.md): build it once into ~/.cache/vcpilot-e2e (binaries from Go modules, the
 # step, pause and Argo executor images without Docker), start it in a network namespace of its own, run the tests,
-# and stop every process and mount it started, whatever the tests did. First the contract suite and the agent on
+# and stop every process and mount it started, whatever the tests did. Before it the `night` tests, which need no
+# cluster (minutes each; make test leaves them out). First the contract suite and the agent on
 # kwok's fake nodes alone (their figures assume them), then a fresh cluster of real nodes only, with Argo
 # Workflows, for the tests on real pods and of the pipeline as Argo runs it (vcpilot installed by install.py).
 # The real-pod tests go first: they size their pods to the nodes' two CPUs, before the deployment's MLflow runs.
 e2e: venv
 	deploy/e2e/host-deps.sh
-	VCPILOT_REQUIRE_BROWSER=1 $(BIN)/pytest -q -m night tests/integration/test_review_screenshots.py
+	VCPILOT_REQUIRE_BROWSER=1 $(BIN)/pytest -q -m night tests/integration
 	deploy/e2e/build.sh
 	deploy/e2e/image.sh
 	trap 'deploy/e2e/down.sh' EXIT; trap 'exit 130' INT TERM; \

@@ -14,7 +14,9 @@ from components.volcano.cluster_local import LocalCluster
 from pipelines.local.engine.status import parse_rfc3339
 from pipelines.local.runner import delete_run
 
-pytestmark = pytest.mark.integration
+# Marked `night` (`make e2e` runs them): mostly sleeping, and tests/e2e/test_argo_examples.py runs the same examples
+# through the local runner beside the real controller.
+pytestmark = [pytest.mark.integration, pytest.mark.night]
 
 Example = Callable[[str], Path]
 

@@ -1,7 +1,7 @@
 """`make demo` as a test: a first champion, then llm-autopilot on the drifted logs, released over it.
 
-A file of its own: the longest test of `make test`, so that `--dist loadfile` can run it on one worker while the
-other runs test_autopilot_local.py's whole runs.
+Marked `night`: at about three minutes it is the longest whole run, so `make e2e` runs it (first, with the other
+night tests) and `make test` stays in its 15 minutes; `make demo` itself is the same run.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from pipelines.autopilot_run import run_autopilot
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.night]
 
 
 def test_the_demo_releases_a_model_that_beats_its_champion(tmp_path):
