@@ -17,6 +17,7 @@ from agent.actions import Abort, Proceed, RetryFromCheckpoint
 from agent.failures import attempt_record
 from agent.observation import PlanRequest
 from components.volcano.builder import TrainingRequest, build_training_job
+from pipelines.steps_training import DIAGNOSE_SETTLE_S
 
 pytestmark = pytest.mark.e2e
 
@@ -68,7 +69,8 @@ def test_a_node_fault_is_retried_off_the_failed_node(cluster, namespace):
     failed = cluster.wait("ft-1", timeout=120, namespace=namespace)
     assert failed.phase == "Failed"
 
-    observation = observe_module.observe(cluster, request, job_name="ft-1")
+    # As the pipeline's diagnose step: the job may read Failed before the eviction events that say why are written.
+    observation = observe_module.observe(cluster, request, job_name="ft-1", settle_s=DIAGNOSE_SETTLE_S)
     retry = policy.diagnose(observation)
     assert isinstance(retry, RetryFromCheckpoint), retry.rationale
     assert retry.avoid_nodes == [bad] and retry.gpus == 2, retry.rationale
@@ -93,7 +95,7 @@ def test_a_bug_is_retried_once_then_aborted(cluster, namespace):
         cluster.submit(training_job(plan, name, namespace, runs="1s", exit_code=1))
         assert cluster.wait(name, timeout=120, namespace=namespace).phase == "Failed"
         asked = request.model_copy(update={"attempt": attempt})
-        observation = observe_module.observe(cluster, asked, job_name=name, history=history)
+        observation = observe_module.observe(cluster, asked, job_name=name, history=history, settle_s=DIAGNOSE_SETTLE_S)
         failed = [p for p in observation.job.pods if p.phase == "Failed"]
         assert failed and {p.exit_code for p in failed} == {1}, observation.job.pods
         decisions.append(policy.diagnose(observation))
