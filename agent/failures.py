@@ -1,9 +1,9 @@
-"""Why a training attempt failed: a node, preemption, a hang, one rank's GPU or memory, an outside end, or a bug.
+"""Why a training attempt failed: a full disk, a node, preemption, a hang, one rank's GPU or memory, or a bug.
 
-Pure, read from the failed job's pods and events. The rule policy retries every kind but a bug that repeats;
-the decision records keep each attempt's `AttemptRecord` (built here) so that the next diagnose can tell a repeat
-from a first time. Pods that the job controller killed because another one failed (reason `Terminated`) say
-nothing about the cause and are ignored.
+Pure, read from the failed job's pods and events (an outside end too). The rule policy retries every kind but a
+full disk and a bug that repeats; the decision records keep each attempt's `AttemptRecord` (built here) so that the
+next diagnose can tell a repeat from a first time. Pods that the job controller killed because another one failed
+(reason `Terminated`) say nothing about the cause and are ignored.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agent.observation import AttemptRecord, Observation
-from components.finetune.errors import EXIT_STALLED, EXIT_STOPPED
+from components.finetune.errors import EXIT_NO_ROOM, EXIT_STALLED, EXIT_STOPPED
 from components.volcano.cluster import JobInfo, PodInfo
 
 __all__ = ["Failure", "FailureKind", "attempt_record", "classify_failure", "same_failure"]
@@ -33,7 +33,7 @@ _OOM = "OOMKilled"
 # How a GPU fault shows in a pod's reason or in a Warning event about the pod (NVIDIA Xid, ECC, CUDA errors).
 _GPU_FAULT = re.compile(r"\bxid\b|gpu ?error|gpu has fallen off|\becc\b|cuda error|device error", re.IGNORECASE)
 
-FailureKind = Literal["node", "preempted", "rank", "external", "bug", "other", "unseen"]
+FailureKind = Literal["storage", "node", "preempted", "rank", "external", "bug", "other", "unseen"]
 
 
 @dataclass(frozen=True)
@@ -54,15 +54,21 @@ UNSEEN = Failure("unseen", "the failed job could not be inspected", verdict="the
 def classify_failure(job: JobInfo | None, observation: Observation) -> Failure:
     """Tell the kind of failure from the pods' reasons, exit codes and nodes, and the GPU warnings in the events.
 
-    In order: pods Evicted, NodeLost, NodeShutdown or on a NotReady node (a node fault); pods Preempted or
-    Reclaimed (the scheduler's doing: no fault, no node blamed); ranks whose watchdog ended them (exit code
-    EXIT_STALLED: hung, an infrastructure fault however many ranks say so); exactly one rank out of memory or with a GPU
-    error (that rank's fault, its node blamed for a GPU error); pods Killed, Lost or stopped on SIGTERM (exit code
-    EXIT_STOPPED: ended from outside); every pod that failed by itself exited with the same non-zero code (a bug);
-    anything else.
+    In order: a pod whose trainer found no room to write (exit code EXIT_NO_ROOM: the checkpoint volume is full,
+    which no retry mends and no node is to blame for); pods Evicted, NodeLost, NodeShutdown or on a NotReady node (a
+    node fault); pods Preempted or Reclaimed (the scheduler's doing: no fault, no node blamed); ranks whose watchdog
+    ended them (exit code EXIT_STALLED: hung, an infrastructure fault however many ranks say so); exactly one rank out
+    of memory or with a GPU error (that rank's fault, its node blamed for a GPU error); pods Killed, Lost or stopped
+    on SIGTERM (exit code EXIT_STOPPED: ended from outside); every pod that failed by itself exited with the same
+    non-zero code (a bug); anything else.
     """
     if job is None:
         return UNSEEN
+    full = [p for p in job.pods if p.phase == "Failed" and p.exit_code == EXIT_NO_ROOM]
+    if full:
+        cause = f"{_pods(full)} found no room to write a checkpoint or the model (exit code {EXIT_NO_ROOM})"
+        verdict = "the checkpoint volume is full: neither a bug nor a node's fault, and a retry would fail the same way"
+        return Failure("storage", cause, verdict=verdict, codes=(EXIT_NO_ROOM,), failed_ranks=len(full))
     not_ready = {node.name for node in observation.nodes if not node.ready}
     by_itself = [
         p

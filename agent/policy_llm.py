@@ -24,6 +24,7 @@ import httpx
 
 from agent.actions import Abort, Action, Downscale, RetryFromCheckpoint, Wait, action_schema, parse_action
 from agent.exchange import Check, CheckName, Exchange, Round, ToolCall
+from agent.failures import classify_failure
 from agent.guardrails import Guardrails, GuardrailViolation
 from agent.observation import Observation
 from agent.policy import Decision, Policy, Stage
@@ -68,12 +69,15 @@ def check_answer(action: Action, observation: Observation, stage: Stage) -> None
 
     The invariants: the global batch is unchanged, the GPUs stay within [gpus_min, gpus] in whole pods, the queue
     is the request's or its fallback, the priority class is not raised, a downscale starts from the request's
-    GPUs, and a retry keeps off the nodes already avoided and resumes only from the checkpoint observed.
+    GPUs, and a retry keeps off the nodes already avoided and resumes only from the checkpoint observed. An attempt
+    that found its checkpoint volume full (agent.failures, kind "storage") takes nothing but an abort.
     """
     if action.kind not in ALLOWED_KINDS[stage]:
         raise ValueError(f"{action.kind} is not allowed at {stage}, which takes {_either(stage)}")
     if isinstance(action, Wait | Abort):
         return
+    if stage == "diagnose" and (failure := classify_failure(observation.job, observation)).kind == "storage":
+        raise ValueError(f"a {action.kind} after {failure.cause} would fail the same way: {failure.verdict}")
     request = observation.request
     if not request.gpus_min <= action.gpus <= request.gpus:
         raise ValueError(f"the action asks {action.gpus} GPUs, outside the request's {request.gpus_min}–{request.gpus}")

@@ -5,7 +5,8 @@ docs/agent.md explains the model: at plan time, for every GPU count the request 
 fallback queue, finish = expected wait for the gang + remaining work ÷ throughput at that size; at diagnose
 time, the failed pods' reasons and exit codes tell an infrastructure fault (retried from the latest complete
 checkpoint, off the bad nodes, smaller when the healthy GPUs no longer suffice) from a deterministic failure
-(aborted the second time it happens the same way).
+(aborted the second time it happens the same way) and from a full checkpoint volume (stopped at once: a retry would
+fail the same way; the abort says how to continue from the latest complete checkpoint once there is room).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -234,9 +236,12 @@ class RulePolicy:
     # ---- diagnose --------------------------------------------------------------------------------------
 
     def diagnose(self, observation: Observation) -> Action:
-        """Retry an infrastructure fault from the latest checkpoint off the bad nodes; abort a repeated bug."""
+        """Retry a fault from the latest checkpoint off the bad nodes; abort a full disk or a bug seen twice."""
         request = observation.request
         failure = classify_failure(observation.job, observation)
+        if failure.kind == "storage":
+            reason = _storage_full(failure, observation)
+            return Abort(reason=reason, rationale=reason)
         if failure.kind == "bug":
             previous = next((h for h in observation.history if h.attempt == request.attempt - 1), None)
             current = attempt_record(observation)
@@ -304,6 +309,19 @@ class RulePolicy:
             rationale=rationale,
             candidates=candidates,
         )
+
+
+def _storage_full(failure: Failure, observation: Observation) -> str:
+    """Why a run whose checkpoint volume is full stops, and how it continues once there is room."""
+    checkpoint = observation.checkpoint
+    path = checkpoint.path if checkpoint else observation.request.resume_checkpoint
+    if not path:
+        return f"{failure.cause}: {failure.verdict}; nothing was checkpointed yet: free space and run again"
+    latest = f"step {checkpoint.step}, the latest complete checkpoint" if checkpoint else "the checkpoint it began at"
+    return (
+        f"{failure.cause}: {failure.verdict}; free space on the volume of {PurePosixPath(path).parent}, then run "
+        f"again from {latest}: -p resume-checkpoint={path}, the same parameters otherwise"
+    )
 
 
 # ---- the cluster as the estimates see it ------------------------------------------------------------------

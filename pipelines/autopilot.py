@@ -222,7 +222,7 @@ def _main() -> DAG:
             arguments={
                 "attempt": "1",
                 "avoid-nodes": "[]",
-                "resume-checkpoint": "",
+                "resume-checkpoint": "{{workflow.parameters.resume-checkpoint}}",
                 "replans": "0",
                 "replan-reason": "",
             },

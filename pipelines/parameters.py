@@ -81,6 +81,12 @@ PARAMETERS: tuple[Parameter, ...] = (
     _param("image", DEFAULT_IMAGE, "Image of every step (it contains vcpilot)"),
     _param("train-max-steps", "200", "Optimizer steps of a fine-tuning run"),
     _param("checkpoint-every", "50", "Steps between checkpoints (a retry resumes from the latest)"),
+    _param(
+        "resume-checkpoint",
+        "",
+        "A complete checkpoint (.../checkpoints/step-N) the first training attempt continues from, as after a run that "
+        "stopped on a full checkpoint volume; empty: from scratch",
+    ),
     _param("cpu-per-gpu", "4", "CPU of a heavy step's pod per GPU it uses (a pod without a GPU gets one share)"),
     _param(
         "memory-per-gpu", "16Gi", "Memory of a heavy step's pod per GPU it uses (a pod without a GPU gets one share)"
@@ -152,6 +158,10 @@ def check_parameters(values: Mapping[str, str]) -> None:
                 parse_window(value, datetime.now(UTC), option=f"parameter {name}")
             except InputError as err:
                 raise ValueError(str(err)) from None
+        if name == "resume-checkpoint" and value and not re.fullmatch(r"/.*/step-\d+", value):
+            raise ValueError(
+                f"parameter {name} is {value!r}; give the absolute path of a checkpoint directory, …/step-N"
+            )
         if name in _OBJECT_NAMES and value and not is_dns1123_subdomain(value):
             raise ValueError(
                 f"parameter {name} is {value!r}, which is not a Kubernetes name (lower-case letters, digits, '-' "

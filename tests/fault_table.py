@@ -123,10 +123,11 @@ FAULTS: tuple[Fault, ...] = (
     ),
     Fault(
         "disk-full",
-        "disk full while checkpointing",
+        "disk full while checkpointing (a small tmpfs)",
         "the partial checkpoint is ignored; resume uses the previous one",
-        _MATRIX + "test_a_full_disk_while_checkpointing_leaves_no_partial_checkpoint_and_resume_uses_the_previous",
-        "trainer under RLIMIT_FSIZE: a whole run cannot be given a small disk without root",
+        "tests/integration/test_fault_matrix_disk.py::"
+        "test_a_full_checkpoint_volume_stops_the_run_at_once_and_the_named_resume_releases_the_model",
+        "pipeline",
     ),
     Fault(
         "corrupt-checkpoint",

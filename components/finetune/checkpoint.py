@@ -24,7 +24,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from components.finetune.checkpoint_layout import METADATA, TEMP_PREFIX, complete, damage, digest, latest, step_dir
-from components.finetune.errors import FinetuneError, why_write_failed
+from components.finetune.errors import FinetuneError, why_write_failed, write_error
 
 __all__ = [
     "CheckpointMetadata",
@@ -88,23 +88,25 @@ class Checkpointer:
     def save(self, metadata: CheckpointMetadata, state: TrainingState) -> Path:
         """Write `step-N/` atomically (metadata last, then one rename) and drop checkpoints beyond the newest k.
 
-        A full disk (or a file-size limit) during the save removes the partial directory and raises FinetuneError:
-        the checkpoints before it stay the latest, and the run resumes from them once there is room.
+        A full disk (or a quota, or a file-size limit) during the save removes the partial directory and raises
+        NoRoom (exit EXIT_NO_ROOM), saying how much room is left: the checkpoints before it stay the latest, and the
+        run resumes from them once there is room. Any other failed write raises FinetuneError.
         """
         self.directory.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{metadata.step}-", dir=self.directory))
         try:
-            torch.save(state.model, tmp / MODEL_FILE)
+            _save(state.model, tmp / MODEL_FILE)
             rest = {"optimizer": state.optimizer, "scheduler": state.scheduler, "rng": state.rng}
-            torch.save(rest, tmp / STATE_FILE)
+            _save(rest, tmp / STATE_FILE)
             files = {name: digest(tmp / name) for name in (MODEL_FILE, STATE_FILE)}
             (tmp / METADATA).write_text(metadata.model_copy(update={"files": files}).model_dump_json(indent=2) + "\n")
-        except (OSError, RuntimeError) as err:  # torch.save wraps a failed write in RuntimeError
+        except (OSError, RuntimeError) as err:  # torch.save may wrap a failed write in RuntimeError
             shutil.rmtree(tmp, ignore_errors=True)
-            raise FinetuneError(
+            raise write_error(
                 f"could not write the checkpoint of step {metadata.step} under {self.directory} "
-                f"({why_write_failed(err)}); "
-                "free space there, and --resume auto continues from the previous checkpoint."
+                f"({why_write_failed(err)}; {self._room()}); "
+                "free space there, and --resume auto continues from the previous checkpoint.",
+                err,
             ) from None
         final = step_dir(self.directory, metadata.step)
         if final.exists():  # a rerun from an older checkpoint reaches this step again: the new one replaces it
@@ -116,6 +118,15 @@ class Checkpointer:
             os.replace(tmp, final)
         self.prune()
         return final
+
+    def _room(self) -> str:
+        """How much room the directory has left, and how much the newest complete checkpoint took."""
+        free = f"{_megabytes(shutil.disk_usage(self.directory).free)} free there"
+        newest = self.latest()
+        if newest is None:
+            return free
+        size = sum(f.stat().st_size for f in newest.iterdir() if f.is_file())
+        return f"{free}, {newest.name} took {_megabytes(size)}"
 
     def prune(self) -> None:
         """Delete complete checkpoints older than the newest `keep`."""
@@ -147,6 +158,19 @@ class Checkpointer:
         model = torch.load(path / MODEL_FILE, map_location="cpu", weights_only=True)
         rest = torch.load(path / STATE_FILE, map_location="cpu", weights_only=True)
         return metadata, TrainingState(model, rest["optimizer"], rest["scheduler"], rest["rng"])
+
+
+def _save(value: Any, path: Path) -> None:
+    """torch.save through a file of ours, so that a failed write raises OSError with its errno (ENOSPC).
+
+    torch.save to a path raises a bare RuntimeError ("unexpected pos 576 vs 534") on a full disk.
+    """
+    with path.open("wb") as file:
+        torch.save(value, file)
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
 
 
 def capture_rng() -> dict[str, Any]:

@@ -6,7 +6,8 @@ with WORLD_SIZE, RANK and LOCAL_RANK recomputed, so that the world size counts G
 
 torchrun is the pod's main process, so the kubelet's SIGTERM reaches it alone; it passes the signal on to the
 trainers, which checkpoint and exit EXIT_STOPPED, and then exits 1 itself. `run_torchrun` gives the pod the exit
-code a single trainer would have: EXIT_STOPPED, also when the stop came from another pod's trainers.
+code a single trainer would have: EXIT_STOPPED, also when the stop came from another pod's trainers, and
+EXIT_NO_ROOM when a trainer found no room for its checkpoint.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import signal
 from collections.abc import Mapping
 
-from components.finetune.errors import EXIT_STOPPED
+from components.finetune.errors import EXIT_NO_ROOM, EXIT_STOPPED
 
 __all__ = ["run_torchrun", "torchrun_args"]
 
@@ -42,7 +43,7 @@ def torchrun_args(env: Mapping[str, str], argv: list[str]) -> list[str] | None:
 
 
 def run_torchrun(args: list[str]) -> int:
-    """Run torchrun in this process with `args`; the pod's exit code (EXIT_STOPPED when its trainers stopped)."""
+    """Run torchrun in this process with `args`; the pod's exit code (EXIT_STOPPED, EXIT_NO_ROOM as a trainer's)."""
     os.environ.setdefault("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", _SHUTDOWN_TIMEOUT_S)
     from torch.distributed.elastic.multiprocessing import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -55,7 +56,10 @@ def run_torchrun(args: list[str]) -> int:
             raise
         return EXIT_STOPPED  # this pod was told to stop, and torchrun stopped its trainers
     except ChildFailedError as err:
-        if any(failure.exitcode != EXIT_STOPPED for failure in err.failures.values()):
+        codes = {failure.exitcode for failure in err.failures.values()}
+        if EXIT_NO_ROOM in codes:
+            return EXIT_NO_ROOM  # a trainer found no room for its checkpoint: diagnose must read that, not 1
+        if codes - {EXIT_STOPPED}:
             raise
         return EXIT_STOPPED  # another pod was told to stop, and this pod's trainers stopped with it
     return 0

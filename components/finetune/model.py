@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from components.finetune.config import TINY, TrainConfig
-from components.finetune.errors import FinetuneError, why_write_failed
+from components.finetune.errors import FinetuneError, why_write_failed, write_error
 
 __all__ = ["context_length", "load_model", "load_trainable_state", "save_final", "trainable_state"]
 
@@ -119,8 +119,8 @@ def load_trainable_state(model: torch.nn.Module, state: dict[str, torch.Tensor])
 def save_final(model: torch.nn.Module, tokenizer: Any, out: Path) -> None:
     """Write the trained model (adapters merged) and its tokenizer as an ordinary Hugging Face model directory.
 
-    A full disk leaves `out` as it was and raises FinetuneError: the run's last checkpoint holds every step, so
-    the step run again (`--resume auto`) trains nothing and only writes the model.
+    A full disk leaves `out` as it was and raises NoRoom (exit EXIT_NO_ROOM): the run's last checkpoint holds every
+    step, so the step run again (`--resume auto`) trains nothing and only writes the model.
     """
     from safetensors import SafetensorError  # what save_pretrained raises when a write fails
 
@@ -136,9 +136,10 @@ def save_final(model: torch.nn.Module, tokenizer: Any, out: Path) -> None:
         tokenizer.save_pretrained(tmp)
     except (OSError, RuntimeError, SafetensorError) as err:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise FinetuneError(
+        raise write_error(
             f"could not write the trained model to {out} ({why_write_failed(err)}); free space there and run the "
-            "step again: --resume auto starts from the last checkpoint, trains nothing and only writes the model."
+            "step again: --resume auto starts from the last checkpoint, trains nothing and only writes the model.",
+            err,
         ) from None
     for file in sorted(tmp.iterdir(), key=lambda f: f.name == "config.json"):  # config.json last
         os.replace(file, out / file.name)

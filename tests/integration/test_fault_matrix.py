@@ -1,10 +1,11 @@
 """The fault matrix (issue 16): each fault injected for real, what a user would check, and what it cost.
 
 The rows, and which test drives each, are in tests/fault_table.py, which prints the table at the end of the
-session. Most rows run a whole `vcpilot run` (test_fault_matrix_pipeline.py, test_fault_matrix_chaos*.py); the
-faults a whole run cannot inject at the right moment run here, on the real component that meets them: the
-trainer's ranks as pods start them (a full disk), the agent on the failed job as the cluster reports it (a second
-node death, a full queue, a hostile LLM endpoint) and LocalCluster's own processes (its controller killed).
+session. Most rows run a whole `vcpilot run` (test_fault_matrix_pipeline.py, test_fault_matrix_chaos*.py,
+test_fault_matrix_disk.py); the faults a whole run cannot inject at the right moment run here, on the real
+component that meets them: the trainer's ranks as pods start them (a full disk while exporting the model), the
+agent on the failed job as the cluster reports it (a second node death, a full queue, a hostile LLM endpoint) and
+LocalCluster's own processes (its controller killed).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from agent.observation import AttemptRecord, CheckpointInfo, Observation, PlanRe
 from agent.policy_llm import LLMPolicy
 from agent.policy_rules import RulePolicy
 from components.finetune.checkpoint_layout import latest
+from components.finetune.errors import EXIT_NO_ROOM
 from components.volcano.cluster import JobInfo, NodeInfo, PodInfo
 from components.volcano.cluster_local import LocalCluster
 from components.volcano.localconfig import LocalClusterConfig
@@ -152,33 +154,6 @@ def failed_job(*pods: PodInfo) -> JobInfo:
     )
 
 
-def test_a_full_disk_while_checkpointing_leaves_no_partial_checkpoint_and_resume_uses_the_previous(
-    dataset, tmp_path, record_property
-):
-    checkpoints = tmp_path / "checkpoints"
-    first = train(dataset, tmp_path / "attempt-1", checkpoints, 5)
-    assert first.wait() == [0], first.stderr()
-    weights, state = (checkpoints / "step-5" / name for name in ("model.pt", "train_state.pt"))
-    # A file may grow as large as the weights (the model loads and writes them) but not as the optimizer's state
-    # (twice the weights): the next checkpoint's save fails half way, as on a full disk (EFBIG as ENOSPC).
-    limit = (weights.stat().st_size + state.stat().st_size) // 2
-    assert weights.stat().st_size < limit < state.stat().st_size
-    second = train(dataset, tmp_path / "attempt-2", checkpoints, 10, fsize=limit)
-    assert second.wait() == [1], second.stderr()
-    assert "could not write the checkpoint of step 10 under" in second.stderr()
-    assert "Traceback" not in second.stderr()
-    assert sorted(p.name for p in checkpoints.iterdir()) == ["step-5"], "the partial save is gone"
-    reached = second.steps()[-1]
-
-    third = train(dataset, tmp_path / "attempt-3", checkpoints, 10)
-    assert third.wait() == [0], third.stderr()
-    assert third.summary()["resumed_from"] == str(checkpoints / "step-5")
-    assert third.steps() == [6, 7, 8, 9, 10] and (third.out / "config.json").is_file()
-    record_fault(
-        record_property, "disk-full", "save failed in one sentence; resumed from step-5", str(reached - 5), "none"
-    )
-
-
 def test_a_full_disk_while_exporting_the_model_says_so_keeps_the_checkpoints_and_leaves_no_half_model(
     dataset, tmp_path
 ):
@@ -191,7 +166,7 @@ def test_a_full_disk_while_exporting_the_model_says_so_keeps_the_checkpoints_and
     # the weights lets every checkpoint through and fails the export half way (EFBIG, as ENOSPC).
     limit = (base / "model.safetensors").stat().st_size // 2
     first = train(dataset, out, checkpoints, 5, *lora, fsize=limit)
-    assert first.wait() == [1], first.stderr()
+    assert first.wait() == [EXIT_NO_ROOM], first.stderr()
     (error,) = [line for line in first.stderr().splitlines() if line.startswith("error:")]
     assert error.startswith(f"error: could not write the trained model to {out} (a file reached the size limit: ")
     assert error.endswith("free space there and run the step again: --resume auto starts from the last checkpoint, "

@@ -31,6 +31,8 @@ def test_the_defaults_pass() -> None:
         ("gpus-min", "9", "more than gpus-wanted"),
         ("current-window", "yesterday", "is not a time window: write START/END"),
         ("baseline-window", "2026-11-02/2026-11-01", "ends before it starts"),
+        ("resume-checkpoint", "checkpoints/step-5", "give the absolute path of a checkpoint directory"),
+        ("resume-checkpoint", "/ws/runs/a/checkpoints", "give the absolute path of a checkpoint directory"),
     ],
 )
 def test_a_bad_value_gets_one_sentence_naming_the_parameter(name: str, value: str, says: str) -> None:

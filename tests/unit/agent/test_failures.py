@@ -19,13 +19,15 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from vcjob_factory import vcjob, vcjob_task
 
 from agent.actions import Abort, RetryFromCheckpoint
 from agent.failures import attempt_record, classify_failure
 from agent.observation import CheckpointInfo, Observation, PlanRequest
+from agent.policy_llm import check_answer
 from agent.policy_rules import RulePolicy
-from components.finetune.errors import EXIT_STOPPED
+from components.finetune.errors import EXIT_NO_ROOM, EXIT_STOPPED
 from components.volcano.cluster import NodeInfo
 from components.volcano.k8s_status import job_info
 from components.volcano.resources import GPU
@@ -89,7 +91,8 @@ def diagnose(pods: list[dict[str, Any]], events: Sequence[dict[str, Any]] = (), 
     request = PlanRequest(gpus=4, gpus_per_pod=2, global_batch=32, micro_batch=4, queue="gpu-a", **changes)
     job = job_info(JOB, pods, None, list(events))
     fields.setdefault("nodes", NODES)
-    observation = Observation(time=0.0, request=request, job=job, checkpoint=CKPT, **fields)
+    fields.setdefault("checkpoint", CKPT)
+    observation = Observation(time=0.0, request=request, job=job, **fields)
     return classify_failure(job, observation), POLICY.diagnose(observation), observation
 
 
@@ -190,6 +193,28 @@ def test_the_same_crash_on_every_rank_is_still_a_bug_aborted_the_second_time():
     assert isinstance(retry, RetryFromCheckpoint)
     _, abort, _ = diagnose(crashed, history=[attempt_record(first)], request={"attempt": 2})
     assert isinstance(abort, Abort) and abort.reason.startswith("training fails deterministically")
+
+
+def test_a_rank_with_no_room_for_its_checkpoint_stops_the_run_at_once_and_no_answer_but_abort_passes():
+    """The master exits EXIT_NO_ROOM, the worker lost its peer (exit 1): a full volume, not a bug, on the first try."""
+    full = [pod(MASTER, "gpu-node-0", "Failed", code=EXIT_NO_ROOM), pod(WORKER, "gpu-node-1", "Failed", code=1)]
+    failure, action, observation = diagnose(full)
+    assert (failure.kind, failure.bad_nodes) == ("storage", ())
+    assert isinstance(action, Abort)
+    assert action.reason == (
+        f"pod {MASTER} found no room to write a checkpoint or the model (exit code 28): the checkpoint volume is "
+        "full: neither a bug nor a node's fault, and a retry would fail the same way; free space on the volume of "
+        f"/ws/runs/wf/checkpoints, then run again from step 37, the latest complete checkpoint: "
+        f"-p resume-checkpoint={CKPT.path}, the same parameters otherwise"
+    )
+    retry = POLICY._retry(observation, failure)  # what an LLM might answer instead: the guardrail refuses it
+    with pytest.raises(ValueError, match=r"^a retry after pod .* would fail the same way: the checkpoint volume"):
+        check_answer(retry, observation, "diagnose")
+    check_answer(action, observation, "diagnose")
+    _, nothing_yet, _ = diagnose(full, checkpoint=None)
+    assert isinstance(nothing_yet, Abort) and nothing_yet.reason.endswith(
+        "nothing was checkpointed yet: free space and run again"
+    )
 
 
 # ---- a node that dies: the healthy rank fails first, the dead node's pod stays Terminating -----------------------

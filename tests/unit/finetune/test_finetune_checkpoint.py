@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import random
+import re
 
 import pytest
 import torch
@@ -87,7 +88,9 @@ def test_metadata_is_written_last_inside_the_temporary_directory(tmp_path, monke
         raise OSError("disk full")
 
     monkeypatch.setattr(CheckpointMetadata, "model_dump_json", crash)
-    with pytest.raises(FinetuneError, match=r"could not write the checkpoint of step 5 .*\(disk full\)"):
+    with pytest.raises(
+        FinetuneError, match=r"could not write the checkpoint of step 5 .*\(disk full; [0-9.]+ MB free there\)"
+    ):
         checkpoints.save(metadata(5), state())
     assert checkpoints.latest() is None
     assert list(tmp_path.iterdir()) == [], "the partial save is removed"
@@ -155,7 +158,7 @@ big.model["w"] = torch.zeros(100_000)
 try:
     checkpoints.save(metadata(10), big)
 except FinetuneError as err:
-    print(err)
+    print(type(err).__name__, err.exit_code, err)
 """
 
 
@@ -167,7 +170,8 @@ def test_a_save_on_a_full_disk_leaves_no_partial_checkpoint_and_the_previous_one
     here = str(Path(__file__).parent)
     done = subprocess.run([sys.executable, "-c", _FULL_DISK, str(tmp_path), here], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("could not write the checkpoint of step 10 under")
+    assert done.stdout.startswith("NoRoom 28 could not write the checkpoint of step 10 under")
+    assert re.search(r"\(a file reached the size limit: .*; [0-9.]+ MB free there, step-5 took 0.0 MB\)", done.stdout)
     assert "--resume auto continues from the previous checkpoint" in done.stdout
     assert [p.name for p in tmp_path.iterdir()] == ["step-5"], "the partial save is removed"
     assert Checkpointer(tmp_path).latest() == tmp_path / "step-5"
