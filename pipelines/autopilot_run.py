@@ -7,6 +7,9 @@ The run executes `deploy/argo/llm-autopilot.yaml` — the very YAML Argo receive
 - `no-drift`: the logs are clean, the gate says so and nothing heavy runs;
 - `node-failure`: the node running the first training attempt dies after a checkpoint; diagnose retries from
   that checkpoint on the healthy node, and the run still succeeds;
+- `node-failure-again`: that node comes back once the retry runs off it, and then the node of the retry's master
+  dies too; diagnose keeps off both and retries on the GPUs left (fewer, the global batch kept), or aborts when
+  none are left;
 - `pod-kill`: a pod of the first training attempt is SIGKILLed after a checkpoint; the same recovery;
 - `code-bug`: training crashes the same way on every rank; diagnose aborts and the run fails.
 """

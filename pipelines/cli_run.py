@@ -17,7 +17,7 @@ from pipelines.scenarios import SCENARIOS
 __all__ = ["ScenarioName", "demo_app", "run_command", "seed_command"]
 
 # The names of pipelines.scenarios.SCENARIOS, written out so that typer shows them as the choices.
-ScenarioName = Literal["drift", "no-drift", "node-failure", "pod-kill", "code-bug"]
+ScenarioName = Literal["drift", "no-drift", "node-failure", "node-failure-again", "pod-kill", "code-bug"]
 
 
 def run_command(

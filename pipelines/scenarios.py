@@ -25,36 +25,42 @@ class Scenario:
     fault: Callable[[Path, str, Path, threading.Event], None] | None = None
 
 
-def _during_training(fault: str) -> Callable[[Path, str, Path, threading.Event], None]:
-    """A fault injected once attempt 1 has written a checkpoint.
+def _during_training(fault: str, attempts: int = 1) -> Callable[[Path, str, Path, threading.Event], None]:
+    """A fault injected into each of the first `attempts` training attempts once it has written a checkpoint.
 
-    `node` fails the node its master runs on (recovered when the run ends); `pod` SIGKILLs the master pod, as
-    an out-of-memory kill would.
+    `node` fails the node the attempt's first running pod is on; that node comes back Ready once the next attempt
+    runs, as a flaky node does (the agent must keep avoiding it); the last one failed comes back when the run ends.
+    `pod` SIGKILLs that pod, as an out-of-memory kill would.
     """
 
     def inject(home: Path, run: str, workspace: Path, stop: threading.Event) -> None:
-        from components.finetune.checkpoint_layout import latest
+        from components.finetune.checkpoint_layout import latest, recorded_step
         from components.volcano.cluster import ClusterError
         from components.volcano.cluster_local import LocalCluster
 
         cluster = LocalCluster(home)  # its own connection: SQLite connections stay in their thread
         checkpoints = workspace / "runs" / run / "checkpoints"
-        failed: str | None = None
-        done = False
-        while not stop.wait(0.1):
-            if done or latest(checkpoints) is None:
-                continue
+        attempt, passed, down = 1, -1, ""  # passed: the newest step when the last fault struck
+        while attempt <= attempts and not stop.wait(0.1):
             with contextlib.suppress(ClusterError):
-                running = [p for p in cluster.get(f"{run}-train-1").pods if p.phase == "Running" and p.node]
-                if running and fault == "node":
-                    failed = running[0].node
-                    cluster.fail_node(failed or "")
-                    done = True
-                elif running:
+                running = [p for p in cluster.get(f"{run}-train-{attempt}").pods if p.phase == "Running" and p.node]
+                if running and down:
+                    cluster.recover_node(down)
+                    down = ""
+                newest = latest(checkpoints)
+                # A checkpoint newer than the last fault's is this attempt's own: it lost at most one interval.
+                if not running or newest is None or recorded_step(newest) <= passed:
+                    continue
+                if fault == "node":
+                    down = running[0].node or ""
+                    cluster.fail_node(down)
+                else:
                     cluster.kill_pod(running[0].name)
-                    done = True
-        if failed:
-            cluster.recover_node(failed)
+                passed = recorded_step(latest(checkpoints) or newest)
+                attempt += 1
+        stop.wait()
+        if down:
+            cluster.recover_node(down)
 
     return inject
 
@@ -66,6 +72,12 @@ SCENARIOS: dict[str, Scenario] = {
         "a node dies during training: diagnose retries from the latest checkpoint on the healthy node",
         env={"VCPILOT_STEP_DELAY": "0.3"},
         fault=_during_training("node"),
+    ),
+    "node-failure-again": Scenario(
+        "a node dies during training, comes back, and a node of the retry dies too: diagnose retries off both, "
+        "on fewer GPUs with the global batch kept when the rest cannot hold the job, or aborts when no GPU is left",
+        env={"VCPILOT_STEP_DELAY": "0.3"},
+        fault=_during_training("node", attempts=2),
     ),
     "pod-kill": Scenario(
         "a training pod is killed: diagnose retries from the latest checkpoint",

@@ -1,8 +1,8 @@
 """The fault matrix of issue 16: every fault the pipeline must survive, the test that drives it, and the table.
 
-Each fault names the test that injects it: a whole `vcpilot run` where one can (test_fault_matrix_pipeline.py,
-test_fault_matrix_chaos.py, test_fault_matrix_chaos2.py, and an older test that already does exactly that, so that
-`make test` does not run it twice), else the component that meets it (test_fault_matrix.py). A driving test records
+Each fault names the test that injects it: a whole `vcpilot run` (test_fault_matrix_pipeline.py,
+test_fault_matrix_chaos.py, test_fault_matrix_chaos2.py, test_fault_matrix_disk.py, and an older test that already
+does exactly that, so that `make test` does not run it twice). A driving test records
 what it measured with `record_fault(record_property, key, ...)`; the record travels on the test's report, so the
 table comes out whole under xdist too. At the end of a session that ran any of them, the table is printed: fault,
 outcome, steps lost, data lost. A row whose test did not run in this session says so.
@@ -26,10 +26,11 @@ _CHAOS = (
     "tests/integration/test_fault_matrix_chaos.py::"
     "test_a_runner_killed_while_mlflow_is_down_resumes_with_no_step_rerun_no_job_doubled_and_every_metric_once"
 )
-# One run for two: a node dies while training, and the LLM endpoint is late, then not JSON, then hostile.
+# One run for three: a node dies while training, then a node of the retry (the first back Ready, still avoided), and
+# the LLM endpoint is late, then not JSON, then hostile.
 _NODE_DIES = (
     "tests/integration/test_fault_matrix_pipeline.py::"
-    "test_a_node_dying_during_training_is_retried_off_it_and_the_model_is_released"
+    "test_a_node_dying_then_a_node_of_the_retry_is_retried_off_both_on_the_gpu_left_and_the_model_is_released"
 )
 # One more for five: a rank hangs, the latest checkpoint is truncated, the retry is preempted, the load-test server
 # dies, and LocalCluster's controller is SIGKILLed again and again all along.
@@ -66,8 +67,8 @@ FAULTS: tuple[Fault, ...] = (
         "node-dies-again",
         "the same node dies again on the retry",
         "downscale onto healthy GPUs (global batch kept) or stop; never a third blind retry",
-        _MATRIX + "test_a_second_node_death_on_the_retry_downscales_off_both_nodes_and_never_retries_blind",
-        "agent (the diagnose policy on the observed cluster): a run lands its retry off the dead node by design",
+        _NODE_DIES,
+        "pipeline",
     ),
     Fault(
         "preemption",

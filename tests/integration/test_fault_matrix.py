@@ -1,11 +1,10 @@
 """The fault matrix (issue 16): each fault injected for real, what a user would check, and what it cost.
 
 The rows, and which test drives each, are in tests/fault_table.py, which prints the table at the end of the
-session. Most rows run a whole `vcpilot run` (test_fault_matrix_pipeline.py, test_fault_matrix_chaos*.py,
-test_fault_matrix_disk.py); the faults a whole run cannot inject at the right moment run here, on the real
-component that meets them: the trainer's ranks as pods start them (a full disk while exporting the model), the
-agent on the failed job as the cluster reports it (a second node death, a full queue, a hostile LLM endpoint) and
-LocalCluster's own processes (its controller killed).
+session. Every row runs a whole `vcpilot run` (test_fault_matrix_pipeline.py, test_fault_matrix_chaos*.py,
+test_fault_matrix_disk.py); what runs here are complements on the real component that meets a fault: the trainer's
+ranks as pods start them (a full disk while exporting the model), the agent on the failed job as the cluster reports
+it (a full queue, a hostile LLM endpoint) and LocalCluster's own processes (its controller killed).
 """
 
 from __future__ import annotations
@@ -26,9 +25,9 @@ from fault_table import record_fault
 from net_kit import free_port
 from vcjob_factory import vcjob, vcjob_task
 
-from agent.actions import Abort, RetryFromCheckpoint, Wait
+from agent.actions import RetryFromCheckpoint
 from agent.guardrails import Guardrails
-from agent.observation import AttemptRecord, CheckpointInfo, Observation, PlanRequest
+from agent.observation import CheckpointInfo, Observation, PlanRequest
 from agent.policy_llm import LLMPolicy
 from agent.policy_rules import RulePolicy
 from components.finetune.checkpoint_layout import latest
@@ -182,48 +181,6 @@ def test_a_full_disk_while_exporting_the_model_says_so_keeps_the_checkpoints_and
 
 
 # ---- the agent on the cluster it observes ------------------------------------------------------------------
-
-
-def test_a_second_node_death_on_the_retry_downscales_off_both_nodes_and_never_retries_blind(record_property):
-    checkpoint = Path("/ws/runs/wf/checkpoints/step-40")
-    info = CheckpointInfo(path=str(checkpoint), step=40)
-    first = AttemptRecord(attempt=1, job="wf-train-1", gpus=4, outcome="Failed", checkpoint_step=20, nodes=["node-1"])
-    # Attempt 2 ran off node-1; now node-0 dies under it too. node-1 is back but stays avoided; node-2 is healthy.
-    job = failed_job(pod("wf-train-2-master-0", "node-0", None, "Evicted"))
-    cluster = nodes("node-0", "node-1", "node-2", down=("node-0",))
-    request = {
-        "gpus": 4,
-        "gpus_per_pod": 2,
-        "global_batch": 32,
-        "micro_batch": 4,
-        "attempt": 2,
-        "avoid_nodes": ["node-1"],
-    }
-    observation = Observation(
-        time=1000.0, request=PlanRequest(queue="default", **request), job=job, nodes=cluster, checkpoint=info,
-        history=[first],
-    )  # fmt: skip
-    action = POLICY.diagnose(observation)
-    assert isinstance(action, RetryFromCheckpoint)
-    assert action.avoid_nodes == ["node-1", "node-0"] and action.checkpoint == str(checkpoint)
-    assert (action.gpus, action.grad_accum, action.global_batch) == (2, 4, 32), "smaller, the same global batch"
-
-    # And if node-2 dies on that third attempt as well, nothing healthy is left: no fourth, blind attempt.
-    third = observation.model_copy(
-        update={
-            "request": observation.request.model_copy(
-                update={"attempt": 3, "gpus": 2, "avoid_nodes": ["node-1", "node-0"]}
-            ),
-            "job": failed_job(pod("wf-train-3-master-0", "node-2", None, "Evicted")),
-            "nodes": nodes("node-0", "node-1", "node-2", down=("node-0", "node-2")),
-        }
-    )
-    stop = POLICY.diagnose(third)
-    assert isinstance(stop, Abort | Wait), stop
-    record_fault(
-        record_property, "node-dies-again", f"downscaled 4 -> 2 GPUs off both nodes; then {type(stop).__name__}",
-        "0 past step 40", "none",
-    )  # fmt: skip
 
 
 def test_a_full_queue_at_plan_time_waits_or_downscales_and_never_starts_a_partial_gang(
