@@ -188,7 +188,10 @@ def _train(config: TrainConfig, dist: Distributed, env: Mapping[str, str], stop:
                 # Checkpoint every K steps and at the end (rank 0).
                 if step % config.checkpoint_every == 0 or step == config.max_steps:
                     if dist.is_main:
+                        began = time.perf_counter()
                         save(step, position, loss, "final" if step == config.max_steps else "periodic")
+                        # What the agent's checkpoint interval weighs (agent.policy_rules.checkpoint_interval_s).
+                        sink.log_metrics(step, {"checkpoint_save_s": time.perf_counter() - began})
                     checkpointed = step
                 watchdog.progressed()
                 if config.step_delay:
