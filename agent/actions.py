@@ -61,6 +61,8 @@ class _Shape(_Decision):
     grad_accum: int = Field(gt=0)
     queue: str = Field(min_length=1)
     priority_class: str = ""
+    # Steps between periodic checkpoints of this attempt; 0: the run's own checkpoint-every.
+    checkpoint_every: int = Field(default=0, ge=0)
 
     @property
     def global_batch(self) -> int:

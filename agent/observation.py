@@ -105,6 +105,7 @@ class Throughput(_Frozen):
     samples_per_s: float = Field(gt=0)
     gpus: int = Field(gt=0)
     source: Literal["mlflow", "prior"] = "prior"
+    checkpoint_save_s: float = Field(default=0.0, ge=0)  # how long rank 0 took to write a checkpoint; 0: unknown
 
 
 class AttemptRecord(_Frozen):

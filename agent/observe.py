@@ -141,7 +141,7 @@ def measured_throughput(tracking_uri: str, experiment: str, workflow: str) -> Th
 
     `components.finetune` logs each optimizer step's `step_time_s` and the params `global_batch` and
     `world_size` (GPUs) to a child run of the workflow's parent run: samples/s = global batch ÷ median step time,
-    the first step (warm-up) left out.
+    the first step (warm-up) left out; and each checkpoint's `checkpoint_save_s` (their median; 0 when none).
     """
     if not tracking_uri or not workflow:
         return None
@@ -176,5 +176,9 @@ def _read_throughput(tracking_uri: str, experiment: str, workflow: str) -> Throu
         median = statistics.median(steady)
         if median > 0:
             samples = int(params["global_batch"]) / median
-            return Throughput(samples_per_s=samples, gpus=int(params["world_size"]), source="mlflow")
+            saves = [m.value for m in mlflow.get_metric_history(run.info.run_id, "checkpoint_save_s")]
+            save_s = statistics.median(saves) if saves else 0.0
+            return Throughput(
+                samples_per_s=samples, gpus=int(params["world_size"]), source="mlflow", checkpoint_save_s=save_s
+            )
     return None

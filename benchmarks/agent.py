@@ -33,7 +33,7 @@ if __package__ in (None, ""):  # `python benchmarks/agent.py`: this file would s
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from agent.policy import Policy  # noqa: E402
-from agent.policy_rules import RulePolicy, RulesConfig  # noqa: E402
+from agent.policy_rules import LLAMA3_NODE_MTBF_S, RulePolicy, RulesConfig  # noqa: E402
 from benchmarks.agent_philly import PHILLY, PhillyJob, day_of, load_philly, philly_trace  # noqa: E402
 from benchmarks.agent_replay import ReplayedLLM  # noqa: E402
 from benchmarks.agent_sim import AT_ONCE, SimJob, Simulation, Timing  # noqa: E402
@@ -202,7 +202,8 @@ def run(
 
     Deterministic apart from the LLM path's measured overhead: the same arguments give the same figures.
     """
-    config = RulesConfig()
+    # The agent is told the cluster's fault rate (as an operator sets node_mtbf_s): Llama 3's × fault_scale.
+    config = RulesConfig(node_mtbf_s=LLAMA3_NODE_MTBF_S / fault_scale) if fault_scale else RulesConfig()
     efficiency = config.scaling_efficiency  # the true scaling of the simulated jobs is the policy's own model
     costs = Costs.for_model(model_params)
     pooled: dict[str, tuple[list[Outcome], Counter[str], list[int]]] = {n: ([], Counter(), []) for n in strategies}

@@ -110,6 +110,7 @@ class Training:
         self.checkpoint_step = 0  # the latest complete checkpoint when the last attempt died
         self.batch = request.global_batch  # the global batch of the attempt launched last
         self._startup = 0.0  # the running attempt's startup_s
+        self.every_s = request.checkpoint_every_s  # the running attempt's seconds of training between checkpoints
         sim.at(request.arrival_s, self.begin)
 
     def begin(self) -> None:
@@ -156,13 +157,13 @@ class Training:
     def training_s(self, gpus: int) -> float:
         """Seconds from the first step to the last on `gpus` GPUs, the checkpoint writes on the way included."""
         train_s = (self.request.max_steps - self.steps_done) / self.steps_per_s(gpus)
-        saves = math.floor(train_s / self.request.checkpoint_every_s) if self.checkpoints else 0
+        saves = math.floor(train_s / self.every_s) if self.checkpoints else 0
         return train_s + saves * self.costs.save_s
 
     def progress_s(self, elapsed: float) -> tuple[float, float, float]:
         """Of a run `elapsed` seconds old: seconds trained, seconds trained that a checkpoint holds, and when
         (seconds into the run) that checkpoint was complete."""
-        every, save = self.request.checkpoint_every_s, self.costs.save_s
+        every, save = self.every_s, self.costs.save_s
         training = max(0.0, elapsed - self._startup)
         if not self.checkpoints:
             return training, 0.0, 0.0
@@ -316,6 +317,9 @@ class Rules(Training):
         self.kinds[action.kind] += 1
         if isinstance(action, Proceed | Downscale):
             self.batch = action.global_batch
+            # The training job's checkpoint-every: the policy's steps (at this size's speed), else the request's.
+            every = action.checkpoint_every / self.steps_per_s(action.gpus)
+            self.every_s = every or self.request.checkpoint_every_s
             self.launch(action.gpus, action.queue, tuple(self.avoid), _PRIORITIES.get(action.priority_class, 0))
             deadline_s = self.config.start_deadline_s(action, observation.request, self.replans)
             if deadline_s:
@@ -378,10 +382,11 @@ class Rules(Training):
         )
         if self.out.shapes:  # MLflow has this run's own measurement at the size it last ran
             gpus = self.out.shapes[-1][0]
-            throughput = Throughput(samples_per_s=self.steps_per_s(gpus) * req.global_batch, gpus=gpus, source="mlflow")
+            speed, at = self.steps_per_s(gpus) * req.global_batch, gpus
         else:  # the last run of this model, at the full size
-            speed = samples_per_s(req.measured_samples_per_s, req.gpus, self.efficiency)
-            throughput = Throughput(samples_per_s=speed, gpus=req.gpus, source="mlflow")
+            speed, at = samples_per_s(req.measured_samples_per_s, req.gpus, self.efficiency), req.gpus
+        # MLflow also has the trainer's checkpoint writes (`checkpoint_save_s`), of this model on this storage.
+        throughput = Throughput(samples_per_s=speed, gpus=at, source="mlflow", checkpoint_save_s=self.costs.save_s)
         step = self.checkpoint_step if job else self.steps_done
         checkpoint = CheckpointInfo(path=f"/workspace/{req.name}/checkpoints/step-{step}", step=step) if step else None
         info = _failed_job(job, node) if job else None

@@ -11,6 +11,7 @@ import math
 import random
 from dataclasses import dataclass
 
+from agent.policy_rules import LLAMA3_NODE_MTBF_S
 from components.volcano.scheduler import QueueState
 
 __all__ = ["Outage", "Request", "TenantJob", "Trace", "draw_outages", "draw_requests"]
@@ -26,10 +27,9 @@ FALLBACK_QUEUE = "ml-spare"
 # for another queue's waiting gang. Only the fallback queue lends; a reclaimable training queue would see our own
 # gangs evicted whenever it runs above its share (docs/agent-benchmark.md).
 RECLAIMABLE_QUEUES = (FALLBACK_QUEUE,)
-# Node faults at the rate Meta reports for Llama 3 405B's pre-training: 419 unexpected interruptions in 54 days on
-# 16,384 GPUs (2,048 nodes of 8), about half of them GPU or HBM faults; every one is taken as one node fault.
-LLAMA3_INTERRUPTIONS, LLAMA3_DAYS, LLAMA3_NODES = 419, 54, 2048
-NODE_MTBF_S = LLAMA3_DAYS * LLAMA3_NODES / LLAMA3_INTERRUPTIONS * DAY  # ~264 node-days between faults of one node
+# Node faults at the rate Meta reports for Llama 3 405B's pre-training (agent.policy_rules.LLAMA3_NODE_MTBF_S,
+# which the agent's checkpoint interval assumes too): ~264 node-days between faults of one node.
+NODE_MTBF_S = LLAMA3_NODE_MTBF_S
 OUTAGE_MEDIAN_S = 40 * 60.0
 
 

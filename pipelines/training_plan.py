@@ -45,5 +45,6 @@ def render_training_job(
         # The fine-tuning set is the one detect-logs curated from corrected requests, next to its report.
         dataset_dir=str(PurePosixPath(context.paths.detect_report).parent),
         max_steps=request.max_steps,
-        checkpoint_every=checkpoint_every,
+        # The agent's interval for this size and fault rate when it chose one, else the run's parameter.
+        checkpoint_every=action.checkpoint_every or checkpoint_every,
     )

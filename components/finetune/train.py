@@ -183,13 +183,16 @@ def _train(config: TrainConfig, dist: Distributed, env: Mapping[str, str], stop:
                 tokens_seen += tokens
                 lr = float(scheduler.get_last_lr()[0])
                 record = {"loss": loss, "lr": lr, "tokens_per_s": tokens / elapsed, "step_time_s": elapsed}
-                _report(step, config, record, sink, metrics_log, dist, advance, every_step=progress.mode == "live")
 
-                # Checkpoint every K steps and at the end (rank 0).
+                # Checkpoint every K steps and at the end (rank 0), its write timed: the agent's checkpoint
+                # interval weighs it (agent.policy_rules.checkpoint_interval_s).
                 if step % config.checkpoint_every == 0 or step == config.max_steps:
                     if dist.is_main:
+                        began = time.perf_counter()
                         save(step, position, loss, "final" if step == config.max_steps else "periodic")
+                        record["checkpoint_save_s"] = time.perf_counter() - began
                     checkpointed = step
+                _report(step, config, record, sink, metrics_log, dist, advance, every_step=progress.mode == "live")
                 watchdog.progressed()
                 if config.step_delay:
                     time.sleep(config.step_delay)  # lets tests and demos catch a run mid-way

@@ -173,7 +173,7 @@ class Replay:
     def plan(self, strategy: str, request: Request) -> None:
         """(a), (c): the full size in the target queue; (e): what the rules decide from the real cluster."""
         checkpoints = strategy != "wait_full"
-        gpus, queue = request.gpus, TARGET_QUEUE
+        gpus, queue, every_steps = request.gpus, TARGET_QUEUE, 0
         if strategy == "rules":
             action = RulePolicy(CONFIG).plan(self.observe(request))
             if isinstance(action, Wait):
@@ -181,12 +181,14 @@ class Replay:
                 return
             assert isinstance(action, Proceed | Downscale), action
             gpus, queue = action.gpus, action.queue.removeprefix(self.prefix)
+            every_steps = action.checkpoint_every  # the rules' interval, as the simulator's (e) trains
         outcome = self.outcomes[request.name]
         outcome.attempts += 1
         name = f"{request.name}-{outcome.attempts}"
         speed = samples_per_s(request.per_gpu_samples_per_s, gpus, CONFIG.scaling_efficiency)
         train_s = request.max_steps * request.global_batch / speed
-        saves = int(train_s // request.checkpoint_every_s) if checkpoints else 0
+        every_s = every_steps * request.global_batch / speed or request.checkpoint_every_s
+        saves = int(train_s // every_s) if checkpoints else 0
         self.submit(name, queue, gpus, 1, self.costs.scratch_s + train_s + saves * self.costs.save_s)
         self.running[name] = (request.name, gpus, -1.0)
 
@@ -205,7 +207,9 @@ class Replay:
             max_attempts=MAX_ATTEMPTS,
             namespace=self.namespace,
         )
-        throughput = Throughput(samples_per_s=speed, gpus=request.gpus, source="mlflow")
+        throughput = Throughput(
+            samples_per_s=speed, gpus=request.gpus, source="mlflow", checkpoint_save_s=self.costs.save_s
+        )
         return observe_module.observe(self.cluster, plan_request, throughput=throughput)
 
     def watch(self) -> None:

@@ -70,6 +70,8 @@ def test_a_server_that_comes_back_only_after_the_step_gets_it_all_from_the_exit_
     )
     steps, child = loss_steps(server.url, "uid-b")
     assert steps == list(range(1, STEPS + 1)) and child.info.status == "FINISHED"
+    saves = client(server.url).get_metric_history(child.info.run_id, "checkpoint_save_s")  # what the agent reads
+    assert sorted(m.step for m in saves) == [8, 16, 20] and all(m.value > 0 for m in saves)
     assert client(server.url).get_run(run_id).info.status == "FINISHED"
     assert replay_all(spool, server.url).sent == 0
     close_workflow_run(server.url, EXPERIMENT, WorkflowRun(name="wf-uid-b", uid="uid-b"), "Succeeded", {}, spool)

@@ -9,7 +9,7 @@ import pytest
 from agent.actions import Abort, Downscale, Proceed, RetryFromCheckpoint, Wait
 from agent.failures import attempt_record, classify_failure
 from agent.observation import AttemptRecord, CheckpointInfo, Observation, PlanRequest, Throughput
-from agent.policy_rules import RulePolicy, RulesConfig, allowed_sizes
+from agent.policy_rules import LLAMA3_NODE_MTBF_S, RulePolicy, RulesConfig, allowed_sizes, checkpoint_interval_s
 from components.volcano.cluster import Event, JobInfo, NodeInfo, PodInfo, QueueSnapshot
 
 GPU = "nvidia.com/gpu"
@@ -138,6 +138,31 @@ def test_measured_throughput_and_the_checkpoint_set_the_time_to_finish() -> None
     obs = observation(queue=queue(), nodes=nodes(0, 0), throughput=measured, checkpoint=halfway)
     assert POLICY.run_s(obs, 4) == pytest.approx(100 * 32 / 16.0)
     assert POLICY.run_s(obs, 8) == pytest.approx(100 * 32 / (16.0 * 2 * 0.9))
+
+
+def test_the_checkpoint_interval_is_youngs_for_the_gangs_nodes_and_the_measured_save() -> None:
+    # A node fails every hour; the gang of 8 one-GPU pods spans at most the 2 nodes: a fault every 30 min. A save
+    # takes 2 s: sqrt(2 × 2 × 1800) = 84.9 s, at 8 GPUs' 1.11 s a step (28.8 samples/s, batch 32) 77 steps.
+    measured = Throughput(samples_per_s=16.0, gpus=4, source="mlflow", checkpoint_save_s=2.0)
+    policy = RulePolicy(CONFIG.model_copy(update={"node_mtbf_s": 3600.0}))
+    action = policy.plan(observation(queue=queue(), nodes=nodes(0, 0), throughput=measured))
+    assert isinstance(action, Proceed) and action.gpus == 8
+    assert checkpoint_interval_s(2.0, 1800.0) == pytest.approx(84.85, abs=0.01)
+    assert action.checkpoint_every == 77
+    # At Llama 3's rate the interval (1.9 h for this gang) is longer than the whole run (222 s): the final save.
+    assert checkpoint_interval_s(2.0, LLAMA3_NODE_MTBF_S / 2) == pytest.approx(1.88 * 3600, rel=0.01)
+    default = POLICY.plan(observation(queue=queue(), nodes=nodes(0, 0), throughput=measured))
+    assert isinstance(default, Proceed) and default.checkpoint_every == 200
+
+
+@pytest.mark.parametrize("save_s", [0.0, 301.0])
+def test_without_a_measured_save_or_one_longer_than_the_grace_period_the_runs_own_interval_stands(
+    save_s: float,
+) -> None:
+    # 0: nothing measured; over the 300 s grace period a reclaimed run could not checkpoint on SIGTERM.
+    measured = Throughput(samples_per_s=16.0, gpus=4, source="mlflow", checkpoint_save_s=save_s)
+    action = POLICY.plan(observation(queue=queue(), nodes=nodes(0, 0), throughput=measured))
+    assert isinstance(action, Proceed) and action.checkpoint_every == 0
 
 
 def test_done_work_ties_every_size_and_the_tie_goes_to_more_gpus_in_the_target_queue() -> None:
