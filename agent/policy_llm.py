@@ -394,6 +394,17 @@ class LLMPolicy:
         except ValueError as err:
             transcript.check("invariants", self._scrub(str(err)))
             raise _Unusable(f"the LLM's action was refused: {err}", str(err)) from None
+        if not isinstance(action, Wait | Abort) and action.checkpoint_every:
+            # The interval is arithmetic on measured facts, not the model's to pick: the rules' figure or the run's.
+            rules = self.fallback if isinstance(self.fallback, RulePolicy) else RulePolicy()
+            expected = rules.checkpoint_every(observation, action.gpus)
+            if action.checkpoint_every != expected:
+                why = (
+                    f"the action checkpoints every {action.checkpoint_every} steps, not the rules' {expected} "
+                    "(0: the run's checkpoint-every)"
+                )
+                transcript.check("invariants", self._scrub(why))
+                raise _Unusable(f"the LLM's action was refused: {why}", why)
         transcript.check("invariants")
         return action
 

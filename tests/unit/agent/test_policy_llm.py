@@ -267,3 +267,21 @@ def test_a_queue_the_guardrails_do_not_allow_is_refused_by_name():
         "the LLM's downscale action was refused by guardrail queues: queue 'spare' is not one of the allowed 'default'"
     )
     assert decision.refusals == ["refused by guardrail queues: queue 'spare' is not one of the allowed 'default'"]
+
+
+def test_a_checkpoint_interval_of_the_models_choosing_is_refused_and_the_rules_interval_passes():
+    # Nothing measured: the rules' interval is 0 (the run's checkpoint-every), so a model asking a save every step
+    # — an instruction in a log line could ask it, to slow the run or fill its volume — is refused.
+    def every_step(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=decide_reply(shaped(checkpoint_every=1).model_dump()))
+
+    decision = fallback_of(every_step)
+    assert decision.fallback == (
+        "the LLM's action was refused: the action checkpoints every 1 steps, not the rules' 0 "
+        "(0: the run's checkpoint-every)"
+    )
+
+    def the_runs_own(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=decide_reply(shaped(checkpoint_every=0).model_dump()))
+
+    assert policy_with(the_runs_own).decide(observation(), "plan").policy == "llm"
