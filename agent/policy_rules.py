@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -356,8 +355,9 @@ def _storage_full(failure: Failure, observation: Observation) -> str:
     if not path:
         return f"{failure.cause}: {failure.verdict}; nothing was checkpointed yet: free space and run again"
     latest = f"step {checkpoint.step}, the latest complete checkpoint" if checkpoint else "the checkpoint it began at"
+    volume = path.rstrip("/").rpartition("/")[0] or "/"  # the directory that holds step-N
     return (
-        f"{failure.cause}: {failure.verdict}; free space on the volume of {PurePosixPath(path).parent}, then run "
+        f"{failure.cause}: {failure.verdict}; free space on the volume of {volume}, then run "
         f"again from {latest}: -p resume-checkpoint={path}, the same parameters otherwise"
     )
 
