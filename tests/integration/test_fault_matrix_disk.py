@@ -79,7 +79,7 @@ def test_a_full_checkpoint_volume_stops_the_run_at_once_and_the_named_resume_rel
         size = sum(f.stat().st_size for f in kept.iterdir())
         assert 2.5 * weights < size < 3.5 * weights, (size, weights)
         reached = max(steps_trained(run))
-        assert reached == 10, "step 10's checkpoint is the one that found no room"
+        assert reached in (9, 10), "step 10's checkpoint found no room (its metrics line may not be written yet)"
 
         # The trainer said it in one sentence and exited EXIT_NO_ROOM, as the failed job diagnose observed shows.
         diagnose = json.loads((run / "decisions" / "diagnose-1.json").read_text())
