@@ -194,9 +194,22 @@ def _eviction(event: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _evicted(expected: Mapping[str, tuple[str, int, int]], present: set[str], events: Sequence[Obj]) -> list[PodInfo]:
-    """Pods of the job that eviction or preemption deleted, rebuilt from events, unless a newer pod took the name."""
-    placed: dict[str, tuple[float, str]] = {}
+def _ran_since(job: Mapping[str, Any]) -> float:
+    """When the job last entered Running (Volcano's status.conditions, whole seconds); -inf when it never did."""
+    conditions = _status(job).get("conditions") or []
+    ran = (parse_time(c.get("lastTransitionTime")) for c in conditions if c.get("status") == "Running")
+    return max((t for t in ran if t is not None), default=float("-inf"))
+
+
+def _evicted(job: Mapping[str, Any], present: set[str], events: Sequence[Obj]) -> list[PodInfo]:
+    """Pods of the job that eviction or preemption deleted, rebuilt from events, unless a newer pod took the name.
+
+    Each eviction is told with the placement before it. A pod placed again after its eviction has taken the name
+    only if the job ran again after the eviction: Volcano's controller recreates an evicted pod at once, and the
+    RestartJob that follows deletes the newcomer before it runs, leaving the eviction the job's whole story.
+    """
+    expected = expected_pods(job)
+    placed: dict[str, list[tuple[float, str]]] = {}
     evicted: dict[str, tuple[float, str]] = {}
     for event in events:
         kind, name = _target(event)
@@ -205,19 +218,19 @@ def _evicted(expected: Mapping[str, tuple[str, int, int]], present: set[str], ev
         when = _event_time(event)
         if event.get("reason") == "Scheduled":
             match = _ASSIGNED.search(event.get("message") or "")
-            if match and when >= placed.get(name, (float("-inf"), ""))[0]:
-                placed[name] = (when, match.group(1))
+            if match:
+                placed.setdefault(name, []).append((when, match.group(1)))
         elif (reason := _eviction(event)) and when >= evicted.get(name, (float("-inf"), ""))[0]:
             evicted[name] = (when, reason)
+    ran = _ran_since(job)
     out = []
     for name, (when, reason) in evicted.items():
-        if name in placed and placed[name][0] <= when:
+        before = [p for p in placed.get(name, []) if p[0] <= when]
+        replaced = any(p[0] > when for p in placed.get(name, [])) and ran >= int(when) + 1
+        if before and not replaced:
             task, index, gpus = expected[name]
-            out.append(
-                PodInfo(
-                    name=name, task=task, index=index, node=placed[name][1], phase="Failed", reason=reason, gpus=gpus
-                )
-            )
+            node = max(before)[1]
+            out.append(PodInfo(name=name, task=task, index=index, node=node, phase="Failed", reason=reason, gpus=gpus))
     return out
 
 
@@ -266,7 +279,7 @@ def job_info(
     ending = [i for i in map(pod_info, mine) if i.name not in shown and i.phase in {"Pending", "Running"}]
     if podgroup is not None and not _owned_by(podgroup, uid):
         podgroup = None
-    infos += _evicted(expected_pods(job), {i.name for i in infos}, events)
+    infos += _evicted(job, {i.name for i in infos}, events)
     phase = state.get("phase") or "Pending"
     waiting = pending_reason(podgroup, events) if phase == "Pending" else None
     return JobInfo(

@@ -98,7 +98,8 @@ def test_an_attempt_ended_by_a_failed_node_is_diagnosed_and_retried_away_from_it
     # diagnosis settles first, as pipelines.steps_training does.
     request = PlanRequest(gpus=2, global_batch=2, micro_batch=1, namespace=ctx.ns, attempt=1, max_attempts=3)
     observation = observe(cluster, request, job_name="attempt-1", settle_s=30 * ctx.slow)
-    assert observation.job is not None and not observation.notes, observation.notes
+    story = [(e.object, e.reason, e.message) for e in cluster.events("attempt-1", ctx.ns)]
+    assert observation.job is not None and not observation.notes, (observation.notes, story)
     evicted = [p for p in observation.job.pods if p.reason == "Evicted"]
     assert evicted and {p.node for p in evicted} == {bad}, observation.job.pods
 
