@@ -146,8 +146,13 @@ def ui_command(
     ),
 ) -> None:
     """Serve MLflow's UI on this machine's store (VCPILOT_HOME/mlflow.db) until Ctrl-C."""
+    import signal
+
     from pipelines.mlflow_ui import check_port_free, experiment_id, serve
 
+    # Ctrl-C is how it stops, even where it was started with SIGINT ignored (a script's `&`, nohup): Python then
+    # installs no KeyboardInterrupt of its own, and the UI would run on untouched. `run-workflow` sets its own too.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     uri = resolve_uri()
     if not uri.startswith("sqlite:///"):
         typer.echo(f"MLFLOW_TRACKING_URI is {uri}: open its own UI (unset it to serve the local store)")

@@ -250,7 +250,16 @@ def ui(ran: dict[str, Any]) -> Iterator[tuple[subprocess.Popen[str], int]]:
     env = {**os.environ, "VCPILOT_HOME": str(ran["home"]), "PYTHONPATH": str(ROOT)}
     env.pop("MLFLOW_TRACKING_URI", None)
     command = [sys.executable, "-m", "pipelines.cli", "ui", "--port", str(port)]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Started with SIGINT ignored, as a script's `cmd &` starts it (CI ran the suite so, and the UI never stopped):
+    # `vcpilot ui` must stop on Ctrl-C all the same.
+    process = subprocess.Popen(
+        command,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # noqa: PLW1509
+    )
     try:
         yield process, port
     finally:
@@ -284,7 +293,7 @@ def test_ui_serves_mlflow_on_the_local_store_and_stops_on_ctrl_c(ui, ran) -> Non
     try:
         code = process.wait(timeout=60)
     except subprocess.TimeoutExpired:  # CI saw this once: say where it stood, for the next reader
-        ps = ["ps", "-eo", "pid,ppid,pgid,stat,wchan:20,etime,args"]
+        ps = ["ps", "-ww", "-eo", "pid,ppid,pgid,stat,wchan:20,etime,args"]  # -ww: not cut at 80 columns
         listed = subprocess.run(ps, capture_output=True, text=True).stdout.splitlines()
         tree = "\n".join(line for line in listed if "mlflow" in line or "pipelines.cli" in line)
         process.kill()
