@@ -263,9 +263,13 @@ def ui(ran: dict[str, Any]) -> Iterator[tuple[subprocess.Popen[str], int]]:
     try:
         yield process, port
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        if process.poll() is None:  # a failed test: Ctrl-C stops the server's group too, SIGKILL would leave it
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def test_ui_serves_mlflow_on_the_local_store_and_stops_on_ctrl_c(ui, ran) -> None:
