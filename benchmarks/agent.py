@@ -257,7 +257,8 @@ def _brief(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def goals(table: dict[str, dict[str, Any]], ours: str = "rules") -> list[dict[str, Any]]:
     """The goals of issue 17 for `ours` against (a) wait_full and (c) volcano_ckpt; each is `value <= goal`.
 
-    A ratio with a zero or missing denominator is null, and its goal is met only when ours is zero as well.
+    A ratio with a zero or missing denominator is null, and its goal is met only when ours is zero as well (the
+    baseline's text then says what ours was).
     """
     mine, wait, ckpt = table.get(ours), table.get("wait_full"), table.get("volcano_ckpt")
     if mine is None:
@@ -269,6 +270,8 @@ def goals(table: dict[str, dict[str, Any]], ours: str = "rules") -> list[dict[st
         out.append(figure(f"agent: {name}", shown, "<=", goal, unit="x", baseline=baseline))
         if shown is None and value == 0 and base == 0:  # neither lost anything: ours is no worse
             out[-1]["met"] = True
+        elif shown is None and value:  # the baseline lost nothing, ours did: no ratio, and never met
+            out[-1]["baseline"] += f" (it lost none, ours {value:.3g} h)"
 
     if wait:
         ratio("mean time to finish vs (a)", _ttf(mine), _ttf(wait), 0.70, "(a) wait for full size")
@@ -280,6 +283,41 @@ def goals(table: dict[str, dict[str, Any]], ours: str = "rules") -> list[dict[st
     for name in ("partial_gangs", "changed_global_batches"):
         out.append(figure(f"agent: {name.replace('_', ' ')}", mine[name], "==", 0))
     return out
+
+
+LOST_FAULT_SCALE = 10.0  # × Llama 3's rate: the lowest of the sensitivity table's rates that fails nodes in 2 days
+
+
+def lost_where_faults_come(
+    report: dict[str, Any],
+    jobs: Sequence[PhillyJob],
+    start: str,
+    days: float,
+    seeds: int,
+    fault_scale: float,
+    **window: Any,
+) -> dict[str, Any]:
+    """`report` with its GPU-hours-lost goal measured where it can be: again at `LOST_FAULT_SCALE`, (c) and (e) only.
+
+    At Llama 3's rate a 2-day window on 16 nodes rarely sees a node fault, and when neither (c) nor (e) lost anything
+    the ratio is undefined: a goal nothing tested. Then the same window and draws run again at 10× the rate, and
+    the figure is that run's ratio, its baseline naming the rate (`lost_goal` has the run's faults and losses).
+    """
+    name = "agent: GPU-hours lost vs (c)"
+    lost = next((f for f in report["figures"] if f["name"] == name), None)
+    if lost is None or lost["value"] is not None or fault_scale >= LOST_FAULT_SCALE:
+        return report
+    again = run(jobs, start, days, seeds, fault_scale=LOST_FAULT_SCALE, strategies=("volcano_ckpt", "rules"), **window)
+    measured = next(f for f in again["figures"] if f["name"] == name)
+    measured["baseline"] += f", both at {LOST_FAULT_SCALE:g}× Llama 3's fault rate (none lost at {fault_scale:g}×)"
+    report["figures"] = [measured if f["name"] == name else f for f in report["figures"]]
+    report["lost_goal"] = {
+        "fault_scale": LOST_FAULT_SCALE,
+        "node_faults": again["trace"]["node_faults"],
+        "gpu_h_lost": {k: v["gpu_h_lost"] for k, v in again["strategies"].items()},
+        "failures": {k: v["failures"] for k, v in again["strategies"].items()},
+    }
+    return report
 
 
 def _ttf(figures: dict[str, Any]) -> float | None:
@@ -343,16 +381,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.sensitivity:
             report = sensitivity(jobs, args.start, days, seeds, seed=args.seed)
         else:
-            report = run(
-                jobs,
-                args.start,
-                days,
-                seeds,
-                seed=args.seed,
-                fault_scale=args.fault_scale,
-                contention=args.contention,
-                model_params=args.model_params,
-            )
+            window = dict(seed=args.seed, contention=args.contention, model_params=args.model_params)
+            report = run(jobs, args.start, days, seeds, fault_scale=args.fault_scale, **window)
+            report = lost_where_faults_come(report, jobs, args.start, days, seeds, args.fault_scale, **window)
     except ValueError as err:
         parser.exit(2, f"error: {err}\n")
     report["wall_s"] = round(time.perf_counter() - started, 2)

@@ -2,8 +2,9 @@
 
 Every command that takes a file (a VCJob, a cluster config, a workflow, a report) reads it through `read_text` or
 `load_document`, so a missing file, a directory, bytes that are not UTF-8 and broken YAML/JSON read the same
-everywhere: an `InputError` naming the file and what to do, never a traceback. Reports are written atomically,
-so a reader (the next step, a retry, a person) never sees half of one.
+everywhere (YAML as Kubernetes reads it: `components.kubeyaml`): an `InputError` naming the file and what to do,
+never a traceback. Reports are written atomically, so a reader (the next step, a retry, a person) never sees half
+of one.
 """
 
 from __future__ import annotations
@@ -67,11 +68,15 @@ def _parse_all(text: str, label: str) -> list[Any]:
             pass  # flow-style YAML starts the same way: let the YAML parser have it, and say what it says
     import yaml  # imported here: a command that reads no YAML starts without it
 
+    from components import kubeyaml
+
     try:
-        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+        return kubeyaml.load_all(text)
     except yaml.YAMLError as err:
         raise InputError(f"{label} is not valid YAML or JSON{describe_yaml_error(err)}") from None
-    except (ValueError, TypeError, RecursionError) as err:  # a constructor's refusal: `2024-13-45` as a date
+    except RecursionError:
+        raise InputError(f"{label} nests its values too deeply to be read") from None
+    except (ValueError, TypeError) as err:  # a constructor's refusal: a bad `!!binary`
         problem = " ".join(str(err).split()) or type(err).__name__
         raise InputError(f"{label} is not valid YAML or JSON: {problem}") from None
 

@@ -17,6 +17,7 @@ from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
+from components import kubeyaml
 from pipelines.lint_rules import KINDS, controller_findings
 
 __all__ = ["SCHEMA_ENV", "Problem", "find_schema", "lint_document", "lint_files", "load_schema"]
@@ -98,7 +99,7 @@ def lint_document(doc: Any, *, schema: dict[str, Any] | None, file: str = "") ->
 def _lint_file(path: Path, schema: dict[str, Any] | None) -> list[Problem]:
     """Problems of one file: one for a file that cannot be read or parsed, else those of each document."""
     try:
-        docs = [doc for doc in yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader) if doc is not None]
+        docs = kubeyaml.load_all(path.read_text(encoding="utf-8"))
     except OSError as error:
         return [Problem(str(path), "", f"cannot read the file: {error.strerror or error}")]
     except UnicodeDecodeError:
@@ -108,6 +109,8 @@ def _lint_file(path: Path, schema: dict[str, Any] | None) -> list[Problem]:
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         reason = getattr(error, "problem", None) or str(error)
         return [Problem(str(path), "", f"is not valid YAML: {reason}{where}")]
+    except RecursionError:
+        return [Problem(str(path), "", "is not valid YAML: it nests its values too deeply to be read")]
     if not docs:
         return [Problem(str(path), "", "holds no YAML document")]
     labels = [str(path)] if len(docs) == 1 else [f"{path} (document {n})" for n in range(1, len(docs) + 1)]
@@ -116,27 +119,6 @@ def _lint_file(path: Path, schema: dict[str, Any] | None) -> list[Problem]:
         for label, doc in zip(labels, docs, strict=True)
         for problem in lint_document(doc, schema=schema, file=label)
     ]
-
-
-class _Loader(yaml.SafeLoader):
-    """YAML as Kubernetes reads it: dates stay strings, and a key given twice is an error, not a silent overwrite."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if not isinstance(key, str | int | float | bool):
-                continue
-            if key in seen:
-                raise yaml.constructor.ConstructorError(None, None, f"key {key!r} is given twice", key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 def _validator(schema: dict[str, Any], kind: str) -> Validator | None:

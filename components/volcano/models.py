@@ -429,8 +429,12 @@ _M = TypeVar("_M", bound=BaseModel)
 def _load_text(text: str, what: str) -> Any:
     import yaml  # imported here: a manifest given as a dict (every one LocalCluster reads back) needs none
 
+    from components import kubeyaml
+
     try:
-        return json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+        return json.loads(text) if text.lstrip().startswith("{") else kubeyaml.load(text)
+    except RecursionError:
+        where, problem = "its start", "it nests its values too deeply to be read"
     except json.JSONDecodeError as err:
         where, problem = f"line {err.lineno}, column {err.colno}", err.msg
     except yaml.MarkedYAMLError as err:

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from components import kubeyaml
 from components.errors import InputError
 from components.files import describe_yaml_error, read_text
 from components.names import is_dns1123_subdomain
@@ -250,10 +251,12 @@ def _read(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
         except InputError as err:
             raise WorkflowError(str(err)) from None
     try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+        documents = kubeyaml.load_all(text)
     except yaml.YAMLError as err:
         raise WorkflowError(f"{_label(source)} is not valid YAML{describe_yaml_error(err)}.") from None
-    except (ValueError, TypeError, RecursionError) as err:  # a constructor's refusal: `2024-13-45` as a date
+    except RecursionError:
+        raise WorkflowError(f"{_label(source)} nests its values too deeply to be read.") from None
+    except (ValueError, TypeError) as err:  # a constructor's refusal: a bad `!!binary`
         raise WorkflowError(f"{_label(source)} is not valid YAML: {' '.join(str(err).split())}.") from None
     if len(documents) != 1 or not isinstance(documents[0], dict):
         raise WorkflowError(f"{_label(source)} must hold exactly one YAML mapping (a Workflow), not {len(documents)}.")

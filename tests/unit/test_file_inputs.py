@@ -60,7 +60,8 @@ def test_a_file_that_is_not_utf8_is_one_sentence_naming_it(tmp_path: Path, reade
     [
         (b"a: [1, 2\n", "is not valid YAML or JSON at line 2, column 1"),
         (b'{"a": 1', "is not valid YAML or JSON"),
-        (b"when: 2024-13-45\n", "is not valid YAML or JSON: month must be in 1..12"),
+        (b"count: !!int abc\n", "is not valid YAML or JSON: invalid literal for int"),
+        (b"a: 1\na: 2\n", "is not valid YAML or JSON at line 2, column 1: key 'a' is given twice"),
         (b"a: &x [*x]\nb: !!python/object:os.system {}\n", "is not valid YAML or JSON"),
         (b"a: 1\n---\nb: 2\n", "holds 2 YAML documents; give one"),
         (b"- a list\n", "must hold a mapping of fields, not a list"),

@@ -19,6 +19,8 @@ from typing import Any, Protocol
 
 import yaml
 
+from components import kubeyaml
+from components.files import describe_yaml_error
 from components.volcano.cluster import ClusterError, JobNotFound
 from pipelines.local.engine.executors import DEADLINE_MESSAGE, POD_DEADLINE_MESSAGE, LeafResult
 from pipelines.local.engine.status import Outputs, Parameter
@@ -65,9 +67,11 @@ def run_resource(
     if action not in ("create", "apply", "delete", "get"):
         return LeafResult("Error", f"resource action {action!r} is not supported locally (create, apply, delete, get).")
     try:
-        manifest = yaml.safe_load(str(resource.get("manifest") or ""))
+        manifest = kubeyaml.load(str(resource.get("manifest") or ""))
     except yaml.YAMLError as err:
-        return LeafResult("Error", f"the resource manifest is not valid YAML: {str(err).splitlines()[0]}.")
+        return LeafResult("Error", f"the resource manifest is not valid YAML{describe_yaml_error(err)}.")
+    except (RecursionError, ValueError, TypeError):
+        return LeafResult("Error", "the resource manifest is not valid YAML: it nests too deeply or holds a bad value.")
     if not isinstance(manifest, dict):
         return LeafResult("Error", "the resource manifest must be a YAML mapping (one Kubernetes object).")
     kind = (manifest.get("apiVersion"), manifest.get("kind"))

@@ -74,7 +74,8 @@ def test_a_run_name_is_an_input_error_of_one_sentence() -> None:
         (HELLO.encode() + b"# gr\xfc\xdfe\n", "is not UTF-8 text"),
         (b"\xff\xfe" + HELLO.encode("utf-16-le"), "is not UTF-8 text"),
         (b"kind: [unclosed\n", "is not valid YAML at line 2"),
-        (b"kind: Workflow\nmetadata: {creationTimestamp: 2024-13-45}\n", "is not valid YAML"),
+        (b"kind: Workflow\nmetadata: {generation: !!int abc}\n", "is not valid YAML: invalid literal for int()"),
+        (b"kind: Workflow\nkind: Workflow\n", "is not valid YAML at line 2, column 1: key 'kind' is given twice"),
     ],
 )
 def test_a_workflow_file_that_cannot_be_read_is_one_sentence_naming_it(
