@@ -117,6 +117,11 @@ _NUMBERS: dict[str, tuple[type[int] | type[float], float]] = {
     "loadtest-requests": (int, 1),
     "eval-margin": (float, float("-inf")),
 }
+# Numbers as every step reads them (Go's strconv, Python's argparse, a manifest's field): ASCII digits, no spaces,
+# no `_` separators; Python's int() and float() alone would take ` 8 `, `1_000` and `８`. inf and nan are refused
+# as not finite below.
+_WHOLE = r"[+-]?\d+"
+_DECIMAL = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?|[+-]?(?:inf|infinity|nan)"
 _QUANTITIES = ("cpu-per-gpu", "memory-per-gpu")
 # Parameters that name Kubernetes objects (empty: none, or the default).
 _OBJECT_NAMES = ("queue", "fallback-queue", "priority-class", "workspace-pvc", "job-service-account")
@@ -136,10 +141,9 @@ def check_parameters(values: Mapping[str, str]) -> None:
         if name in _NUMBERS:
             kind, least = _NUMBERS[name]
             what = "whole number" if kind is int else "number"
-            try:
-                number = kind(value)
-            except ValueError:
-                raise ValueError(f"parameter {name} is {value!r}, which is not a {what}") from None
+            if not re.fullmatch(_WHOLE if kind is int else _DECIMAL, value, re.ASCII | re.IGNORECASE):
+                raise ValueError(f"parameter {name} is {value!r}, which is not a {what} in digits 0-9")
+            number = kind(value)
             if not math.isfinite(number):
                 raise ValueError(f"parameter {name} is {value!r}, which is not a finite {what}")
             if number < least:
@@ -158,7 +162,7 @@ def check_parameters(values: Mapping[str, str]) -> None:
                 parse_window(value, datetime.now(UTC), option=f"parameter {name}")
             except InputError as err:
                 raise ValueError(str(err)) from None
-        if name == "resume-checkpoint" and value and not re.fullmatch(r"/.*/step-\d+", value):
+        if name == "resume-checkpoint" and value and not re.fullmatch(r"/.*/step-\d+", value, re.ASCII):
             raise ValueError(
                 f"parameter {name} is {value!r}; give the absolute path of a checkpoint directory, …/step-N"
             )

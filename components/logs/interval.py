@@ -21,8 +21,12 @@ WINDOW_HELP = (
     "START/END in ISO 8601 (2026-11-01T00:00/2026-11-02T00:00), START/P1D, now-48h/now-24h, or 24h (the last 24 h)"
 )
 
-_ISO_DURATION = re.compile(r"P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.IGNORECASE)
-_SHORT_DURATION = re.compile(r"(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?", re.IGNORECASE)
+_ISO_DURATION = re.compile(
+    r"P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.IGNORECASE | re.ASCII
+)
+_SHORT_DURATION = re.compile(
+    r"(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?", re.IGNORECASE | re.ASCII
+)
 _RELATIVE = re.compile(r"now(?:\s*-\s*(.+))?", re.IGNORECASE)
 
 

@@ -51,7 +51,10 @@ _SUFFIXES = {
 }
 # Kubernetes' grammar (apimachinery's resource.Quantity): a signed decimal number, then one binary-SI suffix, one
 # decimal-SI suffix or one integer exponent. Nothing else: no spaces, no unit after an exponent ("1e3Ki").
-_QUANTITY = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(?:(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE]([+-]?\d+))?")
+_QUANTITY = re.compile(
+    r"([+-]?(?:\d+\.?\d*|\.\d+))(?:(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE]([+-]?\d+))?",
+    re.ASCII,  # Kubernetes' digits are 0-9: `１` (fullwidth) is no quantity, though Python's \d and Decimal take it
+)
 _EXAMPLES = "a number such as 2, 500m or 16Gi"
 # Container resources a name without a domain may be (core/v1 standardContainerResources, hugepages-<size>).
 _STANDARD = ("cpu", "memory", "ephemeral-storage")

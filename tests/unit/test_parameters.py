@@ -21,6 +21,12 @@ def test_the_defaults_pass() -> None:
         ("agent-policy", "", "choose one of rules, llm"),
         ("gpus-wanted", "abc", "not a whole number"),
         ("gpus-wanted", "2.5", "not a whole number"),
+        # what Python's int() and float() take and Argo's and Volcano's readers do not: spaces, `_`, other digits
+        ("gpus-wanted", " 8 ", "not a whole number in digits 0-9"),
+        ("global-batch", "1_024", "not a whole number in digits 0-9"),
+        ("micro-batch", "４", "not a whole number in digits 0-9"),
+        ("slo-ttft-ms", "1_000.5", "not a number in digits 0-9"),
+        ("eval-margin", "٠.٥", "not a number in digits 0-9"),
         ("train-max-steps", "0", "at least 1"),
         ("slo-ttft-ms", "-5", "at least 0"),
         ("slo-tpot-ms", "nan", "not a finite number"),

@@ -83,7 +83,7 @@ def _bracket(body: str) -> _Step:
         quoted = _unquote(part)
         if quoted is not None:
             keys.append(quoted)
-        elif re.fullmatch(r"-?\d+", part):
+        elif re.fullmatch(r"-?\d+", part, re.ASCII):
             keys.append(int(part))
         else:
             raise ExpressionError(f"bad subscript [{body}]")

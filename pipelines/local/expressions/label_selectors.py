@@ -132,7 +132,7 @@ class _Parser:
         values = self.value_set() if operator in ("in", "notin") else self.exact_value()
         for value in values:
             _check_value(value)
-        if operator in (">", "<") and not all(re.fullmatch(r"[+-]?\d+", v) for v in values):
+        if operator in (">", "<") and not all(re.fullmatch(r"[+-]?\d+", v, re.ASCII) for v in values):
             raise ExpressionError(f"the value of '{operator}' must be an integer")
         return _Requirement(key, "==" if operator == "=" else operator, frozenset(values))
 
@@ -213,7 +213,7 @@ def _matches(requirement: _Requirement, obj: Any) -> bool:
         return text in requirement.values
     if operator in ("!=", "notin"):
         return text not in requirement.values
-    if not re.fullmatch(r"[+-]?\d+", text) or not -(2**63) <= int(text) < 2**63:
+    if not re.fullmatch(r"[+-]?\d+", text, re.ASCII) or not -(2**63) <= int(text) < 2**63:
         return False
     (bound,) = requirement.values
     return int(text) > int(bound) if operator == ">" else int(text) < int(bound)

@@ -290,7 +290,7 @@ SPRIG: dict[str, Callable[..., Any]] = {
     "b32enc": lambda s: base64.b32encode(_str(s, "b32enc").encode()).decode(),
     "b32dec": lambda s: _b64decode(_str(s, "b32dec"), base64.b32decode, _B32),
     # conversions
-    "atoi": lambda s: to_int64(_str(s, "atoi")) if re.fullmatch(r"[+-]?\d+", s) else 0,
+    "atoi": lambda s: to_int64(_str(s, "atoi")) if re.fullmatch(r"[+-]?\d+", s, re.ASCII) else 0,
     "int": to_int64,
     "int64": to_int64,
     "float64": to_float64,

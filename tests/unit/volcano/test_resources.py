@@ -39,7 +39,10 @@ def test_quantities_follow_kubernetes_grammar(text: str | int | float, value: De
     assert quantity_value(text) == value
 
 
-@pytest.mark.parametrize("text", ["", " 2", "2 ", "1e3Ki", "1Kb", "1.5.5", "e3", "1e1.5", "two", "0x10", "1ki", True])
+# `１` (fullwidth) and `٢` (Arabic-Indic) are digits to Python's \\d and Decimal, not to Kubernetes' 0-9.
+@pytest.mark.parametrize(
+    "text", ["", " 2", "2 ", "1e3Ki", "1Kb", "1.5.5", "e3", "1e1.5", "two", "0x10", "1ki", True, "１", "٢Gi", "1e٣"]
+)
 def test_what_is_not_a_quantity_is_refused(text: str | bool) -> None:
     with pytest.raises(ValueError, match="is not a number such as 2, 500m or 16Gi"):
         quantity_value(text)

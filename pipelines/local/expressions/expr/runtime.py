@@ -31,7 +31,9 @@ __all__ = [
 ]
 
 _INT64 = 2**63
-_GO_FLOAT = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|infinity)|nan", re.IGNORECASE)
+_GO_FLOAT = re.compile(
+    r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|infinity)|nan", re.IGNORECASE | re.ASCII
+)
 
 
 def _wrap_int(value: int) -> int:
