@@ -187,7 +187,7 @@ class Controller:
                     phase=job.pg_phase,
                     min_member=job.min_available,
                     min_resources=job.min_resources(),
-                    pods=tuple(waiting),
+                    pods=waiting,
                     bound=sum(1 for p in pods if p["phase"] in ("Running", "Succeeded")),
                     priority=priorities.get(job.priority_class_name, 0),
                     order=job.seq,

@@ -8,11 +8,11 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from components.volcano.cluster import StateDamaged
 from components.volcano.localpods import expand, resolve_command
@@ -302,18 +302,53 @@ class JobRow:
         return argv, env, workdir
 
 
-def pod_requests(job: JobRow) -> list[PodRequest]:
-    """Every pod the job's run will have, as the scheduler sees it (named `namespace/pod`)."""
-    from components.volcano.scheduler import PodRequest
+class _PodRequests(Sequence["PodRequest"]):
+    """Every pod of a job's run, each built when the scheduler reaches it.
 
-    tasks = {task.name: task for task in job.tasks}
-    return [
-        PodRequest(
-            name=f"{job.namespace}/{name}",
-            resources=tasks[task_name].resources,
-            node_selector=tasks[task_name].node_selector,
-            affinity=tasks[task_name].affinity,
-            tolerations=tasks[task_name].tolerations,
+    A gang waiting for admission has no pods in Volcano yet (the controller creates them once its PodGroup is
+    Inqueue) and enqueue reads only its minResources: so a Pending gang of a million replicas that its queue
+    cannot admit costs nothing here either, where a list of them took seconds and gigabytes every reconcile.
+    """
+
+    def __init__(self, job: JobRow) -> None:
+        self._job = job
+        self._tasks = [(task, task.replicas) for task in job.tasks]
+
+    def __len__(self) -> int:
+        return sum(replicas for _, replicas in self._tasks)
+
+    @overload
+    def __getitem__(self, index: int) -> PodRequest: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[PodRequest]: ...
+    def __getitem__(self, index: int | slice) -> PodRequest | Sequence[PodRequest]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        for task, replicas in self._tasks:
+            if 0 <= index < replicas:
+                return self._request(task, index)
+            index -= replicas
+        raise IndexError(index)
+
+    def __iter__(self) -> Iterator[PodRequest]:
+        for task, replicas in self._tasks:
+            for index in range(replicas):
+                yield self._request(task, index)
+
+    def _request(self, task: StoredTask, index: int) -> PodRequest:
+        from components.volcano.scheduler import PodRequest
+
+        return PodRequest(
+            name=f"{self._job.namespace}/{self._job.name}-{task.name}-{index}",
+            resources=task.resources,
+            node_selector=task.node_selector,
+            affinity=task.affinity,
+            tolerations=task.tolerations,
         )
-        for name, task_name, _ in job.pod_names()
-    ]
+
+
+def pod_requests(job: JobRow) -> Sequence[PodRequest]:
+    """Every pod the job's run will have, as the scheduler sees it (named `namespace/pod`), built as it is read."""
+    return _PodRequests(job)

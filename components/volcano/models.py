@@ -137,6 +137,12 @@ class _Model(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
+# The integers the CRD declares `format: int32` (replicas, minAvailable, maxRetry, …): the API server refuses a
+# value outside them ("cannot unmarshal number … of type int32"); 3,000,000,000 replicas is a typo, not a gang.
+_INT32_MAX = 2**31 - 1
+_Int32 = Annotated[int, Field(ge=-(2**31), le=_INT32_MAX)]
+
+
 class _Volcano(_Model):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
@@ -231,7 +237,7 @@ class LifecyclePolicy(_Volcano):
     event: Event | None = None
     events: list[Event] | None = None
     action: Action | None = None
-    exit_code: int | None = None
+    exit_code: _Int32 | None = None
     timeout: str | None = None
 
 
@@ -246,9 +252,9 @@ class NetworkTopology(_Volcano):
 class PartitionPolicy(_Volcano):
     """A task split into `totalPartitions` gangs of `partitionSize` pods, at least `minPartitions` of them running."""
 
-    total_partitions: int | None = Field(default=None, ge=0)
-    partition_size: int | None = Field(default=None, ge=0)
-    min_partitions: int | None = Field(default=None, ge=0)
+    total_partitions: int | None = Field(default=None, ge=0, le=_INT32_MAX)
+    partition_size: int | None = Field(default=None, ge=0, le=_INT32_MAX)
+    min_partitions: int | None = Field(default=None, ge=0, le=_INT32_MAX)
     network_topology: NetworkTopology | None = None
 
 
@@ -256,11 +262,11 @@ class TaskSpec(_Volcano):
     """A group of identical pods within a Job."""
 
     name: Annotated[_Label, Field(max_length=63)]
-    replicas: int = Field(default=0, ge=0)
-    min_available: int | None = Field(default=None, ge=0)
+    replicas: int = Field(default=0, ge=0, le=_INT32_MAX)
+    min_available: int | None = Field(default=None, ge=0, le=_INT32_MAX)
     template: PodTemplateSpec
     policies: list[LifecyclePolicy] | None = None
-    max_retry: int | None = Field(default=None, ge=0)
+    max_retry: int | None = Field(default=None, ge=0, le=_INT32_MAX)
     depends_on: dict[str, Any] | None = None
     topology_policy: Literal["none", "best-effort", "restricted", "single-numa-node"] | None = None
     partition_policy: PartitionPolicy | None = None
@@ -270,12 +276,12 @@ class JobSpec(_Volcano):
     """The spec of a Volcano Job."""
 
     scheduler_name: str | None = Field(default=None, max_length=63)
-    min_available: int | None = Field(default=None, ge=0)
-    min_success: int | None = Field(default=None, ge=1)
+    min_available: int | None = Field(default=None, ge=0, le=_INT32_MAX)
+    min_success: int | None = Field(default=None, ge=1, le=_INT32_MAX)
     queue: Annotated[_Subdomain, Field(max_length=253)] | None = None
     priority_class_name: Annotated[_Subdomain, Field(max_length=253)] | None = None
-    max_retry: int | None = Field(default=None, ge=0)
-    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+    max_retry: int | None = Field(default=None, ge=0, le=_INT32_MAX)
+    ttl_seconds_after_finished: int | None = Field(default=None, ge=0, le=_INT32_MAX)
     plugins: dict[str, list[str]] | None = None
     policies: list[LifecyclePolicy] | None = None
     tasks: list[TaskSpec] = Field(default_factory=list)

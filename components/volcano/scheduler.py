@@ -76,7 +76,7 @@ class Gang:
     phase: str
     min_member: int
     min_resources: Mapping[str, float]
-    pods: tuple[PodRequest, ...]
+    pods: Sequence[PodRequest]  # read only once the gang is admitted: a Pending PodGroup has no pods yet
     bound: int = 0
     priority: int = 0
     order: int = 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -332,3 +333,27 @@ def test_a_batch_v1_job_runs_its_completions_with_a_generated_name(cluster, tmp_
     obj = cluster.get_object(name)
     assert (obj["apiVersion"], obj["kind"]) == ("batch/v1", "Job")
     assert obj["status"]["succeeded"] == 3 and obj["status"]["conditions"][0]["type"] == "Complete"
+
+
+def test_a_gang_of_millions_of_replicas_waits_without_costing_the_cluster(cluster, make_job):
+    # Volcano creates a job's pods only once its PodGroup is admitted, and enqueue reads minResources alone; a
+    # reconcile here once built every replica's pod request for every read (10,000,000 replicas: ~90 s, 2 GB).
+    huge = make_job("huge", "true", pods=10_000_000, gpus=1)
+
+    def too_long(*_: object) -> None:
+        raise AssertionError("submitting a Pending gang of 10,000,000 replicas did not return within 30 s")
+
+    before = signal.signal(signal.SIGALRM, too_long)  # a guard against the O(replicas) reconcile, not a timing
+    signal.alarm(30)
+    try:
+        cluster.submit(huge)
+        waiting = cluster.get("huge")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+    assert waiting.phase == "Pending" and waiting.pods == []
+    assert "10000000 asked" in (waiting.message or "")
+    # it holds no place the others need: a small job behind it in the same queue runs to completion
+    cluster.submit(make_job("small", "true", gpus=1))
+    assert cluster.wait("small", timeout=30).phase == "Completed"
+    assert cluster.get("huge").phase == "Pending"

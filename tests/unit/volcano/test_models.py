@@ -9,6 +9,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from vcjob_factory import vcjob
 
 from components.volcano.models import (
     Container,
@@ -503,3 +504,27 @@ def test_queue_and_podgroup_typos_are_rejected(parse, text: str, expected: str) 
         parse(text)
     assert str(caught.value).startswith(expected)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("spec", "tasks", 0, "replicas"), 3_000_000_000),
+        (("spec", "minAvailable"), 2**31),
+        (("spec", "maxRetry"), 99999999999999999999),
+        (("spec", "tasks", 0, "minAvailable"), 2**31),
+        (("spec", "ttlSecondsAfterFinished"), 2**40),
+    ],
+)
+def test_int32_fields_refuse_what_the_api_server_cannot_hold(path: tuple, value: int) -> None:
+    # The CRD declares them `format: int32`: the API server refuses anything beyond (a typo, never a gang), and
+    # LocalCluster, which once tried to hold 3,000,000,000 replicas in memory, refuses it the same way.
+    manifest = vcjob("big", pods=2)
+    target = manifest
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    with pytest.raises(ValueError, match=f"value must be at most {2**31 - 1}"):
+        parse_job(manifest)
+    target[path[-1]] = 2**31 - 1 if path[-1] != "minAvailable" else 2
+    parse_job(manifest)  # the largest int32 itself is accepted
