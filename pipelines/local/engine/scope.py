@@ -7,6 +7,7 @@ expression module turns them into nested maps where an expression needs them. Ev
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -170,14 +171,33 @@ def _loop_index(name: str) -> int:
         return 0
 
 
+# The most items one loop may expand to. Every item is a node of the run, and Argo keeps every node in the
+# Workflow's status, which may hold 1 MB compressed (MAX_WORKFLOW_SIZE) unless node status offloading is on: far
+# fewer nodes than this. A `withSequence: {count: "1000000000"}` typo took this runner 10 GB in a minute.
+MAX_LOOP_ITEMS = 100_000
+
+
+def _bounded(items: list[Any], field: str) -> list[Any]:
+    if len(items) > MAX_LOOP_ITEMS:
+        raise WorkflowError(_too_many(len(items), field))
+    return items
+
+
+def _too_many(count: int, field: str) -> str:
+    return (
+        f"{field} expands to {count:,} items; a loop may have at most {MAX_LOOP_ITEMS:,} here (each item is a node "
+        "of the workflow, and Argo keeps every node in the Workflow's status, 1 MB compressed): split the work"
+    )
+
+
 def expand_items(holder: Mapping[str, Any]) -> list[Any] | None:
     """The items a step/task loops over (withItems, withParam, withSequence), or None when it does not loop."""
     if holder.get("withItems") is not None:
-        return list(holder["withItems"])
+        return _bounded(list(holder["withItems"]), "withItems")
     if holder.get("withParam") is not None:
         raw = holder["withParam"]
         if isinstance(raw, list):
-            return raw
+            return _bounded(raw, "withParam")
         try:
             items = json.loads(str(raw))
         except ValueError:
@@ -185,26 +205,30 @@ def expand_items(holder: Mapping[str, Any]) -> list[Any] | None:
         if not isinstance(items, list):
             shown = " ".join(str(raw).split())[:120]
             raise WorkflowError(f"withParam value could not be parsed as a JSON list: {shown}.")
-        return items
+        return _bounded(items, "withParam")
     if holder.get("withSequence") is not None:
         return _sequence(holder["withSequence"])
     return None
 
 
 def _sequence(seq: Mapping[str, Any]) -> list[str]:
-    try:
-        start = int(str(seq.get("start", 0)))
-        if seq.get("end") is not None:
-            end = int(str(seq["end"]))
-        elif seq.get("count") is not None:
-            count = int(str(seq["count"]))
-            if count == 0:
-                return []
-            end = start + count - 1
-        else:
-            raise WorkflowError("withSequence needs end or count.")
-    except ValueError:
-        raise WorkflowError(f"withSequence {dict(seq)} has a value that is not an integer.") from None
+    def whole(value: Any) -> int:  # Go's strconv.Atoi: ASCII digits and a sign, nothing else
+        if not re.fullmatch(r"[+-]?\d+", str(value), re.ASCII):
+            raise WorkflowError(f"withSequence {dict(seq)} has a value that is not an integer.")
+        return int(str(value))
+
+    start = whole(seq.get("start", 0))
+    if seq.get("end") is not None:
+        end = whole(seq["end"])
+    elif seq.get("count") is not None:
+        count = whole(seq["count"])
+        if count == 0:
+            return []
+        end = start + count - 1
+    else:
+        raise WorkflowError("withSequence needs end or count.")
+    if abs(end - start) + 1 > MAX_LOOP_ITEMS:
+        raise WorkflowError(_too_many(abs(end - start) + 1, "withSequence"))
     fmt = seq.get("format") or "%d"
     step = 1 if start <= end else -1
     try:

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from pipelines.local.engine.scope import (
+    MAX_LOOP_ITEMS,
     absent_outputs,
     aggregate_vars,
     drop_absent_arguments,
@@ -46,6 +47,28 @@ def test_expand_items() -> None:
     assert expand_items({"withSequence": {"start": "3", "end": "1"}}) == ["3", "2", "1"]
     with pytest.raises(WorkflowError, match="could not be parsed as a JSON list"):
         expand_items({"withParam": "heads"})
+
+
+@pytest.mark.parametrize(
+    "holder",
+    [
+        {"withSequence": {"count": "1000000000"}},  # once 10 GB in a minute, before a node ran
+        {"withSequence": {"start": "-5", "end": str(MAX_LOOP_ITEMS)}},
+        {"withParam": json.dumps(list(range(MAX_LOOP_ITEMS + 1)))},
+        {"withItems": list(range(MAX_LOOP_ITEMS + 1))},
+    ],
+)
+def test_a_loop_beyond_what_a_workflow_can_hold_is_refused_before_it_expands(holder: dict) -> None:
+    with pytest.raises(WorkflowError, match=f"a loop may have at most {MAX_LOOP_ITEMS:,} here") as caught:
+        expand_items(holder)
+    assert "expands to" in str(caught.value) and "\n" not in str(caught.value)
+    assert len(expand_items({"withSequence": {"count": str(MAX_LOOP_ITEMS)}}) or []) == MAX_LOOP_ITEMS
+
+
+@pytest.mark.parametrize("count", [" 3", "3 ", "1_000", "３", "0x10"])
+def test_a_sequence_reads_its_numbers_as_go_does(count: str) -> None:
+    with pytest.raises(WorkflowError, match="has a value that is not an integer"):
+        expand_items({"withSequence": {"count": count}})
 
 
 def test_aggregates_keep_loop_order_and_skip_failures() -> None:
