@@ -27,6 +27,7 @@ class Call:
     hooked: bool = False
     retried: bool = False
     locals: Mapping[str, str] = field(default_factory=dict)  # tasks.name / steps.name
+    depth: int = 1  # templates nested to get here, this one counted: Argo's stack depth (`MAX_STACK_DEPTH`)
 
     @property
     def flag(self) -> NodeFlag | None:

@@ -264,6 +264,7 @@ class _Dag:
             parents=() if self._task_node(name) else self._parents(name),
             on_exit=self.call.on_exit,
             locals={"tasks.name": name},
+            depth=self.call.depth + 1,
         )
         return lambda: self._run_one(name, call)
 
@@ -293,6 +294,7 @@ class _Dag:
                     parents=(group_name,),
                     on_exit=self.call.on_exit,
                     locals={"tasks.name": child_name},
+                    depth=self.call.depth + 1,
                 )
             )
 
@@ -313,7 +315,7 @@ class _Dag:
                 return  # failFast: no new children once one failed
             node = self.engine.execute(call)
         scope = self.scope(name)
-        self.engine.run_exit_hook(self.tasks[name], node, self.node.id, scope, "tasks", name)
+        self.engine.run_exit_hook(self.tasks[name], node, self.node.id, scope, "tasks", name, self.call.depth + 1)
 
     def _hook_pending(self, name: str, node: NodeStatus) -> bool:
         """A task whose node ended before a resume but whose exit hook did not."""

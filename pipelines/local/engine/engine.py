@@ -60,6 +60,13 @@ from pipelines.local.workflow import Workflow, WorkflowError, parse_duration, st
 __all__ = ["Engine"]
 
 # Argo's entry-node phase -> workflow phase.
+# Argo's maxAllowedStackDepth (workflow/controller/controller.go): a template nested this deep (recursion that
+# never ends, most often) is an Error node with its message, instead of a run that never ends.
+MAX_STACK_DEPTH = 100
+MAX_DEPTH_MESSAGE = (
+    "Maximum recursion depth exceeded. See "
+    "https://argo-workflows.readthedocs.io/en/release-4.1/scaling/#maximum-recursion-depth"
+)
 WORKFLOW_PHASE = {"Succeeded": "Succeeded", "Skipped": "Succeeded", "Omitted": "Succeeded", "Failed": "Failed"}
 ClusterSession = Callable[[], contextlib.AbstractContextManager[ObjectCluster]]
 
@@ -247,6 +254,8 @@ class Engine:
         if node is not None and node.fulfilled:
             return node
         template_name = call.ref.get("template")
+        if call.depth >= MAX_STACK_DEPTH:  # Argo's executeTemplate: the node is an Error, its parents fail with it
+            return self.error_node(call, template_name, MAX_DEPTH_MESSAGE)
         try:
             template = self.wf.template(call.ref)
             prepared = self.prepare(template, call)
@@ -425,6 +434,7 @@ class Engine:
         scope: Mapping[str, Any],
         prefix: str,
         name: str,
+        depth: int = 1,
     ) -> NodeStatus | None:
         """Run a step's or task's exit hook (`hooks.exit` or `onExit`) once its node completed."""
         hook = exit_hook(holder)
@@ -449,6 +459,7 @@ class Engine:
                 parents=(node.name,),
                 on_exit=True,
                 hooked=True,
+                depth=depth,
             )
         )
 

@@ -84,6 +84,7 @@ class NodeRunner(Protocol):
         scope: Mapping[str, Any],
         prefix: str,
         name: str,
+        depth: int = 1,
     ) -> NodeStatus | None:
         """Run a step's or task's exit hook once its node completed."""
         ...

@@ -224,6 +224,7 @@ class _Steps:
             parents=(sg.name,),
             on_exit=self.call.on_exit,
             locals={"steps.name": step["name"]},
+            depth=self.call.depth + 1,
         )
         with self.slots or contextlib.nullcontext():
             if self.fail_fast and any(n.failed_or_error for n in self._kids(sg)):
@@ -232,7 +233,7 @@ class _Steps:
         scope = {**self.prepared.scope, **self.engine.globals()}
         for kid in self._kids(sg):
             scope[f"steps.{kid.display_name}.status"] = kid.phase
-        self.engine.run_exit_hook(step, node, self.node.id, scope, "steps", step["name"])
+        self.engine.run_exit_hook(step, node, self.node.id, scope, "steps", step["name"], self.call.depth + 1)
         return True
 
 

@@ -260,3 +260,33 @@ def test_a_secret_a_step_prints_is_stored_masked(run, home: Path, monkeypatch: p
     stored = [p for p in home.rglob("*") if p.is_file()]
     assert not [p for p in stored if key.encode() in p.read_bytes() or token.encode() in p.read_bytes()]
     assert ran.out("") == "calling with *** now\nlast ***"
+
+
+def test_recursion_that_never_ends_stops_at_argos_stack_depth(run) -> None:
+    # A steps template that calls itself unconditionally: Argo's executeTemplate refuses the 100th nested template
+    # (maxAllowedStackDepth) with an Error node; the runner once recursed until it was killed.
+    main = {"name": "main", "steps": [[{"name": "again", "template": "main"}]]}
+    ran = run(workflow([main]))
+    assert ran.phase == "Failed"
+    errors = [node for node in ran.nodes.values() if node["phase"] == "Error"]
+    assert len(errors) == 1 and errors[0]["message"].startswith("Maximum recursion depth exceeded. See https://")
+    assert errors[0]["name"].count(".again") == 99  # the entrypoint and 98 levels below it ran: 99 templates
+    assert sum(node["type"] == "Steps" for node in ran.nodes.values()) == 99
+    # a recursion that ends (a DAG calling itself a few times) is untouched
+    count = {"name": "n", "value": "{{inputs.parameters.n}}"}
+    down = {
+        "name": "down",
+        "inputs": {"parameters": [{"name": "n"}]},
+        "dag": {
+            "tasks": [
+                {
+                    "name": "again",
+                    "template": "down",
+                    "when": "{{inputs.parameters.n}} > 0",
+                    "arguments": {"parameters": [{"name": "n", "value": "{{=asInt(inputs.parameters.n) - 1}}"}]},
+                }
+            ]
+        },
+    }
+    ran = run(workflow([down], entrypoint="down", arguments={"parameters": [count | {"value": "30"}]}))
+    assert ran.phase == "Succeeded" and sum(node["type"] == "DAG" for node in ran.nodes.values()) == 31
