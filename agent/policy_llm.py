@@ -33,6 +33,7 @@ from agent.prompts import ALLOWED_KINDS, SYSTEM_PROMPT, render_observation, rend
 from agent.tools import TOOLS, ToolContext, call_tool, openai_tools
 from components.llm import LLMEndpoint
 from components.redact import MASK, redact_text
+from components.untrusted import loads_json
 
 __all__ = ["LLMPolicy", "check_answer"]
 
@@ -444,7 +445,7 @@ def _strict_json(text: str | bytes) -> Any:
 
     Whatever is read from the model may be sent back to it in the next request, whose encoder refuses them.
     """
-    return json.loads(text, parse_constant=_refuse_constant)
+    return loads_json(text, parse_constant=_refuse_constant)
 
 
 def _error_detail(response: httpx.Response) -> str:

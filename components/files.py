@@ -61,9 +61,11 @@ def describe_yaml_error(err: yaml.YAMLError) -> str:
 
 
 def _parse_all(text: str, label: str) -> list[Any]:
+    from components.untrusted import loads_json  # imported here: its patterns are compiled as it loads
+
     if text.lstrip().startswith(("{", "[")):
         try:
-            return [json.loads(text)]
+            return [loads_json(text)]
         except ValueError:
             pass  # flow-style YAML starts the same way: let the YAML parser have it, and say what it says
     import yaml  # imported here: a command that reads no YAML starts without it

@@ -10,10 +10,12 @@ example that tells the model (or the agent) to do something else is dropped inst
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from typing import Any
 
-__all__ = ["MAX_QUOTED", "clean", "instruction_in", "printable"]
+__all__ = ["MAX_QUOTED", "clean", "instruction_in", "loads_json", "printable"]
 
 MAX_QUOTED = 2000  # characters of one quoted field in a report
 
@@ -77,3 +79,16 @@ def instruction_in(text: str) -> str | None:
     seen = unicodedata.normalize("NFKC", clean(text)).translate(_HOMOGLYPHS)
     found = _INSTRUCTION.search(" ".join(seen.split()))
     return found.group() if found else None
+
+
+def loads_json(text: str | bytes, **options: Any) -> Any:
+    """`json.loads` for text from outside (a file, a server, a model, a step's output): one exception for bad JSON.
+
+    Python's parser recurses once per level, so `[[[[…` a few thousand deep raises RecursionError, which no
+    `except ValueError` catches; here it is a ValueError like any other JSON nothing should read, and so is a
+    number beyond Python's 4,300-digit limit (already a ValueError).
+    """
+    try:
+        return json.loads(text, **options)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to be read") from None

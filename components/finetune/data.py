@@ -10,7 +10,6 @@ micro-batches that 1 rank x accumulation 4 sees.
 from __future__ import annotations
 
 import functools
-import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import torch
 from components.errors import InputError
 from components.files import read_text
 from components.finetune.errors import FinetuneError
+from components.untrusted import loads_json
 
 __all__ = [
     "Batch",
@@ -100,7 +100,7 @@ def load_examples(directory: Path, split: str = "train", *, required: bool = Tru
 
 def _record(path: Path, number: int, line: str) -> dict[str, str]:
     try:
-        record: Any = json.loads(line)
+        record: Any = loads_json(line)
     except ValueError:
         raise FinetuneError(f"{path} line {number} is not valid JSON; each line must be one JSON object.") from None
     if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in ("prompt", "completion")):

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from components.loadtest.records import RequestRecord, RequestSpec
 from components.loadtest.wire import HttpError
+from components.untrusted import loads_json
 
 __all__ = [
     "HttpClient",
@@ -38,7 +39,7 @@ Clock = Callable[[], float]
 
 # What a failed exchange raises: httpx's errors or ours, the socket's (OSError); a malformed body adds ValueError.
 _TRANSPORT = (httpx.HTTPError, HttpError, OSError)
-_FAILURES = (*_TRANSPORT, ValueError)
+_FAILURES = (*_TRANSPORT, ValueError, RecursionError)  # a chunk nested too deeply for Python's parser, too
 
 
 class StreamedResponse(Protocol):
@@ -139,7 +140,7 @@ def _chunk_text(chunk: dict[str, Any], chat: bool) -> str:
 
 def _error_message(body: bytes) -> str:
     try:
-        message = json.loads(body)["error"]["message"]
+        message = loads_json(body)["error"]["message"]
     except (ValueError, KeyError, TypeError):
         message = body.decode("utf-8", "replace").strip()
     return str(message)[:200]

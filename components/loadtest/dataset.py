@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
 from components.errors import InputError, VcpilotError
 from components.files import read_text
 from components.loadtest.records import RequestSpec
+from components.untrusted import loads_json
 
 __all__ = ["DatasetError", "load_requests", "synthetic_requests"]
 
@@ -44,8 +44,8 @@ def load_requests(path: Path, count: int, *, max_tokens: int = 16) -> list[Reque
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
+            row = loads_json(line)
+        except ValueError:
             raise DatasetError(f"line {number} of {path} is not valid JSON") from None
         if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
             raise DatasetError(f'line {number} of {path} is not an object with a string "prompt"')

@@ -8,6 +8,7 @@ a line here keeps everything downstream typed; a line that is neither is counted
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,9 @@ class RequestRecord(BaseModel):
     completion: str = ""
     request_id: str = ""
     timestamp: str | None = Field(default=None, validation_alias=AliasChoices(*TIME_KEYS))
-    latency_ms: float | None = Field(default=None, ge=0, validation_alias=AliasChoices(*LATENCY_KEYS))
+    latency_ms: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, validation_alias=AliasChoices(*LATENCY_KEYS)
+    )  # finite: `1e999` reads as inf
     status: int = Field(default=200, description="HTTP status code; `ok`/`error` are read as 200/500")
     feedback: Feedback = "none"
     correction: str | None = None
@@ -55,7 +58,7 @@ class RequestRecord(BaseModel):
     @classmethod
     def _status(cls, value: Any) -> Any:
         """An HTTP status code, or a word: `ok` is 200, `error` is 500."""
-        if isinstance(value, str) and not value.strip().isdigit():
+        if isinstance(value, str) and not (value.strip().isdigit() and value.isascii()):
             word = value.strip().lower()
             if word in _OK_WORDS:
                 return 200
@@ -99,6 +102,9 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
     except ValueError as err:
         malformed.add("invalid_json", line.where, f"not complete JSON ({err})")
         return None
+    except RecursionError:  # `[[[[…` thousands deep: JSON, but no log record nests like that
+        malformed.add("invalid_json", line.where, "JSON nested too deeply to be a log record")
+        return None
     if not isinstance(data, dict):
         malformed.add("invalid_record", line.where, "a JSON line must be an object")
         return None
@@ -120,8 +126,8 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
     return LogEvent(message, level or level_of("", message), stamp, latency)
 
 
-def _is_latency(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+def _is_latency(value: Any) -> bool:  # finite: `1e999` reads as inf, which no request took
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < math.inf
 
 
 def classify(line: SourceLine, malformed: Malformed) -> Entry | None:

@@ -66,6 +66,9 @@ def test_a_file_that_is_not_utf8_is_one_sentence_naming_it(tmp_path: Path, reade
         (b"a: 1\n---\nb: 2\n", "holds 2 YAML documents; give one"),
         (b"- a list\n", "must hold a mapping of fields, not a list"),
         (b"\x00\x01", "is not valid YAML or JSON"),
+        # JSON nested deeper than Python's parser recurses: an internal error of `cluster submit` once
+        (b"[" * 50_000 + b"]" * 50_000, "nests its values too deeply to be read"),
+        (b'{"a":' * 50_000 + b"1" + b"}" * 50_000, "nests its values too deeply to be read"),
     ],
 )
 def test_a_document_that_does_not_parse_is_one_sentence_naming_it(tmp_path: Path, content: bytes, says: str) -> None:
@@ -89,3 +92,19 @@ def test_json_and_yaml_both_read(tmp_path: Path) -> None:
     (tmp_path / "empty.yaml").write_text("")
     assert load_document(tmp_path / "a.json") == load_document(tmp_path / "b.yaml") == {"a": [1, 2]}
     assert load_document(tmp_path / "empty.yaml") == {}
+
+
+DEEP_JSON_LINE = '{"prompt": ' + "[" * 50_000 + "]" * 50_000 + ', "completion": "c"}\n'
+HUGE_NUMBER_LINE = '{"prompt": "p", "completion": "c", "n": ' + "9" * 5000 + "}\n"
+
+
+@pytest.mark.parametrize("line", [DEEP_JSON_LINE, HUGE_NUMBER_LINE], ids=["nested too deeply", "5,000 digits"])
+@pytest.mark.parametrize("reader", ["finetune data", "loadtest data"])
+def test_a_json_line_python_cannot_read_is_one_sentence_naming_its_line(tmp_path: Path, reader: str, line: str) -> None:
+    read, place = READERS[reader]
+    path = place(tmp_path)
+    path.write_text('{"prompt": "p", "completion": "c"}\n' + line)
+    with pytest.raises(VcpilotError) as caught:
+        read(path)
+    sentence = str(caught.value)
+    assert str(path) in sentence and "line 2" in sentence and "not valid JSON" in sentence and "\n" not in sentence

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from components.untrusted import loads_json
 from pipelines.local.engine.status import NodeStatus, Outputs, Parameter
 from pipelines.local.expressions import ExpressionError, evaluate_expr, substitute
 from pipelines.local.workflow import WorkflowError, stringify
@@ -135,7 +136,7 @@ def aggregate_vars(prefix: str, name: str, children: list[NodeStatus]) -> dict[s
                 by_name.setdefault(key, []).append(value)
         if child.outputs.result is not None:
             try:
-                results.append(json.loads(child.outputs.result))
+                results.append(loads_json(child.outputs.result))
             except ValueError:
                 results.append(child.outputs.result)
     base = f"{prefix}.{name}.outputs"
@@ -150,7 +151,7 @@ def _maybe_structured(values: list[str]) -> list[Any]:
     parsed: list[Any] = []
     for value in values:
         try:
-            item = json.loads(value)
+            item = loads_json(value)
         except ValueError:
             return values
         if not isinstance(item, dict | list):
@@ -199,7 +200,7 @@ def expand_items(holder: Mapping[str, Any]) -> list[Any] | None:
         if isinstance(raw, list):
             return _bounded(raw, "withParam")
         try:
-            items = json.loads(str(raw))
+            items = loads_json(str(raw))
         except ValueError:
             items = None
         if not isinstance(items, list):

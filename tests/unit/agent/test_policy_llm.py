@@ -229,6 +229,9 @@ def test_replies_that_are_not_a_decision_fall_back_with_the_reason():
         (lambda r: httpx.Response(200, json=decide_reply({"kind": "proceed"})), "not a valid action"),
         (lambda r: httpx.Response(200, json=decide_reply("[1, 2]")), "not a JSON object"),
         (lambda r: httpx.Response(200, json={"choices": [{"message": {"tool_calls": "decide"}}]}), "list of calls"),
+        # nested deeper than Python's parser recurses, as a whole reply and as a tool call's arguments
+        (lambda r: httpx.Response(200, text="[" * 50_000 + "]" * 50_000), "reply is not JSON"),
+        (lambda r: httpx.Response(200, json=decide_reply("[" * 50_000 + "]" * 50_000)), "not valid JSON"),
     ]
     for handler, fragment in cases:
         assert fragment in fallback_of(handler).fallback

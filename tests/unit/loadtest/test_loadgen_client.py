@@ -90,6 +90,9 @@ def test_chat_stream_without_usage_counts_text_chunks():
         (httpx.Response(200, content=sse(text_chunk("a"))), "without [DONE]"),
         (httpx.Response(200, content=b"data: {not json\n\n"), "JSONDecodeError"),
         (httpx.Response(200, content=sse(["a list"])), "not a JSON object"),
+        # a chunk nested deeper than Python's parser recurses (a hostile server): once an exception out of the run
+        (httpx.Response(200, content=sse("[" * 50_000 + "]" * 50_000)), "RecursionError"),
+        (httpx.Response(500, content=b"[" * 50_000 + b"]" * 50_000), "HTTP 500: [[["),
     ],
 )
 def test_a_failed_request_is_a_record_with_an_error_not_an_exception(response, fragment):

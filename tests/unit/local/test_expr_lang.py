@@ -16,6 +16,7 @@ SCOPE: dict[str, Any] = {
     "inputs.parameters.word": "abc",
     "inputs.parameters.list": "[1, 2, 3]",
     "inputs.parameters.doc": '{"a": {"b": [10, 20]}}',
+    "inputs.parameters.deep": "[" * 50_000 + "]" * 50_000,  # JSON nested deeper than Python's parser recurses
     "tasks.flip-coin.outputs.result": "heads",
     "tasks.A.outputs.parameters.p": "x",
     "workflow.name": "wf-1",
@@ -112,6 +113,7 @@ def test_expressions(expression: str, expected: Any) -> None:
         ("filter(1, # > 0)", "cannot iterate"),
         ("now()", "clock"),
         ("jsonpath(inputs.parameters.doc, '$.a.c')", "not found"),
+        ("fromJSON(inputs.parameters.deep)", "invalid JSON: JSON nested too deeply to be read"),
     ],
 )
 def test_failures_are_one_sentence_errors(expression: str, reason: str) -> None:

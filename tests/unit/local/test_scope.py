@@ -47,6 +47,8 @@ def test_expand_items() -> None:
     assert expand_items({"withSequence": {"start": "3", "end": "1"}}) == ["3", "2", "1"]
     with pytest.raises(WorkflowError, match="could not be parsed as a JSON list"):
         expand_items({"withParam": "heads"})
+    with pytest.raises(WorkflowError, match="could not be parsed as a JSON list"):  # too deep for Python's parser
+        expand_items({"withParam": "[" * 50_000 + "]" * 50_000})
 
 
 @pytest.mark.parametrize(

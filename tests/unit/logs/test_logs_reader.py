@@ -46,6 +46,23 @@ def test_every_kind_of_malformed_line_is_counted_and_the_good_lines_still_come_t
     assert "latency_ms" in malformed.examples["invalid_record"][0]
 
 
+def test_json_that_python_reads_and_no_request_holds_is_counted_not_fatal(tmp_path: Path) -> None:
+    # each of these once stopped `vcpilot logs parse` with an internal error, or put an infinite latency in a report
+    path = tmp_path / "odd.jsonl"
+    lines = [
+        '{"prompt": ' + "[" * 50_000 + "]" * 50_000 + "}",  # nested deeper than Python's parser recurses
+        '{"prompt": "x", "latency_ms": 1e999999}',  # reads as inf
+        '{"prompt": "x", "latency_ms": ' + "9" * 5000 + "}",  # beyond Python's int digits limit
+        '{"prompt": "x", "status": "２００"}',  # not an HTTP code in ASCII digits
+        json.dumps(GOOD_REQUEST),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    entries, malformed = _entries(path)
+    assert [type(e).__name__ for e in entries] == ["RequestRecord"]
+    assert malformed.counts == {"invalid_json": 2, "invalid_record": 2}
+    assert malformed.examples["invalid_json"][0] == f"{path}:1: JSON nested too deeply to be a log record"
+
+
 def test_a_long_line_is_skipped_in_bounded_chunks_without_losing_the_next_line(tmp_path: Path) -> None:
     path = tmp_path / "long.log"
     path.write_bytes(b"short one\n" + b"y" * 5000 + b"\nshort two\n")

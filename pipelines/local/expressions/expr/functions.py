@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from components.untrusted import loads_json
 from pipelines.local.expressions.errors import ExpressionError
 from pipelines.local.expressions.expr.runtime import equal, fetch, to_float, to_int
 from pipelines.local.expressions.govalues import go_json, go_sprint, go_type, is_number
@@ -25,9 +26,11 @@ def from_json(text: Any) -> Any:
     if not isinstance(text, str):
         raise ExpressionError(f"fromJSON expects a string, not {go_type(text)}")
     try:
-        return json.loads(text, parse_int=float)
+        return loads_json(text, parse_int=float)
     except json.JSONDecodeError as error:
         raise ExpressionError(f"invalid JSON: {error.msg} at position {error.pos}") from None
+    except ValueError as error:  # nested too deeply for Python's parser, a number beyond its digit limit
+        raise ExpressionError(f"invalid JSON: {error}") from None
 
 
 def _go_round(value: float) -> float:
