@@ -24,7 +24,15 @@ __all__ = ["app", "register_command", "render_view", "rollback_command", "show_c
 
 app = new_app(help="Model versions in the MLflow registry: register with lineage, roll back, show.")
 
-Name = Annotated[str, typer.Option("--registered-model", help="The MLflow registered model.")]
+
+def _model_name(name: str) -> str:
+    """MLflow refuses an empty registered model name; say so before anything talks to it."""
+    if not name.strip():
+        raise typer.BadParameter("is empty; give the registered model's name", param_hint="--registered-model")
+    return name
+
+
+Name = Annotated[str, typer.Option("--registered-model", help="The MLflow registered model.", callback=_model_name)]
 TrackingUri = Annotated[
     str, typer.Option("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else local).")
 ]

@@ -143,6 +143,8 @@ def test_a_user_error_is_one_sentence_exit_1_and_a_json_object_with_json(run):
         (("run", "--scenario", "nope"), ("invalid --scenario ('nope' is not one of 'drift'",)),
         (("plan", "--policy", "magic"), ("invalid --policy",)),
         (("plan", "--max-steps"), ("--max-steps",)),
+        # an empty model name reached MLflow: "reading registered model  failed: Missing value for … 'name'"
+        (("release", "show", "--registered-model", " "), ("--registered-model: is empty; give the registered model",)),
     ],
 )
 def test_a_usage_error_is_one_sentence_and_exit_2(run, args, fragments):
