@@ -14,10 +14,13 @@ source "$here/lib.sh"
 run=$E2E_RUN
 order=(vc-scheduler vc-controller-manager kwok kube-scheduler kube-controller-manager)
 
-# ours PID NAME — true when PID still runs the binary of that name (a pid file can outlive its process and the
-# number be reused by something else, which must not be killed).
+# ours PID NAME — true when PID still runs the program NAME was started with (NAME.exe, which lib.sh's start writes;
+# else the binary of that name): a pid file can outlive its process and the number be reused by something else,
+# which must not be killed. (Without NAME.exe, `argo-server`, which runs `argo`, was never stopped.)
 ours() {
-  [[ -r /proc/$1/cmdline ]] && tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | head -n 1 | grep -q "/${2%%-real-node-*}\$"
+  local program=${2%%-real-node-*}
+  [[ -f $run/pids/$2.exe ]] && program=$(cat "$run/pids/$2.exe")
+  [[ -r /proc/$1/cmdline ]] && tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | head -n 1 | grep -q "/$program\$"
 }
 
 stop() { # name
@@ -36,7 +39,7 @@ stop() { # name
     fi
     log "stopped $1 ($pid)"
   fi
-  rm -f "$f"
+  rm -f "$f" "$run/pids/$1.exe"
 }
 
 clean_node_leftovers() {

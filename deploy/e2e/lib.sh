@@ -84,11 +84,18 @@ print_env() {
 
 # ---- processes -------------------------------------------------------------------------------------------------
 # start NAME ARGS... — runs in its own session (a Ctrl-C in the caller's terminal reaches down.sh, not them).
+# NAME.exe beside NAME.pid names the program the pid runs (`env VAR=… prog` runs prog; `argo-server` runs argo), so
+# down.sh stops exactly that process and never one that reused the pid.
 start() {
-  local name=$1
+  local name=$1 program arg
   shift
+  program=$1
+  if [[ $program == env ]]; then
+    for arg in "${@:2}"; do [[ $arg == *=* ]] || { program=$arg; break; }; done
+  fi
   setsid nsenter --net="/run/netns/$E2E_NETNS" "$@" >"$E2E_RUN/logs/$name.log" 2>&1 </dev/null &
   echo $! >"$E2E_RUN/pids/$name.pid"
+  basename "$program" >"$E2E_RUN/pids/$name.exe"
 }
 
 alive() { kill -0 "$(cat "$E2E_RUN/pids/$1.pid")" 2>/dev/null; }

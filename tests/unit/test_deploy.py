@@ -420,3 +420,28 @@ def test_kind_shares_one_workspace_across_its_gpu_less_workers(installed: list[O
     # `kubectl apply -k deploy/` then leaves the claim as it is: the fields it sets agree.
     assert {k: claim["spec"][k] for k in ours["spec"]} == ours["spec"]
     assert volume["spec"]["claimRef"] == {"name": ours["metadata"]["name"], "namespace": ours["metadata"]["namespace"]}
+
+
+def test_down_stops_a_process_whose_program_is_named_otherwise_than_its_pid_file(tmp_path: Path) -> None:
+    # up.sh starts `argo-server` running the `argo` binary; down.sh matched a pid file's name against the binary,
+    # so it removed argo-server.pid and left the Argo server running after every `make e2e`. lib.sh's start now
+    # writes NAME.exe, the program the pid runs, and down.sh's `ours` reads it.
+    down = (ROOT / "deploy" / "e2e" / "down.sh").read_text()
+    functions = re.search(r"^ours\(\) \{.*?^\}\n\nstop\(\) \{.*?^\}\n", down, re.S | re.M)
+    assert functions, "down.sh defines ours() and then stop()"
+    program = tmp_path / "bin" / "argo"
+    program.parent.mkdir()
+    shutil.copy(shutil.which("sleep") or "/bin/sleep", program)
+    server = subprocess.Popen([str(program), "300"], start_new_session=True)
+    pids = tmp_path / "run" / "pids"
+    pids.mkdir(parents=True)
+    (pids / "argo-server.pid").write_text(f"{server.pid}\n")
+    (pids / "argo-server.exe").write_text("argo\n")
+    try:
+        script = f'log() {{ echo "$*"; }}\nrun={tmp_path / "run"}\n{functions.group(0)}\nstop argo-server\n'
+        done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30, check=True)
+        assert server.wait(timeout=15) is not None and f"stopped argo-server ({server.pid})" in done.stdout
+        assert list(pids.iterdir()) == []
+    finally:
+        server.kill()
+        server.wait()
