@@ -86,7 +86,7 @@ def _check_aliases(root: yaml.Node) -> None:
         open_.add(key)
         stack.append((node, True))
         stack.extend((child, False) for child in _children(node) if id(child) not in values)
-    written = sum(1 for _ in _unique(root))
+    written = len(values)  # every node written out, counted once
     if values[id(root)] - written > MAX_ALIAS_VALUES:
         raise yaml.composer.ComposerError(
             None,
@@ -96,17 +96,6 @@ def _check_aliases(root: yaml.Node) -> None:
             "values out",
             root.start_mark,
         )
-
-
-def _unique(root: yaml.Node) -> list[yaml.Node]:
-    seen: dict[int, yaml.Node] = {}
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if id(node) not in seen:
-            seen[id(node)] = node
-            stack.extend(_children(node))
-    return list(seen.values())
 
 
 def load_all(text: str) -> list[Any]:
