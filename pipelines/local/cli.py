@@ -62,7 +62,7 @@ _GROUPING = ("Retry", "TaskGroup", "StepGroup", "Steps", "DAG")
 
 
 def run_workflow_command(
-    file: Annotated[Path, typer.Argument(help="A Workflow or WorkflowTemplate YAML file (e.g. from deploy/argo/).")],
+    file: Annotated[Path, typer.Argument(help="A Workflow, WorkflowTemplate or CronWorkflow (run once) YAML file.")],
     param: ParamOption = None,
     json_output: JsonStatus = False,
     name: Annotated[

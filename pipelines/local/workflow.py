@@ -1,4 +1,4 @@
-"""Load a Workflow or WorkflowTemplate for the local runner and refuse, before anything runs, what cannot run.
+"""Load a Workflow, WorkflowTemplate or CronWorkflow to run locally; refuse, before anything runs, what cannot run.
 
 Pre-flight checks are the ones that make a run pointless if they fail: malformed YAML, a document that is not
 a Workflow/WorkflowTemplate, an unknown or missing parameter, a template reference that does not resolve, a
@@ -28,7 +28,10 @@ from components.files import describe_yaml_error, read_text
 from components.names import is_dns1123_subdomain
 
 __all__ = [
+    "HOST_ROOTS",
     "MAX_RUN_NAME",
+    "NO_COMMAND",
+    "RESOURCE_KINDS",
     "TEMPLATE_TYPES",
     "Workflow",
     "WorkflowError",
@@ -37,12 +40,25 @@ __all__ = [
     "parse_duration",
     "stringify",
     "template_type",
+    "unsupported_resource",
 ]
 
 TEMPLATE_TYPES = ("container", "script", "resource", "dag", "steps", "suspend")
 _UNSUPPORTED_TYPES = ("containerSet", "data", "http", "plugin")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", re.ASCII)
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+# Where an artifact comes from besides `raw` and another step (Argo's ArtifactLocation): the local runner has no
+# artifact repository, credentials or network; it keeps the artifacts its steps output in their own directories.
+_ARTIFACT_SOURCES = ("http", "git", "s3", "gcs", "oss", "hdfs", "azure", "artifactory", "plugin")
+# This machine's own directories: a path a step declares under one of them is not moved into the step's own
+# directory (the local process needs them as they are), so no artifact is written there.
+HOST_ROOTS = frozenset(
+    "bin boot dev etc home lib lib32 lib64 libx32 media mnt opt proc root run sbin srv sys usr var work".split()
+)
+# What a resource template may do locally: LocalCluster holds Volcano and batch/v1 Jobs, and no patch.
+RESOURCE_ACTIONS = ("create", "apply", "delete", "get")
+RESOURCE_KINDS = frozenset({("batch.volcano.sh/v1alpha1", "Job"), ("batch/v1", "Job")})
+NO_COMMAND = "no command; the local runner runs the command itself and cannot read an image's entrypoint"
 # common/ancestry.go: each word of `depends` is a task name, optionally followed by `.Result`.
 _DEPENDS_WORD = re.compile(r"([a-zA-Z0-9][-a-zA-Z0-9]*?)\.[A-Z][a-zA-Z]+|([a-zA-Z0-9][-a-zA-Z0-9]*)")
 
@@ -193,17 +209,23 @@ def load_workflow(
     """Read a Workflow/WorkflowTemplate (path, YAML text or dict), apply `-p` values and check it can run."""
     document = _read(source)
     kind = document.get("kind")
+    if kind == "CronWorkflow":
+        document, kind = _from_cron(document, _label(source)), "Workflow"
     if kind not in ("Workflow", "WorkflowTemplate"):
         raise WorkflowError(
-            f"{_label(source)} is a {kind or 'document without kind'}, not a Workflow or WorkflowTemplate."
+            f"{_label(source)} is a {kind or 'document without kind'}, not a Workflow, WorkflowTemplate or "
+            "CronWorkflow."
         )
     spec = document.get("spec")
     if not isinstance(spec, Mapping):
         raise WorkflowError(f"{_label(source)} has no spec.")
     spec = copy.deepcopy(dict(spec))
+    if spec.get("workflowTemplateRef") is not None:
+        spec = _join_template(spec, source)
     _check_shape(spec)
-    if spec.get("workflowTemplateRef"):
-        raise WorkflowError("spec.workflowTemplateRef is not supported locally; run the WorkflowTemplate's own file.")
+    if any(holder.get("templateRef") is not None for t in spec.get("templates") or [] for holder in _holders(t)):
+        _import_template_refs(spec, source)
+        _check_shape(spec)
     meta = _optional(document, "metadata", Mapping, "") or {}
     for key in ("labels", "annotations"):
         _optional(meta, key, Mapping, "metadata")
@@ -226,6 +248,175 @@ def load_workflow(
         annotations={str(k): stringify(v) for k, v in (meta.get("annotations") or {}).items()},
         from_template=str(meta.get("name") or "") if kind == "WorkflowTemplate" else "",
     )
+
+
+def _from_cron(document: Mapping[str, Any], label: str) -> dict[str, Any]:
+    """Argo's ConvertCronWorkflowToWorkflow (`argo submit --from cronwf/NAME`): its workflowSpec, run once now."""
+    meta = _optional(document, "metadata", Mapping, "") or {}
+    spec = _optional(document, "spec", Mapping, "") or {}
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise WorkflowError(f"{label} is a CronWorkflow without metadata.name.")
+    if not isinstance(spec.get("workflowSpec"), Mapping):
+        raise WorkflowError(f"{label} is a CronWorkflow without spec.workflowSpec.")
+    extra = _optional(spec, "workflowMetadata", Mapping, "spec") or {}
+    for key in ("labels", "annotations"):
+        _optional(extra, key, Mapping, "spec.workflowMetadata")
+    scheduled = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "apiVersion": document.get("apiVersion"),
+        "kind": "Workflow",
+        "metadata": {
+            "generateName": f"{name}-",
+            "namespace": meta.get("namespace"),
+            "labels": {"workflows.argoproj.io/cron-workflow": name, **(extra.get("labels") or {})},
+            "annotations": {"workflows.argoproj.io/scheduled-time": scheduled, **(extra.get("annotations") or {})},
+        },
+        "spec": spec["workflowSpec"],
+    }
+
+
+def _join_template(spec: Mapping[str, Any], source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+    """Argo's JoinWorkflowSpec: the WorkflowTemplate `spec.workflowTemplateRef` names, the workflow's spec over it.
+
+    The cluster holds WorkflowTemplates; locally they are the YAML files beside the workflow's.
+    """
+    ref = _optional(spec, "workflowTemplateRef", Mapping, "spec") or {}
+    name = ref.get("name")
+    if not isinstance(name, str) or not name:
+        raise WorkflowError("spec.workflowTemplateRef needs a name: the WorkflowTemplate to run.")
+    kind = "ClusterWorkflowTemplate" if ref.get("clusterScope") is True else "WorkflowTemplate"
+    if isinstance(source, Mapping) or (isinstance(source, str) and "\n" in source):
+        raise WorkflowError(
+            f"spec.workflowTemplateRef names {kind} {name!r}; the local runner looks for it in the YAML files beside "
+            "the workflow's file, and this workflow has no file: run the WorkflowTemplate's own file."
+        )
+    here = Path(source).parent
+    found = _template_beside(here, kind, name)
+    if found is None:
+        raise WorkflowError(
+            f"spec.workflowTemplateRef names {kind} {name!r}, which no YAML file in {here} defines: put its file "
+            "there, or run the WorkflowTemplate's own file."
+        )
+    own = {k: v for k, v in spec.items() if k != "workflowTemplateRef"}
+    return _strategic_merge(found, own)
+
+
+def _holders(template: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every step, task and hook of `template`, to rewrite what it names."""
+    for group in template.get("steps") or []:
+        for step in group or []:
+            yield step
+            yield from (h for h in (step.get("hooks") or {}).values() if isinstance(h, dict))
+    for task in (template.get("dag") or {}).get("tasks") or []:
+        yield task
+        yield from (h for h in (task.get("hooks") or {}).values() if isinstance(h, dict))
+
+
+def _import_template_refs(spec: dict[str, Any], source: str | Path | Mapping[str, Any]) -> None:
+    """Resolve each step's `templateRef` as Argo does against the cluster's WorkflowTemplates: here, files beside it.
+
+    The template it reaches is copied in as `<workflowtemplate>.<template>` (Argo's template names hold no '.', so
+    no template of the file has that name), its own references resolved in its scope.
+    """
+    if isinstance(source, Mapping) or (isinstance(source, str) and "\n" in source):
+        directory = None
+    else:
+        directory = Path(source).parent
+    templates: list[dict[str, Any]] = spec["templates"]
+    libraries: dict[tuple[str, str], dict[str, Any] | None] = {}
+    pending: list[tuple[dict[str, Any], tuple[str, str] | None]] = [(t, None) for t in templates]
+
+    def resolve(ref: Mapping[str, Any], where: str) -> str:
+        name, wanted = ref.get("name"), ref.get("template")
+        if not isinstance(name, str) or not isinstance(wanted, str):
+            raise WorkflowError(f"{where} has a templateRef without a name and a template.")
+        kind = "ClusterWorkflowTemplate" if ref.get("clusterScope") is True else "WorkflowTemplate"
+        if directory is None:
+            raise WorkflowError(
+                f"{where} uses templateRef; the local runner looks for {kind} {name!r} in the YAML files beside the "
+                "workflow's file, and this workflow has no file: inline the template."
+            )
+        if (kind, name) not in libraries:
+            libraries[kind, name] = _template_beside(directory, kind, name)
+        library = libraries[kind, name]
+        if library is None:
+            raise WorkflowError(
+                f"{where} refers to {kind} {name!r}, which no YAML file in {directory} defines: put its file there, "
+                "or inline the template."
+            )
+        target = f"{name}.{wanted}"
+        if not any(t.get("name") == target for t in templates):
+            body = next((t for t in library.get("templates") or [] if t.get("name") == wanted), None)
+            if not isinstance(body, Mapping):
+                raise WorkflowError(f"{where} refers to template {wanted!r} of {kind} {name!r}, which has no such one.")
+            imported = {**copy.deepcopy(dict(body)), "name": target}
+            templates.append(imported)
+            pending.append((imported, (kind, name)))
+        return target
+
+    while pending:
+        template, scope = pending.pop(0)
+        where = f"template {template.get('name')!r}"
+        for holder in _holders(template):
+            here = f"{where} step or task {holder.get('name')!r}"
+            if holder.get("templateRef") is not None:
+                ref = holder.pop("templateRef")
+                holder["template"] = resolve(ref if isinstance(ref, Mapping) else {}, here)
+            elif scope is not None and isinstance(holder.get("template"), str):
+                own = {"name": scope[1], "template": holder["template"], "clusterScope": scope[0] != "WorkflowTemplate"}
+                holder["template"] = resolve(own, here)
+            if scope is not None and isinstance(holder.get("onExit"), str):
+                own = {"name": scope[1], "template": holder["onExit"], "clusterScope": scope[0] != "WorkflowTemplate"}
+                holder["onExit"] = resolve(own, here)
+
+
+def _template_beside(directory: Path, kind: str, name: str) -> dict[str, Any] | None:
+    """The spec of the `kind` named `name` in a YAML file of `directory` (files that do not read are passed over)."""
+    for path in sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")]):
+        try:
+            documents = kubeyaml.load_all(read_text(path, "workflow"))
+        except (InputError, yaml.YAMLError, RecursionError, ValueError, TypeError):
+            continue
+        for document in documents:
+            if (
+                isinstance(document, Mapping)
+                and document.get("kind") == kind
+                and isinstance(document.get("metadata"), Mapping)
+                and document["metadata"].get("name") == name
+                and isinstance(document.get("spec"), Mapping)
+            ):
+                return dict(document["spec"])
+    return None
+
+
+# Lists that Kubernetes' strategic merge joins by `name` in a WorkflowSpec (the rest are replaced whole).
+_MERGED_BY_NAME = frozenset({"templates", "parameters", "artifacts", "volumes", "env"})
+
+
+def _strategic_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`over` merged into `base` as Argo's MergeTo does: mappings key by key, named lists item by item.
+
+    An argument the workflow gives replaces the template's whole, as JoinWorkflowSpec keeps the higher priority's.
+    """
+    out = copy.deepcopy(dict(base))
+    for key, value in over.items():
+        old = out.get(key)
+        if isinstance(value, Mapping) and isinstance(old, Mapping):
+            out[key] = _strategic_merge(old, value)
+        elif key in _MERGED_BY_NAME and isinstance(value, list) and isinstance(old, list):
+            named = {item.get("name"): item for item in old if isinstance(item, Mapping)}
+            for item in value:
+                if not isinstance(item, Mapping) or item.get("name") not in named:
+                    continue
+                mine = named[item.get("name")]
+                whole = key in ("parameters", "artifacts")
+                named[item.get("name")] = copy.deepcopy(item) if whole else _strategic_merge(mine, item)
+            added = [copy.deepcopy(i) for i in value if not isinstance(i, Mapping) or i.get("name") not in named]
+            out[key] = [named.get(i.get("name"), i) if isinstance(i, Mapping) else i for i in old] + added
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 def _suffix() -> str:
@@ -323,9 +514,17 @@ def _check_templates(spec: Mapping[str, Any]) -> None:
         holders += list(_refs(template))
         if template.get("dag") is not None:
             _check_dag(template)
-    inline = [t for _, h in holders if isinstance(t := h.get("inline"), Mapping)]
-    for template in inline:
-        _check_kind(template)
+    inline = [(f"the inline template of {w}", t) for w, h in holders if isinstance(t := h.get("inline"), Mapping)]
+    for where, template in inline:
+        _check_kind(template, where)
+    used = {h.get("template") for _, h in holders}
+    defaults = spec.get("templateDefaults") or {}
+    _check_artifact_arguments(spec, "spec")
+    for where, holder in holders:
+        _check_artifact_arguments(holder, where)
+    named = [(f"template {t.get('name')!r}", t) for t in templates if t.get("name") in used]
+    for where, template in [*named, *inline]:
+        _check_runnable(_merge_defaults(template, defaults) if defaults else template, where)
     for where, holder in holders:
         if holder.get("templateRef"):
             raise WorkflowError(
@@ -335,13 +534,99 @@ def _check_templates(spec: Mapping[str, Any]) -> None:
             raise WorkflowError(f"{where} refers to template {holder.get('template')!r}, which is not defined.")
 
 
-def _check_kind(template: Mapping[str, Any]) -> None:
-    name = template.get("name")
+def _check_kind(template: Mapping[str, Any], where: str = "") -> None:
+    where = where or f"template {template.get('name')!r}"
     for unsupported in _UNSUPPORTED_TYPES:
         if template.get(unsupported) is not None:
-            raise WorkflowError(f"template {name!r} is a {unsupported} template, which the local runner cannot run.")
+            raise WorkflowError(f"{where} is a {unsupported} template, which the local runner cannot run.")
     if template_type(template) is None:
-        raise WorkflowError(f"template {name!r} has no container, script, resource, dag, steps or suspend.")
+        raise WorkflowError(f"{where} has no container, script, resource, dag, steps or suspend.")
+
+
+def _check_runnable(template: Mapping[str, Any], where: str) -> None:
+    """Refuse what a template that may run needs and the local runner does not have.
+
+    An image's entrypoint, an artifact repository, an artifact from outside.
+    """
+    kind = template_type(template)
+    if kind in ("container", "script") and not template[kind].get("command"):
+        raise WorkflowError(f"{where} has a {kind} with {NO_COMMAND}: give it a command.")
+    if kind == "resource":
+        _check_resource(template, where)
+    leaf = kind in ("container", "script")
+    for artifact in (template.get("outputs") or {}).get("artifacts") or []:
+        here = f"{where} output artifact {artifact['name']!r}"
+        if leaf:
+            _check_artifact_path(artifact, here)
+        elif not artifact.get("from") and not artifact.get("fromExpression"):
+            raise WorkflowError(f"{here} needs from or fromExpression: the artifact of which step it is.")
+        else:
+            _check_artifact_reference(artifact, here)
+    for artifact in (template.get("inputs") or {}).get("artifacts") or []:
+        here = f"{where} input artifact {artifact['name']!r}"
+        _check_artifact_source(artifact, here)
+        if leaf:
+            _check_artifact_path(artifact, here)
+
+
+def _check_artifact_path(artifact: Mapping[str, Any], where: str) -> None:
+    path = artifact.get("path")
+    parts = path.split("/") if isinstance(path, str) else []
+    if len(parts) < 2 or parts[0] or parts[1] in HOST_ROOTS or ".." in parts:
+        raise WorkflowError(
+            f"{where} is at {path!r}; the local runner keeps artifacts in the step's own directory, so it takes "
+            "an absolute path outside this machine's system directories (/etc, /usr, /home, /mnt, ...): use /tmp."
+        )
+
+
+def unsupported_resource(action: str, manifest: Mapping[str, Any] | None) -> str | None:
+    """Why the local runner cannot `action` the object `manifest` (None: it can; a None manifest is not looked at)."""
+    if action not in RESOURCE_ACTIONS:
+        return f"resource action {action!r} is not supported locally ({', '.join(RESOURCE_ACTIONS)})"
+    kind = (manifest or {}).get("apiVersion"), (manifest or {}).get("kind")
+    if manifest is not None and kind not in RESOURCE_KINDS:
+        return f"the local runner can only manage Volcano and batch/v1 Jobs, not {kind[0]} {kind[1]}"
+    return None
+
+
+def _check_resource(template: Mapping[str, Any], where: str) -> None:
+    """A resource template's action and object, when the file spells them out (a `{{...}}` is known only later)."""
+    resource = template["resource"]
+    action = stringify(resource.get("action") or "")
+    try:
+        manifest = kubeyaml.load(str(resource.get("manifest") or ""))
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError):  # the step says why, when it runs
+        manifest = None
+    if not isinstance(manifest, Mapping) or "{{" in f"{manifest.get('apiVersion')}{manifest.get('kind')}":
+        manifest = None
+    reason = None if "{{" in action else unsupported_resource(action, manifest)
+    if reason:
+        raise WorkflowError(f"{where}: {reason}.")
+
+
+def _check_artifact_arguments(holder: Mapping[str, Any], where: str) -> None:
+    for artifact in (holder.get("arguments") or {}).get("artifacts") or []:
+        _check_artifact_source(artifact, f"{where} artifact argument {artifact['name']!r}")
+
+
+def _check_artifact_source(artifact: Mapping[str, Any], where: str) -> None:
+    """An input artifact or an artifact argument: `raw` or another step's (`from`), nothing from outside."""
+    _check_artifact_reference(artifact, where)
+    for source in _ARTIFACT_SOURCES:
+        if artifact.get(source) is not None:
+            raise WorkflowError(
+                f"{where} is fetched from {source}, which the local runner does not do: it passes only raw "
+                "artifacts (raw: {data: ...}) and those its steps output."
+            )
+
+
+def _check_artifact_reference(artifact: Mapping[str, Any], where: str) -> None:
+    reference = artifact.get("from")
+    if reference is not None and "{{" not in str(reference):
+        raise WorkflowError(
+            f"{where} comes from {reference!r}, which is not a reference such as "
+            "{{steps.NAME.outputs.artifacts.NAME}} to an artifact a step outputs."
+        )
 
 
 def _check_dag(template: Mapping[str, Any]) -> None:

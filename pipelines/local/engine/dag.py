@@ -27,6 +27,7 @@ from pipelines.local.engine.scope import (
     item_name,
     item_vars,
     node_vars,
+    resolve_artifact_arguments,
     substitute_tree,
     template_outputs,
     unresolved_refs,
@@ -238,7 +239,7 @@ class _Dag:
                 if self._task_node(name) is None:
                     self._skip(name, "Skipped", f"when '{resolved_when}' evaluated false")
                 return _SETTLED
-        resolved = substitute_tree(drop_absent_arguments(task, scope), scope)
+        resolved = resolve_artifact_arguments(substitute_tree(drop_absent_arguments(task, scope), scope), scope)
         _check_resolved(name, resolved)
         items = expand_items(resolved)
         if items is None:

@@ -42,8 +42,9 @@ from pipelines.local.engine.executors import (
 )
 from pipelines.local.engine.resources import ObjectCluster, OwnedObject, run_resource
 from pipelines.local.engine.retry import run_retries
-from pipelines.local.engine.scope import substitute_tree
+from pipelines.local.engine.scope import artifact_local, resolve_artifact_arguments, substitute_tree
 from pipelines.local.engine.status import (
+    ARTIFACT_MARK,
     Inputs,
     NodeStatus,
     Outputs,
@@ -235,6 +236,8 @@ class Engine:
         for p in (self.state.status.outputs.parameters or []) if self.state.status.outputs else []:
             if p.value is not None:
                 out[f"workflow.outputs.parameters.{p.name}"] = p.value
+        for a in (self.state.status.outputs.artifacts or []) if self.state.status.outputs else []:
+            out[f"workflow.outputs.artifacts.{a.name}"] = a.reference
         return out
 
     def pod_name(self, node_name: str, template_name: str | None) -> str:
@@ -243,7 +246,8 @@ class Engine:
             return node_name
         node = self.state.by_name(node_name)
         suffix = (node.id if node else "").rsplit("-", 1)[-1]
-        prefix = f"{self.wf.name}-{template_name}" if template_name else self.wf.name
+        # A template a templateRef reached is named `<workflowtemplate>.<template>`; Argo's pod takes the template's.
+        prefix = f"{self.wf.name}-{template_name.rsplit('.', 1)[-1]}" if template_name else self.wf.name
         return f"{prefix[:243]}-{suffix}"
 
     # -- executeTemplate --------------------------------------------------------------------------------
@@ -326,8 +330,44 @@ class Engine:
             path = (out.get("valueFrom") or {}).get("path")
             if path:
                 scope[f"outputs.parameters.{out['name']}.path"] = path
+        for out in (template.get("outputs") or {}).get("artifacts") or []:
+            if out.get("path"):
+                scope[f"outputs.artifacts.{out['name']}.path"] = out["path"]
+        wanted = (template.get("inputs") or {}).get("artifacts")
+        artifacts = self._input_artifacts(template, call, scope) if wanted else None
         body = substitute_tree(template, scope, skip=("inputs",))
+        if artifacts is not None:
+            body["inputs"] = {**body["inputs"], "artifacts": artifacts}
         return Prepared(body, Inputs(parameters=params) if params else None, scope)
+
+    def _input_artifacts(self, template: Mapping[str, Any], call: Call, scope: dict[str, Any]) -> list[dict[str, Any]]:
+        """Argo's ProcessArgs for artifacts: each input takes its argument's source, else its own.
+
+        The loader let through only `raw` sources and references to artifacts the run keeps (`from`, substituted
+        by the caller); the executor writes or copies them where the template reads them (`_source`).
+        """
+        supplied = {a.get("name"): a for a in (call.arguments or {}).get("artifacts") or []}
+        artifacts = []
+        for spec in template["inputs"]["artifacts"]:
+            name = spec["name"]
+            given = supplied.get(name) or {}
+            scope[f"inputs.artifacts.{name}.path"] = spec.get("path")
+            if given.get("from") is not None:
+                local = self.run_dir / artifact_local(given["from"], f"artifact argument {name!r}")
+                source = (local / str(given.get("subPath") or "")).resolve()
+                if not source.is_relative_to(self.run_dir.resolve()):
+                    raise WorkflowError(f"artifact argument {name!r} points outside the run's directory.")
+                scope[f"inputs.artifacts.{name}"] = f"{ARTIFACT_MARK}{source.relative_to(self.run_dir.resolve())}"
+                artifacts.append({**spec, "_source": str(source)})
+                continue
+            raw = given.get("raw") or spec.get("raw")
+            if raw is None:
+                if spec.get("optional"):
+                    continue
+                raise WorkflowError(f"inputs.artifacts.{name} was not supplied.")
+            data = substitute(stringify(raw.get("data") or ""), scope, strict=False)
+            artifacts.append({**spec, "raw": {"data": data}})
+        return artifacts
 
     def run_template(self, call: Call, prepared: Prepared) -> NodeStatus:
         """Dispatch on the template's kind (no retry wrapper)."""
@@ -419,10 +459,13 @@ class Engine:
         return run_container(template, ctx, self.table, exempt)
 
     def publish(self, outputs: Outputs | None) -> None:
-        """Argo's addOutputsToGlobalScope: parameters with a `globalName` become workflow outputs."""
+        """Argo's addOutputsToGlobalScope: parameters and artifacts with a `globalName` become workflow outputs."""
         for p in (outputs.parameters or []) if outputs else []:
             if p.global_name and p.value is not None:
                 self.state.set_global_output(p.global_name, p.value)
+        for a in (outputs.artifacts or []) if outputs else []:
+            if a.global_name:
+                self.state.set_global_artifact(a.global_name, a)
 
     # -- hooks ---------------------------------------------------------------------------------------------
 
@@ -449,7 +492,10 @@ class Engine:
             local[f"{prefix}.{name}.outputs.parameters.{p.name}"] = p.value or ""
         if outputs.result is not None:
             local[f"{prefix}.{name}.outputs.result"] = outputs.result
-        args = substitute_tree(hook.get("arguments") or {}, local)
+        for a in outputs.artifacts or []:
+            local[f"{prefix}.{name}.outputs.artifacts.{a.name}"] = a.reference
+        args = resolve_artifact_arguments({"arguments": substitute_tree(hook.get("arguments") or {}, local)}, local)
+        args = args["arguments"]
         return self.execute(
             Call(
                 name=f"{node.name}.onExit",

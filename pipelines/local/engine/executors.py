@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from components.redact import LogRedactor
-from pipelines.local.engine.status import Outputs, Parameter
-from pipelines.local.workflow import parse_duration, stringify
+from pipelines.local.engine.status import Artifact, Outputs, Parameter
+from pipelines.local.workflow import HOST_ROOTS, NO_COMMAND, parse_duration, stringify
 
 __all__ = [
     "DEADLINE_MESSAGE",
@@ -56,7 +57,10 @@ POD_DEADLINE_MESSAGE = "Pod was active on the node longer than the specified dea
 # The last 4 kB a node wrote to stderr, beside main.log: where a failed step's reason is read from.
 STDERR_TAIL = "stderr.tail"
 MAX_RESULT_BYTES = 256 * 1024  # Argo's executor keeps the last 256 kB of a longer stdout as the result
-_ROOTS = re.compile(r"(?<![\w.~/$-])/(tmp|argo)(?=/|[^\w.-]|$)")
+# The roots a template's paths move from into its node's directory: /tmp, /argo and the first directory of each
+# path the template declares for an output parameter or an artifact (`/outputs/x/data` moves /outputs), as
+# each pod has its own filesystem; never the host's own directories, which the local process needs as they are.
+_OWN_ROOTS = ("tmp", "argo")
 # Stands for the node's directory in a template until the node runs (no parameter value can contain it).
 NODE_DIR = "\x00node-dir\x00"
 
@@ -133,10 +137,11 @@ class ProcessTable:
 
 def mark_paths(template: Mapping[str, Any]) -> dict[str, Any]:
     """A container/script template whose own `/tmp/...` and `/argo/...` paths point into the node's directory."""
+    roots = _roots(template)
 
     def mark(value: Any) -> Any:
         if isinstance(value, str):
-            return _ROOTS.sub(lambda m: f"{NODE_DIR}/{m.group(1)}", value) if "/" in value else value
+            return roots.sub(lambda m: f"{NODE_DIR}/{m.group(1)}", value) if "/" in value else value
         if isinstance(value, Mapping):
             return {k: mark(v) for k, v in value.items()}
         if isinstance(value, list):
@@ -156,7 +161,22 @@ def mark_paths(template: Mapping[str, Any]) -> dict[str, Any]:
             for p in outputs["parameters"]
         ]
         out["outputs"] = {**outputs, "parameters": params}
+    for key in ("inputs", "outputs"):
+        block = out.get(key)
+        if isinstance(block, Mapping) and block.get("artifacts"):
+            artifacts = [{**a, "path": mark(a["path"])} if a.get("path") else a for a in block["artifacts"]]
+            out[key] = {**block, "artifacts": artifacts}
     return out
+
+
+def _roots(template: Mapping[str, Any]) -> re.Pattern[str]:
+    declared = [
+        *((p.get("valueFrom") or {}).get("path") for p in (template.get("outputs") or {}).get("parameters") or []),
+        *(a.get("path") for key in ("inputs", "outputs") for a in (template.get(key) or {}).get("artifacts") or []),
+    ]
+    tops = {path.split("/")[1] for path in declared if isinstance(path, str) and path.startswith("/") and path[1:]}
+    roots = sorted((tops - HOST_ROOTS) | set(_OWN_ROOTS))
+    return re.compile(rf"(?<![\w.~/$-])/({'|'.join(map(re.escape, roots))})(?=/|[^\w.-]|$)")
 
 
 def localize(text: str, node_dir: Path) -> str:
@@ -167,10 +187,7 @@ def localize(text: str, node_dir: Path) -> str:
 def _argv(spec: Mapping[str, Any], ctx: LeafContext, kind: str) -> list[str]:
     command = [stringify(c) for c in spec.get("command") or []]
     if not command:
-        raise _LeafError(
-            f"the {kind} has no command; the local runner runs the command itself "
-            "and cannot read an image's entrypoint."
-        )
+        raise _LeafError(f"the {kind} has {NO_COMMAND}.")
     argv = [localize(a, ctx.node_dir) for a in command + [stringify(a) for a in spec.get("args") or []]]
     if argv[0] in ("python", "python3"):
         argv[0] = sys.executable
@@ -190,9 +207,28 @@ def _env(spec: Mapping[str, Any], ctx: LeafContext) -> dict[str, str]:
     return env
 
 
-def _prepare_dir(node_dir: Path) -> None:
+def _prepare_dir(template: Mapping[str, Any], node_dir: Path) -> None:
+    """The node's own /tmp and /argo/staging, and its input artifacts where it reads them.
+
+    As Argo's init container does: `raw` data is written, another step's artifact (`_source`) copied; the loader
+    refused artifacts from anywhere else.
+    """
     (node_dir / "tmp").mkdir(parents=True, exist_ok=True)
     (node_dir / "argo" / "staging").mkdir(parents=True, exist_ok=True)
+    for artifact in (template.get("inputs") or {}).get("artifacts") or []:
+        target = Path(localize(str(artifact["path"]), node_dir))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if "_source" not in artifact:
+            target.write_text(artifact["raw"]["data"])
+        elif Path(artifact["_source"]).is_dir():
+            shutil.copytree(artifact["_source"], target, dirs_exist_ok=True)
+        else:
+            try:
+                shutil.copyfile(artifact["_source"], target)
+            except OSError as err:
+                raise _LeafError(f"input artifact {artifact['name']!r}: {err.strerror or err}.") from None
+        if isinstance(artifact.get("mode"), int):
+            target.chmod(artifact["mode"])
 
 
 def run_container(template: Mapping[str, Any], ctx: LeafContext, table: ProcessTable, exempt: bool) -> LeafResult:
@@ -200,9 +236,9 @@ def run_container(template: Mapping[str, Any], ctx: LeafContext, table: ProcessT
     spec = template["container"]
     try:
         argv = _argv(spec, ctx, "container")
+        _prepare_dir(template, ctx.node_dir)
     except _LeafError as err:
         return LeafResult("Error", str(err))
-    _prepare_dir(ctx.node_dir)
     return _run(argv, _env(spec, ctx), _cwd(spec, ctx), template, ctx, table, exempt)
 
 
@@ -223,9 +259,9 @@ def run_script(template: Mapping[str, Any], ctx: LeafContext, table: ProcessTabl
     spec = template["script"]
     try:
         argv = _argv(spec, ctx, "script")
+        _prepare_dir(template, ctx.node_dir)
     except _LeafError as err:
         return LeafResult("Error", str(err))
-    _prepare_dir(ctx.node_dir)
     source = spec.get("source")
     if source:
         script = ctx.node_dir / "argo" / "staging" / "script"
@@ -306,6 +342,7 @@ def _run(
         return LeafResult("Failed", entry.reason, outputs)
     try:
         outputs.parameters = read_output_parameters(template, ctx) or None
+        outputs.artifacts = read_output_artifacts(template, ctx) or None
     except _LeafError as err:
         if code == 0:
             return LeafResult("Error", str(err), outputs)
@@ -348,6 +385,23 @@ def read_output_parameters(template: Mapping[str, Any], ctx: LeafContext) -> lis
         else:
             continue
         out.append(Parameter(name=param["name"], value=value, globalName=param.get("globalName")))
+    return out
+
+
+def read_output_artifacts(template: Mapping[str, Any], ctx: LeafContext) -> list[Artifact]:
+    """The output artifacts the step wrote, kept where it wrote them in its node's directory."""
+    out: list[Artifact] = []
+    run_dir = ctx.node_dir.parent.parent
+    for artifact in (template.get("outputs") or {}).get("artifacts") or []:
+        path = Path(localize(str(artifact["path"]), ctx.node_dir))
+        if not path.exists():
+            if artifact.get("optional"):
+                continue
+            shown = str(artifact["path"]).replace(NODE_DIR, "")
+            raise _LeafError(f"output artifact {artifact['name']!r}: {shown} does not exist.")
+        declared = str(artifact["path"]).replace(NODE_DIR, "")
+        local = str(path.relative_to(run_dir))
+        out.append(Artifact(name=artifact["name"], path=declared, local=local, globalName=artifact.get("globalName")))
     return out
 
 

@@ -25,11 +25,10 @@ from components.volcano.cluster import ClusterError, JobNotFound
 from pipelines.local.engine.executors import DEADLINE_MESSAGE, POD_DEADLINE_MESSAGE, LeafResult
 from pipelines.local.engine.status import Outputs, Parameter
 from pipelines.local.expressions import ExpressionError, evaluate_condition, jsonpath
-from pipelines.local.workflow import stringify
+from pipelines.local.workflow import stringify, unsupported_resource
 
 __all__ = ["ObjectCluster", "OwnedObject", "job_finished", "run_resource"]
 
-SUPPORTED = {("batch.volcano.sh/v1alpha1", "Job"), ("batch/v1", "Job")}
 _FAILED_VOLCANO = ("Failed", "Aborted", "Terminated")
 OwnedObject = dict[str, str]
 
@@ -64,8 +63,8 @@ def run_resource(
     """Carry out one resource template; `own` records objects created with `setOwnerReference: true`."""
     resource = template["resource"]
     action = str(resource.get("action") or "")
-    if action not in ("create", "apply", "delete", "get"):
-        return LeafResult("Error", f"resource action {action!r} is not supported locally (create, apply, delete, get).")
+    if reason := unsupported_resource(action, None):
+        return LeafResult("Error", f"{reason}.")
     try:
         manifest = kubeyaml.load(str(resource.get("manifest") or ""))
     except yaml.YAMLError as err:
@@ -74,11 +73,9 @@ def run_resource(
         return LeafResult("Error", "the resource manifest is not valid YAML: it nests too deeply or holds a bad value.")
     if not isinstance(manifest, dict):
         return LeafResult("Error", "the resource manifest must be a YAML mapping (one Kubernetes object).")
-    kind = (manifest.get("apiVersion"), manifest.get("kind"))
-    if kind not in SUPPORTED:
-        return LeafResult(
-            "Error", f"the local runner can only manage Volcano and batch/v1 Jobs, not {kind[0]} {kind[1]}."
-        )
+    if reason := unsupported_resource(action, manifest):
+        return LeafResult("Error", f"{reason}.")
+    kind = (str(manifest["apiVersion"]), str(manifest["kind"]))
     meta = manifest.setdefault("metadata", {})
     if not meta.get("name"):
         if not meta.get("generateName"):

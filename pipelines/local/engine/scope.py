@@ -12,18 +12,20 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from components.untrusted import loads_json
-from pipelines.local.engine.status import NodeStatus, Outputs, Parameter
+from pipelines.local.engine.status import ARTIFACT_MARK, Artifact, NodeStatus, Outputs, Parameter
 from pipelines.local.expressions import ExpressionError, evaluate_expr, substitute
 from pipelines.local.workflow import WorkflowError, stringify
 
 __all__ = [
     "absent_outputs",
+    "artifact_local",
     "aggregate_vars",
     "drop_absent_arguments",
     "expand_items",
     "item_name",
     "item_vars",
     "node_vars",
+    "resolve_artifact_arguments",
     "substitute_tree",
     "template_outputs",
     "unresolved_refs",
@@ -83,6 +85,8 @@ def node_vars(prefix: str, name: str, node: NodeStatus) -> dict[str, Any]:
         for p in outputs.parameters or []:
             if p.value is not None:
                 out[f"{base}.outputs.parameters.{p.name}"] = p.value
+        for a in outputs.artifacts or []:
+            out[f"{base}.outputs.artifacts.{a.name}"] = a.reference
     return out
 
 
@@ -258,11 +262,52 @@ def item_name(name: str, index: int, item: Any) -> str:
     return f"{name}({index}:{desc.replace('(', '').replace(')', '')})"
 
 
+def artifact_local(value: Any, where: str) -> str:
+    """Where the run keeps the artifact a `from` names (after substitution); WorkflowError when it names none."""
+    if isinstance(value, str) and value.startswith(ARTIFACT_MARK):
+        return value[len(ARTIFACT_MARK) :]
+    shown = "nothing" if value is None else repr(value)
+    raise WorkflowError(
+        f"{where} is {shown}, which is not an artifact: it takes a reference such as "
+        "{{steps.NAME.outputs.artifacts.NAME}} to an artifact a step has output."
+    )
+
+
+def _artifact_from(spec: Mapping[str, Any], scope: Mapping[str, Any], where: str) -> str:
+    """The run's place of the artifact `spec` takes `from` (substituted already) or `fromExpression`."""
+    if spec.get("fromExpression"):
+        return artifact_local(evaluate_expr(str(spec["fromExpression"]), scope), f"{where}.fromExpression")
+    return artifact_local(substitute(str(spec.get("from")), scope, strict=True), f"{where}.from")
+
+
+def resolve_artifact_arguments(holder: Mapping[str, Any], scope: Mapping[str, Any]) -> dict[str, Any]:
+    """The step/task with each artifact argument's `fromExpression` evaluated into `from` (at the caller's scope)."""
+    artifacts = (holder.get("arguments") or {}).get("artifacts")
+    if not artifacts or not any(a.get("fromExpression") for a in artifacts):
+        return dict(holder)
+    resolved = [
+        {**{k: v for k, v in a.items() if k != "fromExpression"}, "from": f"{ARTIFACT_MARK}{local}"}
+        if a.get("fromExpression") and (local := _artifact_from(a, scope, f"artifact argument {a['name']!r}"))
+        else a
+        for a in artifacts
+    ]
+    return {**holder, "arguments": {**holder["arguments"], "artifacts": resolved}}
+
+
 def template_outputs(template: Mapping[str, Any], scope: Mapping[str, Any]) -> Outputs | None:
     """Argo's getTemplateOutputsFromScope: a DAG's or steps template's outputs from its children."""
     specs = (template.get("outputs") or {}).get("parameters") or []
-    if not specs:
+    artifact_specs = (template.get("outputs") or {}).get("artifacts") or []
+    if not specs and not artifact_specs:
         return None
+    artifacts = [
+        Artifact(
+            name=a["name"],
+            local=_artifact_from(a, scope, f"output artifact {a['name']!r}"),
+            globalName=a.get("globalName"),
+        )
+        for a in artifact_specs
+    ]
     params: list[Parameter] = []
     for spec in specs:
         source = spec.get("valueFrom")
@@ -282,4 +327,4 @@ def template_outputs(template: Mapping[str, Any], scope: Mapping[str, Any]) -> O
                 raise
             value = source["default"]
         params.append(Parameter(name=spec["name"], value=stringify(value), globalName=spec.get("globalName")))
-    return Outputs(parameters=params)
+    return Outputs(parameters=params or None, artifacts=artifacts or None)

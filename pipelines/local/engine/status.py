@@ -21,7 +21,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "ARTIFACT_MARK",
     "COMPLETED",
+    "Artifact",
     "FULFILLED",
     "Inputs",
     "NodeFlag",
@@ -83,6 +85,29 @@ class Parameter(_Model):
     global_name: str | None = Field(default=None, alias="globalName")
 
 
+# Begins the value `{{steps.X.outputs.artifacts.Y}}` stands for: the artifact's place in the run's directory, which
+# only a reference can produce (no parameter value can contain it), so `from` takes nothing else.
+ARTIFACT_MARK = "\x00artifact\x00"
+
+
+class Artifact(_Model):
+    """An output artifact: the template's `path`, and where the run keeps it (`local`, under the run's directory).
+
+    Argo records where its artifact repository holds it (`s3.key`, ...); the local runner has no repository and
+    keeps the file or directory the step wrote in the node's own directory.
+    """
+
+    name: str
+    path: str | None = None
+    local: str | None = None
+    global_name: str | None = Field(default=None, alias="globalName")
+
+    @property
+    def reference(self) -> str:
+        """What a reference to this artifact substitutes to."""
+        return f"{ARTIFACT_MARK}{self.local}"
+
+
 class Inputs(_Model):
     """A node's resolved inputs."""
 
@@ -93,6 +118,7 @@ class Outputs(_Model):
     """A node's outputs: parameters, stdout as `result`, and the main process's exit code."""
 
     parameters: list[Parameter] | None = None
+    artifacts: list[Artifact] | None = None
     result: str | None = None
     exit_code: str | None = Field(default=None, alias="exitCode")
 
@@ -327,6 +353,15 @@ class RunState:
             params = [p for p in outputs.parameters or [] if p.name != name]
             params.append(Parameter(name=name, value=value))
             outputs.parameters = params
+            self.status.outputs = outputs
+            self.changed()
+
+    def set_global_artifact(self, name: str, artifact: Artifact) -> None:
+        """Add or replace a global output artifact (`globalName`)."""
+        with self.lock:
+            outputs = self.status.outputs or Outputs()
+            kept = [a for a in outputs.artifacts or [] if a.name != name]
+            outputs.artifacts = [*kept, Artifact(name=name, path=artifact.path, local=artifact.local)]
             self.status.outputs = outputs
             self.changed()
 

@@ -24,6 +24,7 @@ from pipelines.local.engine.scope import (
     item_name,
     item_vars,
     node_vars,
+    resolve_artifact_arguments,
     substitute_tree,
     template_outputs,
     unresolved_refs,
@@ -184,7 +185,7 @@ class _Steps:
             _check_resolved(name, resolved_when)
             if "{{" not in resolved_when and not evaluate_when(resolved_when):
                 return [(f"{sg.name}.{name}", {**step, "when": resolved_when})]
-        resolved = substitute_tree(drop_absent_arguments(body, scope), scope)
+        resolved = resolve_artifact_arguments(substitute_tree(drop_absent_arguments(body, scope), scope), scope)
         _check_resolved(name, resolved)
         items = expand_items(resolved)
         if items is None:

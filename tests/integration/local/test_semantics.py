@@ -290,3 +290,133 @@ def test_recursion_that_never_ends_stops_at_argos_stack_depth(run) -> None:
     }
     ran = run(workflow([down], entrypoint="down", arguments={"parameters": [count | {"value": "30"}]}))
     assert ran.phase == "Succeeded" and sum(node["type"] == "DAG" for node in ran.nodes.values()) == 31
+
+
+def test_raw_input_artifacts_are_written_where_the_step_reads_them(run) -> None:
+    """Argo passes `raw` artifacts without a repository; its own, an argument's (which wins), the workflow's, with
+    parameters substituted. Each lands in the step's own directory, also off /tmp: `/inputs/...` and an output
+    parameter's `/outputs/...` move with it instead of writing into this machine's root."""
+    leaf = {
+        "name": "leaf",
+        "inputs": {
+            "parameters": [{"name": "n"}],
+            "artifacts": [
+                {"name": "own", "path": "/tmp/own", "raw": {"data": "own {{inputs.parameters.n}}\n"}},
+                {"name": "given", "path": "/inputs/given/data", "raw": {"data": "replaced"}},
+                {"name": "maybe", "path": "/tmp/maybe", "optional": True},
+            ],
+        },
+        "container": {
+            "image": "alpine",
+            "command": ["sh", "-c"],
+            "args": [
+                "cat /tmp/own {{inputs.artifacts.given.path}}; test ! -e /tmp/maybe; mkdir -p /outputs/n; "
+                "echo {{inputs.parameters.n}} > /outputs/n/data"
+            ],
+        },
+        "outputs": {"parameters": [{"name": "n", "valueFrom": {"path": "/outputs/n/data"}}]},
+    }
+    given = {
+        "parameters": [{"name": "n", "value": "{{item}}"}],
+        "artifacts": [{"name": "given", "raw": {"data": "{{workflow.parameters.w}}"}}],
+    }
+    main = {"name": "main", "steps": [[{"name": "x", "template": "leaf", "withItems": [1, 2], "arguments": given}]]}
+    ran = run(workflow([main, leaf], arguments={"parameters": [{"name": "w", "value": "wf"}]}))
+    assert ran.phase == "Succeeded", ran.result.status
+    assert [ran.out(f"[0].x({i}:{i + 1})") for i in range(2)] == ["own 1\nwf", "own 2\nwf"]
+    assert [ran.param(f"[0].x({i}:{i + 1})", "n") for i in range(2)] == ["1", "2"]
+    assert not Path("/outputs").exists() and not Path("/inputs").exists()
+    missing = {**leaf, "inputs": {"artifacts": [{"name": "a", "path": "/tmp/a"}]}}
+    ran = run(workflow([{**missing, "name": "main"}]))
+    assert ran.phase == "Error" and ran.message("") == "inputs.artifacts.a was not supplied."
+
+
+def test_output_artifacts_are_kept_in_the_run_and_passed_by_reference(run, home: Path) -> None:
+    """A step's output artifact (a file or a directory) stays in its node's directory; `from`, `fromExpression`,
+    `subPath`, a steps template's own outputs, a `globalName` and an exit hook's arguments pass it on by copying,
+    as Argo's repository would; a missing one errs its step unless `optional`."""
+    make = sh(
+        "make",
+        "mkdir -p /tmp/dir/sub; echo file > /tmp/out.txt; echo deep > /tmp/dir/sub/x; echo {{inputs.parameters.n}}",
+        inputs={"parameters": [{"name": "n"}]},
+        outputs={
+            "artifacts": [
+                {"name": "file", "path": "/tmp/out.txt", "globalName": "kept"},
+                {"name": "dir", "path": "/tmp/dir"},
+                {"name": "none", "path": "/tmp/none", "optional": True},
+            ]
+        },
+    )
+    use = sh(
+        "use",
+        "cat /data/f /data/d/sub/x /data/s; ls /data",
+        inputs={
+            "artifacts": [
+                {"name": "f", "path": "/data/f"},
+                {"name": "d", "path": "/data/d"},
+                {"name": "s", "path": "/data/s"},
+            ]
+        },
+    )
+    choose = "steps.a.outputs.result == '1' ? steps.a.outputs.artifacts.file : steps.a.outputs.artifacts.none"
+    args = {
+        "artifacts": [
+            {"name": "f", "fromExpression": choose},
+            {"name": "d", "from": "{{steps.a.outputs.artifacts.dir}}"},
+            {"name": "s", "from": "{{steps.a.outputs.artifacts.dir}}", "subPath": "sub/x"},
+        ]
+    }
+    inner = {
+        "name": "inner",
+        "steps": [
+            [{"name": "a", "template": "make", "arguments": {"parameters": [{"name": "n", "value": "1"}]}}],
+            [{"name": "b", "template": "use", "arguments": args}],
+        ],
+        "outputs": {"artifacts": [{"name": "passed", "from": "{{steps.a.outputs.artifacts.file}}"}]},
+    }
+    again = sh(
+        "again",
+        "cat /tmp/in /tmp/global",
+        inputs={"artifacts": [{"name": "in", "path": "/tmp/in"}, {"name": "g", "path": "/tmp/global"}]},
+    )
+    main = {
+        "name": "main",
+        "steps": [
+            [{"name": "inner", "template": "inner"}],
+            [
+                {
+                    "name": "again",
+                    "template": "again",
+                    "arguments": {
+                        "artifacts": [
+                            {"name": "in", "from": "{{steps.inner.outputs.artifacts.passed}}"},
+                            {"name": "g", "from": "{{workflow.outputs.artifacts.kept}}"},
+                        ]
+                    },
+                }
+            ],
+        ],
+    }
+    ran = run(workflow([main, inner, make, use, again]))
+    assert ran.phase == "Succeeded", ran.result.status
+    assert ran.out("[0].inner[1].b") == "file\ndeep\ndeep\nd\nf\ns"
+    assert ran.out("[1].again") == "file\nfile"
+    made = ran.nodes["[0].inner[0].a"]["outputs"]["artifacts"]
+    assert [(a["name"], a["path"]) for a in made] == [("file", "/tmp/out.txt"), ("dir", "/tmp/dir")]
+    run_dir = home / "runs" / ran.result.name
+    assert (run_dir / made[0]["local"]).read_text() == "file\n"
+
+    missing = sh("main", "true", outputs={"artifacts": [{"name": "x", "path": "/tmp/x"}]})
+    ran = run(workflow([missing]))
+    assert ran.phase == "Error" and ran.message("") == "output artifact 'x': /tmp/x does not exist."
+    escape = {"name": "f", "from": "{{steps.a.outputs.artifacts.dir}}", "subPath": "../../../../../etc"}
+    bad = {
+        **main,
+        "steps": [
+            [{"name": "a", "template": "make", "arguments": {"parameters": [{"name": "n", "value": "1"}]}}],
+            [{"name": "b", "template": "use", "arguments": {"artifacts": [escape]}}],
+        ],
+    }
+    ran = run(workflow([bad, make, use]))
+    assert ran.phase == "Failed" and ran.phases["[1].b"] == "Error"
+    assert ran.message("[1].b") == "artifact argument 'f' points outside the run's directory."

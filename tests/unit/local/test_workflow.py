@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pipelines.local.runner import run_workflow
 from pipelines.local.workflow import WorkflowError, load_workflow, parse_duration
@@ -117,3 +118,204 @@ def test_bad_input_fails_before_anything_runs(tmp_path: Path) -> None:
     with pytest.raises(WorkflowError, match="unknown parameter"):
         run_workflow(wf(), {"x": "1"}, home=tmp_path)
     assert not (tmp_path / "runs").exists()
+
+
+def test_what_the_runner_has_no_means_for_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    """An image's entrypoint, an artifact fetched from outside, an artifact path it cannot keep: each was met only
+    when its step came (the steps before it had run), or never (an artifact was silently missing)."""
+    first = {"name": "first", "container": {"image": "x", "command": ["touch", str(tmp_path / "ran")]}}
+
+    def steps(*later: dict, **step: object) -> dict:
+        main = {
+            "name": "main",
+            "steps": [[{"name": "a", "template": "first"}], [{"name": "b", "template": "b", **step}]],
+        }
+        return wf(templates=[main, first, *later])
+
+    no_command = {"name": "b", "container": {"image": "nginx:1.29", "args": ["-g", "daemon off;"]}}
+    assert refused(steps(no_command)) == (
+        "template 'b' has a container with no command; the local runner runs the command itself and cannot read an "
+        "image's entrypoint: give it a command."
+    )
+    defaults = {"container": {"command": ["sh", "-c"]}}  # templateDefaults may give it
+    load_workflow(
+        wf(templates=[{"name": "main", "container": {"image": "x", "args": ["true"]}}], templateDefaults=defaults)
+    )
+    unused = {"name": "unused", "script": {"image": "x", "source": "print(1)"}}  # never called: not refused
+    inline = {"name": "main", "dag": {"tasks": [{"name": "a", "inline": {"container": {"image": "x"}}}]}}
+    assert refused(wf(templates=[inline])).startswith(
+        "the inline template of template 'main' task 'a' has a container with no command;"
+    )
+    load_workflow(wf(templates=[*wf()["spec"]["templates"], unused]))
+
+    container = {"image": "x", "command": ["true"]}
+    takes = {"name": "b", "inputs": {"artifacts": [{"name": "a", "path": "/tmp/a"}]}, "container": container}
+    for source, kind in [
+        ({"from": "/etc/passwd"}, "comes from '/etc/passwd', which is not a reference such as"),
+        ({"http": {"url": "https://example.com/x"}}, "is fetched from http"),
+        ({"s3": {"key": "x"}}, "is fetched from s3"),
+        ({"git": {"repo": "https://x"}}, "is fetched from git"),
+    ]:
+        message = refused(steps(takes, arguments={"artifacts": [{"name": "a", **source}]}))
+        assert message.startswith("template 'main' step 'b' artifact argument 'a' ") and kind in message
+        own = {**takes, "inputs": {"artifacts": [{"name": "a", "path": "/tmp/a", **source}]}}
+        assert refused(steps(own)).startswith("template 'b' input artifact 'a' ")
+    top = wf(arguments={"artifacts": [{"name": "a", "http": {"url": "https://x"}}]})
+    assert refused(top).startswith("spec artifact argument 'a' is fetched from http")
+    for path in ["/usr/local/bin/kubectl", "/etc/passwd", "/mnt/out", "relative/file", "/tmp/../../../etc/x", None]:
+        raw = {"name": "a", "path": path, "raw": {"data": "x"}}
+        message = refused(steps({**takes, "inputs": {"artifacts": [raw]}}))
+        assert (
+            message.startswith("template 'b' input artifact 'a' is at ") and "keeps artifacts in the step's" in message
+        )
+        out = {"name": "b", "container": container, "outputs": {"artifacts": [{"name": "o", "path": path}]}}
+        assert refused(steps(out)).startswith("template 'b' output artifact 'o' is at ")
+    group = {"name": "b", "steps": [[{"name": "c", "template": "first"}]], "outputs": {"artifacts": [{"name": "o"}]}}
+    assert (
+        refused(steps(group))
+        == "template 'b' output artifact 'o' needs from or fromExpression: the artifact of which step it is."
+    )
+    assert not (tmp_path / "ran").exists()
+
+
+def test_a_resource_the_local_cluster_cannot_hold_is_refused_before_anything_runs() -> None:
+    """A patch, or a Service, StatefulSet or Workflow, erred only when its step came; a `{{...}}` action or object
+    is known only then, so the step still says it."""
+
+    def resource(action: str, manifest: str) -> dict:
+        return wf(templates=[{"name": "main", "resource": {"action": action, "manifest": manifest}}])
+
+    job = "apiVersion: batch/v1\nkind: Job\nmetadata: {generateName: x-}\n"
+    assert refused(resource("patch", job)) == (
+        "template 'main': resource action 'patch' is not supported locally (create, apply, delete, get)."
+    )
+    service = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"
+    assert refused(resource("create", service)) == (
+        "template 'main': the local runner can only manage Volcano and batch/v1 Jobs, not v1 Service."
+    )
+    load_workflow(resource("create", job))
+    load_workflow(resource("{{workflow.parameters.a}}", job))
+    load_workflow(resource("create", "apiVersion: v1\nkind: '{{workflow.parameters.k}}'\n"))
+    load_workflow(resource("create", "{{workflow.parameters.whole}}"))
+
+
+def test_a_cron_workflow_runs_its_workflow_spec_once_as_argo_submit_from_cronwf() -> None:
+    """Argo's ConvertCronWorkflowToWorkflow: generateName `<cron>-`, the cron-workflow label, workflowMetadata."""
+    spec = wf()["spec"]
+    cron = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "CronWorkflow",
+        "metadata": {"name": "nightly", "labels": {"not": "copied"}},
+        "spec": {"schedules": ["0 2 * * *"], "workflowMetadata": {"labels": {"team": "ml"}}, "workflowSpec": spec},
+    }
+    loaded = load_workflow(cron)
+    assert loaded.name.startswith("nightly-") and len(loaded.name) == len("nightly-") + 5
+    assert loaded.labels == {"workflows.argoproj.io/cron-workflow": "nightly", "team": "ml"}
+    assert "workflows.argoproj.io/scheduled-time" in loaded.annotations
+    assert loaded.spec["entrypoint"] == "main" and loaded.from_template == ""
+    assert refused({**cron, "spec": {"schedules": ["* * * * *"]}}) == (
+        "the workflow is a CronWorkflow without spec.workflowSpec."
+    )
+    assert refused({**cron, "metadata": {}}) == "the workflow is a CronWorkflow without metadata.name."
+    assert refused({**cron, "spec": {**cron["spec"], "workflowMetadata": []}}) == (
+        "spec.workflowMetadata must be a mapping, not a list."
+    )
+    assert refused({"kind": "ConfigMap"}) == (
+        "the workflow is a ConfigMap, not a Workflow, WorkflowTemplate or CronWorkflow."
+    )
+
+
+def test_a_workflow_template_ref_runs_the_template_beside_it_with_the_workflows_spec_over_it(tmp_path: Path) -> None:
+    """Argo's JoinWorkflowSpec: the template's spec, the workflow's merged over it (an argument it gives replaces
+    the template's whole; templates merge by name); the cluster's WorkflowTemplates are the files beside it."""
+    template = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "WorkflowTemplate",
+        "metadata": {"name": "hello"},
+        "spec": {
+            "entrypoint": "main",
+            "arguments": {"parameters": [{"name": "a", "value": "1", "enum": ["1", "2"]}, {"name": "b", "value": "x"}]},
+            "templates": [
+                {
+                    "name": "main",
+                    "container": {"image": "x", "command": ["echo"], "args": ["{{workflow.parameters.a}}"]},
+                },
+                {"name": "other", "container": {"image": "x", "command": ["true"]}},
+            ],
+        },
+    }
+    (tmp_path / "templates.yaml").write_text(yaml.safe_dump_all([{"kind": "ConfigMap"}, template]))
+    (tmp_path / "broken.yaml").write_text("kind: [unclosed\n")  # a sibling that does not read is passed over
+    ref = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"generateName": "hello-"},
+        "spec": {
+            "workflowTemplateRef": {"name": "hello"},
+            "entrypoint": "other",
+            "arguments": {"parameters": [{"name": "a", "value": "2"}]},
+        },
+    }
+    path = tmp_path / "ref.yaml"
+    path.write_text(yaml.safe_dump(ref))
+    loaded = load_workflow(path, {"b": "y"})
+    assert loaded.spec["entrypoint"] == "other" and "workflowTemplateRef" not in loaded.spec
+    assert loaded.parameters == {"a": "2", "b": "y"}
+    assert [t["name"] for t in loaded.spec["templates"]] == ["main", "other"]
+    assert load_workflow(path, {"a": "3"}).parameters["a"] == "3"  # the workflow's `a` replaced the enum's whole
+
+    for spec_ref, message in [
+        ({"name": "nope"}, f"spec.workflowTemplateRef names WorkflowTemplate 'nope', which no YAML file in {tmp_path}"),
+        ({"name": "hello", "clusterScope": True}, "names ClusterWorkflowTemplate 'hello', which no YAML file"),
+        ({}, "spec.workflowTemplateRef needs a name: the WorkflowTemplate to run."),
+    ]:
+        path.write_text(yaml.safe_dump({**ref, "spec": {"workflowTemplateRef": spec_ref}}))
+        assert message in refused(path)
+    assert "this workflow has no file" in refused({**ref, "spec": {"workflowTemplateRef": {"name": "hello"}}})
+
+
+def test_a_template_ref_is_resolved_from_the_files_beside_the_workflow_in_its_own_scope(tmp_path: Path) -> None:
+    """Each template a templateRef reaches comes in as `<workflowtemplate>.<template>`; a plain `template:` inside it
+    names that WorkflowTemplate's template (and its onExit too), not the workflow's of the same name."""
+
+    def library(kind: str, name: str, templates: list[dict]) -> dict:
+        return {"kind": kind, "metadata": {"name": name}, "spec": {"templates": templates}}
+
+    leaf = {"name": "echo", "container": {"image": "x", "command": ["echo", "library"]}}
+    inner = {"name": "inner", "steps": [[{"name": "e", "template": "echo", "onExit": "echo"}]]}
+    ref = {"name": "c", "templateRef": {"name": "shared", "template": "echo", "clusterScope": True}}
+    outer = {"name": "outer", "dag": {"tasks": [{"name": "a", "template": "inner"}, {**ref, "depends": "a"}]}}
+    (tmp_path / "lib.yaml").write_text(
+        yaml.safe_dump_all(
+            [
+                library("WorkflowTemplate", "lib", [leaf, inner, outer]),
+                library("ClusterWorkflowTemplate", "shared", [leaf]),
+            ]
+        )
+    )
+    mine = {"name": "echo", "container": {"image": "x", "command": ["echo", "mine"]}}
+    main = {"name": "main", "steps": [[{"name": "o", "templateRef": {"name": "lib", "template": "outer"}}]]}
+    path = tmp_path / "wf.yaml"
+    path.write_text(yaml.safe_dump(wf(templates=[main, mine])))
+    templates = {t["name"]: t for t in load_workflow(path).spec["templates"]}
+    assert sorted(templates) == ["echo", "lib.echo", "lib.inner", "lib.outer", "main", "shared.echo"]
+    assert templates["main"]["steps"][0][0] == {"name": "o", "template": "lib.outer"}
+    assert [t["template"] for t in templates["lib.outer"]["dag"]["tasks"]] == ["lib.inner", "shared.echo"]
+    assert templates["lib.inner"]["steps"][0][0] == {"name": "e", "template": "lib.echo", "onExit": "lib.echo"}
+
+    def main_refers(to: dict) -> str:
+        path.write_text(yaml.safe_dump(wf(templates=[{"name": "main", "steps": [[{"name": "o", "templateRef": to}]]}])))
+        return refused(path)
+
+    assert main_refers({"name": "nope", "template": "x"}) == (
+        f"template 'main' step or task 'o' refers to WorkflowTemplate 'nope', which no YAML file in {tmp_path} "
+        "defines: put its file there, or inline the template."
+    )
+    assert "refers to template 'x' of WorkflowTemplate 'lib', which has no such one." in main_refers(
+        {"name": "lib", "template": "x"}
+    )
+    assert "has a templateRef without a name and a template" in main_refers({"name": "lib"})
+    text = yaml.safe_dump(
+        wf(templates=[{"name": "main", "steps": [[{"name": "o", "templateRef": {"name": "lib", "template": "echo"}}]]}])
+    )
+    assert "this workflow has no file: inline the template" in refused(text)
