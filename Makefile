@@ -38,7 +38,7 @@ lint: venv
 	$(BIN)/lint-imports
 
 test: lint
-	$(BIN)/pytest -q -n 2 --dist loadfile
+	$(BIN)/pytest -q -n 2 --dist loadfile --durations=25
 
 # The fuzz tests with many more examples than `make test` gives them (tests/conftest.py, profile `fuzz`); a failure
 # prints the smallest input that shows it, to pin with `@example` once fixed. FUZZ_EXAMPLES=N overrides the count.
@@ -61,17 +61,17 @@ bench: venv
 # The real-pod tests go first: they size their pods to the nodes' two CPUs, before the deployment's MLflow runs.
 e2e: venv
 	deploy/e2e/host-deps.sh
-	VCPILOT_REQUIRE_BROWSER=1 $(BIN)/pytest -q -m night tests/integration
+	VCPILOT_REQUIRE_BROWSER=1 $(BIN)/pytest -q --durations=10 -m night tests/integration
 	deploy/e2e/build.sh
 	deploy/e2e/image.sh
 	trap 'deploy/e2e/down.sh' EXIT; trap 'exit 130' INT TERM; \
 	export VCPILOT_E2E_KUBECONFIG=$$(deploy/e2e/up.sh --print-kubeconfig); \
 	VCPILOT_E2E_REAL_NODES=0 deploy/e2e/up.sh && \
-	$(BIN)/pytest -q -m "e2e and not real_pods" tests/contract tests/e2e && \
+	$(BIN)/pytest -q --durations=15 -m "e2e and not real_pods" tests/contract tests/e2e && \
 	VCPILOT_E2E_NODES=0 deploy/e2e/up.sh && \
 	export VCPILOT_E2E_REQUIRE_REAL=1 VCPILOT_E2E_STEP_IMAGE=$$(deploy/e2e/image.sh --print | awk 'END {print $$2}') && \
-	$(BIN)/pytest -q -m "e2e and real_pods" tests/e2e/test_real_pods.py && \
-	$(BIN)/pytest -q -m "e2e and real_pods" tests/e2e --ignore tests/e2e/test_real_pods.py
+	$(BIN)/pytest -q --durations=10 -m "e2e and real_pods" tests/e2e/test_real_pods.py && \
+	$(BIN)/pytest -q --durations=50 -m "e2e and real_pods" tests/e2e --ignore tests/e2e/test_real_pods.py
 
 # The real-pods cluster with Argo Workflows and vcpilot installed (kubectl apply -k deploy/, the demo seeded into
 # its workspace), left running for people: the last lines are the exports for kubectl, argo and vcpilot

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from argo_kit import (
     EXAMPLES,
+    ClusterRuns,
     Example,
     Run,
     compared,
@@ -26,7 +27,6 @@ from argo_kit import (
     last_attempts,
     last_flip,
     masked,
-    prepare_namespace,
     run_locally,
     run_on_cluster,
 )
@@ -84,23 +84,28 @@ def test_every_upstream_example_is_compared_or_excluded() -> None:
     assert not {e.name for e in COMPARED} & EXCLUDED.keys()
 
 
+@pytest.fixture(scope="module")
+def cluster_runs(admin: Any, real_nodes: list[Any], step_image: str) -> Iterator[ClusterRuns]:
+    """Every compared example created on the real controller up front, several at a time (ClusterRuns)."""
+    runs = ClusterRuns(admin, COMPARED)
+    yield runs
+    runs.close()
+
+
 @pytest.mark.parametrize("example", COMPARED, ids=lambda e: e.name)
 def test_the_local_runner_agrees_with_the_real_controller(
     example: Example,
     admin: Any,
-    namespace: str,
-    real_nodes: list[Any],
-    step_image: str,
+    cluster_runs: ClusterRuns,
     eventually: Callable[..., Any],
     tmp_path: Path,
 ) -> None:
-    prepare_namespace(admin, namespace, example, eventually)
     homes = count()
 
     def real_runs() -> Iterator[Run]:
-        yield run_on_cluster(admin, namespace, example, eventually)
+        yield cluster_runs.first_run(example)
         if example.redraw:
-            yield run_on_cluster(admin, namespace, example, eventually)
+            yield run_on_cluster(admin, cluster_runs.namespace(example), example, eventually)
 
     def local_run() -> Run:
         return run_locally(example, tmp_path / f"home-{next(homes)}")

@@ -147,17 +147,11 @@ def _wait_training(deployment: Deployment, name: str, timeout: float = 300) -> N
         time.sleep(0.5)
 
 
-@pytest.mark.parametrize("how", ["stop", "terminate"])
-def test_stopping_a_workflow_mid_training_leaves_no_volcano_job_and_ends_its_mlflow_run(
-    deployment: Deployment, how: str
-) -> None:
+def _ends_cleanly(deployment: Deployment, name: str, how: str) -> None:
+    """`argo stop` or `argo terminate` the running workflow `name`: it ends Failed or Error, leaves no Volcano job
+    behind, and its MLflow parent run ends KILLED or FAILED."""
     from mlflow.tracking import MlflowClient
 
-    name = deployment.argo(
-        "submit", "--from", f"workflowtemplate/{TEMPLATE}", "-p", "mode=force", "-p", "train-max-steps=3000",
-        "-o", "name",
-    ).stdout.strip()  # fmt: skip
-    _wait_training(deployment, name)
     deployment.argo(how, name)
     wf = deployment.wait(name, timeout=300)
     assert wf["status"]["phase"] in {"Failed", "Error"}, dump(wf)
@@ -177,6 +171,18 @@ def test_stopping_a_workflow_mid_training_leaves_no_volcano_job_and_ends_its_mlf
     assert parents and parents[0].info.status in {"KILLED", "FAILED"}, [p.info for p in parents]
 
 
+def test_terminating_a_workflow_mid_training_leaves_no_volcano_job_and_ends_its_mlflow_run(
+    deployment: Deployment,
+) -> None:
+    # `argo stop` is the one-minute schedule's test below: its run is stopped mid-training the same way.
+    name = deployment.argo(
+        "submit", "--from", f"workflowtemplate/{TEMPLATE}", "-p", "mode=force", "-p", "train-max-steps=3000",
+        "-o", "name",
+    ).stdout.strip()  # fmt: skip
+    _wait_training(deployment, name)
+    _ends_cleanly(deployment, name, "terminate")
+
+
 def _cron_children(deployment: Deployment, cron: str) -> list[dict[str, Any]]:
     return deployment.workflows(f"workflows.argoproj.io/cron-workflow={cron}")
 
@@ -191,7 +197,9 @@ def test_the_nightly_cron_workflow_submitted_by_hand_runs_once(deployment: Deplo
     assert outputs(leaf_nodes(wf)["gate"])["trigger"] == "false"
 
 
-def test_a_one_minute_schedule_fires_once_and_forbid_holds_while_it_runs(deployment: Deployment) -> None:
+def test_a_one_minute_schedule_fires_once_forbid_holds_and_argo_stop_ends_the_run_cleanly(
+    deployment: Deployment,
+) -> None:
     nightly = deployment.custom().get_namespaced_custom_object(
         "argoproj.io", "v1alpha1", deployment.namespace, "cronworkflows", "llm-autopilot-nightly"
     )
@@ -227,6 +235,11 @@ def test_a_one_minute_schedule_fires_once_and_forbid_holds_while_it_runs(deploym
         children = _cron_children(deployment, cron)
         assert [c["metadata"]["name"] for c in children] == [first["metadata"]["name"]], "Forbid let a second run start"
         assert deployment.workflow(first["metadata"]["name"])["status"]["phase"] == "Running"
+        # Suspended, not deleted: its children go with it (ownerReferences), and no tick may start another.
+        deployment.custom().patch_namespaced_custom_object(
+            "argoproj.io", "v1alpha1", deployment.namespace, "cronworkflows", cron, {"spec": {"suspend": True}}
+        )
+        _ends_cleanly(deployment, first["metadata"]["name"], "stop")
     finally:
         deployment.custom().delete_namespaced_custom_object(
             "argoproj.io", "v1alpha1", deployment.namespace, "cronworkflows", cron
