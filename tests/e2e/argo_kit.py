@@ -29,7 +29,9 @@ GROUP, VERSION = "argoproj.io", "v1alpha1"
 FINISHED = ("Succeeded", "Failed", "Error")
 NODE_NAME = "workflows.argoproj.io/node-name"  # the annotation naming a pod's node
 # What Argo's emissary executor adds to a failed step's stderr (docs/local-runner.md): not the step's own output.
-EMISSARY_ERROR = re.compile(r"(^|\n)Error: exit status \d+\n?\Z")
+# A line of its own, usually the last; but the kubelet's log interleaves stdout and stderr as it reads them, and
+# with other pods starting beside it the line came first ("Error: exit status 1\nintentional failure").
+EMISSARY_ERROR = re.compile(r"(?m)^Error: exit status \d+(\n|\Z)")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 Text = Callable[[str], str]
