@@ -43,6 +43,13 @@ check_pin etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
 check_pin coredns github.com/coredns/coredns "$COREDNS_VERSION"
 
 mkdir -p "$E2E_BIN" "$E2E_BUILD/logs"
+# One build at a time per cache (.ci/run starts one in the background while make test runs): a second build.sh waits
+# here, then finds the binaries built.
+exec 9>"$E2E_BUILD/.lock"
+flock -n 9 || {
+  log "waiting for another build.sh to finish"
+  flock 9
+}
 failed=()
 
 # build NAME MODULE-DIR LDFLAGS PACKAGE... — builds into a scratch copy of the module (so the repo is never
