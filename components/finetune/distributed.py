@@ -126,6 +126,11 @@ def distributed_from_env(env: Mapping[str, str]) -> Distributed:
     if world < 1 or not 0 <= rank < world:
         raise FinetuneError(f"RANK {rank} is not within WORLD_SIZE {world}; the launcher set them wrongly.")
     cuda = torch.cuda.is_available()
+    if cuda and not 0 <= local_rank < torch.cuda.device_count():
+        raise FinetuneError(
+            f"LOCAL_RANK {local_rank} has no GPU: this node has {torch.cuda.device_count()}; start at most one rank"
+            " per GPU (nproc_per_node = the pod's nvidia.com/gpu)."
+        )
     device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)

@@ -61,6 +61,16 @@ def test_a_distributed_env_without_a_rendezvous(base_args):
     refused(invoke(base_args, {"WORLD_SIZE": "2", "RANK": "1", "MASTER_ADDR": "", "MASTER_PORT": ""}), "MASTER_ADDR")
 
 
+def test_more_ranks_on_a_node_than_it_has_gpus(base_args, monkeypatch):
+    # A one-GPU node (as the H200 of docs/gpu.md, where this ran for real) given a second local rank.
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    env = {"WORLD_SIZE": "2", "RANK": "1", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+    refused(invoke(base_args, env), "LOCAL_RANK 1 has no GPU", "this node has 1")
+
+
 def test_a_fresh_start_over_existing_checkpoints_and_a_missing_resume_checkpoint(base_args, tmp_path):
     (tmp_path / "out-checkpoints" / "step-5").mkdir(parents=True)
     (tmp_path / "out-checkpoints" / "step-5" / METADATA).write_text("{}")
