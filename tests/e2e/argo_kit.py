@@ -231,8 +231,9 @@ class Example:
     """An upstream example compared with the real controller, and how its runs are reduced before they are.
 
     `redraw`: the outcome itself is drawn (how many attempts fail in a row): the local runner draws again until
-    its reduced run agrees with the real one, and the real run once more when that never happens (it drew
-    something rare, such as every attempt failing). `rules`: what the pods' account may do besides reporting
+    its reduced run agrees with the real one, and the real run again (test_argo_examples.REAL_REDRAWS) when that
+    never happens (it drew something rare, such as every attempt failing, or ran out of a wall-time bound on the
+    busy cluster). `rules`: what the pods' account may do besides reporting
     outputs (a resource template's objects). `generate_name`: for an example that has no name at all, which
     the API server refuses (the local runner makes one up). `local_cluster`: run its resource templates on a
     LocalCluster.
