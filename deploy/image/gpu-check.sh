@@ -24,15 +24,9 @@ field() { $PY -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 $PY -c "import torch, transformers; assert torch.cuda.is_available(), 'torch sees no GPU'
 print('torch', torch.__version__, 'transformers', transformers.__version__, 'bf16', torch.cuda.is_bf16_supported())"
-$PY - "$W/data" <<'EOF'
-import json, sys
-from pathlib import Path
-pairs = [(f"Q: price of item {i}?\nA:", f" ${10 + 7 * i % 80}") for i in range(12)]
-out = Path(sys.argv[1]); out.mkdir()
-for name, rows in (("train", pairs), ("eval", pairs[:4])):
-    (out / f"{name}.jsonl").write_text("".join(json.dumps({"prompt": p, "completion": c}) + "\n" for p, c in rows))
-EOF
-FT="$PY -m components.finetune --data $W/data --log-every 100"
+$PY -m components.demo --out "$W/demo" > /dev/null  # the demo's shop catalog: the first champion's data
+D=$W/demo/data/baseline
+FT="$PY -m components.finetune --data $D --log-every 100"
 
 step "train 200 steps on the GPU, a checkpoint every 50"
 $FT --out "$W/out" --max-steps 200 --checkpoint-every 50 --json > "$OUT/train.json"
@@ -57,13 +51,13 @@ WORLD_SIZE=2 RANK=1 LOCAL_RANK=$($PY -c "import torch; print(torch.cuda.device_c
 [ $rc = 1 ] && grep -q "has no GPU" "$W/two.err" || fail "exit $rc: $(cat "$W/two.err")"
 
 step "evaluate on the GPU"
-$PY -m components.evaluate --model "$W/out" --dataset-dir "$W/data" --json > "$OUT/eval.json"
+$PY -m components.evaluate --model "$W/out" --dataset-dir "$D" --json > "$OUT/eval.json"
 step "serve on the GPU and load-test it"
 port=$($PY -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
 $PY -m components.serving --model "$W/out" --host 127.0.0.1 --port "$port" --device cuda > "$W/serve.log" 2>&1 &
 server=$!
 VC_SERVER_HOSTS=127.0.0.1 $PY -m components.loadtest --port "$port" --report "$OUT/load.json" --requests 400 --concurrency 16 \
-    --max-tokens 32 --dataset "$W/data/eval.jsonl" --wait-s 120
+    --max-tokens 32 --dataset "$D/eval.jsonl" --wait-s 120
 [ "$(field "$OUT/load.json" errors)" = 0 ] || fail "the load test saw errors"
 grep -q "(cuda)" "$W/serve.log" || fail "the server did not run on the GPU: $(tail -3 "$W/serve.log")"
 kill $server
@@ -78,7 +72,7 @@ step "a 200M-parameter model (hidden 1024, 12 layers), fully and with LoRA"
 $PY -c "import sys; from components.lm.tiny import create_tiny_model as c; c(sys.argv[1], hidden=1024, layers=12, heads=16)" \
     "$W/base"
 for mode in full lora; do
-    flags=(--data "$W/data" --base-model "$W/base" --micro-batch 12 --checkpoint-every 20 --log-every 20)
+    flags=(--data "$D" --base-model "$W/base" --micro-batch 12 --checkpoint-every 20 --log-every 20)
     [ $mode = lora ] && flags+=(--lora)
     $PY -m components.finetune "${flags[@]}" --out "$W/$mode" --max-steps 40 --json > "$OUT/$mode.json"
     $PY -m components.finetune "${flags[@]}" --out "$W/$mode" --max-steps 60 --resume auto --json \

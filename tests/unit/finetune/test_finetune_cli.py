@@ -62,7 +62,7 @@ def test_a_distributed_env_without_a_rendezvous(base_args):
 
 
 def test_more_ranks_on_a_node_than_it_has_gpus(base_args, monkeypatch):
-    # A one-GPU node (as the H200 of docs/gpu.md, where this ran for real) given a second local rank.
+    # A one-GPU node given a second local rank (deploy/image/gpu-check.sh checks it on a real GPU, docs/image.md).
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
