@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,12 +75,17 @@ def _shown(value: float | None, unit: str) -> str:
     return f"{number}×" if unit == "x" else f"{number} {unit}".strip()
 
 
-def table(results: dict[str, dict], mode: str) -> str:
-    """The Markdown table of every figure: benchmark, figure, value, goal, baseline, met."""
+def table(results: dict[str, dict], mode: str, kept: Sequence[str] = ()) -> str:
+    """The Markdown table of every figure: benchmark, figure, value, goal, baseline, met.
+
+    `kept`: the benchmarks whose documents an `--only` run kept from an earlier run, which the heading names.
+    """
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    earlier = f"; {', '.join(kept)} kept from an earlier run (its `measured_at` in the JSON)" if kept else ""
     lines = [
         "# Benchmark results",
         "",
-        f"`make bench` ({mode} run, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"`make bench` ({mode} run, {when}{earlier}, "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}). Each goal is defined in the benchmark "
         "that measures it; `benchmarks/results/latest.json` has every document whole.",
         "",
@@ -99,7 +105,7 @@ def table(results: dict[str, dict], mode: str) -> str:
                 f"{'yes' if f['met'] else '**no**'} |"
             )
     seconds = sum(float(d.get("seconds", 0)) for d in results.values())
-    lines += ["", f"The run took {seconds:.0f} s."]
+    lines += ["", f"The benchmarks took {seconds:.0f} s, each as last measured."]
     return "\n".join(lines) + "\n"
 
 
@@ -119,7 +125,8 @@ def main() -> None:
     fresh: dict[str, dict] = {}
     for name in chosen:
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
-        fresh[name] = {**run(known[name], args.quick), "mode": "quick" if args.quick else "full"}
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        fresh[name] = {**run(known[name], args.quick), "mode": "quick" if args.quick else "full", "measured_at": when}
         print(f"bench: {name} took {fresh[name]['seconds']} s", file=sys.stderr, flush=True)
     results = {name: fresh.get(name) or kept[name] for name in known if name in fresh or name in kept}
     RESULTS.mkdir(exist_ok=True)
@@ -128,7 +135,7 @@ def main() -> None:
     figures = [{"benchmark": name, **f} for name, document in results.items() for f in document.get("figures") or []]
     summary = {"mode": mode, "figures": figures, "benchmarks": results}
     (RESULTS / "latest.json").write_text(json.dumps(summary, indent=2) + "\n")
-    markdown = table(results, mode)
+    markdown = table(results, mode, [name for name in results if name not in fresh])
     (RESULTS / "latest.md").write_text(markdown)
     print(markdown)
     failed = [name for name, d in fresh.items() if "error" in d or not d.get("figures")]
