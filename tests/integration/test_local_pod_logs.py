@@ -46,9 +46,15 @@ def test_binary_a_secret_split_across_writes_and_an_unfinished_last_line_are_sto
 
 
 def test_a_pod_killed_with_sigkill_has_what_it_printed_stored_masked(tmp_path):
-    script = f"import os, time\nos.write(1, b'started\\n'); os.write(1, b'unfinished {KEY}'); time.sleep(60)\n"
+    # `written` says both writes are done: waiting for the first line alone, a busy machine could kill the pod
+    # between the two writes (the unfinished line never printed; seen once in CI)
+    written = tmp_path / "written"
+    script = (
+        f"import os, time\nos.write(1, b'started\\n'); os.write(1, b'unfinished {KEY}'); "
+        f"open({str(written)!r}, 'w').close(); time.sleep(60)\n"
+    )
     pid, token, log, exit_file = pod(tmp_path, script)
-    until(lambda: log.exists() and log.read_bytes().startswith(b"started\n"))
+    until(lambda: written.exists() and log.exists() and log.read_bytes().startswith(b"started\n"))
     localpods.kill(pid, token)
     # the filter is outside the pod's process group: it drains the pipe and writes the unfinished line, masked
     assert until(lambda: log.read_bytes() == b"started\nunfinished ***")
