@@ -81,6 +81,8 @@ def check_names(
     A plan into a queue that does not exist renders a VCJob the cluster refuses, minutes later; say so before.
     """
     known = ", ".join(sorted(queues)) or "none"
+    if not queue:
+        raise InputError(f"the queue is empty; name one of this cluster's queues: {known}")
     for what, name in (("queue", queue), ("fallback queue", fallback_queue)):
         if name and name not in queues:
             raise InputError(f"{what} {name!r} does not exist on this cluster; its queues are {known}")

@@ -33,13 +33,14 @@ __all__ = ["adopt", "expand", "forget", "free_port", "is_alive", "kill", "read_e
 # the pipe the wrapper's output goes to; no word (the start was cut short) and it ends without running anything.
 # Then its pid goes to the launch record and the pod's command runs. Once the command has ended, the wrapper closes
 # its own copy of the output pipe and waits for the filter to write the last line and exit (its standard input
-# ends); only then is the exit code written (atomically) and a reconcile hook run (if any).
+# ends); only then is the exit code written (atomically) and a reconcile hook run (if any: a shell command line,
+# its words quoted, which `eval` parses, so a home with spaces or quotes in its path stays one word).
 _WRAPPER = (
     'read _ || exit 0; if [ -n "$VCPILOT_POD_PID_FILE" ]; then echo $$ > "$VCPILOT_POD_PID_FILE"; fi; '
     '"$@" </dev/null; code=$?; exec >/dev/null 2>&1; read _; '
     'printf "%s" "$code" > "$VCPILOT_EXIT_FILE.tmp" && mv -f "$VCPILOT_EXIT_FILE.tmp" "$VCPILOT_EXIT_FILE"; '
     'if [ -n "$VCPILOT_RECONCILE_HOOK" ]; then '
-    '$VCPILOT_RECONCILE_HOOK </dev/null; fi; exit "$code"'
+    'eval "$VCPILOT_RECONCILE_HOOK" </dev/null; fi; exit "$code"'
 )
 
 # Children this process started; polling them reaps zombies so liveness checks stay truthful.

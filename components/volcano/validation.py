@@ -84,6 +84,13 @@ def validate_job(job: Job) -> None:
 
 
 def _check_job_name(job: Job) -> None:
+    # A namespace is a DNS-1123 label on the API server; LocalCluster also makes it a folder of its pods' logs.
+    namespace = job.metadata.namespace
+    if namespace and not is_dns1123_label(namespace):
+        raise ValueError(
+            f"metadata.namespace {namespace!r} must be a lowercase RFC 1123 label (a-z, 0-9 and '-', at most 63 "
+            "characters)"
+        )
     name = job.metadata.name
     if not name:
         if job.metadata.generate_name:

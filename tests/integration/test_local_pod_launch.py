@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 
 import pytest
@@ -36,3 +37,20 @@ def test_a_record_written_before_a_start_that_never_happened_starts_the_pod(tmp_
     intent = tmp_path / "pod-0.gen1"
     intent.write_text('{"exit_file": "/nowhere"}')  # the controller died between the record and the process
     assert localpods.adopt(intent, wait_s=0.1) is None
+
+
+def test_the_reconcile_hook_is_one_command_line_whatever_the_home_path_holds(tmp_path):
+    # LocalCluster's hook quotes VCPILOT_HOME (shlex); a home with a space or a quote stays one word, and nothing
+    # lands in the directory the pod ran in (the hook once ran unparsed: split at the space, its quotes literal)
+    home = tmp_path / "my home's $HOME *"
+    home.mkdir()
+    ran, cwd = home / "reconciled", tmp_path / "cwd"
+    cwd.mkdir()
+    hook = f"touch {shlex.quote(str(ran))}"
+    exit_file = tmp_path / "exit"
+    localpods.start(["true"], {"PATH": "/usr/bin:/bin"}, str(cwd), tmp_path / "log", exit_file, hook)
+    deadline = time.monotonic() + 10
+    while not ran.exists():
+        assert time.monotonic() < deadline, "the hook did not run"
+        time.sleep(0.05)
+    assert localpods.read_exit_code(exit_file) == 0 and list(cwd.iterdir()) == []

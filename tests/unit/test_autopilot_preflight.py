@@ -24,6 +24,7 @@ def _everything(root: Path) -> dict[str, bytes]:
         ({"gpus-wanted": "3"}, None, "the training's sizes do not fit together"),
         ({"queue": "nope"}, None, "queue 'nope' does not exist on this cluster; its queues are default"),
         ({"fallback-queue": "spare"}, None, "fallback queue 'spare' does not exist"),
+        ({"queue": ""}, None, "the queue is empty; name one of this cluster's queues: default"),
         ({"priority-class": "urgent"}, None, "priority class 'urgent' does not exist on this cluster"),
         ({"nope": "1"}, None, "unknown parameter 'nope'"),
         ({}, "../../x", "is not a run name"),

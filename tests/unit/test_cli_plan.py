@@ -105,6 +105,7 @@ def test_plan_renders_the_vcjob_the_pipelines_plan_step_submits(
     [
         (["--queue", "nope"], ("queue 'nope' does not exist", "its queues are default, small")),
         (["--fallback-queue", "spare"], ("fallback queue 'spare' does not exist", "default, small")),
+        (["--queue", ""], ("the queue is empty", "name one of this cluster's queues: default, small")),
         (["--priority-class", "urgent"], ("priority class 'urgent' does not exist", "its priority classes are high")),
     ],
 )

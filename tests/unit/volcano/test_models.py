@@ -354,6 +354,10 @@ def _add_task(d: dict[str, Any], name: str, **extra: Any) -> None:
         (lambda d: d["metadata"].update(name="LLM_Finetune"), "job name 'LLM_Finetune' must be"),
         (lambda d: d["metadata"].update(name="a" * 64), "must be at most 63 characters"),
         (lambda d: d["metadata"].pop("name"), "metadata.name is required"),
+        # LocalCluster keeps a pod's logs under logs/<namespace>/: '..' would write beside its state
+        (lambda d: d["metadata"].update(namespace=".."), "metadata.namespace '..' must be a lowercase RFC 1123"),
+        (lambda d: d["metadata"].update(namespace="a/b"), "metadata.namespace 'a/b' must be"),
+        (lambda d: d["metadata"].update(namespace="Team"), "metadata.namespace 'Team' must be"),
         (lambda d: _add_task(d, "worker"), "spec.tasks[2].name 'worker' is used by two tasks"),
         (
             lambda d: d["spec"]["tasks"][0].update(minAvailable=2),
