@@ -42,7 +42,7 @@ def mcp_command(
         typer.Option(help="stdio for a client that starts the server (Claude Desktop); http: streamable HTTP at /mcp."),
     ] = Transport.STDIO,
     host: Annotated[str, typer.Option(help="Address to listen on with --transport http.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on with --transport http.")] = 8765,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on with --transport http.")] = 8765,
     token_file: Annotated[
         Path | None,
         typer.Option(help="With --transport http: the bearer token clients must send (else $VCPILOT_MCP_TOKEN)."),
@@ -76,9 +76,12 @@ def mcp_command(
     from agent.mcp_http import RateLimit, load_token
     from agent.mcp_server import AUDIT, build_server, serve_http
     from agent.tools import ToolContext
+    from components.ports import check_port_free
     from components.volcano.connect import connect
 
     token = load_token(token_file) if transport == Transport.HTTP else ""  # before anything is opened
+    if transport == Transport.HTTP:  # a taken port or a foreign address: one sentence, not uvicorn's log
+        check_port_free(host, port)
     rules = Guardrails.from_file(guardrails) if guardrails else Guardrails()
     if read_only:
         rules = rules.model_copy(update={"read_only": True})

@@ -148,7 +148,8 @@ def ui_command(
     """Serve MLflow's UI on this machine's store (VCPILOT_HOME/mlflow.db) until Ctrl-C."""
     import signal
 
-    from pipelines.mlflow_ui import check_port_free, experiment_id, serve
+    from components.ports import check_port_free
+    from pipelines.mlflow_ui import experiment_id, serve
 
     # Ctrl-C is how it stops, even where it was started with SIGINT ignored (a script's `&`, nohup): Python then
     # installs no KeyboardInterrupt of its own, and the UI would run on untouched. `run-workflow` sets its own too.

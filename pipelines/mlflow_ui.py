@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,10 +21,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.errors import InputError, Unavailable
+from components.errors import Unavailable
+from components.ports import check_port_free
 from components.tracking.adapter import artifact_root
 
-__all__ = ["UiServer", "check_port_free", "experiment_id", "serve", "server_command"]
+__all__ = ["UiServer", "experiment_id", "serve", "server_command"]
 
 
 @dataclass(frozen=True)
@@ -36,19 +36,6 @@ class UiServer:
     tracking_uri: str
     log: Path
     process: subprocess.Popen[bytes]
-
-
-def check_port_free(host: str, port: int) -> None:
-    """InputError in one sentence when something already listens on `host:port`."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
-        # As the server will: a port left in TIME_WAIT by a stopped server is free, a listening one is not.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError as err:
-            raise InputError(
-                f"port {port} on {host} is taken ({err.strerror or err}); choose another with --port"
-            ) from None
 
 
 def server_command(tracking_uri: str, host: str, port: int) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -218,6 +219,27 @@ def test_the_command_refuses_http_without_a_token_in_one_sentence(tmp_path):
     assert done.stderr.strip().splitlines() == [
         "error: the MCP server over HTTP needs a bearer token: pass --token-file FILE or set "
         f"{TOKEN_ENV} (e.g. {TOKEN_ENV}=$(openssl rand -hex 32))"
+    ]
+    assert not (tmp_path / "home").exists(), "nothing was opened"
+
+
+def test_the_command_refuses_a_port_it_cannot_listen_on_in_one_sentence_before_opening_anything(tmp_path):
+    env = _server_env(tmp_path, **{TOKEN_ENV: "a" * 32})
+    outside = CliRunner().invoke(_cli(), ["--transport", "http", "--port", "99999"], env=env)
+    assert outside.exit_code == 2 and outside.stderr.strip().count("\n") == 0, outside.stderr
+    assert "--port should be less than or equal to 65535" in outside.stderr
+    with socket.socket() as taken:  # something already listens there: uvicorn's log and a traceback before
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = CliRunner().invoke(_cli(), ["--transport", "http", "--port", str(port)], env=env)
+    assert done.exit_code == 1 and done.stderr.strip().splitlines() == [
+        f"error: port {port} on 127.0.0.1 is taken (Address already in use); choose another with --port"
+    ]
+    # an address of no interface here (TEST-NET-1: numeric, so no name is looked up; binding sends nothing)
+    foreign = CliRunner().invoke(_cli(), ["--transport", "http", "--host", "192.0.2.1"], env=env)
+    assert foreign.exit_code == 1 and foreign.stderr.strip().splitlines() == [
+        "error: --host 192.0.2.1 is not an address of this machine; give one with --host"
     ]
     assert not (tmp_path / "home").exists(), "nothing was opened"
 
