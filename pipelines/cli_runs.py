@@ -126,15 +126,25 @@ def delete_command(
     name: NameArgument, yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask first.")] = False
 ) -> None:
     """Remove a run's local state (runner directory, its VCJobs, its workspace directory) and its MLflow run."""
+    from pipelines.local.workflow import WorkflowError
     from pipelines.runs import check_name, remove_run, show_run
 
     home = default_home()
-    detail = show_run(home, check_name(name))
+    check_name(name)
+    try:
+        detail = show_run(home, name)
+    except WorkflowError as err:  # a damaged record can still be removed: the way out of it
+        typer.echo(f"warning: {err}", err=True)
+        detail = None
     if not yes:
-        typer.confirm(f"delete run {name} ({detail.phase}) and everything it wrote here?", abort=True)
+        phase = detail.phase if detail else "its record damaged"
+        typer.confirm(f"delete run {name} ({phase}) and everything it wrote here?", abort=True)
     removed = remove_run(home, name)
     for line in removed.removed:
         typer.echo(f"removed {line}")
+    if detail is None:
+        typer.echo("its MLflow run, if any, is left as it is: the damaged record does not say where it is")
+        return
     where = runs_mlflow.target(home, detail.tracking_uri, detail.experiment)
     typer.echo(runs_mlflow.mark_deleted(where, name))
 

@@ -23,8 +23,8 @@ from agent.records import read_decision
 from components.errors import InputError
 from components.tracking.spool import Spool
 from pipelines.local.engine.status import parse_rfc3339
-from pipelines.local.runner import delete_run, is_running, last_line, step_reason
-from pipelines.local.workflow import check_run_name
+from pipelines.local.runner import delete_run, is_running, last_line, read_run_record, step_reason
+from pipelines.local.workflow import WorkflowError, check_run_name
 from pipelines.workspace import RunPaths
 
 __all__ = [
@@ -111,15 +111,10 @@ class Removed(BaseModel):
 
 def load_run(home: Path, name: str) -> dict[str, Any]:
     """The run's status.json document; InputError in one sentence when there is no such run."""
-    path = home / "runs" / check_name(name) / "status.json"
-    try:
-        document: dict[str, Any] = json.loads(path.read_text())
-    except FileNotFoundError:
+    if not (home / "runs" / check_name(name) / "status.json").exists():
         known = ", ".join(_names(home)) or "none"
-        raise InputError(f"there is no run named {name!r} in {home / 'runs'}; the runs there: {known}") from None
-    except ValueError:
-        raise InputError(f"{path} is not valid JSON; the run's record is damaged") from None
-    return document
+        raise InputError(f"there is no run named {name!r} in {home / 'runs'}; the runs there: {known}")
+    return read_run_record(home, name, "the run's record is damaged")
 
 
 def list_runs(home: Path, limit: int | None = None) -> list[RunSummary]:
@@ -158,7 +153,10 @@ def remove_run(home: Path, name: str) -> Removed:
 
     Refused (WorkflowError, from the runner) while a runner holds the run; nothing is removed then.
     """
-    document = load_run(home, name)
+    try:
+        document = load_run(home, name)
+    except WorkflowError:  # a damaged record is removed too; its jobs and workspace cannot be read from it
+        document = {"local": {}, "spec": {}}
     run_dir = home / "runs" / name
     owned = [obj.get("name", "") for obj in (document.get("local") or {}).get("owned") or []]
     logs = len(list((run_dir / "nodes").glob("*/main.log")))

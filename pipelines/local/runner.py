@@ -24,13 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from components.volcano.cluster import ClusterError
 from components.volcano.cluster_local import LocalCluster, default_home
 from pipelines.local import TRIGGER_LABEL
 from pipelines.local.engine.engine import Engine
 from pipelines.local.engine.executors import SHUTDOWN_MESSAGE, STDERR_TAIL, STOPPED_MESSAGE, kill_stale
 from pipelines.local.engine.resources import ObjectCluster, OwnedObject, job_finished
-from pipelines.local.engine.status import RunState, now_rfc3339
+from pipelines.local.engine.status import RunState, WorkflowStatus, now_rfc3339
 from pipelines.local.workflow import Workflow, WorkflowError, check_run_name, load_workflow
 
 __all__ = [
@@ -175,6 +177,31 @@ def run_workflow(
         return _drive(workflow, state, home_path, cluster, stop)
 
 
+def read_run_record(home: Path, name: str, action: str) -> dict[str, Any]:
+    """A run's status.json as the runner wrote it; WorkflowError in one sentence when it is missing or damaged.
+
+    `action` ends the damaged record's sentence ("the run cannot be resumed"). A record of another shape (a list,
+    a status that is not an object…) is refused here, not met as an AttributeError by whatever reads it next.
+    """
+    path = home / "runs" / check_run_name(name) / "status.json"
+    try:
+        document = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise WorkflowError(f"there is no run named {name!r} in {home / 'runs'}.") from None
+    except (ValueError, OSError) as err:
+        why = "is not valid JSON" if isinstance(err, ValueError) else f"cannot be read ({err.strerror or err})"
+        raise WorkflowError(f"{path} {why}; {action}.") from None
+    shaped = isinstance(document, dict) and all(isinstance(document.get(k), dict) for k in ("metadata", "spec"))
+    try:
+        if shaped:
+            WorkflowStatus.model_validate(document.get("status") or {})  # what RunState reads it as
+    except ValidationError:
+        shaped = False
+    if not shaped:
+        raise WorkflowError(f"{path} is not a run's record (a Workflow with its metadata, spec and status); {action}.")
+    return dict(document)
+
+
 def resume(
     name: str,
     *,
@@ -186,12 +213,7 @@ def resume(
     """Continue a run whose runner died or was stopped; a run that ended otherwise is returned as it is."""
     home_path = _home(home)
     path = home_path / "runs" / check_run_name(name) / "status.json"
-    try:
-        document = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise WorkflowError(f"there is no run named {name!r} in {home_path / 'runs'}.") from None
-    except ValueError:
-        raise WorkflowError(f"{path} is not valid JSON; the run cannot be resumed.") from None
+    document = read_run_record(home_path, name, "the run cannot be resumed")
     status = document.get("status") or {}
     stopped = bool((document.get("spec") or {}).get("shutdown"))
     if status.get("phase") in _FINISHED and not stopped:
@@ -224,7 +246,11 @@ def delete_run(name: str, *, home: str | Path | None = None, cluster: Any = None
         document = json.loads((run_dir / "status.json").read_text())
     except FileNotFoundError:
         raise WorkflowError(f"there is no run named {name!r} in {home_path / 'runs'}.") from None
-    owned = (document.get("local") or {}).get("owned") or []
+    except ValueError:  # a damaged record is deleted too; which jobs it owned cannot be read from it
+        document = {}
+    local = document.get("local") if isinstance(document, dict) else None
+    listed = local.get("owned") if isinstance(local, dict) else None
+    owned = [o for o in listed or [] if isinstance(o, dict) and isinstance(o.get("name"), str)]
     with _exclusive(run_dir, name):
         if owned:
             with _session(home_path, cluster)() as c:

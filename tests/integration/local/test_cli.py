@@ -54,3 +54,26 @@ def test_resume_of_a_finished_run_returns_it(cli: CliRunner, shared_dir: Path) -
     first = json.loads(cli.invoke(app, ["run-workflow", str(path), "--json", "--name", "hi"]).stdout)
     again = cli.invoke(app, ["resume", "hi", "--json"])
     assert again.exit_code == 0 and json.loads(again.stdout) == first
+
+
+@pytest.mark.parametrize("record", ["[]", "null", '{"status": "x"}', '{"phase": 5}', '{"metadata": {}, "spec": {}, '
+                                    '"status": {"nodes": [1]}}', "{not json"])  # fmt: skip
+def test_a_damaged_run_record_is_one_sentence_and_the_other_runs_still_list(
+    cli: CliRunner, shared_dir: Path, home: Path, record: str
+) -> None:
+    from pipelines.cli import app as vcpilot
+
+    path = shared_dir / "argo-examples" / "hello-world.yaml"
+    assert cli.invoke(app, ["run-workflow", str(path), "--name", "good"]).exit_code == 0
+    (home / "runs" / "bad").mkdir()
+    (home / "runs" / "bad" / "status.json").write_text(record)
+    listed = cli.invoke(vcpilot, ["runs", "list", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert [run["name"] for run in json.loads(listed.stdout)] == ["good"]  # a damaged record is left out
+    for argv in (["runs", "show", "bad"], ["runs", "logs", "bad"], ["resume", "bad"]):
+        out = cli.invoke(vcpilot, argv)
+        assert out.exit_code == 1 and out.stderr.strip().count("\n") == 0, (argv, out.stderr)
+        assert "runs/bad/status.json is not" in out.stderr and "internal error" not in out.stderr
+    deleted = cli.invoke(vcpilot, ["runs", "delete", "bad", "--yes"])  # the way out
+    assert deleted.exit_code == 0, deleted.output
+    assert not (home / "runs" / "bad").exists() and (home / "runs" / "good" / "status.json").exists()
