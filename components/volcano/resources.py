@@ -82,7 +82,10 @@ def quantity_value(value: str | int | float) -> Decimal:
 
 def parse_quantity(value: str | int | float) -> float:
     """Turn a Kubernetes quantity ("500m", "16Gi", 2) into a number; ValueError names the bad value."""
-    return float(quantity_value(value))
+    number = float(quantity_value(value))
+    if not math.isfinite(number):  # within Decimal's range, beyond a float's: no cluster has that much of anything
+        raise ValueError(f"quantity {value!r} is out of range")
+    return number
 
 
 def scale_quantity(value: str, factor: int) -> str:

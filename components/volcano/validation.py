@@ -104,6 +104,41 @@ def _check_job_name(job: Job) -> None:
         )
 
 
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+def _check_node_affinity(where: str, affinity: dict[str, Any] | None) -> None:
+    """Refuse a node affinity of another shape than Kubernetes' (what the scheduler reads), naming the field."""
+    node_affinity = (affinity or {}).get("nodeAffinity")
+    if node_affinity is None:
+        return
+    if not isinstance(node_affinity, dict):
+        raise ValueError(f"{where}.nodeAffinity must be an object (requiredDuringSchedulingIgnoredDuringExecution …)")
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    where = f"{where}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    if required is None:
+        return
+    terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
+    if not isinstance(terms, list) or not terms or not all(isinstance(term, dict) for term in terms):
+        raise ValueError(f"{where} must be an object whose nodeSelectorTerms lists at least one term")
+    for t, term in enumerate(terms):
+        for kind in ("matchExpressions", "matchFields"):
+            expressions = term.get(kind) or []
+            if not isinstance(expressions, list):
+                raise ValueError(f"{where}.nodeSelectorTerms[{t}].{kind} must be a list")
+            for e, expression in enumerate(expressions):
+                at = f"{where}.nodeSelectorTerms[{t}].{kind}[{e}]"
+                if not isinstance(expression, dict) or not isinstance(expression.get("key"), str):
+                    raise ValueError(f"{at} must be an object with a key, an operator and values")
+                if expression.get("operator") not in _OPERATORS:
+                    raise ValueError(
+                        f"{at}.operator {expression.get('operator')!r} is not one of {', '.join(_OPERATORS)}"
+                    )
+                values = expression.get("values") or []
+                if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+                    raise ValueError(f"{at}.values must be a list of strings")
+
+
 def _check_task(job: Job, index: int, task: TaskSpec) -> None:
     where = f"spec.tasks[{index}]"
     if not is_dns1123_label(task.name):
@@ -132,6 +167,7 @@ def _check_task(job: Job, index: int, task: TaskSpec) -> None:
             )
     if not task.template.spec.containers:
         raise ValueError(f"{where}.template.spec.containers must list at least one container")
+    _check_node_affinity(f"{where}.template.spec.affinity", task.template.spec.affinity)
     if task.topology_policy not in (None, "none"):
         for position, container in enumerate(task.template.spec.containers):
             resources = container.resources

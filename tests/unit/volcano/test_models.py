@@ -358,6 +358,25 @@ def _add_task(d: dict[str, Any], name: str, **extra: Any) -> None:
         (lambda d: d["metadata"].update(namespace=".."), "metadata.namespace '..' must be a lowercase RFC 1123"),
         (lambda d: d["metadata"].update(namespace="a/b"), "metadata.namespace 'a/b' must be"),
         (lambda d: d["metadata"].update(namespace="Team"), "metadata.namespace 'Team' must be"),
+        # what the scheduler reads of a node affinity, refused at admission rather than met as an AttributeError
+        (
+            lambda d: d["spec"]["tasks"][0]["template"]["spec"].update(affinity={"nodeAffinity": "x"}),
+            "spec.tasks[0].template.spec.affinity.nodeAffinity must be an object",
+        ),
+        (
+            lambda d: d["spec"]["tasks"][1]["template"]["spec"].update(
+                affinity={
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {"matchExpressions": [{"key": "gpu", "operator": "Maybe", "values": ["a"]}]}
+                            ]
+                        }
+                    }
+                }
+            ),
+            "nodeSelectorTerms[0].matchExpressions[0].operator 'Maybe' is not one of In, NotIn",
+        ),
         (lambda d: _add_task(d, "worker"), "spec.tasks[2].name 'worker' is used by two tasks"),
         (
             lambda d: d["spec"]["tasks"][0].update(minAvailable=2),
@@ -429,6 +448,14 @@ def _add_task(d: dict[str, Any], name: str, **extra: Any) -> None:
 )
 def test_admission_refuses_with_one_sentence(mutate, expected: str) -> None:
     assert expected in refuses(modified(mutate))
+
+
+def test_a_quantity_beyond_a_float_is_out_of_range_in_one_sentence() -> None:
+    def huge(d: dict[str, Any]) -> None:
+        d["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1e400"
+
+    with pytest.raises(ValueError, match=r"limits\.nvidia\.com/gpu: quantity '1e400' is out of range$"):
+        modified(huge)
 
 
 def test_pod_name_of_the_last_replica_is_checked() -> None:
