@@ -683,6 +683,13 @@ def _optional(holder: Mapping[str, Any], key: str, expected: type, where: str) -
     return value
 
 
+def _whole(holder: Mapping[str, Any], key: str, where: str, *, least: int) -> None:
+    """Refuse `holder[key]`, when given, unless it is a whole number of at least `least`, naming the field."""
+    value = holder.get(key)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
+        raise WorkflowError(f"{where}.{key} must be a whole number of at least {least}, not {value!r}.")
+
+
 def _named_mappings(holder: Mapping[str, Any], key: str, where: str, *, names: bool = True) -> list[Mapping[str, Any]]:
     """`holder[key]` as a list of mappings, each with a string `name` when `names`."""
     items = _optional(holder, key, list, where) or []
@@ -726,6 +733,7 @@ def _check_call(call: Mapping[str, Any], where: str) -> None:
 
 def _check_template(template: Mapping[str, Any], where: str) -> None:
     _check_io(template, where)
+    _whole(template, "parallelism", where, least=1)
     for index, group in enumerate(_optional(template, "steps", list, where) or []):
         if not isinstance(group, list):
             raise WorkflowError(f"{where}.steps[{index}] must be a list of steps, not {_kind(group)}.")
@@ -746,6 +754,9 @@ def _check_shape(spec: Mapping[str, Any]) -> None:
     """Refuse, naming the field, a spec whose parts the loader reads are not of the type Argo's schema gives."""
     for key in ("entrypoint", "serviceAccountName"):
         _optional(spec, key, str, "spec")
+    # int64 fields in Argo's schema, read before anything runs: under 1, Argo's parallelism lets no pod start
+    _whole(spec, "parallelism", "spec", least=1)
+    _whole(spec, "activeDeadlineSeconds", "spec", least=0)
     _check_io(spec, "spec")
     _check_hooks(spec, "spec")
     for index, template in enumerate(_named_mappings(spec, "templates", "spec")):

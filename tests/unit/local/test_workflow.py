@@ -319,3 +319,22 @@ def test_a_template_ref_is_resolved_from_the_files_beside_the_workflow_in_its_ow
         wf(templates=[{"name": "main", "steps": [[{"name": "o", "templateRef": {"name": "lib", "template": "echo"}}]]}])
     )
     assert "this workflow has no file: inline the template" in refused(text)
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ({"parallelism": -1}, "spec.parallelism must be a whole number of at least 1, not -1."),
+        ({"parallelism": 0}, "spec.parallelism must be a whole number of at least 1, not 0."),  # Argo: no pod runs
+        ({"parallelism": "2"}, "spec.parallelism must be a whole number of at least 1, not '2'."),
+        ({"activeDeadlineSeconds": "abc"}, "spec.activeDeadlineSeconds must be a whole number of at least 0"),
+        (
+            {"templates": [{"name": "main", "parallelism": True, "steps": []}]},
+            "spec.templates[0].parallelism must be a whole number of at least 1, not True.",
+        ),
+    ],
+)
+def test_int64_fields_argo_reads_before_anything_runs_are_checked_at_load(spec: dict, says: str) -> None:
+    # these failed once the run had started (a ValueError from a semaphore, a deadline that was not a number)
+    assert refused(wf(**spec)).startswith(says)
+    assert load_workflow(wf(parallelism=2, activeDeadlineSeconds=0)).spec["parallelism"] == 2
