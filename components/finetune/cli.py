@@ -72,7 +72,9 @@ def finetune_command(
         list[str] | None, typer.Option(help="Module names to adapt (repeatable; default: q_proj and v_proj).")
     ] = None,
     max_length: Annotated[int | None, typer.Option(help="Longest sequence in tokens (default: the model's).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the initial weights of 'tiny' and of the data order.")] = 0,
+    seed: Annotated[
+        int, typer.Option(min=0, max=2**32 - 1, help="Seed of the initial weights of 'tiny' and of the data order.")
+    ] = 0,
     log_every: Annotated[int, typer.Option(help="Print progress every this many steps.")] = 10,
     json_output: JsonOption = False,
     step_delay: Annotated[float, typer.Option(envvar="VCPILOT_STEP_DELAY", hidden=True)] = 0.0,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from components.errors import Unavailable, VcpilotError
 from components.files import write_text
@@ -56,7 +56,7 @@ class LoadtestConfig(BaseModel):
     max_tokens: int = 16
     chat: bool = False
     model: str | None = None  # None: the first model the server lists
-    timeout_s: float = 300.0
+    timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)  # of one request
     wait_healthy_s: float = 0.0  # > 0: poll /health this long before starting (the pipeline's server is loading)
     api_key: str = ""
 

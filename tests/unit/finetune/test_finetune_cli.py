@@ -51,6 +51,9 @@ def test_a_global_batch_that_does_not_divide(base_args):
 
 def test_a_setting_out_of_range(base_args):
     refused(invoke([*base_args, "--keep", "0"]), "--keep")
+    for seed, says in (("-1", "greater than or equal to 0"), (str(2**32), "less than or equal to 4294967295")):
+        result = invoke([*base_args, "--seed", seed])  # numpy's range; was its ValueError as an internal error
+        assert result.exit_code == 2 and result.stderr.strip().startswith(f"error: --seed should be {says}; see `")
 
 
 def test_a_missing_base_model_directory(base_args, tmp_path):

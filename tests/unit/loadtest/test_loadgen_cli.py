@@ -75,6 +75,8 @@ def test_synthetic_requests_are_seeded():
         (("--rate", "5", "--burstiness", "0"), "--burstiness"),
         (("--concurrency", "2", "--slo-ttft-ms", "-1"), "--slo-ttft-ms"),
         (("--concurrency", "2", "--max-tokens", "0"), "--max-tokens"),
+        (("--concurrency", "2", "--timeout-s", "0"), "--timeout-s should be greater than 0, got 0.0"),
+        (("--concurrency", "2", "--timeout-s", "nan"), "--timeout-s should be a finite number, got nan"),
     ],
 )
 def test_bad_options_get_one_sentence(args, fragment, closed_port):
