@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import yaml
 
 __all__ = [
+    "MANIFEST_MAX_BYTES",
     "describe_yaml_error",
     "dump_yaml",
     "load_document",
@@ -35,15 +36,28 @@ def _label(path: str | Path, what: str) -> str:
     return f"{what} {path}" if what else str(path)
 
 
-def read_text(path: str | Path, what: str = "file") -> str:
-    """The UTF-8 text of `path`; InputError, naming `what` and the file, when it cannot be read or is not text."""
+# The most a manifest, config or workflow file may hold: five times what a Kubernetes API server takes in one
+# request (3 MiB). Past it the file is refused, so that `/dev/zero` or a log given by mistake is not read whole.
+MANIFEST_MAX_BYTES = 16 * 1024 * 1024
+
+
+def read_text(path: str | Path, what: str = "file", *, max_bytes: int | None = None) -> str:
+    """The UTF-8 text of `path`; InputError, naming `what` and the file, when it cannot be read or is not text.
+
+    With `max_bytes`, a file (or a device or pipe) that holds more is refused after reading that much.
+    """
     target, label = Path(path), _label(path, what)
     try:
-        data = target.read_bytes()
+        with target.open("rb") as file:
+            data = file.read() if max_bytes is None else file.read(max_bytes + 1)
     except IsADirectoryError:
         raise InputError(f"{label} is a directory; give a file") from None
     except OSError as err:
         raise InputError(f"cannot read {label}: {err.strerror or err}") from None
+    if max_bytes is not None and len(data) > max_bytes:
+        raise InputError(
+            f"{label} holds more than {max_bytes // 2**20} MiB, more than any manifest; give the right file"
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -83,9 +97,9 @@ def _parse_all(text: str, label: str) -> list[Any]:
         raise InputError(f"{label} is not valid YAML or JSON: {problem}") from None
 
 
-def load_documents(path: str | Path, what: str = "file") -> list[Any]:
+def load_documents(path: str | Path, what: str = "file", *, max_bytes: int | None = MANIFEST_MAX_BYTES) -> list[Any]:
     """Every YAML (or JSON) document in `path`, empty ones dropped; InputError for unreadable or broken files."""
-    return _parse_all(read_text(path, what), _label(path, what))
+    return _parse_all(read_text(path, what, max_bytes=max_bytes), _label(path, what))
 
 
 def load_document(path: str | Path, what: str = "file", *, mapping: bool = True) -> Any:

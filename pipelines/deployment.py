@@ -108,6 +108,6 @@ def _names(objects: list[dict[str, Any]], kind: str) -> list[str]:
 
 def _load(path: Path) -> list[Any]:
     try:
-        return load_documents(path, "")
+        return load_documents(path, "", max_bytes=None)  # our own manifests, CRDs of megabytes among them
     except InputError as err:
         raise DeployError(str(err)) from None

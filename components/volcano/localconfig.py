@@ -41,11 +41,15 @@ def _object_name(value: str) -> str:
 _Name = Annotated[str, AfterValidator(_object_name)]
 
 
+# More nodes than any cluster we emulate; Kubernetes supports 5,000. A typo of a billion would hang `cluster reset`.
+MAX_NODES = 5000
+
+
 class NodeConfig(_Strict):
     """One virtual node; `count` > 1 makes `name-0`, `name-1`, ..."""
 
     name: _Name
-    count: int = Field(default=1, ge=1)
+    count: int = Field(default=1, ge=1, le=MAX_NODES)
     gpus: int = Field(default=4, ge=0)
     cpu: str | int = "32"
     memory: str | int = "256Gi"
@@ -107,6 +111,8 @@ class LocalClusterConfig(_Strict):
 
     @model_validator(mode="after")
     def _whole(self) -> LocalClusterConfig:
+        if (total := sum(entry.count for entry in self.nodes)) > MAX_NODES:
+            raise ValueError(f"nodes make {total:,} nodes; a LocalCluster has at most {MAX_NODES:,}")
         seen: dict[str, int] = {}
         for index, entry in enumerate(self.nodes):
             for name in entry.names():

@@ -24,7 +24,7 @@ import yaml
 
 from components import kubeyaml
 from components.errors import InputError
-from components.files import describe_yaml_error, read_text
+from components.files import MANIFEST_MAX_BYTES, describe_yaml_error, read_text
 from components.names import is_dns1123_subdomain
 
 __all__ = [
@@ -375,7 +375,7 @@ def _template_beside(directory: Path, kind: str, name: str) -> dict[str, Any] | 
     """The spec of the `kind` named `name` in a YAML file of `directory` (files that do not read are passed over)."""
     for path in sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")]):
         try:
-            documents = kubeyaml.load_all(read_text(path, "workflow"))
+            documents = kubeyaml.load_all(read_text(path, "workflow", max_bytes=MANIFEST_MAX_BYTES))
         except (InputError, yaml.YAMLError, RecursionError, ValueError, TypeError):
             continue
         for document in documents:
@@ -438,7 +438,7 @@ def _read(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
         if not path.is_file():
             raise WorkflowError(f"{path} does not exist or is not a file.")
         try:
-            text = read_text(path, "workflow")
+            text = read_text(path, "workflow", max_bytes=MANIFEST_MAX_BYTES)
         except InputError as err:
             raise WorkflowError(str(err)) from None
     try:

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from agent.guardrails import Guardrails
 from agent.records import read_decision
 from components.errors import VcpilotError
-from components.files import load_document, load_documents, read_text
+from components.files import MANIFEST_MAX_BYTES, load_document, load_documents, read_text
 from components.finetune.data import load_examples
 from components.loadtest.dataset import load_requests
 from components.volcano.localconfig import load_config
@@ -84,6 +84,17 @@ def test_a_missing_file_and_a_directory_are_named(tmp_path: Path) -> None:
         read_text(tmp_path / "nope", "manifest")
     with pytest.raises(VcpilotError, match=f"manifest {tmp_path} is a directory; give a file"):
         load_documents(tmp_path, "manifest")
+
+
+def test_a_manifest_is_read_at_most_to_its_limit(tmp_path: Path) -> None:
+    # `/dev/zero` given by mistake was read without end (gigabytes in seconds); a huge file is refused the same way
+    with pytest.raises(VcpilotError, match="manifest /dev/zero holds more than 16 MiB, more than any manifest"):
+        load_documents("/dev/zero", "manifest")
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"a: 1\n" + b"#" * MANIFEST_MAX_BYTES)
+    with pytest.raises(VcpilotError, match="holds more than 16 MiB"):
+        load_document(big, "manifest")
+    assert read_text(big, "dataset").startswith("a: 1")  # only manifests are bounded
 
 
 def test_json_and_yaml_both_read(tmp_path: Path) -> None:

@@ -39,6 +39,9 @@ def _dump(db: Path) -> list[str]:
         ("nodes: [{name: a, memory: -1Gi}]", "nodes[0].memory: '-1Gi' must be greater than 0"),
         ("nodes: [{name: a, memory: 16GB}]", "nodes[0].memory: quantity '16GB' is not a number"),
         ("queues: [{name: q}, {name: q}]", "queue 'q' is listed twice"),
+        # a typo of a billion nodes hung `cluster reset` while it made them
+        ("nodes: [{name: a, count: 1000000000}]", "nodes[0].count: value must be at most 5000, got 1000000000"),
+        ("nodes: [{name: a, count: 4000}, {name: b, count: 4000}]", "nodes make 8,000 nodes; a LocalCluster has at"),
         ("queues: [{name: q, capability: {nvidia.com/gpu: -4}}]", "capability[nvidia.com/gpu] is -4"),
         ("queues: [{name: Research}]", "queues[0].name: 'Research' is not a Kubernetes name"),
         ("priorityClasses: {system-high: 5}", "names starting with 'system-' are Kubernetes' own"),
