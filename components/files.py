@@ -9,6 +9,7 @@ of one.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MANIFEST_MAX_BYTES",
+    "check_output",
     "describe_yaml_error",
     "dump_yaml",
     "load_document",
@@ -124,13 +126,29 @@ def _kind(value: Any) -> str:
     return f"a {type(value).__name__}" if value is not None else "nothing"
 
 
+def check_output(path: str | Path, what: str = "file") -> None:
+    """InputError when `path` cannot be a file we write: a directory is there. Called before anything is written."""
+    if Path(path).is_dir():
+        raise InputError(f"{_label(path, what)} is a directory; give the path of a file to write")
+
+
 def write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write `data` at `path` through a temporary file beside it and `os.replace`: the old file or the new one."""
+    """Write `data` at `path` through a temporary file beside it and `os.replace`: the old file or the new one.
+
+    An OSError names `path` (not the temporary file), and no temporary file is left behind.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, target)
+    try:
+        if target.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    except OSError as err:
+        if not tmp.is_dir():
+            tmp.unlink(missing_ok=True)
+        raise type(err)(err.errno, err.strerror, str(target)) from None
     return target
 
 

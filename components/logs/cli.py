@@ -91,9 +91,11 @@ def parse_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Write every line's template in Loghub's structured format, one row per input line."""
+    from components.files import check_output
     from components.logs.parse import parse_files
     from components.progress import Progress
 
+    check_output(out, "--out")
     refiner = _refiner(llm_cache) if llm_refine else None
     try:
         # Big inputs take minutes: a count on a terminal, a line every few seconds in a pipe (stderr with --json).

@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from components.errors import InputError
+from components.files import check_output
 from components.logs.compare import DetectPolicy
 from components.logs.detect import default_state_dir, detect, split_source
 from components.logs.interval import TimeWindow
@@ -37,6 +38,7 @@ def run_detect(
     `windows` (baseline, current) cut them by time (`detect`). A log source that cannot be used raises
     LogSourceError, a report that cannot be written InputError.
     """
+    check_output(report, "report")  # before the fine-tuning set beside it is written
     state = state or default_state_dir()
     try:
         return detect(

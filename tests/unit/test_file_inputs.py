@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from agent.guardrails import Guardrails
 from agent.records import read_decision
 from components.errors import VcpilotError
-from components.files import MANIFEST_MAX_BYTES, load_document, load_documents, read_text
+from components.files import MANIFEST_MAX_BYTES, load_document, load_documents, read_text, write_bytes
 from components.finetune.data import load_examples
 from components.loadtest.dataset import load_requests
 from components.volcano.localconfig import load_config
@@ -119,3 +119,11 @@ def test_a_json_line_python_cannot_read_is_one_sentence_naming_its_line(tmp_path
         read(path)
     sentence = str(caught.value)
     assert str(path) in sentence and "line 2" in sentence and "not valid JSON" in sentence and "\n" not in sentence
+
+
+def test_a_write_that_fails_names_the_file_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "report.json"
+    target.mkdir()
+    with pytest.raises(IsADirectoryError) as caught:
+        write_bytes(target, b"{}")
+    assert caught.value.filename == str(target) and sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]

@@ -147,3 +147,20 @@ def test_detect_joins_templates_with_the_merge_pass_of_logs_parse(tmp_path: Path
         parsed = {row["EventTemplate"] for row in csv.DictReader(handle)}
     assert [(t.template, t.current_count) for t in report.top_templates] == [("Invalid user <*>", 40)]
     assert parsed == {"Invalid user <*>"}
+
+
+def test_a_report_path_that_is_a_directory_is_refused_before_anything_is_written(
+    make_windows: WindowsFactory, tmp_path: Path
+) -> None:
+    # it was refused only after train/eval.jsonl were written beside it, naming report.tmp, which it left behind
+    source, report = make_windows(), tmp_path / "out" / "rep"
+    report.mkdir(parents=True)
+    result = CliRunner().invoke(app, ["step", "--source", str(source / "current"), "--report", str(report)])
+    assert result.exit_code == 1
+    assert result.stderr.strip() == f"error: report {report} is a directory; give the path of a file to write"
+    assert sorted(p.name for p in report.parent.iterdir()) == ["rep"]
+    out = tmp_path / "parsed.csv"
+    out.mkdir()
+    parsed = CliRunner().invoke(app, ["parse", str(source / "current"), "--out", str(out)])
+    assert parsed.exit_code == 1 and parsed.stderr.strip().endswith("is a directory; give the path of a file to write")
+    assert list(out.iterdir()) == [] and not (tmp_path / ".parsed.csv.tmp").exists()
