@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from components.errors import InputError
+from components.errors import InputError, VcpilotError
 from components.volcano import localpods
 from components.volcano.cluster import (
     FINISHED_PHASES,
@@ -115,7 +115,7 @@ class LocalCluster:
         try:
             self._db = sqlite3.connect(self.home / "cluster.db", timeout=60, isolation_level=None)
         except sqlite3.Error as err:
-            raise StateDamaged(f"{self._damaged()}: {err}") from None
+            raise self._unusable(err) from None
         self._db.row_factory = sqlite3.Row
         # Every pod runs this when it ends, so the cluster moves on even when no process is watching.
         reconcile_hook = (
@@ -134,7 +134,20 @@ class LocalCluster:
             raise
         except sqlite3.DatabaseError as err:
             self._db.close()
-            raise StateDamaged(f"{self._damaged()}: {err}") from None
+            raise self._unusable(err) from None
+
+    def _unusable(self, err: sqlite3.Error) -> VcpilotError:
+        """Why `cluster.db` cannot be opened: a home we may not write (InputError), else damaged state.
+
+        A read-only or foreign home is not damage: `cluster reset`, which StateDamaged advises, would not help,
+        and on a home that comes back writable it would delete every job.
+        """
+        if isinstance(err, sqlite3.OperationalError) and any(s in str(err) for s in ("unable to open", "readonly")):
+            return InputError(
+                f"cannot open the LocalCluster's state {self.home / 'cluster.db'} ({err}); check that {self.home} "
+                "is a writable directory on a local disk, or point VCPILOT_HOME elsewhere"
+            )
+        return StateDamaged(f"{self._damaged()}: {err}")
 
     def _damaged(self) -> str:
         return (

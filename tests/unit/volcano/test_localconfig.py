@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -109,6 +111,28 @@ def test_a_file_that_is_no_database_is_moved_aside_by_reset(tmp_path: Path) -> N
     aside = LocalCluster.start_over(home)
     assert aside.name.startswith("cluster.db.damaged-") and aside.read_bytes().startswith(b"this is not")
     assert [n.name for n in LocalCluster(home).nodes()] == ["node-0", "node-1"]
+
+
+def test_a_home_that_cannot_be_written_is_not_called_damaged(tmp_path: Path) -> None:
+    # StateDamaged advises `cluster reset`, which on a read-only or foreign home cannot help (and on one that
+    # comes back writable would delete every job): such a home is the user's input, named as such
+    with pytest.raises(InputError, match=r"cannot open the LocalCluster's state /proc/1/cluster.db \(unable to open"):
+        LocalCluster(Path("/proc/1"))
+    if os.geteuid() != 0:
+        return
+    home = tmp_path / "home"
+    LocalCluster(home).close()
+    home.chmod(0o500)  # not enough for root: a read-only bind mount over the home, which root cannot write either
+    try:
+        done = subprocess.run(["mount", "--bind", "-o", "ro", str(home), str(home)], capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot bind-mount {home} read-only: {done.stderr.strip()}")
+        with pytest.raises(InputError, match=f"check that {home} is a writable directory") as caught:
+            LocalCluster(home)
+        assert not isinstance(caught.value, StateDamaged) and "\n" not in str(caught.value)
+    finally:
+        subprocess.run(["umount", str(home)], capture_output=True, check=False)
+        home.chmod(0o700)
 
 
 def test_a_stored_job_that_no_longer_parses_is_damaged_state_not_a_traceback(tmp_path: Path) -> None:
