@@ -14,7 +14,7 @@ from hera.workflows.models import Workflow as ModelWorkflow
 from hera.workflows.models import WorkflowCreateRequest, WorkflowTemplateRef
 from pydantic import PydanticDeprecatedSince20
 
-from components.errors import VcpilotError
+from components.errors import Unavailable, VcpilotError
 from pipelines.autopilot import (
     CRON_NAME,
     PARAMETERS,
@@ -33,6 +33,10 @@ _TIMEOUT_S = 30.0
 
 class SubmitError(VcpilotError):
     """A run could not be submitted; the message is one sentence that says what to do."""
+
+
+class ArgoUnreachable(SubmitError, Unavailable):
+    """The Argo Server did not answer: exit 3, as every service a command cannot reach."""
 
 
 def render_all() -> dict[str, str]:
@@ -85,9 +89,9 @@ def submit(server: str, namespace: str, token: str | None, parameters: dict[str,
             warnings.simplefilter("ignore", PydanticDeprecatedSince20)
             created = service.create_workflow(WorkflowCreateRequest(workflow=model), namespace=namespace)
     except requests.Timeout:
-        raise SubmitError(f"the Argo Server at {server} did not answer within {_TIMEOUT_S:g} seconds") from None
+        raise ArgoUnreachable(f"the Argo Server at {server} did not answer within {_TIMEOUT_S:g} seconds") from None
     except requests.RequestException as err:
-        raise SubmitError(
+        raise ArgoUnreachable(
             f"cannot reach the Argo Server at {server} ({type(err).__name__}); check the address and that "
             "the server is running"
         ) from None

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from hera.workflows._runner.util import _runner
 
+from components.errors import EXIT_UNAVAILABLE
 from components.volcano.cluster import JobInfo
 from components.volcano.models import parse_job, validate_job
 from pipelines import steps, steps_training
@@ -490,6 +491,7 @@ def test_submit_to_an_unreachable_server_is_one_sentence() -> None:
         submit(f"http://127.0.0.1:{port}", "argo", "t", {})
     message = str(caught.value)
     assert message.startswith(f"cannot reach the Argo Server at http://127.0.0.1:{port}") and "\n" not in message
+    assert caught.value.exit_code == EXIT_UNAVAILABLE  # 3, as every service a command cannot reach (was 1)
 
 
 def test_submit_checks_parameters_before_sending(argo: ArgoServer) -> None:
