@@ -21,6 +21,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
+from components.files import load_document
 from components.volcano.cluster import ClusterError, ClusterUnavailable, Conflict, Invalid
 
 __all__ = [
@@ -72,6 +73,30 @@ def api_message(err: BaseException) -> str:
     return " ".join(text.split()).rstrip(".")
 
 
+def check_kubeconfig(path: str, context: str | None) -> None:
+    """Refuse, in one sentence, a kubeconfig file the client could not use, before it says so its own way.
+
+    The client answers some shapes with several sentences, and others with a Python TypeError ('str' object does
+    not support item assignment); this reads the file as every file we take (InputError: missing, a directory,
+    not YAML, too big) and checks the entries a context needs.
+    """
+    document = load_document(path, "")  # its InputError is worded "cannot load kubeconfig PATH: …" below
+    names: dict[str, list[str]] = {}
+    for key in ("clusters", "contexts", "users"):
+        entries = document.get(key) or []
+        if not isinstance(entries, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("name"), str) for e in entries
+        ):
+            raise ClusterError(f"kubeconfig {path}: {key} must be a list of entries, each with a name")
+        names[key] = [e["name"] for e in entries]
+    known = ", ".join(names["contexts"]) or "none"
+    chosen = context or document.get("current-context")
+    if not chosen:
+        raise ClusterError(f"kubeconfig {path} sets no current-context; pass --context (its contexts: {known})")
+    if chosen not in names["contexts"]:
+        raise ClusterError(f"kubeconfig {path} has no context {chosen!r}; its contexts: {known}")
+
+
 def load_config(kubeconfig: str | Path | None, context: str | None, in_cluster: bool | None) -> client.Configuration:
     """The client configuration from a kubeconfig, or the pod's service account when `in_cluster`."""
     cfg = client.Configuration()
@@ -87,10 +112,14 @@ def load_config(kubeconfig: str | Path | None, context: str | None, in_cluster: 
             config.load_incluster_config(client_configuration=cfg)
         else:
             path = str(kubeconfig) if kubeconfig else None
+            if path:
+                check_kubeconfig(path, context)
             config.load_kube_config(config_file=path, context=context, client_configuration=cfg)
     except (ConfigException, OSError, TypeError, ValueError) as err:
         where = "the in-cluster service account" if in_cluster else f"kubeconfig {kubeconfig or '(default)'}"
-        raise ClusterError(f"cannot load {where}: {' '.join(str(err).split())}.") from None
+        # the client's messages run to several sentences ("Invalid kube-config file. Expected …"): one, joined
+        said = "; ".join(part for part in " ".join(str(err).split()).rstrip(".").split(". ") if part)
+        raise ClusterError(f"cannot load {where}: {said}.") from None
     # Retries are ours (`Api.call`): urllib3 would otherwise sleep out a Retry-After by itself, unbounded.
     cfg.retries = urllib3.Retry(total=0, respect_retry_after_header=False)
     return cfg

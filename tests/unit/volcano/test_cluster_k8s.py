@@ -875,3 +875,24 @@ def test_priority_classes_are_read_by_name_with_their_values(fake: tuple[FakeApi
         )
     ]
     assert cluster.priority_classes() == {"system-node-critical": 2000001000, "vcpilot-high": 1000}
+
+
+@pytest.mark.parametrize(
+    ("text", "context", "says"),
+    [
+        ("", None, "sets no current-context; pass --context (its contexts: none)"),
+        ("[]", None, "must hold a mapping of fields, not a list"),
+        ("just text", None, "must hold a mapping of fields, not a string"),  # the client: a Python TypeError
+        ("contexts: [{name: a}]\ncurrent-context: b", None, "has no context 'b'; its contexts: a"),
+        ("contexts: [{name: a}]\ncurrent-context: a", "nope", "has no context 'nope'; its contexts: a"),
+        ("contexts: {a: 1}\ncurrent-context: a", None, "contexts must be a list of entries, each with a name"),
+    ],
+)
+def test_a_kubeconfig_the_client_cannot_use_is_one_sentence(tmp_path, text, context, says):
+    # the client says "Invalid kube-config file. Expected object with name … in … contexts list." (two sentences),
+    # or "list indices must be integers or slices, not str" for a file that is a list
+    path = tmp_path / "kubeconfig"
+    path.write_text(text)
+    with pytest.raises(ClusterError) as err:
+        KubeCluster(path, context=context)
+    assert says in str(err.value) and "\n" not in str(err.value) and ". " not in str(err.value)
