@@ -296,7 +296,7 @@ def invoke(
         _traceback()
         return _fail(*explain(err), as_json)
     except typer.Abort:  # a confirmation answered no
-        return _fail("aborted: nothing was changed", EXIT_FAILED, as_json)
+        return _fail("aborted: nothing was changed (pass --yes not to be asked)", EXIT_FAILED, as_json)
     except EOFError:
         return _fail("standard input closed before a question was answered; pass --yes to not ask", 1, as_json)
     except KeyboardInterrupt:

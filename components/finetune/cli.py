@@ -120,7 +120,9 @@ def finetune_command(
             stall_timeout_s=stall_timeout,
         )
     except ValidationError as err:
-        raise FinetuneError(str(option_error(err, {"lora_targets": "lora_target"}))) from None
+        raise FinetuneError(
+            str(option_error(err, {"lora_targets": "lora_target", "stall_timeout_s": "stall_timeout"}))
+        ) from None
     _run(config, json_output)
 
 

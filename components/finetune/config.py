@@ -50,7 +50,8 @@ class TrainConfig(BaseModel):
     log_every: Annotated[int, Field(gt=0)] = 10
     step_delay: Annotated[float, Field(ge=0)] = 0.0
     fail_at_step: Annotated[int, Field(ge=0)] = 0
-    stall_timeout_s: Annotated[float, Field(ge=0)] = 900.0  # no step ending for this long: the rank is hung
+    # no step ending for this long: the rank is hung (0: never)
+    stall_timeout_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 900.0
 
     @property
     def resume_mode(self) -> Literal["none", "auto", "path"]:

@@ -74,6 +74,11 @@ def test_a_damaged_run_record_is_one_sentence_and_the_other_runs_still_list(
         out = cli.invoke(vcpilot, argv)
         assert out.exit_code == 1 and out.stderr.strip().count("\n") == 0, (argv, out.stderr)
         assert "runs/bad/status.json is not" in out.stderr and "internal error" not in out.stderr
+    asked = cli.invoke(vcpilot, ["runs", "delete", "bad"])  # no terminal to answer at: nothing changes
+    assert asked.exit_code == 1 and asked.stderr.strip().splitlines()[-1] == (
+        "error: aborted: nothing was changed (pass --yes not to be asked)"
+    )
+    assert (home / "runs" / "bad" / "status.json").exists()
     deleted = cli.invoke(vcpilot, ["runs", "delete", "bad", "--yes"])  # the way out
     assert deleted.exit_code == 0, deleted.output
     assert not (home / "runs" / "bad").exists() and (home / "runs" / "good" / "status.json").exists()

@@ -51,6 +51,9 @@ def test_a_global_batch_that_does_not_divide(base_args):
 
 def test_a_setting_out_of_range(base_args):
     refused(invoke([*base_args, "--keep", "0"]), "--keep")
+    # the option as typed, not the config's field (stall_timeout_s); nan is no number of seconds
+    refused(invoke([*base_args, "--stall-timeout", "-5"]), "--stall-timeout should be greater than or equal to 0")
+    refused(invoke([*base_args, "--stall-timeout", "nan"]), "--stall-timeout should be a finite number, got nan")
     for seed, says in (("-1", "greater than or equal to 0"), (str(2**32), "less than or equal to 4294967295")):
         result = invoke([*base_args, "--seed", seed])  # numpy's range; was its ValueError as an internal error
         assert result.exit_code == 2 and result.stderr.strip().startswith(f"error: --seed should be {says}; see `")
