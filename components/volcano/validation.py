@@ -168,6 +168,7 @@ def _check_task(job: Job, index: int, task: TaskSpec) -> None:
     if not task.template.spec.containers:
         raise ValueError(f"{where}.template.spec.containers must list at least one container")
     _check_node_affinity(f"{where}.template.spec.affinity", task.template.spec.affinity)
+    _check_pod(task, f"{where}.template.spec")
     if task.topology_policy not in (None, "none"):
         for position, container in enumerate(task.template.spec.containers):
             resources = container.resources
@@ -179,6 +180,27 @@ def _check_task(job: Job, index: int, task: TaskSpec) -> None:
                     f"topologyPolicy is {task.topology_policy!r}"
                 )
     _check_partition_policy(task, where)
+
+
+_RESTART_POLICIES = ("Always", "OnFailure", "Never")
+
+
+def _check_pod(task: TaskSpec, where: str) -> None:
+    """The API server's rules for a pod's containers and restart policy (core/v1 ValidatePodSpec), one sentence."""
+    spec = task.template.spec
+    if spec.restart_policy is not None and spec.restart_policy not in _RESTART_POLICIES:
+        raise ValueError(f"{where}.restartPolicy {spec.restart_policy!r} is not one of {', '.join(_RESTART_POLICIES)}")
+    seen: set[str] = set()
+    for kind, containers in (("initContainers", spec.init_containers or []), ("containers", spec.containers)):
+        for position, container in enumerate(containers):
+            if not is_dns1123_label(container.name):
+                raise ValueError(
+                    f"{where}.{kind}[{position}].name {container.name!r} must be a lowercase RFC 1123 label (a-z, "
+                    "0-9 and '-', at most 63 characters)"
+                )
+            if container.name in seen:
+                raise ValueError(f"{where}.{kind}[{position}].name {container.name!r} is used by two containers")
+            seen.add(container.name)
 
 
 def _check_partition_policy(task: TaskSpec, where: str) -> None:

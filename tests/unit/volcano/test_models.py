@@ -358,6 +358,21 @@ def _add_task(d: dict[str, Any], name: str, **extra: Any) -> None:
         (lambda d: d["metadata"].update(namespace=".."), "metadata.namespace '..' must be a lowercase RFC 1123"),
         (lambda d: d["metadata"].update(namespace="a/b"), "metadata.namespace 'a/b' must be"),
         (lambda d: d["metadata"].update(namespace="Team"), "metadata.namespace 'Team' must be"),
+        # the API server's pod rules: restart policy, container names (a label, unique in the pod)
+        (
+            lambda d: d["spec"]["tasks"][0]["template"]["spec"].update(restartPolicy="Sometimes"),
+            "spec.tasks[0].template.spec.restartPolicy 'Sometimes' is not one of Always, OnFailure, Never",
+        ),
+        (
+            lambda d: d["spec"]["tasks"][0]["template"]["spec"]["containers"][0].update(name="Main"),
+            "spec.tasks[0].template.spec.containers[0].name 'Main' must be a lowercase RFC 1123 label",
+        ),
+        (
+            lambda d: d["spec"]["tasks"][0]["template"]["spec"]["containers"].append(
+                copy.deepcopy(d["spec"]["tasks"][0]["template"]["spec"]["containers"][0])
+            ),
+            "spec.tasks[0].template.spec.containers[1].name",
+        ),
         # what the scheduler reads of a node affinity, refused at admission rather than met as an AttributeError
         (
             lambda d: d["spec"]["tasks"][0]["template"]["spec"].update(affinity={"nodeAffinity": "x"}),
