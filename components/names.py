@@ -1,15 +1,26 @@
-"""Kubernetes' object names (RFC 1123 labels and subdomains): one definition for jobs, queues, nodes and runs."""
+"""Kubernetes' names: object names (RFC 1123 labels and subdomains), label keys and values; one definition for all."""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["is_dns1123_label", "is_dns1123_subdomain"]
+__all__ = [
+    "QUALIFIED_NAME",
+    "check_label_key",
+    "check_label_value",
+    "check_labels",
+    "is_dns1123_label",
+    "is_dns1123_subdomain",
+    "is_qualified_name",
+]
 
 # Patterns, not compiled ones: `re` compiles each on first use and keeps it, and a command that checks no name
 # (`vcpilot cluster status`) does not pay for compiling them (benchmarks/cli.py).
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*"
+# The name part of a label key, an annotation key or a resource name (apimachinery's IsQualifiedName), and the
+# whole of a non-empty label value: at most 63 characters, alphanumerics at both ends, '-', '_' and '.' inside.
+QUALIFIED_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 
 
 def is_dns1123_label(value: str) -> bool:
@@ -20,3 +31,40 @@ def is_dns1123_label(value: str) -> bool:
 def is_dns1123_subdomain(value: str) -> bool:
     """Tell whether `value` is a lowercase RFC 1123 subdomain: labels joined by '.', at most 253 long."""
     return len(value) <= 253 and re.fullmatch(_DNS1123_SUBDOMAIN, value) is not None
+
+
+def is_qualified_name(value: str) -> bool:
+    """Tell whether `value` is a label or annotation key: a qualified name with an optional DNS subdomain prefix."""
+    prefix, slash, name = value.rpartition("/")
+    if slash and not is_dns1123_subdomain(prefix):
+        return False
+    return re.fullmatch(QUALIFIED_NAME, name) is not None
+
+
+def check_label_key(key: str) -> str:
+    """Refuse a label, annotation or taint key the API server refuses, in one sentence."""
+    if not is_qualified_name(key):
+        raise ValueError(
+            f"key {key!r} must be a name of at most 63 letters, digits, '-', '_' or '.', starting and ending "
+            "with a letter or digit, optionally after a DNS prefix and '/' (example.com/my-name)"
+        )
+    return key
+
+
+def check_label_value(value: str) -> str:
+    """Refuse a label or taint value the API server refuses, in one sentence."""
+    if value and re.fullmatch(QUALIFIED_NAME, value) is None:
+        raise ValueError(
+            f"value {value!r} must be empty or at most 63 letters, digits, '-', '_' or '.', starting and ending "
+            "with a letter or digit"
+        )
+    return value
+
+
+def check_labels(labels: dict[str, str] | None, *, values: bool = True) -> dict[str, str] | None:
+    """Refuse what the API server refuses in labels (or, with `values=False`, annotation keys), in one sentence."""
+    for key, value in (labels or {}).items():
+        check_label_key(key)
+        if values:
+            check_label_value(value)
+    return labels

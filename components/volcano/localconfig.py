@@ -8,17 +8,18 @@ may give. So a refused config leaves the cluster as it was.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from components.errors import InputError
 from components.files import load_document
-from components.names import is_dns1123_subdomain
+from components.names import check_label_key, check_label_value, check_labels, is_dns1123_subdomain
+from components.volcano.models import Quantity, WholeNumber
 from components.volcano.resources import GPU, check_resource_name, parse_quantity, quantity_value
 from components.volcano.validation import describe_validation_error
 
-__all__ = ["LocalClusterConfig", "NodeConfig", "QueueConfig", "load_config"]
+__all__ = ["LocalClusterConfig", "NodeConfig", "QueueConfig", "TaintConfig", "load_config"]
 
 
 class _Strict(BaseModel):
@@ -45,20 +46,28 @@ _Name = Annotated[str, AfterValidator(_object_name)]
 MAX_NODES = 5000
 
 
+class TaintConfig(_Strict):
+    """A taint of a node, held to the API server's rules (validateNodeTaints): key, optional value, an effect."""
+
+    key: Annotated[str, AfterValidator(check_label_key)]
+    value: Annotated[str, AfterValidator(check_label_value)] = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
 class NodeConfig(_Strict):
     """One virtual node; `count` > 1 makes `name-0`, `name-1`, ..."""
 
     name: _Name
-    count: int = Field(default=1, ge=1, le=MAX_NODES)
-    gpus: int = Field(default=4, ge=0)
-    cpu: str | int = "32"
-    memory: str | int = "256Gi"
-    labels: dict[str, str] = Field(default_factory=dict)
-    taints: list[dict[str, str]] = Field(default_factory=list)
+    count: WholeNumber = Field(default=1, ge=1, le=MAX_NODES)
+    gpus: WholeNumber = Field(default=4, ge=0)
+    cpu: Quantity = "32"
+    memory: Quantity = "256Gi"
+    labels: Annotated[dict[str, str], AfterValidator(check_labels)] = Field(default_factory=dict)
+    taints: list[TaintConfig] = Field(default_factory=list)
 
     @field_validator("cpu", "memory")
     @classmethod
-    def _quantity(cls, value: str | int) -> str | int:
+    def _quantity(cls, value: str | int | float) -> str | int | float:
         if quantity_value(value) <= 0:
             raise ValueError(f"{value!r} must be greater than 0")
         return value
@@ -76,7 +85,7 @@ class NodeConfig(_Strict):
                 "name": name,
                 "allocatable": allocatable,
                 "labels": {"kubernetes.io/hostname": name, **self.labels},
-                "taints": self.taints,
+                "taints": [taint.model_dump() for taint in self.taints],
             }
             for name in names
         ]
@@ -86,13 +95,13 @@ class QueueConfig(_Strict):
     """A queue created with the cluster."""
 
     name: _Name
-    weight: int = Field(default=1, ge=1, le=65535)
-    capability: dict[str, str | int] = Field(default_factory=dict)
+    weight: WholeNumber = Field(default=1, ge=1, le=65535)
+    capability: dict[str, Quantity] = Field(default_factory=dict)
     reclaimable: bool = True
 
     @field_validator("capability")
     @classmethod
-    def _amounts(cls, value: dict[str, str | int]) -> dict[str, str | int]:
+    def _amounts(cls, value: dict[str, str | int | float]) -> dict[str, str | int | float]:
         for resource, amount in value.items():
             check_resource_name(resource)
             if quantity_value(amount) < 0:
@@ -105,9 +114,11 @@ class LocalClusterConfig(_Strict):
 
     nodes: list[NodeConfig] = Field(default_factory=lambda: [NodeConfig(name="node", count=2, gpus=4)], min_length=1)
     queues: list[QueueConfig] = Field(default_factory=list)
-    priority_classes: dict[str, int] = Field(default_factory=dict, alias="priorityClasses")
+    priority_classes: dict[str, WholeNumber] = Field(default_factory=dict, alias="priorityClasses")
     # None: no overcommit plugin, as deploy/volcano/scheduler/volcano-scheduler.conf (Volcano's own default has 1.2).
-    overcommit_factor: float | None = Field(default=None, ge=1.0, allow_inf_nan=False, alias="overcommitFactor")
+    overcommit_factor: float | None = Field(
+        default=None, ge=1.0, allow_inf_nan=False, strict=True, alias="overcommitFactor"
+    )
 
     @model_validator(mode="after")
     def _whole(self) -> LocalClusterConfig:

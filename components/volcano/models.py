@@ -8,12 +8,23 @@ the Kubernetes pod side stays permissive because the pod spec is far larger than
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationError,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
+from components.names import check_labels
 from components.volcano.resources import check_requirements, parse_quantity
 from components.volcano.validation import (
     describe_validation_error,
@@ -56,6 +67,7 @@ __all__ = [
     "parse_podgroup",
     "parse_queue",
     "validate_job",
+    "WholeNumber",
 ]
 
 # The CRD's enum for policy events.
@@ -123,9 +135,23 @@ def _subdomain(value: str) -> str:
     return value
 
 
+def _whole(value: Any) -> Any:
+    # pydantic would read YAML's `true` as 1 and the text "2" as 2; the API server refuses both ("must be of type
+    # integer"), so a quoted number or a boolean is an error here too. A float with no fraction (2.0) passes, as there.
+    if isinstance(value, bool):
+        raise ValueError(f"expected a whole number, got {str(value).lower()}")
+    if isinstance(value, str):
+        raise ValueError(f"expected a whole number, got the text {value!r} (write it without quotes)")
+    return value
+
+
+# An integer of a manifest or a config: YAML's `true` and quoted numbers refused (`_whole`).
+WholeNumber = Annotated[int, BeforeValidator(_whole)]
 # A Kubernetes resource quantity, kept as written ("500m", "16Gi", 2) but checked to parse.
 Quantity = Annotated[str | int | float, PlainValidator(_quantity)]
 _Label = Annotated[str, AfterValidator(_label)]
+_Labels = Annotated[dict[str, str], AfterValidator(check_labels)]
+_Annotations = Annotated[dict[str, str], AfterValidator(functools.partial(check_labels, values=False))]
 _Subdomain = Annotated[str, AfterValidator(_subdomain)]
 
 
@@ -140,7 +166,7 @@ class _Model(BaseModel):
 # The integers the CRD declares `format: int32` (replicas, minAvailable, maxRetry, …): the API server refuses a
 # value outside them ("cannot unmarshal number … of type int32"); 3,000,000,000 replicas is a typo, not a gang.
 _INT32_MAX = 2**31 - 1
-_Int32 = Annotated[int, Field(ge=-(2**31), le=_INT32_MAX)]
+_Int32 = Annotated[WholeNumber, Field(ge=-(2**31), le=_INT32_MAX)]
 
 
 class _Volcano(_Model):
@@ -160,8 +186,8 @@ class ObjectMeta(_Kube):
     name: str | None = None
     generate_name: str | None = None
     namespace: str | None = None
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
+    labels: _Labels | None = None
+    annotations: _Annotations | None = None
     uid: str | None = None
     owner_references: list[dict[str, Any]] | None = None
     creation_timestamp: str | None = None
@@ -209,14 +235,14 @@ class PodSpec(_Kube):
     containers: list[Container]
     init_containers: list[Container] | None = None
     restart_policy: str | None = None
-    node_selector: dict[str, str] | None = None
+    node_selector: _Labels | None = None
     affinity: dict[str, Any] | None = None
     tolerations: list[dict[str, Any]] | None = None
     volumes: list[dict[str, Any]] | None = None
     priority_class_name: str | None = None
     scheduler_name: str | None = None
     service_account_name: str | None = None
-    termination_grace_period_seconds: int | None = None
+    termination_grace_period_seconds: WholeNumber | None = None
     hostname: str | None = None
     subdomain: str | None = None
 
@@ -245,16 +271,16 @@ class NetworkTopology(_Volcano):
     """How far apart (in network tiers) the pods of a job or partition may be placed."""
 
     mode: Literal["hard", "soft"] | None = None
-    highest_tier_allowed: int | None = Field(default=None, ge=0)
+    highest_tier_allowed: WholeNumber | None = Field(default=None, ge=0)
     highest_tier_name: str | None = None
 
 
 class PartitionPolicy(_Volcano):
     """A task split into `totalPartitions` gangs of `partitionSize` pods, at least `minPartitions` of them running."""
 
-    total_partitions: int | None = Field(default=None, ge=0, le=_INT32_MAX)
-    partition_size: int | None = Field(default=None, ge=0, le=_INT32_MAX)
-    min_partitions: int | None = Field(default=None, ge=0, le=_INT32_MAX)
+    total_partitions: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)
+    partition_size: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)
+    min_partitions: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)
     network_topology: NetworkTopology | None = None
 
 
@@ -262,11 +288,11 @@ class TaskSpec(_Volcano):
     """A group of identical pods within a Job."""
 
     name: Annotated[_Label, Field(max_length=63)]
-    replicas: int = Field(default=0, ge=0, le=_INT32_MAX)
-    min_available: int | None = Field(default=None, ge=0, le=_INT32_MAX)
+    replicas: WholeNumber = Field(default=0, ge=0, le=_INT32_MAX)
+    min_available: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)
     template: PodTemplateSpec
     policies: list[LifecyclePolicy] | None = None
-    max_retry: int | None = Field(default=None, ge=0, le=_INT32_MAX)
+    max_retry: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)
     depends_on: dict[str, Any] | None = None
     topology_policy: Literal["none", "best-effort", "restricted", "single-numa-node"] | None = None
     partition_policy: PartitionPolicy | None = None
@@ -276,12 +302,12 @@ class JobSpec(_Volcano):
     """The spec of a Volcano Job."""
 
     scheduler_name: str | None = Field(default=None, max_length=63)
-    min_available: int | None = Field(default=None, ge=0, le=_INT32_MAX)
-    min_success: int | None = Field(default=None, ge=1, le=_INT32_MAX)
+    min_available: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)
+    min_success: WholeNumber | None = Field(default=None, ge=1, le=_INT32_MAX)
     queue: Annotated[_Subdomain, Field(max_length=253)] | None = None
     priority_class_name: Annotated[_Subdomain, Field(max_length=253)] | None = None
-    max_retry: int | None = Field(default=None, ge=0, le=_INT32_MAX)
-    ttl_seconds_after_finished: int | None = Field(default=None, ge=0, le=_INT32_MAX)
+    max_retry: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)
+    ttl_seconds_after_finished: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)
     plugins: dict[str, list[str]] | None = None
     policies: list[LifecyclePolicy] | None = None
     tasks: list[TaskSpec] = Field(default_factory=list)
@@ -306,7 +332,7 @@ class TaskState(_Volcano):
 
     model_config = ConfigDict(extra="allow")
 
-    phase: dict[str, int] | None = None
+    phase: dict[str, WholeNumber] | None = None
 
 
 class JobCondition(_Volcano):
@@ -324,16 +350,16 @@ class JobStatus(_Volcano):
     model_config = ConfigDict(extra="allow")
 
     state: JobState | None = None
-    min_available: int | None = None
+    min_available: WholeNumber | None = None
     task_status_count: dict[str, TaskState] | None = None
-    pending: int | None = None
-    running: int | None = None
-    succeeded: int | None = None
-    failed: int | None = None
-    terminating: int | None = None
-    unknown: int | None = None
-    version: int | None = None
-    retry_count: int | None = None
+    pending: WholeNumber | None = None
+    running: WholeNumber | None = None
+    succeeded: WholeNumber | None = None
+    failed: WholeNumber | None = None
+    terminating: WholeNumber | None = None
+    unknown: WholeNumber | None = None
+    version: WholeNumber | None = None
+    retry_count: WholeNumber | None = None
     running_duration: str | None = None
     controlled_resources: dict[str, str] | None = None
     conditions: list[JobCondition] | None = None
@@ -355,13 +381,13 @@ class Job(_Volcano):
 class QueueSpec(_Volcano):
     """How much of the cluster a Queue may use and how it shares it."""
 
-    weight: int | None = Field(default=None, ge=1, le=65535)
+    weight: WholeNumber | None = Field(default=None, ge=1, le=65535)
     capability: dict[str, Quantity] | None = None
     reclaimable: bool | None = None
     deserved: dict[str, Quantity] | None = None
     guarantee: dict[str, Any] | None = None
     parent: Annotated[_Subdomain, Field(max_length=253)] | None = None
-    priority: int | None = Field(default=None, ge=0)
+    priority: WholeNumber | None = Field(default=None, ge=0)
     affinity: dict[str, Any] | None = None
     extend_clusters: list[dict[str, Any]] | None = None
     type: str | None = Field(default=None, max_length=253)
@@ -375,11 +401,11 @@ class QueueStatus(_Volcano):
 
     state: QueueState | None = None
     allocated: dict[str, Quantity] | None = None
-    pending: int | None = None
-    running: int | None = None
-    inqueue: int | None = None
-    unknown: int | None = None
-    completed: int | None = None
+    pending: WholeNumber | None = None
+    running: WholeNumber | None = None
+    inqueue: WholeNumber | None = None
+    unknown: WholeNumber | None = None
+    completed: WholeNumber | None = None
     reservation: dict[str, Any] | None = None
 
 
@@ -396,8 +422,8 @@ class Queue(_Volcano):
 class PodGroupSpec(_Volcano):
     """The gang a PodGroup stands for: how many pods must start together, in which queue."""
 
-    min_member: int | None = Field(default=None, ge=0)
-    min_task_member: dict[str, int] | None = None
+    min_member: WholeNumber | None = Field(default=None, ge=0)
+    min_task_member: dict[str, WholeNumber] | None = None
     queue: Annotated[_Subdomain, Field(max_length=253)] | None = None
     priority_class_name: str | None = Field(default=None, max_length=253)
     min_resources: dict[str, Quantity] | None = None
@@ -412,9 +438,9 @@ class PodGroupStatus(_Volcano):
 
     phase: PodGroupPhase | None = None
     conditions: list[dict[str, Any]] | None = None
-    running: int | None = Field(default=None, ge=0)
-    succeeded: int | None = Field(default=None, ge=0)
-    failed: int | None = Field(default=None, ge=0)
+    running: WholeNumber | None = Field(default=None, ge=0)
+    succeeded: WholeNumber | None = Field(default=None, ge=0)
+    failed: WholeNumber | None = Field(default=None, ge=0)
 
 
 class PodGroup(_Volcano):

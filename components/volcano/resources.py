@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 
-from components.names import is_dns1123_subdomain
+from components.names import QUALIFIED_NAME, is_dns1123_subdomain
 
 __all__ = [
     "GPU",
@@ -58,7 +58,6 @@ _QUANTITY = re.compile(
 _EXAMPLES = "a number such as 2, 500m or 16Gi"
 # Container resources a name without a domain may be (core/v1 standardContainerResources, hugepages-<size>).
 _STANDARD = ("cpu", "memory", "ephemeral-storage")
-_QUALIFIED_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"  # compiled by `re` on first use (components.names)
 
 
 def quantity_value(value: str | int | float) -> Decimal:
@@ -118,7 +117,7 @@ def check_resource_name(name: str) -> None:
             "or a domain-qualified name such as nvidia.com/gpu"
         )
     prefix, _, short = name.partition("/")
-    if not is_dns1123_subdomain(prefix) or not re.fullmatch(_QUALIFIED_NAME, short) or "/" in short:
+    if not is_dns1123_subdomain(prefix) or not re.fullmatch(QUALIFIED_NAME, short) or "/" in short:
         raise ValueError(f"resource {name!r} must be <domain>/<name>, such as nvidia.com/gpu")
     if is_native_resource(name):
         raise ValueError(f"resource {name!r} is in the kubernetes.io domain, which has no such container resource")

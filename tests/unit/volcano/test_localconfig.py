@@ -50,6 +50,22 @@ def _dump(db: Path) -> list[str]:
         ("priorityClasses: {high: 2000000000}", "it must be at most 1000000000"),
         ("overcommitFactor: .nan", "overcommitFactor"),
         ("nodes: {name: a}", "nodes: expected a list"),
+        # numbers: a quoted one or YAML's true is not a number, and a quantity names its own field (not `memory.str`)
+        ("nodes: [{name: a, gpus: '4'}]", "nodes[0].gpus: expected a whole number, got the text '4'"),
+        ("nodes: [{name: a, count: true}]", "nodes[0].count: expected a whole number, got true"),
+        ("nodes: [{name: a, memory: .inf}]", "nodes[0].memory: quantity inf is not a number"),
+        ("nodes: [{name: a, cpu: [1]}]", "nodes[0].cpu: [1] is not a quantity"),
+        ("queues: [{name: q, weight: '2'}]", "queues[0].weight: expected a whole number, got the text '2'"),
+        ("queues: [{name: q, capability: {cpu: .nan}}]", "queues[0].capability.cpu: quantity nan is not a number"),
+        ("priorityClasses: {high: '100'}", "priorityClasses.high: expected a whole number, got the text '100'"),
+        ("overcommitFactor: '1.5'", "overcommitFactor: input should be a valid number, got '1.5'"),
+        # labels and taints as the API server checks them on a Node
+        ("nodes: [{name: a, labels: {'gpu type': a100}}]", "nodes[0].labels: key 'gpu type' must be a name"),
+        ("nodes: [{name: a, labels: {gpu: 'a100 80g'}}]", "nodes[0].labels: value 'a100 80g' must be empty"),
+        ("nodes: [{name: a, labels: {Bad_Prefix/gpu: x}}]", "key 'Bad_Prefix/gpu' must be a name"),
+        ("nodes: [{name: a, taints: [{key: gpu, effect: Nope}]}]", "nodes[0].taints[0].effect: 'Nope' is not allowed"),
+        ("nodes: [{name: a, taints: [{effect: NoSchedule}]}]", "nodes[0].taints[0].key: field is required"),
+        ("nodes: [{name: a, taints: [{key: k, value: 'a b', effect: NoExecute}]}]", "taints[0].value: value 'a b'"),
         ("- just\n- a list", "must hold a mapping of fields, not a list"),
         ("nodes: [unclosed", "is not valid YAML or JSON at line 1"),
         (b"nodes: [{name: caf\xe9}]", "is not UTF-8 text (byte 0xe9 at offset 18)"),
@@ -62,6 +78,24 @@ def test_a_config_kubernetes_or_volcano_would_refuse_is_one_sentence(tmp_path: P
     sentence = str(caught.value)
     assert message in sentence
     assert str(path) in sentence and "\n" not in sentence
+
+
+def test_labels_and_taints_kubernetes_accepts_are_kept(tmp_path: Path) -> None:
+    config = load_config(
+        _config(
+            tmp_path,
+            "nodes: [{name: a, labels: {example.com/gpu-type: A100_80g, empty: ''},"
+            " taints: [{key: nvidia.com/gpu, effect: NoSchedule}, {key: k, value: v.1, effect: PreferNoSchedule}]}]\n"
+            "queues: [{name: q, weight: 2.0, capability: {cpu: 1.5}}]",
+        )
+    )
+    (node,) = config.nodes[0].expand()
+    assert node["labels"]["example.com/gpu-type"] == "A100_80g" and node["labels"]["empty"] == ""
+    assert node["taints"] == [
+        {"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"},
+        {"key": "k", "value": "v.1", "effect": "PreferNoSchedule"},
+    ]
+    assert config.queues[0].weight == 2
 
 
 def test_a_refused_config_leaves_the_cluster_as_it_was(tmp_path: Path) -> None:

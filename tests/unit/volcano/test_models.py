@@ -300,12 +300,46 @@ def test_typo_in_spec_is_rejected_with_a_suggestion() -> None:
             lambda d: d["spec"]["tasks"][0].update(topologyPolicy="best"),
             "spec.tasks[0].topologyPolicy: 'best'",
         ),
+        # The API server refuses a boolean or a quoted number where the CRD says integer; pydantic alone read them
+        # as 1 and 2 (so `replicas: true` was a gang of one, and its minAvailable "greater than the replicas").
+        (
+            lambda d: d["spec"]["tasks"][0].update(replicas=True),
+            "spec.tasks[0].replicas: expected a whole number, got true",
+        ),
+        (lambda d: d["spec"].update(minAvailable="2"), "spec.minAvailable: expected a whole number, got the text '2'"),
+        (lambda d: d["spec"]["policies"][0].update(exitCode="3"), "spec.policies[0].exitCode: expected a whole number"),
+        (
+            lambda d: d["spec"]["tasks"][0]["template"]["spec"].update(terminationGracePeriodSeconds="30"),
+            "spec.tasks[0].template.spec.terminationGracePeriodSeconds: expected a whole number, got the text '30'",
+        ),
+        # labels, annotation keys and node selectors as the API server checks them
+        (lambda d: d["metadata"].update(labels={"my app": "x"}), "metadata.labels: key 'my app' must be a name"),
+        (lambda d: d["metadata"].update(labels={"app": "x y"}), "metadata.labels: value 'x y' must be empty"),
+        (lambda d: d["metadata"].update(labels={"app": "a" * 64}), "metadata.labels: value 'aaaa"),
+        (lambda d: d["metadata"].update(annotations={"-note": "any text at all"}), "metadata.annotations: key '-note'"),
+        (
+            lambda d: d["spec"]["tasks"][0]["template"].update(metadata={"labels": {"UPPER/x": "1"}}),
+            "spec.tasks[0].template.metadata.labels: key 'UPPER/x' must be a name",
+        ),
+        (
+            lambda d: d["spec"]["tasks"][0]["template"]["spec"].update(nodeSelector={"gpu": "a100 80g"}),
+            "spec.tasks[0].template.spec.nodeSelector: value 'a100 80g' must be empty",
+        ),
     ],
 )
 def test_bad_manifest_gets_one_sentence(mutate, expected: str) -> None:
     data = job_dict()
     mutate(data)
     assert rejects(data).startswith(expected)
+
+
+def test_labels_and_numbers_kubernetes_accepts_are_kept() -> None:
+    data = job_dict()
+    data["metadata"]["labels"] = {"example.com/team": "ml_infra.v2", "empty": "", "A": "B"}
+    data["metadata"]["annotations"] = {"example.com/note": "free text: spaces, UPPER and all"}
+    data["spec"]["maxRetry"] = 3.0  # a float without a fraction is a JSON integer to the API server
+    job = parse_job(data)
+    assert job.metadata.labels["example.com/team"] == "ml_infra.v2" and job.spec.max_retry == 3
 
 
 def test_pod_side_stays_permissive() -> None:
