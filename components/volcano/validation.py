@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from components.names import is_dns1123_label, is_dns1123_subdomain
+from components.names import check_label_key, check_label_value, is_dns1123_label, is_dns1123_subdomain
 from components.volcano.resources import parse_quantity
 
 if TYPE_CHECKING:
@@ -201,6 +201,73 @@ def _check_pod(task: TaskSpec, where: str) -> None:
             if container.name in seen:
                 raise ValueError(f"{where}.{kind}[{position}].name {container.name!r} is used by two containers")
             seen.add(container.name)
+    _check_tolerations(spec.tolerations or [], f"{where}.tolerations")
+    volumes = _check_pod_volumes(spec.volumes or [], f"{where}.volumes")
+    for kind, containers in (("initContainers", spec.init_containers or []), ("containers", spec.containers)):
+        for position, container in enumerate(containers):
+            _check_mounts(container.volume_mounts or [], volumes, f"{where}.{kind}[{position}].volumeMounts")
+
+
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _check_tolerations(tolerations: list[dict[str, Any]], where: str) -> None:
+    """core/v1 ValidateTolerations: a qualified key, Equal or Exists, a label-like value, a known effect."""
+    for index, toleration in enumerate(tolerations):
+        here = f"{where}[{index}]"
+        for field in ("key", "operator", "value", "effect"):
+            if not isinstance(toleration.get(field, ""), str):
+                raise ValueError(f"{here}.{field}: expected text, got {toleration[field]!r}")
+        key, value, effect = toleration.get("key", ""), toleration.get("value", ""), toleration.get("effect", "")
+        operator = toleration.get("operator") or "Equal"
+        try:
+            if key:
+                check_label_key(key)
+            check_label_value(value)
+        except ValueError as err:
+            raise ValueError(f"{here}: {err}") from None
+        if operator not in ("Equal", "Exists"):
+            raise ValueError(f"{here}.operator {operator!r} is not Equal or Exists")
+        if operator == "Exists" and value:
+            raise ValueError(f"{here} has operator Exists, so it must not set a value")
+        if not key and operator != "Exists":
+            raise ValueError(f"{here} has no key, so its operator must be Exists (to tolerate every taint)")
+        if effect and effect not in _EFFECTS:
+            raise ValueError(f"{here}.effect {effect!r} is not one of {', '.join(_EFFECTS)}")
+        if toleration.get("tolerationSeconds") is not None and effect != "NoExecute":
+            raise ValueError(f"{here} sets tolerationSeconds, which only a NoExecute effect may have")
+
+
+def _check_pod_volumes(volumes: list[dict[str, Any]], where: str) -> set[str]:
+    """core/v1 ValidateVolumes: unique DNS-1123 names, one source each. Returns the names."""
+    names: set[str] = set()
+    for index, volume in enumerate(volumes):
+        name, sources = volume.get("name"), sorted(key for key in volume if key != "name")
+        if not isinstance(name, str) or not is_dns1123_label(name):
+            raise ValueError(f"{where}[{index}].name {name!r} must be a lowercase RFC 1123 label (a-z, 0-9 and '-')")
+        if name in names:
+            raise ValueError(f"{where}[{index}].name {name!r} is used by two volumes")
+        if len(sources) != 1:
+            found = f"sets {' and '.join(sources)}" if sources else "has none"
+            raise ValueError(
+                f"{where}[{index}] needs exactly one source such as emptyDir or persistentVolumeClaim; it {found}"
+            )
+        names.add(name)
+    return names
+
+
+def _check_mounts(mounts: list[dict[str, Any]], volumes: set[str], where: str) -> None:
+    """core/v1 ValidateVolumeMounts: each mounts a volume of the pod at a path, no path twice."""
+    paths: set[str] = set()
+    for index, mount in enumerate(mounts):
+        name, path = mount.get("name"), mount.get("mountPath")
+        if name not in volumes:
+            raise ValueError(f"{where}[{index}].name {name!r} is not a volume of the pod (spec.volumes)")
+        if not isinstance(path, str) or not path:
+            raise ValueError(f"{where}[{index}].mountPath is required")
+        if path in paths:
+            raise ValueError(f"{where}[{index}].mountPath {path!r} is mounted twice")
+        paths.add(path)
 
 
 def _check_partition_policy(task: TaskSpec, where: str) -> None:

@@ -342,6 +342,18 @@ def test_labels_and_numbers_kubernetes_accepts_are_kept() -> None:
     assert job.metadata.labels["example.com/team"] == "ml_infra.v2" and job.spec.max_retry == 3
 
 
+def test_tolerations_and_volumes_kubernetes_accepts_pass_admission() -> None:
+    data = job_dict()
+    _pod(data)["tolerations"] = [
+        {"operator": "Exists"},
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "k", "value": "v", "effect": "NoExecute", "tolerationSeconds": 30},
+    ]
+    _pod(data)["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+    _pod(data)["containers"][0]["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    validate_job(parse_job(data))
+
+
 def test_pod_side_stays_permissive() -> None:
     data = job_dict()
     data["spec"]["tasks"][0]["template"]["spec"]["dnsPolicy"] = "ClusterFirstWithHostNet"
@@ -362,6 +374,10 @@ def test_unreadable_text_gets_one_sentence(text: str, expected: str) -> None:
 
 
 # ---- admission rules ----------------------------------------------------------------------------------
+
+
+def _pod(data: dict) -> dict:
+    return data["spec"]["tasks"][0]["template"]["spec"]
 
 
 def modified(mutate) -> Job:
@@ -493,6 +509,33 @@ def _add_task(d: dict[str, Any], name: str, **extra: Any) -> None:
             "must not set both highestTierAllowed and highestTierName",
         ),
         (lambda d: d["spec"]["tasks"][1]["template"]["spec"].update(containers=[]), "at least one container"),
+        # core/v1 ValidateTolerations
+        (lambda d: _pod(d).update(tolerations=[{"key": "k", "operator": "Exists", "value": "v"}]), "operator Exists"),
+        (lambda d: _pod(d).update(tolerations=[{"key": "k", "operator": "In"}]), "operator 'In' is not Equal or"),
+        (lambda d: _pod(d).update(tolerations=[{"value": "v"}]), "has no key, so its operator must be Exists"),
+        (lambda d: _pod(d).update(tolerations=[{"key": "k", "effect": "Never"}]), "effect 'Never' is not one of"),
+        (lambda d: _pod(d).update(tolerations=[{"key": "a b"}]), "tolerations[0]: key 'a b' must be a name"),
+        (lambda d: _pod(d).update(tolerations=[{"key": 5}]), "tolerations[0].key: expected text, got 5"),
+        (
+            lambda d: _pod(d).update(tolerations=[{"key": "k", "effect": "NoSchedule", "tolerationSeconds": 5}]),
+            "only a NoExecute effect may have",
+        ),
+        # core/v1 ValidateVolumes and ValidateVolumeMounts
+        (lambda d: _pod(d).update(volumes=[{"name": "v"}]), "volumes[0] needs exactly one source"),
+        (lambda d: _pod(d).update(volumes=[{"name": "v", "emptyDir": {}, "hostPath": {}}]), "emptyDir and hostPath"),
+        (lambda d: _pod(d).update(volumes=[{"name": "V_1", "emptyDir": {}}]), "volumes[0].name 'V_1' must be"),
+        (lambda d: _pod(d).update(volumes=[{"name": "v", "emptyDir": {}}] * 2), "'v' is used by two volumes"),
+        (
+            lambda d: _pod(d)["containers"][0].update(volumeMounts=[{"name": "data", "mountPath": "/data"}]),
+            "containers[0].volumeMounts[0].name 'data' is not a volume of the pod",
+        ),
+        (
+            lambda d: (
+                _pod(d).update(volumes=[{"name": "v", "emptyDir": {}}]),
+                _pod(d)["containers"][0].update(volumeMounts=[{"name": "v", "mountPath": "/a"}] * 2),
+            ),
+            "volumeMounts[1].mountPath '/a' is mounted twice",
+        ),
     ],
 )
 def test_admission_refuses_with_one_sentence(mutate, expected: str) -> None:
