@@ -12,7 +12,7 @@ from components.names import check_label_key, check_label_value, is_dns1123_labe
 from components.volcano.resources import parse_quantity
 
 if TYPE_CHECKING:
-    from components.volcano.models import Job, LifecyclePolicy, TaskSpec
+    from components.volcano.models import Container, Job, LifecyclePolicy, TaskSpec
 
 __all__ = [
     "KNOWN_PLUGINS",
@@ -201,11 +201,46 @@ def _check_pod(task: TaskSpec, where: str) -> None:
             if container.name in seen:
                 raise ValueError(f"{where}.{kind}[{position}].name {container.name!r} is used by two containers")
             seen.add(container.name)
+            _check_container(container, f"{where}.{kind}[{position}]")
+    for field, value in (("serviceAccountName", spec.service_account_name), ("schedulerName", spec.scheduler_name)):
+        if value is not None and not is_dns1123_subdomain(value):
+            raise ValueError(f"{where}.{field} {value!r} must be a lowercase RFC 1123 name (a-z, 0-9, '-' and '.')")
+    for field, value in (("hostname", spec.hostname), ("subdomain", spec.subdomain)):
+        if value is not None and not is_dns1123_label(value):
+            raise ValueError(f"{where}.{field} {value!r} must be a lowercase RFC 1123 label (a-z, 0-9 and '-')")
     _check_tolerations(spec.tolerations or [], f"{where}.tolerations")
     volumes = _check_pod_volumes(spec.volumes or [], f"{where}.volumes")
     for kind, containers in (("initContainers", spec.init_containers or []), ("containers", spec.containers)):
         for position, container in enumerate(containers):
             _check_mounts(container.volume_mounts or [], volumes, f"{where}.{kind}[{position}].volumeMounts")
+
+
+_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+_PROTOCOLS = ("TCP", "UDP", "SCTP")
+
+
+def _check_container(container: Container, where: str) -> None:
+    """core/v1 validateContainers beyond names: pull policy, environment variables, ports."""
+    if container.image_pull_policy is not None and container.image_pull_policy not in _PULL_POLICIES:
+        raise ValueError(
+            f"{where}.imagePullPolicy {container.image_pull_policy!r} is not one of {', '.join(_PULL_POLICIES)}"
+        )
+    for index, env in enumerate(container.env or []):
+        # The relaxed rule (Kubernetes 1.32+): printable ASCII but '='; a '=' also cannot be passed to a process.
+        if not env.name or "=" in env.name or not all(" " <= char <= "~" for char in env.name):
+            raise ValueError(f"{where}.env[{index}].name {env.name!r} must be printable ASCII without '='")
+        if env.value and env.value_from:
+            raise ValueError(f"{where}.env[{index}] {env.name!r} must set value or valueFrom, not both")
+    for index, port in enumerate(container.ports or []):
+        here = f"{where}.ports[{index}]"
+        for field in ("containerPort", "hostPort"):
+            number = port.get(field)
+            if (number is not None or field == "containerPort") and (
+                isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= 65535
+            ):
+                raise ValueError(f"{here}.{field} must be a port number from 1 to 65535, got {number!r}")
+        if port.get("protocol", "TCP") not in _PROTOCOLS:
+            raise ValueError(f"{here}.protocol {port['protocol']!r} is not one of {', '.join(_PROTOCOLS)}")
 
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")

@@ -342,7 +342,7 @@ def test_labels_and_numbers_kubernetes_accepts_are_kept() -> None:
     assert job.metadata.labels["example.com/team"] == "ml_infra.v2" and job.spec.max_retry == 3
 
 
-def test_tolerations_and_volumes_kubernetes_accepts_pass_admission() -> None:
+def test_pod_fields_kubernetes_accepts_pass_admission() -> None:
     data = job_dict()
     _pod(data)["tolerations"] = [
         {"operator": "Exists"},
@@ -351,6 +351,9 @@ def test_tolerations_and_volumes_kubernetes_accepts_pass_admission() -> None:
     ]
     _pod(data)["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
     _pod(data)["containers"][0]["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    _pod(data)["containers"][0]["env"] = [{"name": "my.var-1", "value": "x"}, {"name": "EMPTY"}]
+    _pod(data)["containers"][0]["ports"] = [{"containerPort": 8080, "name": "http", "protocol": "UDP", "hostPort": 1}]
+    _pod(data)["hostname"], _pod(data)["serviceAccountName"] = "worker-0", "trainer.sa"
     validate_job(parse_job(data))
 
 
@@ -520,6 +523,26 @@ def _add_task(d: dict[str, Any], name: str, **extra: Any) -> None:
             lambda d: _pod(d).update(tolerations=[{"key": "k", "effect": "NoSchedule", "tolerationSeconds": 5}]),
             "only a NoExecute effect may have",
         ),
+        # core/v1 validateContainers and ValidatePodSpec: a `=` in an env name was an internal error (os.environ)
+        (lambda d: _pod(d)["containers"][0].update(env=[{"name": "A=B"}]), "env[0].name 'A=B' must be printable"),
+        (
+            lambda d: _pod(d)["containers"][0].update(env=[{"name": "A", "value": "x", "valueFrom": {"a": 1}}]),
+            "env[0] 'A' must set value or valueFrom, not both",
+        ),
+        (lambda d: _pod(d)["containers"][0].update(ports=[{"containerPort": 0}]), "containerPort must be a port"),
+        (lambda d: _pod(d)["containers"][0].update(ports=[{"containerPort": "80"}]), "65535, got '80'"),
+        (lambda d: _pod(d)["containers"][0].update(ports=[{"name": "http"}]), "containerPort must be a port number"),
+        (
+            lambda d: _pod(d)["containers"][0].update(ports=[{"containerPort": 80, "hostPort": 70000}]),
+            "ports[0].hostPort must be a port number from 1 to 65535, got 70000",
+        ),
+        (
+            lambda d: _pod(d)["containers"][0].update(ports=[{"containerPort": 80, "protocol": "HTTP"}]),
+            "protocol 'HTTP' is not one of TCP, UDP, SCTP",
+        ),
+        (lambda d: _pod(d)["containers"][0].update(imagePullPolicy="Sometimes"), "imagePullPolicy 'Sometimes'"),
+        (lambda d: _pod(d).update(serviceAccountName="Bad SA"), "serviceAccountName 'Bad SA' must be"),
+        (lambda d: _pod(d).update(hostname="Bad_Host"), "hostname 'Bad_Host' must be a lowercase RFC 1123 label"),
         # core/v1 ValidateVolumes and ValidateVolumeMounts
         (lambda d: _pod(d).update(volumes=[{"name": "v"}]), "volumes[0] needs exactly one source"),
         (lambda d: _pod(d).update(volumes=[{"name": "v", "emptyDir": {}, "hostPath": {}}]), "emptyDir and hostPath"),
