@@ -43,6 +43,8 @@ _WRAPPER = (
     'eval "$VCPILOT_RECONCILE_HOOK" </dev/null; fi; exit "$code"'
 )
 
+START_ERROR = 128  # the exit code containerd gives a container whose process could not be started
+
 # Children this process started; polling them reaps zombies so liveness checks stay truthful.
 _children: dict[int, subprocess.Popen[bytes]] = {}
 _filters: list[int] = []  # the log filters this process forked, until they have ended (`_reap`)
@@ -108,6 +110,8 @@ def start(
     out_r, out_w = os.pipe()
     done_r, done_w = os.pipe()
     try:
+        if cwd and not os.path.isdir(cwd):
+            raise FileNotFoundError(f"working directory {cwd} does not exist")
         # the wrapper before the filter: a fork leaves this process's memory shared, and a Popen after it copies
         # every page it writes (2-10 ms here)
         proc = subprocess.Popen(
@@ -121,6 +125,13 @@ def start(
         )
         with open(log_path, "ab") as log:
             _filters.append(_start_filter(out_r, log.fileno(), done_w))
+    except (OSError, ValueError) as err:
+        # A process that cannot be started (a NUL byte in its command or environment, a missing working directory)
+        # is what a container runtime reports as StartError: the container ends at once with exit code 128.
+        with open(log_path, "a") as log:
+            log.write(f"vcpilot: the container could not start: {err}\n")
+        exit_path.write_text(str(START_ERROR))
+        return 0, ""
     finally:  # the filter ends once the pod's copies of its pipe are closed, not this process's
         for fd in (out_r, out_w, done_r, done_w):
             os.close(fd)

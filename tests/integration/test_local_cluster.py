@@ -107,6 +107,18 @@ def test_a_secret_a_pod_prints_is_stored_masked_and_its_exit_code_kept(cluster, 
     assert stored and not [p for p in stored if key.encode() in p.read_bytes()]
 
 
+def test_a_process_that_cannot_start_fails_its_pod_as_a_start_error(cluster, make_job):
+    # A NUL byte in the command (or the environment) cannot be passed to a process; the API server accepts it and
+    # the runtime fails the container with 128 (StartError). LocalCluster's reconcile raised instead: submit printed
+    # an internal error and no job was stored.
+    done = cluster.wait(cluster.submit(make_job("nul", "echo a\0b")).name, timeout=15)
+    assert (done.phase, done.pods[0].exit_code) == ("Failed", 128)
+    ((_, log),) = cluster.logs("nul")
+    assert log == "vcpilot: the container could not start: embedded null byte\n"
+    # the cluster goes on: the next job runs
+    assert cluster.wait(cluster.submit(make_job("next", "true")).name, timeout=15).phase == "Completed"
+
+
 def test_pod_failed_restarts_the_job_until_max_retry(cluster, make_job, tmp_path):
     runs = tmp_path / "runs"
     cluster.submit(make_job("flaky", f'echo run >> "{runs}"; exit 3', max_retry=2, policies=RESTART_ON_FAILURE))
