@@ -47,7 +47,7 @@ def plan_command(
     priority_class: Annotated[str, typer.Option(help="PriorityClass of the pods; empty for none.")] = "",
     namespace: Annotated[str, typer.Option(help="Namespace of the job.")] = "default",
     max_steps: Annotated[int, typer.Option(help="Optimizer steps of the whole training.")] = 200,
-    checkpoint_every: Annotated[int, typer.Option(help="Steps between checkpoints.")] = 50,
+    checkpoint_every: Annotated[int, typer.Option(min=1, help="Steps between checkpoints.")] = 50,
     base_model: Annotated[str, typer.Option(help="Model to fine-tune: a Hugging Face id, a path or 'tiny'.")] = "tiny",
     workflow: Annotated[
         str, typer.Option(help="The run: the VCJob is <workflow>-train-1, its checkpoints in the run's directory.")
@@ -89,6 +89,7 @@ def plan_command(
     from pipelines.training_plan import render_training_job
     from pipelines.vcjobs import DEFAULT_IMAGE, JobContext
 
+    _check_names(workspace_pvc, image)
     # The plan step's request and job context (pipelines.steps_training.TrainingPlanInput) for a run of attempt
     # 1 that Argo did not label, built without Hera, which that step's input is made of.
     try:
@@ -146,6 +147,23 @@ def plan_command(
     else:
         print(f"\nVCJob {job.metadata.name} (not submitted):")
         print(dump_yaml(manifest).rstrip())
+
+
+def _check_names(workspace_pvc: str, image: str | None) -> None:
+    """The names the request does not check: they would reach the VCJob, refused on submit or at pull time."""
+    from components.images import check_image
+    from components.names import is_dns1123_subdomain
+
+    if workspace_pvc and not is_dns1123_subdomain(workspace_pvc):
+        raise InputError(
+            f"--workspace-pvc {workspace_pvc!r} is not a PersistentVolumeClaim name: give lower-case letters, "
+            "digits, '-' and '.', at most 253 characters, or leave it empty for none"
+        )
+    if image is not None:
+        try:
+            check_image(image, "--image")
+        except ValueError as err:
+            raise InputError(str(err)) from None
 
 
 def _candidates(candidates: list[Candidate]) -> str:

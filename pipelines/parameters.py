@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from agent.observation import PlanRequest
 from components.errors import InputError
+from components.images import check_image
 from components.logs.interval import parse_window
 from components.names import is_dns1123_subdomain
 from components.volcano.resources import parse_quantity
@@ -171,6 +172,8 @@ def check_parameters(values: Mapping[str, str]) -> None:
                 f"parameter {name} is {value!r}, which is not a Kubernetes name (lower-case letters, digits, '-' "
                 "and '.')"
             )
+        if name == "image":
+            check_image(value, f"parameter {name}")
     wanted, fewest = values.get("gpus-wanted"), values.get("gpus-min")
     if wanted and fewest and int(fewest) > int(wanted):
         raise ValueError(f"parameter gpus-min ({fewest}) is more than gpus-wanted ({wanted})")

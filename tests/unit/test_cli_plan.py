@@ -142,3 +142,31 @@ def test_plan_in_a_fresh_process_imports_no_hera(cluster: LocalCluster, tmp_path
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
     assert "VCJob wf" not in done.stdout and "VCJob vcpilot-plan-train-1" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("flags", "code", "fragments"),
+    [
+        (["--checkpoint-every", "0"], 2, ("--checkpoint-every", "1")),
+        (["--checkpoint-every", "-5"], 2, ("--checkpoint-every", "1")),
+        (["--workspace-pvc", "Bad_PVC"], 1, ("--workspace-pvc", "'Bad_PVC'", "lower-case")),
+        (["--image", "a b"], 1, ("--image", "'a b'", "without spaces")),
+        (["--image", "Team/App:1"], 1, ("--image", "lowercase/path")),
+    ],
+)
+def test_plan_refuses_an_option_the_vcjob_could_not_carry(
+    cluster: LocalCluster, flags: list[str], code: int, fragments: tuple[str, ...]
+) -> None:
+    shown = CliRunner().invoke(app, ["plan", *flags])
+    assert shown.exit_code == code, shown.output
+    sentence = shown.stderr.strip()
+    assert sentence.startswith("error: ") and sentence.count("\n") == 0 and "VCJob" not in shown.stdout
+    for fragment in fragments:
+        assert fragment in sentence
+    assert cluster.list_jobs() == []
+
+
+@pytest.mark.parametrize("image", ["ghcr.io/vcpilot/vcpilot:0.1.0", "localhost:5000/a/b_c:dev", "python:3.11-slim"])
+def test_plan_takes_an_image_a_runtime_pulls(cluster: LocalCluster, image: str) -> None:
+    containers = cli_manifest(["--image", image])["spec"]["tasks"][0]["template"]["spec"]["containers"]
+    assert {c["image"] for c in containers} == {image}

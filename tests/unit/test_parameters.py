@@ -39,6 +39,11 @@ def test_the_defaults_pass() -> None:
         ("baseline-window", "2026-11-02/2026-11-01", "ends before it starts"),
         ("resume-checkpoint", "checkpoints/step-5", "give the absolute path of a checkpoint directory"),
         ("resume-checkpoint", "/ws/runs/a/checkpoints", "give the absolute path of a checkpoint directory"),
+        # what the API server takes in a pod and containerd refuses when it pulls: the pod would never start
+        ("image", "vcpilot latest", "not an image reference"),
+        ("image", "Team/App:1", "lowercase/path"),
+        ("image", "app:", "not an image reference"),
+        ("image", "", "not an image reference"),
     ],
 )
 def test_a_bad_value_gets_one_sentence_naming_the_parameter(name: str, value: str, says: str) -> None:
