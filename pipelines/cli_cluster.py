@@ -309,10 +309,16 @@ def sample(
     as_json: JsonFlag = False,
 ) -> None:
     """Print a Volcano Job to start from: `vcpilot cluster sample > job.yaml; vcpilot cluster submit job.yaml`."""
+    from components.volcano.validation import validate_job
     from pipelines.cluster_sample import SAMPLE_NAME, sample_job
 
     name = name or SAMPLE_NAME
-    manifest = sample_job(name, pods, gpus).to_dict()
+    job = sample_job(name, pods, gpus)
+    try:  # what `cluster submit` would refuse: a name that is not a DNS-1123 subdomain of at most 63 characters
+        validate_job(job)
+    except ValueError as err:
+        fail(f"--name is invalid: {err}")
+    manifest = job.to_dict()
     if as_json:
         _dump(manifest)
         return

@@ -310,6 +310,18 @@ def test_the_sample_is_a_valid_job_for_submit(run, tmp_path):
     assert "cluster sample" in help_text
 
 
+@pytest.mark.parametrize("name", ["Bad_Name", "-x", "a" * 64, "x" * 30 + "/y"])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_the_sample_refuses_a_name_submit_would_refuse(run, name, as_json):
+    result = run("sample", "--name", name, *(["--json"] if as_json else []))
+    assert result.exit_code == 1
+    sentence = result.stderr.strip()
+    assert sentence.startswith("error: --name is invalid") and repr(name) in sentence and sentence.count("\n") == 0
+    assert "apiVersion" not in result.stdout
+    if as_json:
+        assert json.loads(result.stdout)["exit_code"] == 1
+
+
 def test_logs_refuse_json_with_follow_and_unknown_pods(run, tmp_path):
     _pending_job(run, tmp_path)
     one_sentence_error(run("logs", "big", "--json", "-f"), "--json", "--follow")
