@@ -1,13 +1,14 @@
-"""Whether a server can listen where it was told: one sentence before anything starts, for every command that serves."""
+"""Addresses checked before anything starts, in one sentence: where a server listens, and the http(s) URLs we call."""
 
 from __future__ import annotations
 
 import errno
 import socket
+from urllib.parse import SplitResult, urlsplit
 
 from components.errors import InputError
 
-__all__ = ["check_port_free"]
+__all__ = ["check_http_url", "check_port_free"]
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -27,3 +28,17 @@ def check_port_free(host: str, port: int) -> None:
             raise InputError(
                 f"port {port} on {host} is taken ({err.strerror or err}); choose another with --port"
             ) from None
+
+
+def check_http_url(url: str) -> SplitResult:
+    """`url` split, or ValueError in one sentence when it is not http(s)://host[:port] with a port from 1 to 65535."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{url!r} is not an http(s) URL such as http://127.0.0.1:8000")
+    try:
+        port = parts.port  # urlsplit checks the port only when asked: deep in a client, an internal error
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise ValueError(f"{url!r} has a port that is not a number from 1 to 65535")
+    return parts

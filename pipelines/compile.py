@@ -15,6 +15,7 @@ from hera.workflows.models import WorkflowCreateRequest, WorkflowTemplateRef
 from pydantic import PydanticDeprecatedSince20
 
 from components.errors import Unavailable, VcpilotError
+from components.ports import check_http_url
 from pipelines.autopilot import (
     CRON_NAME,
     PARAMETERS,
@@ -70,8 +71,10 @@ def submit(server: str, namespace: str, token: str | None, parameters: dict[str,
     parameter or value, an unreachable server, a refused token, or a server that lacks the template.
     """
     server = server.strip().rstrip("/")
-    if not server.startswith(("http://", "https://")):
-        raise SubmitError(f"the Argo Server address {server!r} must start with http:// or https://")
+    try:
+        check_http_url(server)
+    except ValueError as err:
+        raise SubmitError(f"the Argo Server address (--server, ARGO_SERVER): {err}") from None
     arguments = _arguments(parameters)
     workflow = Workflow(
         generate_name=f"{TEMPLATE_NAME}-",

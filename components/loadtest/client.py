@@ -14,13 +14,13 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 import httpx
 from pydantic import BaseModel, ConfigDict
 
 from components.loadtest.records import RequestRecord, RequestSpec
 from components.loadtest.wire import HttpError
+from components.ports import check_http_url
 from components.untrusted import loads_json
 
 __all__ = [
@@ -91,9 +91,7 @@ class Target(BaseModel):
 
 def parse_target(url: str, *, chat: bool = False) -> Target:
     """A target from a base URL (`http://host:8000`, `…/v1`) or a full endpoint URL (`…/v1/chat/completions`)."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"{url!r} is not an http(s) URL such as http://127.0.0.1:8000")
+    parts = check_http_url(url)
     origin = f"{parts.scheme}://{parts.netloc}"
     path = parts.path.rstrip("/")
     if path.endswith("/completions"):

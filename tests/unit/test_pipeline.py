@@ -499,8 +499,10 @@ def test_submit_checks_parameters_before_sending(argo: ArgoServer) -> None:
         submit(argo.url, "argo", "t", {"mdoe": "force"})
     with pytest.raises(SubmitError, match="parameter mode is 'often' but must be one of auto, force, dry-run"):
         submit(argo.url, "argo", "t", {"mode": "often"})
-    with pytest.raises(SubmitError, match="must start with http"):
+    with pytest.raises(SubmitError, match=r"not an http\(s\) URL"):
         submit("argo.example.com", "argo", "t", {})
+    with pytest.raises(SubmitError, match="has a port that is not a number from 1 to 65535"):
+        submit("http://127.0.0.1:99999", "argo", "t", {})  # was "cannot reach … (InvalidURL)", exit 3
     assert argo.requests == []
     assert {p.name for p in PARAMETERS} >= {"mode"}
 

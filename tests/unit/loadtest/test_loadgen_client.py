@@ -130,9 +130,17 @@ def test_targets_from_base_or_endpoint_urls(url, chat, endpoint):
     assert target.chat == endpoint.endswith("chat/completions")
 
 
-def test_a_url_that_is_not_http_is_refused_in_one_sentence():
+@pytest.mark.parametrize("url", ["localhost:8000", "ftp://h", "http://:8000", "http:///v1"])
+def test_a_url_that_is_not_http_is_refused_in_one_sentence(url):
     with pytest.raises(ValueError, match=r"not an http\(s\) URL"):
-        parse_target("localhost:8000")
+        parse_target(url)
+
+
+@pytest.mark.parametrize("url", ["http://h:99999", "http://h:0", "http://h:abc/v1", "https://h:-1"])
+def test_a_port_out_of_range_is_refused_in_one_sentence(url):
+    # urlsplit raised its own ValueError only when the port was read, deep in the client: an internal error
+    with pytest.raises(ValueError, match="has a port that is not a number from 1 to 65535"):
+        parse_target(url)
 
 
 def test_model_discovery_and_unreachable_servers():
