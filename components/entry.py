@@ -380,7 +380,13 @@ def _usage_sentence(err: click_exceptions.UsageError) -> str:
     bad = re.fullmatch(r"Invalid value for '([^']+)': (?:Value error, )?(.*)", message)
     if bad:  # typer's coercion speaks pydantic: "Input should be a valid integer"
         name, detail = bad.groups()
-        if detail.startswith("Input should"):
+        param = getattr(err, "param", None)  # a BadParameter names its option
+        low, high = getattr(param, "min", None), getattr(param, "max", None)
+        if re.match(r"Input should be (greater|less) than", detail) and low is not None and high is not None:
+            # both bounds: pydantic names only the one it tried last, which misleads for nan
+            what = "a whole number" if isinstance(low, int) and isinstance(high, int) else "a number"
+            message = f"{name} should be {what} from {_bound(low)} to {_bound(high)}"
+        elif detail.startswith("Input should"):
             message = f"{name} should{detail.removeprefix('Input should')}"
         else:
             message = f"invalid {name} ({detail[:1].lower()}{detail[1:]})"
@@ -388,6 +394,10 @@ def _usage_sentence(err: click_exceptions.UsageError) -> str:
     if err.ctx is not None:
         message += f"; see `{err.ctx.command_path} --help`"
     return message
+
+
+def _bound(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _fail(sentence: str, code: int, as_json: bool) -> int:

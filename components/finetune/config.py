@@ -24,7 +24,7 @@ LORA_TARGETS = ("q_proj", "v_proj")  # the attention projections LoRA adapts in 
 class TrainConfig(BaseModel):
     """Every setting of a run; defaults are the ones the command line documents."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)  # --lr inf would train to nan
 
     base_model: Annotated[str, Field(min_length=1)] = TINY
     data: Path

@@ -26,7 +26,7 @@ PERCENTILES = (50, 90, 95, 99)
 class Slo(BaseModel):
     """Service-level objectives in milliseconds (None: not constrained) and how the gate applies them."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)  # an SLO of inf ms holds nothing; leave it out
 
     ttft_ms: float | None = Field(default=None, gt=0)
     tpot_ms: float | None = Field(default=None, gt=0)

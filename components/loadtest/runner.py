@@ -44,7 +44,7 @@ class LoadPlan(BaseModel):
     requests: int = Field(gt=0)
     concurrency: int | None = Field(default=None, gt=0)
     rate: float | None = Field(default=None, gt=0)  # requests per second; inf sends all at once
-    burstiness: float = Field(default=1.0, gt=0)
+    burstiness: float = Field(default=1.0, gt=0, allow_inf_nan=False)
     seed: int = 0
 
     @model_validator(mode="after")

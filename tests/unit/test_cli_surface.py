@@ -138,6 +138,10 @@ def test_a_user_error_is_one_sentence_exit_1_and_a_json_object_with_json(run):
         (("cluster", "status", "--jsn"), ("--jsn", "--json")),
         (("runs", "list", "--limit", "abc"), ("--limit should be a valid integer",)),
         (("runs", "list", "--limit", "0"), ("--limit should be greater than or equal to 1",)),
+        # both bounds: nan is not "more than 0.5", and the range is what to choose from
+        (("logs", "detect", "--alpha", "nan"), ("--alpha should be a number from 1e-09 to 0.5",)),
+        (("logs", "detect", "--alpha", "0.9"), ("--alpha should be a number from 1e-09 to 0.5",)),
+        (("ui", "--port", "0"), ("--port should be a whole number from 1 to 65535",)),
         (("cluster", "get"), ("missing argument 'name'",)),
         (("clustr", "status"), ("no such command 'clustr' (did you mean 'cluster'?)",)),
         (("run", "--scenario", "nope"), ("invalid --scenario ('nope' is not one of 'drift'",)),

@@ -227,7 +227,7 @@ def test_the_command_refuses_a_port_it_cannot_listen_on_in_one_sentence_before_o
     env = _server_env(tmp_path, **{TOKEN_ENV: "a" * 32})
     outside = CliRunner().invoke(_cli(), ["--transport", "http", "--port", "99999"], env=env)
     assert outside.exit_code == 2 and outside.stderr.strip().count("\n") == 0, outside.stderr
-    assert "--port should be less than or equal to 65535" in outside.stderr
+    assert "--port should be a whole number from 1 to 65535" in outside.stderr
     with socket.socket() as taken:  # something already listens there: uvicorn's log and a traceback before
         taken.bind(("127.0.0.1", 0))
         taken.listen()

@@ -54,9 +54,25 @@ def test_a_setting_out_of_range(base_args):
     # the option as typed, not the config's field (stall_timeout_s); nan is no number of seconds
     refused(invoke([*base_args, "--stall-timeout", "-5"]), "--stall-timeout should be greater than or equal to 0")
     refused(invoke([*base_args, "--stall-timeout", "nan"]), "--stall-timeout should be a finite number, got nan")
-    for seed, says in (("-1", "greater than or equal to 0"), (str(2**32), "less than or equal to 4294967295")):
+    for seed in ("-1", str(2**32)):
         result = invoke([*base_args, "--seed", seed])  # numpy's range; was its ValueError as an internal error
-        assert result.exit_code == 2 and result.stderr.strip().startswith(f"error: --seed should be {says}; see `")
+        says = "error: --seed should be a whole number from 0 to 4294967295; see `"
+        assert result.exit_code == 2 and result.stderr.strip().startswith(says)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("--lr", "inf", "--lr should be a finite number, got inf"),
+        ("--lr", "nan", "--lr should be a finite number, got nan"),
+        ("--lr", "0", "--lr should be greater than 0"),
+        ("--lr", "-1e-3", "--lr should be greater than 0"),
+        ("--weight-decay", "inf", "--weight-decay should be a finite number"),
+        ("--weight-decay", "nan", "--weight-decay should be a finite number"),
+    ],
+)
+def test_a_learning_rate_or_decay_that_is_no_finite_number(base_args, option, value, says):
+    refused(invoke([*base_args, option, value]), says)
 
 
 def test_a_missing_base_model_directory(base_args, tmp_path):

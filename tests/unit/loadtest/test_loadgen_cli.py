@@ -77,6 +77,11 @@ def test_synthetic_requests_are_seeded():
         (("--concurrency", "2", "--max-tokens", "0"), "--max-tokens"),
         (("--concurrency", "2", "--timeout-s", "0"), "--timeout-s should be greater than 0, got 0.0"),
         (("--concurrency", "2", "--timeout-s", "nan"), "--timeout-s should be a finite number, got nan"),
+        # inf is a rate (all at once), not a burstiness nor an SLO
+        (("--rate", "5", "--burstiness", "inf"), "--burstiness should be a finite number, got inf"),
+        (("--concurrency", "2", "--slo-ttft-ms", "inf"), "--slo-ttft-ms should be a finite number, got inf"),
+        (("--concurrency", "2", "--slo-tpot-ms", "nan"), "--slo-tpot-ms should be a finite number, got nan"),
+        (("--concurrency", "2", "--slo-e2el-ms", "inf"), "--slo-e2el-ms should be a finite number, got inf"),
     ],
 )
 def test_bad_options_get_one_sentence(args, fragment, closed_port):
