@@ -38,6 +38,11 @@ def load_token(token_file: Path | None, environ: Mapping[str, str] | None = None
         except OSError as err:
             raise InputError(f"the token file {token_file} cannot be read: {err.strerror}") from None
         where = f"the token file {token_file}"
+        if not token:
+            raise InputError(
+                f"--token-file {token_file} is empty; write a bearer token of at least {_MIN_TOKEN} characters "
+                f"into it (e.g. openssl rand -hex 32 > {token_file})"
+            )
     else:
         token = (os.environ if environ is None else environ).get(TOKEN_ENV, "").strip()
         where = TOKEN_ENV

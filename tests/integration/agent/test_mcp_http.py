@@ -223,6 +223,18 @@ def test_the_command_refuses_http_without_a_token_in_one_sentence(tmp_path):
     assert not (tmp_path / "home").exists(), "nothing was opened"
 
 
+@pytest.mark.parametrize("content", ["", "\n  \n"])
+def test_an_empty_token_file_is_named_with_what_to_write_in_it(tmp_path, content):
+    token_file = tmp_path / "token"
+    token_file.write_text(content)
+    args = ["--transport", "http", "--port", "1", "--token-file", str(token_file)]
+    done = CliRunner().invoke(_cli(), args, env=_server_env(tmp_path))
+    assert done.exit_code == 1 and done.stdout == ""
+    sentence = done.stderr.strip()
+    assert sentence.count("\n") == 0 and sentence.startswith(f"error: --token-file {token_file} is empty; write")
+    assert "pass --token-file" not in sentence and not (tmp_path / "home").exists()
+
+
 def test_the_command_refuses_a_port_it_cannot_listen_on_in_one_sentence_before_opening_anything(tmp_path):
     env = _server_env(tmp_path, **{TOKEN_ENV: "a" * 32})
     outside = CliRunner().invoke(_cli(), ["--transport", "http", "--port", "99999"], env=env)
