@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from components.entry import JsonOption, print_json
+from components.errors import InputError
 
 __all__ = ["lint"]
 
@@ -20,8 +21,17 @@ def lint(
     as_json: JsonOption = False,
 ) -> None:
     """Validate Argo workflow files; exit 1 when any problem is found."""
-    from pipelines.lint import find_schema, lint_files
+    from pipelines.lint import find_schema, lint_files, load_schema
 
+    if schema is not None:  # given on purpose: refused whole, not reported as one more problem of each file
+        try:
+            load_schema(schema)
+        except (OSError, ValueError) as err:
+            reason = "it is empty" if schema.is_file() and schema.stat().st_size == 0 else None
+            reason = reason or getattr(err, "strerror", None) or str(err)
+            raise InputError(
+                f"--schema {schema} is not Argo's JSON schema ({reason}); give Argo v4.1.2's schema.json"
+            ) from None
     schema_path = schema or find_schema()
     problems = lint_files(files, schema_path=schema_path)
     if as_json:  # {files, schema, problems: [{file, path, message}]}; exit 1 when there are problems, as without

@@ -406,3 +406,24 @@ def test_parameter_values_may_be_numbers_as_argo_reads_them(tmp_path: Path, sche
     arguments["parameters"][0]["value"] = 4
     problem = only(lint(tmp_path, workflow(ECHO, arguments=arguments), schema_path=schema_path))
     assert problem.path == "spec.arguments.parameters[0].value" and "is not one of its enum" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [(None, "No such file"), ("", "it is empty"), ("not json", "Expecting value"), ("[]", "no 'definitions'")],
+)
+def test_a_schema_given_with_schema_that_cannot_be_read_is_one_sentence_naming_schema(tmp_path, content, says):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    schema = tmp_path / "schema.json"
+    if content is not None:
+        schema.write_text(content)
+    workflow = tmp_path / "w.yaml"
+    workflow.write_text("kind: Workflow\n")
+    done = CliRunner().invoke(app, ["lint", "--schema", str(schema), str(workflow)])
+    assert done.exit_code == 1 and done.stdout == ""
+    sentence = done.stderr.strip()
+    assert sentence.startswith(f"error: --schema {schema} is not Argo's JSON schema") and says in sentence
+    assert sentence.count("\n") == 0
