@@ -25,6 +25,7 @@ __all__ = [
     "check_output",
     "describe_yaml_error",
     "dump_yaml",
+    "kind_of",
     "load_document",
     "load_documents",
     "read_text",
@@ -114,16 +115,19 @@ def load_document(path: str | Path, what: str = "file", *, mapping: bool = True)
         raise InputError(f"{_label(path, what)} holds {len(documents)} YAML documents; give one")
     document = documents[0] if documents else ({} if mapping else None)
     if mapping and not isinstance(document, dict):
-        raise InputError(f"{_label(path, what)} must hold a mapping of fields, not {_kind(document)}")
+        raise InputError(f"{_label(path, what)} must hold a mapping of fields, not {kind_of(document)}")
     return document
 
 
-def _kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return "a string"
-    return f"a {type(value).__name__}" if value is not None else "nothing"
+def kind_of(value: Any) -> str:
+    """What a parsed YAML or JSON value is, in words: "a mapping", "a list", "a string", "a number", "nothing"."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    return {dict: "a mapping", list: "a list", str: "a string"}.get(type(value), f"a {type(value).__name__}")
 
 
 def check_output(path: str | Path, what: str = "file") -> None:

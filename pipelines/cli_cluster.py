@@ -14,7 +14,7 @@ import typer
 
 from components.entry import JsonOption, lazy_group, new_app
 from components.errors import EXIT_FAILED, InputError
-from components.files import dump_yaml, load_documents
+from components.files import dump_yaml, kind_of, load_documents
 
 if TYPE_CHECKING:  # imported where they are used: pydantic, sqlite and rich take a while, `--help` needs none
     from rich.console import Console
@@ -96,8 +96,12 @@ def submit(
 ) -> None:
     """Submit a Volcano Job."""
     documents = load_documents(file, "Volcano Job")
-    if len(documents) != 1 or not isinstance(documents[0], dict):
-        fail(f"{file} does not hold one Volcano Job object.")
+    if not documents:
+        fail(f"{file} holds no document; `vcpilot cluster sample` prints a Volcano Job to start from.")
+    if len(documents) > 1:
+        fail(f"{file} holds {len(documents)} YAML documents; submit one Volcano Job per file (split it at its '---').")
+    if not isinstance(documents[0], dict):
+        fail(f"{file} holds {kind_of(documents[0])}, not a Volcano Job (a mapping of fields).")
     manifest = documents[0]
     kind = (manifest.get("apiVersion"), manifest.get("kind"))
     if kind != ("batch.volcano.sh/v1alpha1", "Job"):

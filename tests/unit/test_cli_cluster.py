@@ -121,6 +121,15 @@ def test_submit_rejects_bad_files(run, tmp_path):
     job["spec"]["minAvaliable"] = job["spec"].pop("minAvailable")
     typo.write_text(yaml.safe_dump(job))
     one_sentence_error(run("submit", str(typo)), "minAvaliable")
+    # a file of several jobs, of none, or of something else: what it holds, in words (it said "does not hold one
+    # Volcano Job object" for all of them)
+    two = tmp_path / "two.yaml"
+    two.write_text(yaml.safe_dump(vcjob("a")) + "---\n" + yaml.safe_dump(vcjob("b")))
+    one_sentence_error(run("submit", str(two)), "holds 2 YAML documents; submit one Volcano Job per file")
+    for text, fragment in (("# nothing\n", "holds no document"), ("[1]", "holds a list"), ("7", "holds a number")):
+        other = tmp_path / "other.yaml"
+        other.write_text(text)
+        one_sentence_error(run("submit", str(other)), fragment)
     assert json.loads(run("status", "--json").stdout)["jobs"] == []
 
 
