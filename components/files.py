@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MANIFEST_MAX_BYTES",
     "check_output",
+    "check_output_dir",
     "describe_yaml_error",
     "dump_yaml",
     "kind_of",
@@ -131,9 +132,33 @@ def kind_of(value: Any) -> str:
 
 
 def check_output(path: str | Path, what: str = "file") -> None:
-    """InputError when `path` cannot be a file we write: a directory is there. Called before anything is written."""
+    """InputError when `path` cannot be a file we write: a directory is there, or a file where a parent goes.
+
+    Called before any work starts, with `what` the option as it is typed (`--report`).
+    """
     if Path(path).is_dir():
         raise InputError(f"{_label(path, what)} is a directory; give the path of a file to write")
+    _check_parents(path, what)
+
+
+def check_output_dir(path: str | Path, option: str) -> None:
+    """InputError when `path` cannot be a directory we write into: a file is there, or a file where a parent goes.
+
+    Called before any work starts, with `option` as it is typed (`--out`).
+    """
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise InputError(f"{option} {path} is a file; give the path of a directory to write into")
+    _check_parents(path, option)
+
+
+def _check_parents(path: str | Path, what: str) -> None:
+    """InputError when a parent of `path` is a file: nothing can be created under it."""
+    for parent in Path(path).parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(f"{_label(path, what)} is under {parent}, a file; give a path under a directory")
+            return
 
 
 def write_bytes(path: str | Path, data: bytes) -> Path:

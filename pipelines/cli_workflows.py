@@ -24,8 +24,10 @@ def compile_command(
     as_json: JsonOption = False,
 ) -> None:
     """Compile the WorkflowTemplate and CronWorkflow from their Hera definitions."""
+    from components.files import check_output_dir
     from pipelines.compile import compile_all
 
+    check_output_dir(out, "--out")
     written = compile_all(out)
     if as_json:
         print_json({"wrote": [str(path) for path in written]})

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from components.demo.catalog import Catalog, CatalogConfig, Drift, Item, build_drift
 from components.entry import option_error
 from components.errors import InputError
-from components.files import write_bytes
+from components.files import check_output_dir, write_bytes
 
 __all__ = [
     "DemoConfig",
@@ -314,8 +314,7 @@ def make_demo(out: Path, *, seed: int, items: int, new_items: int, changed_share
         config = DemoConfig(seed=seed, catalog=catalog, requests=requests)
     except ValidationError as err:  # in the words of the command's options (`--changed-share`)
         raise option_error(err) from None
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{out} is a file; give a directory to write the demo data into")
+    check_output_dir(out, "--out")
     try:
         return write_demo(out, config)
     except OSError as err:

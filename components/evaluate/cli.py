@@ -57,7 +57,10 @@ def evaluate_command(
     # Imported here so that `vcpilot --help` does not wait for torch and MLflow.
     from components.evaluate.model import quiet_progress
     from components.evaluate.step import eval_set_of, run_step
+    from components.files import check_output
 
+    if report is not None:
+        check_output(report, "--report")
     quiet_progress()  # a pod's log is not a terminal, and a person wants the figures, not progress bars
     examples = eval_set_of(eval_set, dataset_dir)
     result = run_step(

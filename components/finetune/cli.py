@@ -90,14 +90,18 @@ def finetune_command(
     """Fine-tune a causal LM on prompt/completion pairs, checkpointing as it goes; rank 0 writes the model."""
     from pydantic import ValidationError
 
+    from components.files import check_output_dir
     from components.finetune.config import LORA_TARGETS, TrainConfig
 
+    checkpoint_dir = checkpoint_dir or out.with_name(f"{out.name}-checkpoints")  # beside the model, not in it
+    check_output_dir(out, "--out")
+    check_output_dir(checkpoint_dir, "--checkpoint-dir")
     try:
         config = TrainConfig(
             base_model=base_model,
             data=data,
             out=out,
-            checkpoint_dir=checkpoint_dir or out.with_name(f"{out.name}-checkpoints"),  # beside the model, not in it
+            checkpoint_dir=checkpoint_dir,
             max_steps=max_steps,
             checkpoint_every=checkpoint_every,
             keep=keep,

@@ -96,6 +96,10 @@ def parse_command(
     from components.progress import Progress
 
     check_output(out, "--out")
+    if state is not None:
+        check_output(state, "--state")
+    if llm_cache is not None:
+        check_output(llm_cache, "--llm-cache")
     refiner = _refiner(llm_cache) if llm_refine else None
     try:
         # Big inputs take minutes: a count on a terminal, a line every few seconds in a pipe (stderr with --json).
@@ -156,6 +160,13 @@ def _print(report: DetectionReport, path: Path, as_json: bool) -> None:
     )
 
 
+def _check_state(state: Path | None) -> None:
+    from components.files import check_output_dir
+
+    if state is not None:
+        check_output_dir(state, "--state")
+
+
 @app.command("detect")
 def detect_command(
     current: Annotated[list[Path], typer.Option("--current", help="The window to judge (repeat for several).")],
@@ -173,9 +184,12 @@ def detect_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Compare a current window of logs with a baseline; write the report and the curated fine-tuning set."""
+    from components.files import check_output_dir
     from components.logs.compare import DetectPolicy
     from components.logs.step import run_detect
 
+    check_output_dir(out, "--out")
+    _check_state(state)
     windows = _windows(baseline_window, current_window)
     policy = DetectPolicy(alpha=alpha, min_sample=min_sample)
     path = out / "report.json"
@@ -200,9 +214,12 @@ def step_command(
     as_json: JsonFlag = False,
 ) -> None:
     """The detect-logs step: judge the service's logs and write the drift report the gate reads."""
+    from components.files import check_output
     from components.logs.compare import DetectPolicy
     from components.logs.step import run_step
 
+    check_output(report, "--report")
+    _check_state(state)
     windows = _windows(baseline_window, current_window)
     policy = DetectPolicy(alpha=alpha, min_sample=min_sample)
     result = run_step(source, report, state=state, policy=policy, eval_=eval_fraction, windows=windows)

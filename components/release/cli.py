@@ -74,10 +74,12 @@ def register_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Register a model directory as a new version with its lineage and scores, and make it the champion."""
-    from components.files import write_json
+    from components.files import check_output, write_json
     from components.release.register import register_model
     from components.release.verdict import Bars, Verdict, read_scores
 
+    if report is not None:
+        check_output(report, "--report")
     verdict = Verdict(
         promoted=promote,
         reason=reason,

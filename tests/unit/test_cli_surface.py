@@ -226,6 +226,40 @@ def test_version():
     assert done.exit_code == 0 and done.stdout.startswith("vcpilot ")
 
 
+# Every option a command writes to, given a path it cannot write: `f` is a file, so `f` is no directory and nothing
+# goes under `f/`. Each is refused naming the option, before any work starts (compile said `f: File exists`;
+# finetune --out f failed only once training began).
+UNWRITABLE = [
+    (("compile", "--out", "f"), "--out f is a file"),
+    (("compile", "--out", "f/d"), "--out f/d is under f, a file"),
+    (("finetune", "--data", ".", "--out", "f", "--max-steps", "1"), "--out f is a file"),
+    (("finetune", "--data", ".", "--output-dir", "f", "--max-steps", "1"), "--out f is a file"),
+    (("finetune", "--data", ".", "--out", "m", "--checkpoint-dir", "f/c", "--max-steps", "1"), "--checkpoint-dir f/c"),
+    (("demo", "data", "--out", "f"), "--out f is a file"),
+    (("demo", "seed", "--home", "f", "--mlflow-tracking-uri", "http://127.0.0.1:9"), "--home f is a file"),
+    (("logs", "detect", "--current", "f", "--out", "f"), "--out f is a file"),
+    (("logs", "detect", "--current", "f", "--out", "d", "--state", "f"), "--state f is a file"),
+    (("logs", "step", "--source", "f", "--report", "f/r.json"), "--report f/r.json is under f"),
+    (("logs", "step", "--source", "f", "--report", "r.json", "--state", "f"), "--state f is a file"),
+    (("logs", "parse", "f", "--out", "f/p.csv"), "--out f/p.csv is under f"),
+    (("logs", "parse", "f", "--out", "p.csv", "--state", "f/s"), "--state f/s is under f"),
+    (("logs", "parse", "f", "--out", "p.csv", "--llm-refine", "--llm-cache", "f/c"), "--llm-cache f/c is under f"),
+    (("evaluate", "--model", ".", "--eval-set", "f", "--report", "f/r.json"), "--report f/r.json is under f"),
+    (("release", "register", "--model", ".", "--registered-model", "m", "--report", "f/r"), "--report f/r is under"),
+    (("loadtest", "--url", "http://127.0.0.1:9", "--concurrency", "1", "--records", "f/r"), "--records f/r is under"),
+]
+
+
+@pytest.mark.parametrize(("args", "says"), UNWRITABLE, ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
+def test_an_output_path_that_cannot_be_written_is_refused_first(run, tmp_path, monkeypatch, args, says):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "f").write_text("x")
+    monkeypatch.chdir(work)
+    one_line_error(run(*args), EXIT_INPUT, says)
+    assert [p.name for p in work.iterdir()] == ["f"] and not (tmp_path / "home").exists()  # nothing was written
+
+
 def test_the_commands_that_start_a_workflow_spell_param_alike():
     by_path = {_id(path): command for path, command in LEAVES}
     for name in ("run", "run-workflow", "submit"):

@@ -112,7 +112,9 @@ def test_bad_options_get_one_sentence(tmp_path, capsys):
     assert err.startswith("error: ") and err.count("\n") == 1 and "--items" in err
     (tmp_path / "file").write_text("x")
     assert main(["--out", str(tmp_path / "file")]) == 1
-    assert "is a file" in capsys.readouterr().err
+    assert f"--out {tmp_path / 'file'} is a file; give the path of a directory" in capsys.readouterr().err
+    assert main(["--out", str(tmp_path / "file" / "d")]) == 1  # under a file: said before anything is written
+    assert "is under" in capsys.readouterr().err
     assert main(["--out", str(tmp_path / "ok"), "--requests", "60", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["windows"]["current"]["requests"] == 60
     assert main(["--out", str(tmp_path / "few"), "--requests", "20"]) == 1

@@ -132,7 +132,8 @@ def test_an_unwritable_output_is_one_sentence(make_windows: WindowsFactory, tmp_
     out = tmp_path / "file" / "detect"
     result = CliRunner().invoke(app, ["detect", "--current", str(source / "current"), "--out", str(out)])
     assert result.exit_code == 1  # EXIT_INPUT
-    assert result.output.strip().splitlines() == [f"error: cannot write {out}: Not a directory"]
+    said = f"error: --out {out} is under {tmp_path / 'file'}, a file; give a path under a directory"
+    assert result.output.strip().splitlines() == [said]
 
 
 def test_detect_joins_templates_with_the_merge_pass_of_logs_parse(tmp_path: Path) -> None:
@@ -157,7 +158,7 @@ def test_a_report_path_that_is_a_directory_is_refused_before_anything_is_written
     report.mkdir(parents=True)
     result = CliRunner().invoke(app, ["step", "--source", str(source / "current"), "--report", str(report)])
     assert result.exit_code == 1
-    assert result.stderr.strip() == f"error: report {report} is a directory; give the path of a file to write"
+    assert result.stderr.strip() == f"error: --report {report} is a directory; give the path of a file to write"
     assert sorted(p.name for p in report.parent.iterdir()) == ["rep"]
     out = tmp_path / "parsed.csv"
     out.mkdir()
