@@ -11,7 +11,10 @@ constant tokens — a `<*>` neither helps nor hurts a match — so that lines wh
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
+import zlib
 from itertools import compress, repeat
 from operator import eq, ne
 from pathlib import Path
@@ -88,6 +91,37 @@ class _AtomicFilePersistence(FilePersistence):  # type: ignore[misc]
         os.replace(temporary, path)
 
 
+# How every state `Miner.save` writes begins, once its base64 and zlib are undone (`MinerSettings.config` compresses
+# it): jsonpickle's JSON of our Drain. Older states hold Drain3's own class.
+_STATE_HEADS = tuple(
+    f'{{"py/object": "{cls.__module__}.{cls.__qualname__}"'.encode() for cls in (_ConstantTokenDrain, Drain)
+)
+
+
+def _check_ours(state_file: Path) -> None:
+    """LogSourceError unless `state_file` is missing (a new state) or begins as a state we write.
+
+    A file we cannot tell is ours is not loaded (jsonpickle builds whatever objects it names) and is never called
+    damaged: deleting it is not ours to advise.
+    """
+    try:
+        with state_file.open("rb") as file:
+            head = file.read(4096)  # a whole number of base64 quanta
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise LogSourceError(f"cannot read the template state {state_file}: {err.strerror or err}") from None
+    try:
+        text = zlib.decompressobj().decompress(base64.b64decode(head[: len(head) // 4 * 4], validate=True), 200)
+    except (binascii.Error, zlib.error):
+        text = b""
+    if not text.startswith(_STATE_HEADS):
+        raise LogSourceError(
+            f"{state_file} is not a template state written by vcpilot; pass another --state path "
+            "(one that does not exist yet starts afresh)"
+        )
+
+
 class Miner:
     """A Drain3 template miner fed with masked tokens; with a `state_file`, it resumes from and saves to it."""
 
@@ -107,12 +141,12 @@ class Miner:
         )
         if state_file is not None:
             self._miner.persistence_handler = _AtomicFilePersistence(str(state_file))
+            _check_ours(state_file)
             try:
                 self._miner.load_state()
             except Exception as err:  # jsonpickle/zlib raise many kinds on a damaged file
                 raise LogSourceError(
-                    f"the template state {state_file} cannot be loaded ({type(err).__name__}): "
-                    "delete it to start afresh"
+                    f"the template state {state_file} is damaged and cannot be loaded: delete it to start afresh"
                 ) from err
 
     def add(self, tokens: list[str], shown: list[str] | None = None) -> int:

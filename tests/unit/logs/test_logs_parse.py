@@ -97,6 +97,41 @@ def test_the_template_state_carries_ids_across_runs(tmp_path: Path) -> None:
     assert events(tmp_path / "day2.csv") == ["E2", "E1", "E3"]
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\x89PNG\r\n\x1a\n\x00\x00" * 40,  # a user's binary file
+        b'{"templates": []}\n',  # JSON of another shape
+        b"eJwrSS0uAQAEXQHB",  # base64 of zlib, but not of a template state (`test`)
+        b"",
+    ],
+    ids=["binary", "json", "zlib", "empty"],
+)
+def test_a_state_file_that_is_not_ours_is_named_so_and_not_deleted_by_advice(tmp_path: Path, content: bytes) -> None:
+    # it said "cannot be loaded (…): delete it to start afresh" of any file, a person's own included
+    log, state = tmp_path / "day.log", tmp_path / "mine.bin"
+    log.write_text("INFO user 1 logged in\n")
+    state.write_bytes(content)
+    result = CliRunner().invoke(app, ["parse", str(log), "--out", str(tmp_path / "o.csv"), "--state", str(state)])
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        f"error: {state} is not a template state written by vcpilot; pass another --state path "
+        "(one that does not exist yet starts afresh)"
+    )
+    assert state.read_bytes() == content and not (tmp_path / "o.csv").exists()
+
+
+def test_a_damaged_state_of_ours_says_so(tmp_path: Path) -> None:
+    log, state = tmp_path / "day.log", tmp_path / "state.bin"
+    log.write_text("INFO user 1 logged in\nINFO disk 90% full\n")
+    parse_files([log], tmp_path / "first.csv", state_file=state)
+    state.write_bytes(state.read_bytes()[:-40])  # its head is ours; its end is lost
+    result = CliRunner().invoke(app, ["parse", str(log), "--out", str(tmp_path / "o.csv"), "--state", str(state)])
+    assert result.exit_code == 1
+    said = f"error: the template state {state} is damaged and cannot be loaded: delete it to start afresh"
+    assert result.stderr.strip() == said
+
+
 def test_rows_carry_loghubs_structured_columns_content_parameters_and_source(tmp_path: Path) -> None:
     first, second = tmp_path / "a.log", tmp_path / "b.log"
     first.write_text("2026-11-29 10:00:01 INFO pool: opened connection 1 to 10.0.0.1:5432\n")
