@@ -55,10 +55,18 @@ def evaluate_command(
 ) -> None:
     """Exact match and perplexity of a model on an evaluation set, beside the current champion's."""
     # Imported here so that `vcpilot --help` does not wait for torch and MLflow.
+    from pydantic import ValidationError
+
+    from components.entry import option_error
     from components.evaluate.model import quiet_progress
     from components.evaluate.step import eval_set_of, run_step
     from components.files import check_output
+    from components.release.verdict import Bars
 
+    try:  # before a model loads: an SLO or a margin that is no finite number judges nothing
+        Bars(slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, margin=margin)
+    except ValidationError as err:
+        raise option_error(err) from None
     if report is not None:
         check_output(report, "--report")
     quiet_progress()  # a pod's log is not a terminal, and a person wants the figures, not progress bars

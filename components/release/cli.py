@@ -74,18 +74,20 @@ def register_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Register a model directory as a new version with its lineage and scores, and make it the champion."""
+    from pydantic import ValidationError
+
+    from components.entry import option_error
     from components.files import check_output, write_json
     from components.release.register import register_model
     from components.release.verdict import Bars, Verdict, read_scores
 
+    try:
+        bars = Bars(slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, margin=margin)
+    except ValidationError as err:
+        raise option_error(err) from None
     if report is not None:
         check_output(report, "--report")
-    verdict = Verdict(
-        promoted=promote,
-        reason=reason,
-        scores=read_scores(evaluation, loadtest),
-        bars=Bars(slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, margin=margin),
-    )
+    verdict = Verdict(promoted=promote, reason=reason, scores=read_scores(evaluation, loadtest), bars=bars)
     done = register_model(
         model,
         name,

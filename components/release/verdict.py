@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from components.errors import InputError
 from components.tracking.adapter import TAG_LIMIT
@@ -61,12 +61,16 @@ class Scores(BaseModel):
 
 
 class Bars(BaseModel):
-    """What the candidate had to clear: the latency SLOs and the margin over the champion (None: not applied)."""
+    """What the candidate had to clear: the latency SLOs and the margin over the champion (None: not applied).
 
-    model_config = ConfigDict(frozen=True)
+    Checked as the commands that take them (`evaluate`, `release register`) parse their options: an SLO of inf, nan,
+    0 or less ms, or a margin of inf or nan, judges nothing.
+    """
 
-    slo_ttft_ms: float | None = None
-    slo_tpot_ms: float | None = None
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
+
+    slo_ttft_ms: float | None = Field(default=None, gt=0)
+    slo_tpot_ms: float | None = Field(default=None, gt=0)
     margin: float | None = None
 
 

@@ -103,6 +103,25 @@ def test_bad_input_gets_one_sentence_and_no_report(models, eval_set, tmp_path, c
     assert not report.exists()
 
 
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--margin", "inf"], "--margin should be a finite number, got inf"),
+        (["--margin", "nan"], "--margin should be a finite number, got nan"),
+        (["--slo-ttft-ms", "inf"], "--slo-ttft-ms should be a finite number, got inf"),
+        (["--slo-tpot-ms", "nan"], "--slo-tpot-ms should be a finite number, got nan"),
+        (["--slo-ttft-ms", "-5"], "--slo-ttft-ms should be greater than 0, got -5.0"),
+        (["--slo-tpot-ms", "0"], "--slo-tpot-ms should be greater than 0, got 0.0"),
+    ],
+)
+def test_a_bar_that_is_no_finite_number_is_refused_before_a_model_loads(tmp_path, capsys, extra, message):
+    # they were taken (inf, nan, -5) and judged only after the models loaded; no model is needed to refuse them
+    report = tmp_path / "report.json"
+    assert main(["--candidate", str(tmp_path / "no-model"), "--report", str(report), *extra]) == 1
+    assert capsys.readouterr().err == f"error: {message}\n"
+    assert not report.exists()
+
+
 def test_a_directory_that_is_not_a_model_gets_one_sentence(tmp_path):
     with pytest.raises(ModelDirError, match="does not exist"):
         CausalLM.load(tmp_path / "nowhere")

@@ -99,3 +99,21 @@ def test_a_bad_report_is_one_sentence(tmp_path):
     (tmp_path / "odd.json").write_text(json.dumps({"candidate_score": "high"}))
     with pytest.raises(ValueError, match="candidate_score 'high', which is not a number"):
         read_scores(tmp_path / "odd.json")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--slo-ttft-ms", "inf"], "--slo-ttft-ms should be a finite number, got inf"),
+        (["--slo-tpot-ms", "-1"], "--slo-tpot-ms should be greater than 0, got -1.0"),
+        (["--margin", "nan"], "--margin should be a finite number, got nan"),
+    ],
+)
+def test_register_refuses_a_bar_that_is_no_finite_number_before_mlflow(tmp_path, capsys, extra, message):
+    # it recorded inf or nan as the bar the version cleared
+    from components.release.__main__ import main
+
+    unreachable = "http://127.0.0.1:9"  # never asked: the bars are checked first
+    args = ["--model", str(tmp_path), "--registered-model", "m", "--tracking-uri", unreachable, *extra]
+    assert main(args) == 1
+    assert capsys.readouterr().err == f"error: {message}\n"
