@@ -22,6 +22,7 @@ from components.names import is_dns1123_subdomain
 from components.volcano.resources import parse_quantity
 from components.volcano.validation import describe_validation_error
 from pipelines.vcjobs import DEFAULT_IMAGE
+from pipelines.workspace import check_resume_checkpoint, check_workspace
 
 __all__ = ["DEFAULTS", "DEFAULT_IMAGE", "MODES", "PARAMETERS", "POLICIES", "TEMPLATE_NAME", "check_parameters"]
 
@@ -163,10 +164,10 @@ def check_parameters(values: Mapping[str, str]) -> None:
                 parse_window(value, datetime.now(UTC), option=f"parameter {name}")
             except InputError as err:
                 raise ValueError(str(err)) from None
-        if name == "resume-checkpoint" and value and not re.fullmatch(r"/.*/step-\d+", value, re.ASCII):
-            raise ValueError(
-                f"parameter {name} is {value!r}; give the absolute path of a checkpoint directory, …/step-N"
-            )
+        if name == "resume-checkpoint":
+            check_resume_checkpoint(value, f"parameter {name}")
+        if name == "workspace":
+            check_workspace(value, f"parameter {name}")
         if name in _OBJECT_NAMES and value and not is_dns1123_subdomain(value):
             raise ValueError(
                 f"parameter {name} is {value!r}, which is not a Kubernetes name (lower-case letters, digits, '-' "

@@ -7,6 +7,7 @@ their own records with the same atomic writer as the components (`components.fil
 
 from __future__ import annotations
 
+import re
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
@@ -16,9 +17,21 @@ from components.errors import InputError
 from components.files import read_text
 from components.volcano.validation import describe_validation_error
 
-__all__ = ["RunPaths", "read_report"]
+__all__ = ["RunPaths", "check_resume_checkpoint", "check_workspace", "read_report"]
 
 _M = TypeVar("_M", bound=BaseModel)
+
+
+def check_workspace(value: str, what: str) -> None:
+    """ValueError unless `value` is an absolute path: every step's pod mounts the workspace there and reads it."""
+    if not value.startswith("/"):
+        raise ValueError(f"{what} is {value!r}; give the absolute path the workspace is mounted at, such as /workspace")
+
+
+def check_resume_checkpoint(value: str, what: str) -> None:
+    """ValueError unless `value` is empty (from scratch) or the absolute path of a checkpoint directory, …/step-N."""
+    if value and not re.fullmatch(r"/.*/step-\d+", value, re.ASCII):
+        raise ValueError(f"{what} is {value!r}; give the absolute path of a checkpoint directory, …/step-N")
 
 
 class RunPaths(BaseModel):

@@ -152,6 +152,12 @@ def test_plan_in_a_fresh_process_imports_no_hera(cluster: LocalCluster, tmp_path
         (["--workspace-pvc", "Bad_PVC"], 1, ("--workspace-pvc", "'Bad_PVC'", "lower-case")),
         (["--image", "a b"], 1, ("--image", "'a b'", "without spaces")),
         (["--image", "Team/App:1"], 1, ("--image", "lowercase/path")),
+        # the rules `vcpilot run` holds its parameters to (pipelines.parameters), which plan took unchecked
+        (["--resume-checkpoint", "foo"], 1, ("--resume-checkpoint is 'foo'", "absolute path", "step-N")),
+        (["--workspace", "rel/ws"], 1, ("--workspace is 'rel/ws'", "absolute path")),
+        # they said `name:` and `namespace:`, not the options
+        (["--workflow", "Bad_W"], 1, ("--workflow 'Bad_W' cannot name the VCJob", "'Bad_W-train-1'")),
+        (["--namespace", "Bad"], 1, ("--namespace 'Bad' is not a namespace name",)),
     ],
 )
 def test_plan_refuses_an_option_the_vcjob_could_not_carry(

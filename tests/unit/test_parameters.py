@@ -39,6 +39,7 @@ def test_the_defaults_pass() -> None:
         ("baseline-window", "2026-11-02/2026-11-01", "ends before it starts"),
         ("resume-checkpoint", "checkpoints/step-5", "give the absolute path of a checkpoint directory"),
         ("resume-checkpoint", "/ws/runs/a/checkpoints", "give the absolute path of a checkpoint directory"),
+        ("workspace", "ws", "give the absolute path the workspace is mounted at"),
         # what the API server takes in a pod and containerd refuses when it pulls: the pod would never start
         ("image", "vcpilot latest", "not an image reference"),
         ("image", "Team/App:1", "lowercase/path"),
