@@ -25,7 +25,9 @@ def lint(
 
     if schema is not None:  # given on purpose: refused whole, not reported as one more problem of each file
         try:
-            load_schema(schema)
+            load_schema(schema, "--schema")
+        except InputError:  # it cannot be read (missing, too big, not text): the sentence names --schema already
+            raise
         except (OSError, ValueError) as err:
             reason = "it is empty" if schema.is_file() and schema.stat().st_size == 0 else None
             reason = reason or getattr(err, "strerror", None) or str(err)

@@ -18,6 +18,7 @@ from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
 from components import kubeyaml
+from components.files import MANIFEST_MAX_BYTES, read_text
 from pipelines.lint_rules import KINDS, controller_findings
 
 __all__ = ["SCHEMA_ENV", "Problem", "find_schema", "lint_document", "lint_files", "load_schema"]
@@ -52,10 +53,13 @@ def find_schema() -> Path | None:
 
 
 @functools.lru_cache(maxsize=4)
-def load_schema(path: Path) -> dict[str, Any]:
-    """The parsed schema at `path`, read once per process: it is 600 KB."""
-    with open(path, encoding="utf-8") as file:
-        schema = json.load(file)
+def load_schema(path: Path, what: str = "schema") -> dict[str, Any]:
+    """The parsed schema at `path`, read once per process: it is 600 KB.
+
+    Read as every file we parse is (`components.files.read_text`, at most MANIFEST_MAX_BYTES): a file that cannot
+    be read is an InputError naming `what` and the file; one that is not the schema a ValueError.
+    """
+    schema = json.loads(read_text(path, what, max_bytes=MANIFEST_MAX_BYTES))
     if not isinstance(schema, dict) or not isinstance(schema.get("definitions"), dict):
         raise ValueError("it has no 'definitions'")
     return schema
