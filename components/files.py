@@ -128,7 +128,8 @@ def kind_of(value: Any) -> str:
         return "true or false"
     if isinstance(value, int | float):
         return "a number"
-    return {dict: "a mapping", list: "a list", str: "a string"}.get(type(value), f"a {type(value).__name__}")
+    names: dict[type, str] = {dict: "a mapping", list: "a list", str: "a string"}
+    return names.get(type(value), f"a {type(value).__name__}")
 
 
 def check_output(path: str | Path, what: str = "file") -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import os
 import zlib
 from itertools import compress, repeat
@@ -90,6 +91,13 @@ class _AtomicFilePersistence(FilePersistence):  # type: ignore[misc]
         temporary.write_bytes(state)
         os.replace(temporary, path)
 
+    def load_state(self) -> bytes | None:
+        # Checked here, on the very bytes Drain3 then decodes: a file swapped after a check would be loaded unchecked.
+        state: bytes | None = super().load_state()
+        if state is not None:
+            _check_objects(state, Path(self.file_path))
+        return state
+
 
 # How every state `Miner.save` writes begins, once its base64 and zlib are undone (`MinerSettings.config` compresses
 # it): jsonpickle's JSON of our Drain. Older states hold Drain3's own class.
@@ -122,6 +130,60 @@ def _check_ours(state_file: Path) -> None:
         )
 
 
+# What jsonpickle may build from a state: the classes `Miner.save` writes (drain3's Drain, its nodes, clusters and
+# LRU cache) and the OrderedDict of that cache. jsonpickle builds whatever a file names — `py/function`,
+# `py/reduce` of any callable, `py/repr` — so a crafted state would run code as it loads: anything else is refused.
+_STATE_CLASSES = frozenset(
+    {
+        f"{_ConstantTokenDrain.__module__}.{_ConstantTokenDrain.__qualname__}",
+        "drain3.drain.Drain",
+        "drain3.drain.Node",
+        "drain3.drain.LogCluster",
+        "drain3.drain.LogClusterCache",
+        "drain3.simple_profiler.NullProfiler",
+    }
+)
+_ORDERED_DICT = {"py/type": "collections.OrderedDict"}
+_KEY_PREFIX = "json://"  # jsonpickle's `keys=True`: a key that is itself encoded, and decoded as a value is
+
+
+def _check_objects(state: bytes, state_file: Path) -> None:
+    """LogSourceError unless the state (base64 of zlib of jsonpickle's JSON) builds only `_STATE_CLASSES`."""
+    try:
+        document = json.loads(zlib.decompress(base64.b64decode(state, validate=True)))
+    except (binascii.Error, zlib.error, ValueError):
+        raise LogSourceError(
+            f"the template state {state_file} is damaged and cannot be loaded: delete it to start afresh"
+        ) from None
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            if key.startswith(_KEY_PREFIX):
+                try:
+                    stack.append(json.loads(key[len(_KEY_PREFIX) :]))
+                except ValueError:
+                    pass  # jsonpickle keeps a key it cannot decode as the string it is
+            allowed = (
+                not key.startswith("py/")
+                or key in ("py/tuple", "py/id")
+                or (key == "py/object" and value in _STATE_CLASSES)
+                or (key == "py/type" and value == _ORDERED_DICT["py/type"])
+                or (key == "py/reduce" and isinstance(value, list) and value[:1] == [_ORDERED_DICT])
+            )
+            if not allowed:
+                raise LogSourceError(
+                    f"the template state {state_file} asks to build {key} {str(value)[:80]!r}, which no state of "
+                    "ours holds; it is not loaded (pass another --state path)"
+                )
+            stack.append(value)
+
+
 class Miner:
     """A Drain3 template miner fed with masked tokens; with a `state_file`, it resumes from and saves to it."""
 
@@ -144,6 +206,8 @@ class Miner:
             _check_ours(state_file)
             try:
                 self._miner.load_state()
+            except LogSourceError:
+                raise
             except Exception as err:  # jsonpickle/zlib raise many kinds on a damaged file
                 raise LogSourceError(
                     f"the template state {state_file} is damaged and cannot be loaded: delete it to start afresh"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import csv
+import json
+import zlib
 from pathlib import Path
 
 import pytest
@@ -130,6 +133,42 @@ def test_a_damaged_state_of_ours_says_so(tmp_path: Path) -> None:
     assert result.exit_code == 1
     said = f"error: the template state {state} is damaged and cannot be loaded: delete it to start afresh"
     assert result.stderr.strip() == said
+
+
+def _crafted(tmp_path: Path, payload: dict, *, as_key: bool = False) -> bytes:
+    """A state of ours (its head is our Drain) with `payload` planted inside, as a value or as a `json://` key."""
+    state = tmp_path / "real.bin"
+    (tmp_path / "real.log").write_text("INFO user 1 logged in\n")
+    parse_files([tmp_path / "real.log"], tmp_path / "real.csv", state_file=state)
+    document = json.loads(zlib.decompress(base64.b64decode(state.read_bytes())))
+    if as_key:
+        document["root_node"]["key_to_child_node"]["json://" + json.dumps(payload)] = 1
+    else:
+        document["root_node"]["planted"] = payload
+    return base64.b64encode(zlib.compress(json.dumps(document).encode()))
+
+
+@pytest.mark.parametrize(
+    ("payload", "as_key"),
+    [
+        ({"py/reduce": [{"py/function": "os.system"}, {"py/tuple": ["touch {marker}"]}]}, False),
+        ({"py/reduce": [{"py/function": "os.system"}, {"py/tuple": ["touch {marker}"]}]}, True),
+        ({"py/repr": "os/os.system('touch {marker}')"}, False),
+        ({"py/object": "subprocess.Popen", "py/newargs": {"py/tuple": [["touch", "{marker}"]]}}, False),
+    ],
+    ids=["reduce", "reduce-in-a-key", "repr", "object"],
+)
+def test_a_crafted_state_is_not_loaded_and_runs_nothing(tmp_path: Path, payload: dict, as_key: bool) -> None:
+    # jsonpickle builds whatever a state names: a file that begins as ours could run a command as it loaded
+    marker = tmp_path / "ran"
+    planted = json.loads(json.dumps(payload).replace("{marker}", str(marker)))
+    log, state = tmp_path / "day.log", tmp_path / "state.bin"
+    log.write_text("INFO user 1 logged in\n")
+    state.write_bytes(_crafted(tmp_path, planted, as_key=as_key))
+    result = CliRunner().invoke(app, ["parse", str(log), "--out", str(tmp_path / "o.csv"), "--state", str(state)])
+    assert result.exit_code == 1 and not marker.exists()
+    assert "which no state of ours holds; it is not loaded" in result.stderr
+    assert result.stderr.count("\n") == 1
 
 
 def test_rows_carry_loghubs_structured_columns_content_parameters_and_source(tmp_path: Path) -> None:
