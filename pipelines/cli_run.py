@@ -52,9 +52,11 @@ def seed_command(
     Prints, as JSON, the template parameters that run the demo from there. Done once; a second call finds both.
     """
     from components.files import check_output_dir
+    from components.tracking.adapter import check_tracking_uri
     from pipelines.autopilot_run import bootstrap_champion, demo_parameters, prepare_demo
 
     check_output_dir(home, "--home")
+    check_tracking_uri(mlflow_tracking_uri, "--mlflow-tracking-uri")
     try:
         prepare_demo(home, drift=True)
         bootstrap_champion(home, mlflow_tracking_uri)

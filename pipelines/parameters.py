@@ -19,6 +19,7 @@ from components.errors import InputError
 from components.images import check_image
 from components.logs.interval import parse_window
 from components.names import is_dns1123_subdomain
+from components.tracking.adapter import check_tracking_uri
 from components.volcano.resources import parse_quantity
 from components.volcano.validation import describe_validation_error
 from pipelines.vcjobs import DEFAULT_IMAGE
@@ -175,6 +176,8 @@ def check_parameters(values: Mapping[str, str]) -> None:
             )
         if name == "image":
             check_image(value, f"parameter {name}")
+        if name == "mlflow-tracking-uri" and value:
+            check_tracking_uri(value, f"parameter {name}")
     wanted, fewest = values.get("gpus-wanted"), values.get("gpus-min")
     if wanted and fewest and int(fewest) > int(wanted):
         raise ValueError(f"parameter gpus-min ({fewest}) is more than gpus-wanted ({wanted})")

@@ -62,6 +62,7 @@ def evaluate_command(
     from components.evaluate.step import eval_set_of, run_step
     from components.files import check_output
     from components.release.verdict import Bars
+    from components.tracking.adapter import configured_uri
 
     try:  # before a model loads: an SLO or a margin that is no finite number judges nothing
         Bars(slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, margin=margin)
@@ -69,6 +70,7 @@ def evaluate_command(
         raise option_error(err) from None
     if report is not None:
         check_output(report, "--report")
+    configured_uri(tracking_uri)  # a URI MLflow cannot use, refused before a model loads
     quiet_progress()  # a pod's log is not a terminal, and a person wants the figures, not progress bars
     examples = eval_set_of(eval_set, dataset_dir)
     result = run_step(

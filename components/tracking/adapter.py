@@ -126,11 +126,40 @@ class TrackingUnavailable(Unavailable):
         self.reason = reason or message
 
 
+# The schemes MLflow keeps runs under (a store's `+driver` aside): anything else it refuses only once a command has
+# started, in a paragraph that lists them.
+_TRACKING_SCHEMES = ("", "file", "http", "https", "sqlite", "postgresql", "mysql", "mssql", "databricks", "uc")
+
+
+def check_tracking_uri(uri: str, what: str = "the MLflow tracking URI") -> str:
+    """`uri`, or InputError in one sentence when MLflow could not keep runs there (a scheme it lacks, a bad port)."""
+    from urllib.parse import urlsplit
+
+    scheme = urlsplit(uri).scheme.lower()
+    if scheme.split("+")[0].removesuffix("-uc") not in _TRACKING_SCHEMES:
+        raise InputError(
+            f"{what} {uri!r} is not one MLflow can keep runs under: give http(s)://host:port of a tracking server, "
+            "sqlite:///path/mlflow.db or a local directory"
+        )
+    if scheme in ("http", "https"):
+        from components.ports import check_http_url
+
+        try:
+            check_http_url(uri)
+        except ValueError as err:
+            raise InputError(f"{what} {err}") from None
+    return uri
+
+
 def configured_uri(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
-    """`explicit`, else `MLFLOW_TRACKING_URI` from `env` (the process environment); "" means tracking is off."""
+    """`explicit`, else `MLFLOW_TRACKING_URI` from `env` (the process environment); "" means tracking is off.
+
+    InputError for a URI MLflow could not use (`check_tracking_uri`), naming where it came from.
+    """
     if explicit:
-        return explicit
-    return (os.environ if env is None else env).get(TRACKING_URI_ENV, "")
+        return check_tracking_uri(explicit)
+    uri = (os.environ if env is None else env).get(TRACKING_URI_ENV, "")
+    return check_tracking_uri(uri, f"{TRACKING_URI_ENV}") if uri else ""
 
 
 def local_store_uri(home: str | Path | None = None) -> str:

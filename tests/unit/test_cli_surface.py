@@ -237,6 +237,9 @@ UNWRITABLE = [
     (("finetune", "--data", ".", "--out", "m", "--checkpoint-dir", "f/c", "--max-steps", "1"), "--checkpoint-dir f/c"),
     (("demo", "data", "--out", "f"), "--out f is a file"),
     (("demo", "seed", "--home", "f", "--mlflow-tracking-uri", "http://127.0.0.1:9"), "--home f is a file"),
+    # a tracking URI MLflow cannot use: it created the demo under --home, then printed MLflow's paragraph
+    (("demo", "seed", "--home", "new", "--mlflow-tracking-uri", "ftp://x"), "is not one MLflow can keep runs under"),
+    (("demo", "seed", "--home", "new", "--mlflow-tracking-uri", "http://h:0"), "has a port that is not a number"),
     (("logs", "detect", "--current", "f", "--out", "f"), "--out f is a file"),
     (("logs", "detect", "--current", "f", "--out", "d", "--state", "f"), "--state f is a file"),
     (("logs", "step", "--source", "f", "--report", "f/r.json"), "--report f/r.json is under f"),

@@ -45,6 +45,8 @@ def test_the_defaults_pass() -> None:
         ("image", "Team/App:1", "lowercase/path"),
         ("image", "app:", "not an image reference"),
         ("image", "", "not an image reference"),
+        ("mlflow-tracking-uri", "ftp://mlflow", "is not one MLflow can keep runs under"),
+        ("mlflow-tracking-uri", "http://mlflow:0", "has a port that is not a number from 1 to 65535"),
     ],
 )
 def test_a_bad_value_gets_one_sentence_naming_the_parameter(name: str, value: str, says: str) -> None:

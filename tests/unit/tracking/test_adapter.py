@@ -56,6 +56,41 @@ def test_the_target_is_the_explicit_uri_then_the_environment_then_off_or_the_loc
     assert local_store_uri(tmp_path) == resolve_uri("", {"VCPILOT_HOME": str(tmp_path)})
 
 
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "http://mlflow:5000",
+        "https://m.example.com/mlflow",
+        "sqlite:///x.db",
+        "postgresql+psycopg2://u@h/db",
+        "file:///tmp/mlruns",
+        "./mlruns",
+        "databricks",
+        "databricks-uc://profile",
+    ],
+)
+def test_a_uri_mlflow_keeps_runs_under_is_taken(uri):
+    assert configured_uri(uri, {}) == uri == configured_uri(None, {"MLFLOW_TRACKING_URI": uri})
+
+
+@pytest.mark.parametrize(
+    ("uri", "says"),
+    [
+        ("ftp://mlflow", "is not one MLflow can keep runs under"),
+        ("mlflow:5000", "is not one MLflow can keep runs under"),  # a host without its scheme reads as scheme `mlflow`
+        ("http://mlflow:99999", "has a port that is not a number from 1 to 65535"),
+        ("http://:5000", r"is not an http\(s\) URL"),
+    ],
+)
+def test_a_uri_mlflow_cannot_use_is_one_sentence_naming_where_it_came_from(uri, says):
+    # MLflow refused them only once a command had started (a paragraph listing its schemes), or not at all
+    with pytest.raises(InputError, match=says) as caught:
+        configured_uri(uri, {})
+    assert str(caught.value).startswith(f"the MLflow tracking URI {uri!r}") and "\n" not in str(caught.value)
+    with pytest.raises(InputError, match=f"MLFLOW_TRACKING_URI {uri!r}"):
+        resolve_uri(None, {"MLFLOW_TRACKING_URI": uri})
+
+
 def test_the_experiment_is_the_explicit_name_then_the_environment_then_the_default():
     assert experiment_name("nightly", {"MLFLOW_EXPERIMENT_NAME": "other"}) == "nightly"
     assert experiment_name(None, {"MLFLOW_EXPERIMENT_NAME": "other"}) == "other"
