@@ -19,6 +19,7 @@ from components.errors import InputError
 from components.images import check_image
 from components.logs.interval import parse_window
 from components.names import is_dns1123_subdomain
+from components.release.verdict import Bars
 from components.tracking.adapter import check_tracking_uri
 from components.volcano.resources import parse_quantity
 from components.volcano.validation import describe_validation_error
@@ -178,10 +179,22 @@ def check_parameters(values: Mapping[str, str]) -> None:
             check_image(value, f"parameter {name}")
         if name == "mlflow-tracking-uri" and value:
             check_tracking_uri(value, f"parameter {name}")
+    _check_bars(values)
     wanted, fewest = values.get("gpus-wanted"), values.get("gpus-min")
     if wanted and fewest and int(fewest) > int(wanted):
         raise ValueError(f"parameter gpus-min ({fewest}) is more than gpus-wanted ({wanted})")
     _check_sizes({**DEFAULTS, **values})
+
+
+def _check_bars(values: Mapping[str, str]) -> None:
+    """The SLOs and the margin as the evaluate step judges them (release.verdict.Bars): 0 ms judges nothing."""
+    given = {name: values[name] for name in ("slo-ttft-ms", "slo-tpot-ms", "eval-margin") if values.get(name)}
+    try:
+        Bars(**{("margin" if name == "eval-margin" else name.replace("-", "_")): v for name, v in given.items()})
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        name = {"margin": "eval-margin"}.get(str(first["loc"][0]), str(first["loc"][0]).replace("_", "-"))
+        raise ValueError(f"parameter {name} is {given[name]}: {first['msg'][:1].lower()}{first['msg'][1:]}") from None
 
 
 def _check_sizes(values: Mapping[str, str]) -> None:

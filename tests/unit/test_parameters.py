@@ -29,6 +29,9 @@ def test_the_defaults_pass() -> None:
         ("eval-margin", "٠.٥", "not a number in digits 0-9"),
         ("train-max-steps", "0", "at least 1"),
         ("slo-ttft-ms", "-5", "at least 0"),
+        # 0 passed here and failed at the evaluate step, where an SLO of 0 ms judges nothing (release.verdict.Bars)
+        ("slo-ttft-ms", "0", "parameter slo-ttft-ms is 0: input should be greater than 0"),
+        ("slo-tpot-ms", "0.0", "parameter slo-tpot-ms is 0.0: input should be greater than 0"),
         ("slo-tpot-ms", "nan", "not a finite number"),
         ("loadtest-requests", "0", "at least 1"),
         ("eval-margin", "inf", "not a finite number"),
