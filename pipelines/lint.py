@@ -103,7 +103,13 @@ def lint_document(doc: Any, *, schema: dict[str, Any] | None, file: str = "") ->
 def _lint_file(path: Path, schema: dict[str, Any] | None) -> list[Problem]:
     """Problems of one file: one for a file that cannot be read or parsed, else those of each document."""
     try:
-        docs = kubeyaml.load_all(path.read_text(encoding="utf-8"))
+        with path.open("rb") as file:  # at most MANIFEST_MAX_BYTES, as every file we parse: /dev/zero ends here
+            data = file.read(MANIFEST_MAX_BYTES + 1)
+        if len(data) > MANIFEST_MAX_BYTES:
+            return [
+                Problem(str(path), "", f"holds more than {MANIFEST_MAX_BYTES // 2**20} MiB, more than any manifest")
+            ]
+        docs = kubeyaml.load_all(data.decode("utf-8"))
     except OSError as error:
         return [Problem(str(path), "", f"cannot read the file: {error.strerror or error}")]
     except UnicodeDecodeError:

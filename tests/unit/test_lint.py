@@ -81,6 +81,12 @@ def test_missing_and_empty_files_are_one_problem_each(tmp_path: Path) -> None:
     ]
 
 
+def test_a_file_larger_than_any_manifest_is_one_problem_and_not_read_whole(tmp_path: Path) -> None:
+    # it was read whole: `vcpilot lint /dev/zero` read until memory ran out
+    (problem,) = lint_files([Path("/dev/zero")])
+    assert problem.message == "holds more than 16 MiB, more than any manifest"
+
+
 def test_documents_of_a_multi_document_file_are_told_apart(tmp_path: Path) -> None:
     problem = only(lint(tmp_path, workflow(ECHO), workflow(ECHO, entrypoint="nope")))
     assert str(problem).startswith(f"{tmp_path / 'wf.yaml'} (document 2): spec.entrypoint: ")
