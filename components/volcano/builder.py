@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from components.names import check_labels, is_dns1123_label, is_dns1123_subdomain
 from components.volcano.models import (
     Container,
     EnvVar,
@@ -20,7 +21,7 @@ from components.volcano.models import (
     TaskSpec,
 )
 from components.volcano.resources import GPU, parse_quantity
-from components.volcano.validation import describe_validation_error, is_dns1123_subdomain, validate_job
+from components.volcano.validation import describe_validation_error, validate_job
 
 __all__ = [
     "MANAGED_BY",
@@ -37,7 +38,6 @@ MASTER, WORKER = "master", "worker"
 _POD_NAME_MAX = 63
 # The Service the svc plugin creates is named after the job: a DNS-1035 label, so it starts with a letter.
 _JOB_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 # Set by vcpilot or by Volcano's pytorch plugin; a user value would silently lose or win against ours.
 _RESERVED_ENV = frozenset(
     {
@@ -125,7 +125,7 @@ class TrainingRequest(BaseModel):
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
-        if len(value) > 63 or not re.match(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", value):
+        if not is_dns1123_label(value):
             raise ValueError(f"{value!r} is not a namespace name (a-z, 0-9 and '-', at most 63 characters)")
         return value
 
@@ -161,15 +161,7 @@ class TrainingRequest(BaseModel):
     @field_validator("labels")
     @classmethod
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, text in value.items():
-            prefix, _, name = key.rpartition("/")
-            if (prefix and not is_dns1123_subdomain(prefix)) or len(name) > 63 or not _LABEL_NAME.match(name):
-                raise ValueError(f"label key {key!r} must be [prefix/]name with a name of at most 63 characters")
-            if text and (len(text) > 63 or not _LABEL_NAME.match(text)):
-                raise ValueError(
-                    f"label value {text!r} must be at most 63 letters, digits, '-', '_' or '.', "
-                    "starting and ending with a letter or digit"
-                )
+        check_labels(value)
         return value
 
     @field_validator("env")

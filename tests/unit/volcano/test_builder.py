@@ -201,7 +201,7 @@ def test_dict_helper_builds_the_same_job() -> None:
         ({"memory_per_pod": "0"}, "memory_per_pod: '0' must be greater than 0"),
         ({"max_retry": 0}, "max_retry: must be at least 1, got 0"),
         ({"env": {"WORLD_SIZE": "8"}}, "env: WORLD_SIZE is set by vcpilot or Volcano's pytorch plugin"),
-        ({"labels": {"team": "nlp team"}}, "labels: label value 'nlp team' must be"),
+        ({"labels": {"team": "nlp team"}}, "labels: value 'nlp team' must be"),
         ({"command": []}, "command: must not be empty"),
         ({"image": ""}, "image: must not be empty"),
         ({"total_gpus": True}, "total_gpus: expected a whole number, got True"),
