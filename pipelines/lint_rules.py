@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pipelines.lint_when import expression_error, substitute_tags
+from pipelines.local.workflow import API_VERSION, WorkflowError, check_timing
 
 __all__ = ["KINDS", "Finding", "controller_findings"]
 
@@ -99,6 +100,9 @@ class _Rules:
         self.found.append((path, message))
 
     def run(self) -> list[Finding]:
+        version = self.doc.get("apiVersion")
+        if not self.schema_checked and version is not None and version != API_VERSION:
+            self.add("apiVersion", f"must be {API_VERSION!r}")  # as the schema says it
         self.metadata(_dict(self.doc.get("metadata")))
         spec = _dict(self.doc.get("spec"))
         if self.kind == "CronWorkflow":
@@ -208,6 +212,10 @@ class _Rules:
         if len(types) != 1:
             which = f"several types ({', '.join(types)}): keep one" if types else "no type: give it one"
             self.add(path, f"template {name!r} has {which} of {', '.join(_TYPES)}")
+        try:
+            check_timing(template, f"template {name!r}")
+        except WorkflowError as error:
+            self.add(path, str(error).rstrip("."))
         inputs = _dict(template.get("inputs"))
         self.io_names(inputs, f"{path}.inputs", "input")
         self.io_names(_dict(template.get("outputs")), f"{path}.outputs", "output")

@@ -28,6 +28,7 @@ from components.files import MANIFEST_MAX_BYTES, describe_yaml_error, read_text
 from components.names import is_dns1123_subdomain
 
 __all__ = [
+    "API_VERSION",
     "HOST_ROOTS",
     "MAX_RUN_NAME",
     "NO_COMMAND",
@@ -36,6 +37,7 @@ __all__ = [
     "Workflow",
     "WorkflowError",
     "check_run_name",
+    "check_timing",
     "load_workflow",
     "parse_duration",
     "stringify",
@@ -43,8 +45,10 @@ __all__ = [
     "unsupported_resource",
 ]
 
+API_VERSION = "argoproj.io/v1alpha1"  # the only version of Argo's kinds; the API server refuses a body with another
 TEMPLATE_TYPES = ("container", "script", "resource", "dag", "steps", "suspend")
 _UNSUPPORTED_TYPES = ("containerSet", "data", "http", "plugin")
+_RETRY_POLICIES = ("Always", "OnFailure", "OnError", "OnTransientError")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", re.ASCII)
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 # Where an artifact comes from besides `raw` and another step (Argo's ArtifactLocation): the local runner has no
@@ -166,7 +170,7 @@ class Workflow:
             metadata["labels"] = self.labels
         if self.annotations:
             metadata["annotations"] = self.annotations
-        return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": metadata, "spec": self.spec}
+        return {"apiVersion": API_VERSION, "kind": "Workflow", "metadata": metadata, "spec": self.spec}
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> Workflow:
@@ -215,6 +219,12 @@ def load_workflow(
         raise WorkflowError(
             f"{_label(source)} is a {kind or 'document without kind'}, not a Workflow, WorkflowTemplate or "
             "CronWorkflow."
+        )
+    version = document.get("apiVersion")
+    if version is not None and version != API_VERSION:  # left out, the API server fills it in
+        raise WorkflowError(
+            f"{_label(source)} has apiVersion {stringify(version)!r}, which Argo does not serve: write apiVersion: "
+            f"{API_VERSION}."
         )
     spec = document.get("spec")
     if not isinstance(spec, Mapping):
@@ -511,14 +521,19 @@ def _check_templates(spec: Mapping[str, Any]) -> None:
     holders += list(_hooks("spec", spec))
     for template in templates:
         _check_kind(template)
+        check_timing(template, f"template {template.get('name')!r}")
         holders += list(_refs(template))
         if template.get("dag") is not None:
             _check_dag(template)
+        if template.get("steps") is not None:
+            _check_steps(template)
     inline = [(f"the inline template of {w}", t) for w, h in holders if isinstance(t := h.get("inline"), Mapping)]
     for where, template in inline:
         _check_kind(template, where)
+        check_timing(template, where)
     used = {h.get("template") for _, h in holders}
     defaults = spec.get("templateDefaults") or {}
+    check_timing(defaults, "spec.templateDefaults")
     _check_artifact_arguments(spec, "spec")
     for where, holder in holders:
         _check_artifact_arguments(holder, where)
@@ -532,6 +547,94 @@ def _check_templates(spec: Mapping[str, Any]) -> None:
             )
         if holder.get("inline") is None and holder.get("template") not in known:
             raise WorkflowError(f"{where} refers to template {holder.get('template')!r}, which is not defined.")
+    _check_supplied(spec, "spec.arguments", {"template": entrypoint}, "the entrypoint", spec.get("arguments"))
+    if spec.get("onExit"):
+        _check_supplied(spec, "spec.arguments", {"template": spec["onExit"]}, "spec.onExit", spec.get("arguments"))
+    for template in templates:
+        for where, call in _calls(template):
+            _check_supplied(spec, "its arguments", call, where, call.get("arguments"))
+
+
+def _calls(template: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(where, step or task) for each step and DAG task of `template`: what Argo validates with its arguments."""
+    where = f"template {template.get('name')!r}"
+    for group in template.get("steps") or []:
+        yield from ((f"{where} step {step.get('name')!r}", step) for step in group or [])
+    yield from ((f"{where} task {task.get('name')!r}", task) for task in (template.get("dag") or {}).get("tasks") or [])
+
+
+def _check_supplied(
+    spec: Mapping[str, Any], field: str, call: Mapping[str, Any], where: str, arguments: Mapping[str, Any] | None
+) -> None:
+    """Argo's ProcessArgs as its validator runs it: each input parameter of the template `call` runs has a value.
+
+    The caller's argument wins (a `valueFrom` in its place counts only from a ConfigMap); without one, the input's
+    own value or default, or its ConfigMap.
+    """
+    found = (t for t in spec.get("templates") or [] if t.get("name") == call.get("template"))
+    target: Mapping[str, Any] = call["inline"] if call.get("inline") is not None else next(found, {})
+    given = {p.get("name"): p for p in (arguments or {}).get("parameters") or []}
+    for param in (target.get("inputs") or {}).get("parameters") or []:
+        value, source = param.get("value", param.get("default")), param.get("valueFrom")
+        argument = given.get(param["name"])
+        if argument is not None:
+            value = argument.get("value")
+            source = source if value is not None else argument.get("valueFrom")
+        if value is None and not (isinstance(source, Mapping) and source.get("configMapKeyRef") is not None):
+            name = f"template {target.get('name')!r}" if target.get("name") else "its inline template"
+            raise WorkflowError(
+                f"{where} gives no value for input parameter {param['name']!r} of {name}, which has no default: "
+                f"add it to {field}.parameters."
+            )
+
+
+def _int_or_variable(value: Any) -> bool:
+    """Argo's IsValidIntOrArgoVariable: an IntOrString holding a whole number, or a `{{...}}` filled in later."""
+    if isinstance(value, str):
+        return re.fullmatch(r"[+-]?[0-9]+", value) is not None or (value.startswith("{{") and value.endswith("}}"))
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_timing(template: Mapping[str, Any], where: str) -> None:
+    """The deadlines and retries of a template as Argo's validator (or, for a literal, its controller) reads them."""
+    kind = template_type(template)
+    deadline = template.get("activeDeadlineSeconds")
+    if deadline is not None and kind in ("steps", "dag"):
+        raise WorkflowError(
+            f"{where} sets activeDeadlineSeconds, which only a leaf template may: set it on the templates it runs."
+        )
+    if deadline is not None and (not _int_or_variable(deadline) or str(deadline).startswith("-")):
+        raise WorkflowError(
+            f"{where} activeDeadlineSeconds is {deadline!r}: write a whole number of seconds (0 or more) or a "
+            "{{...}} variable."
+        )
+    timeout = template.get("timeout")
+    if timeout not in (None, "") and kind in ("steps", "dag", "suspend"):
+        raise WorkflowError(f"{where} is a {kind} template, which cannot have a timeout; a leaf template can.")
+    if timeout not in (None, "") and "{{" not in str(timeout):
+        valid = re.fullmatch(r"[+-]?[0-9]+", str(timeout)) is None  # Argo's validator refuses a bare number here
+        try:
+            parse_duration(timeout)
+        except WorkflowError:
+            valid = False
+        if not valid:
+            raise WorkflowError(f'{where} timeout {timeout!r} is not a duration: write e.g. "30s", "5m" or "1h".')
+    strategy = template.get("retryStrategy")
+    if not isinstance(strategy, Mapping):
+        return
+    policy = strategy.get("retryPolicy")
+    if policy not in (None, "", *_RETRY_POLICIES):
+        raise WorkflowError(f"{where} retryStrategy.retryPolicy {policy!r} is not one of {', '.join(_RETRY_POLICIES)}.")
+    backoff: Mapping[str, Any] = strategy["backoff"] if isinstance(strategy.get("backoff"), Mapping) else {}
+    for key, value in (("limit", strategy.get("limit")), ("backoff.factor", backoff.get("factor"))):
+        if value is not None and not _int_or_variable(value):
+            raise WorkflowError(
+                f"{where} retryStrategy.{key} is {value!r}: write a whole number or a {{{{...}}}} variable."
+            )
+    for key in ("duration", "maxDuration", "cap"):
+        value = backoff.get(key)
+        if value not in (None, "") and "{{" not in str(value):
+            parse_duration(value, f"{where} retryStrategy.backoff.{key}")
 
 
 def _check_kind(template: Mapping[str, Any], where: str = "") -> None:
@@ -629,10 +732,23 @@ def _check_artifact_reference(artifact: Mapping[str, Any], where: str) -> None:
         )
 
 
+def _check_unique(names: list[Any], where: str, what: str) -> None:
+    """Argo's validator: within one steps or DAG template, no two steps or tasks share a name."""
+    twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if twice is not None:
+        raise WorkflowError(f"{where} has two {what}s named {twice!r}; {what} names must be unique: rename one.")
+
+
+def _check_steps(template: Mapping[str, Any]) -> None:
+    names = [step.get("name") for group in template["steps"] or [] for step in group or []]
+    _check_unique(names, f"template {template.get('name')!r}", "step")
+
+
 def _check_dag(template: Mapping[str, Any]) -> None:
     tasks = template["dag"].get("tasks") or []
     names = [t.get("name") for t in tasks]
     where = f"template {template.get('name')!r}"
+    _check_unique(names, where, "task")
     deps: dict[str, set[str]] = {}
     for task in tasks:
         if task.get("depends") and task.get("dependencies"):

@@ -442,3 +442,29 @@ def test_a_schema_that_cannot_be_read_is_one_sentence_naming_schema(tmp_path, co
     done = CliRunner().invoke(app, ["lint", "--schema", str(schema), str(workflow)])
     assert done.exit_code == 1 and done.stdout == ""
     assert done.stderr.startswith(says.format(schema=schema)) and done.stderr.count("\n") == 1
+
+
+# --- what the local runner refuses at load is a lint problem too (one rule: pipelines.local.workflow.check_timing) --
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"retryStrategy": {"limit": "abc"}}, "template 'echo' retryStrategy.limit is 'abc': write a whole number"),
+        ({"retryStrategy": {"backoff": {"duration": "abc"}}}, "retryStrategy.backoff.duration 'abc' is not a duration"),
+        ({"activeDeadlineSeconds": "abc"}, "template 'echo' activeDeadlineSeconds is 'abc'"),
+        ({"timeout": "abc"}, "template 'echo' timeout 'abc' is not a duration"),
+    ],
+)
+def test_retry_and_deadline_values_that_cannot_be_read_are_problems(
+    tmp_path: Path, fields: dict[str, Any], says: str
+) -> None:
+    problem = only(lint(tmp_path, workflow({**ECHO, **fields})))
+    assert problem.path == "spec.templates[0]" and says in problem.message
+
+
+def test_an_api_version_argo_does_not_serve_is_a_problem_without_the_schema_too(tmp_path: Path) -> None:
+    (tmp_path / "schema.json").write_text('{"definitions": {}}')
+    document = {**workflow(ECHO), "apiVersion": "argoproj.io/v2"}
+    problem = only(lint(tmp_path, document, schema_path=tmp_path / "schema.json"))
+    assert problem.path == "apiVersion" and problem.message == "must be 'argoproj.io/v1alpha1'"

@@ -426,9 +426,12 @@ class Engine:
         if kind == "suspend":
             started = self._started.get(node.id) or parse_rfc3339(node.started_at) or time.time()
             return run_suspend(template, started, cancel)
-        deadline = template.get("activeDeadlineSeconds", template.get("timeout"))
+        key = "activeDeadlineSeconds" if template.get("activeDeadlineSeconds") is not None else "timeout"
+        deadline = template.get(key)
         try:
-            deadline_s = None if deadline in (None, "") else parse_duration(deadline, "activeDeadlineSeconds")
+            deadline_s = (
+                None if deadline in (None, "") else parse_duration(deadline, f"template {prepared.name!r} {key}")
+            )
         except WorkflowError as err:
             return LeafResult("Error", str(err))
         if kind == "resource":

@@ -338,3 +338,172 @@ def test_int64_fields_argo_reads_before_anything_runs_are_checked_at_load(spec: 
     # these failed once the run had started (a ValueError from a semaphore, a deadline that was not a number)
     assert refused(wf(**spec)).startswith(says)
     assert load_workflow(wf(parallelism=2, activeDeadlineSeconds=0)).spec["parallelism"] == 2
+
+
+# -- what Argo's validator (workflow/validate/validate.go) refuses at submit, refused here before anything runs --
+
+LEAF = {"name": "leaf", "container": {"image": "x", "command": ["true"]}}
+ECHO = {
+    "name": "echo",
+    "inputs": {"parameters": [{"name": "msg"}]},
+    "container": {"image": "x", "command": ["echo", "{{inputs.parameters.msg}}"]},
+}
+
+
+def dag(*tasks: dict) -> dict:
+    return {"name": "main", "dag": {"tasks": list(tasks)}}
+
+
+def test_an_api_version_argo_does_not_serve_is_refused(tmp_path: Path) -> None:
+    assert refused({**wf(), "apiVersion": "argoproj.io/v2"}) == (
+        "the workflow has apiVersion 'argoproj.io/v2', which Argo does not serve: write apiVersion: "
+        "argoproj.io/v1alpha1."
+    )
+    cron = {"apiVersion": "argoproj.io/v1", "kind": "CronWorkflow", "metadata": {"name": "c"}}
+    assert "has apiVersion 'argoproj.io/v1'" in refused({**cron, "spec": {"workflowSpec": wf()["spec"]}})
+    assert "is a workflow, not a Workflow" in refused({**wf(), "kind": "workflow"})  # kinds are case-sensitive
+    assert load_workflow({k: v for k, v in wf().items() if k != "apiVersion"}).spec  # the API server fills it in
+    with pytest.raises(WorkflowError, match="apiVersion"):
+        run_workflow({**wf(), "apiVersion": "argoproj.io/v2"}, home=tmp_path)
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("main", "says"),
+    [
+        (
+            dag({"name": "a", "template": "leaf"}, {"name": "a", "template": "leaf", "depends": "a"}),
+            "template 'main' has two tasks named 'a'; task names must be unique: rename one.",
+        ),
+        (  # Argo's validateSteps: one name per step across all the groups of a steps template
+            {"name": "main", "steps": [[{"name": "a", "template": "leaf"}], [{"name": "a", "template": "leaf"}]]},
+            "template 'main' has two steps named 'a'; step names must be unique: rename one.",
+        ),
+    ],
+)
+def test_two_steps_or_tasks_of_one_name_are_refused(main: dict, says: str) -> None:
+    assert refused(wf(templates=[main, LEAF])) == says
+
+
+def test_two_templates_of_one_name_are_refused() -> None:
+    assert "template names must be unique; leaf appear" in refused(wf(templates=[dag(), LEAF, LEAF]))
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"retryStrategy": {"limit": "abc"}}, "template 'leaf' retryStrategy.limit is 'abc': write a whole number"),
+        ({"retryStrategy": {"limit": 1.5}}, "template 'leaf' retryStrategy.limit is 1.5"),
+        ({"retryStrategy": {"limit": 2, "backoff": {"factor": "x"}}}, "retryStrategy.backoff.factor is 'x'"),
+        (
+            {"retryStrategy": {"backoff": {"duration": "abc"}}},
+            "template 'leaf' retryStrategy.backoff.duration 'abc' is",
+        ),
+        ({"retryStrategy": {"backoff": {"duration": "1", "cap": "1x"}}}, "retryStrategy.backoff.cap '1x' is not a"),
+        ({"retryStrategy": {"retryPolicy": "Sometimes"}}, "retryStrategy.retryPolicy 'Sometimes' is not one of"),
+        ({"activeDeadlineSeconds": "abc"}, "template 'leaf' activeDeadlineSeconds is 'abc': write a whole number"),
+        ({"activeDeadlineSeconds": "30s"}, "template 'leaf' activeDeadlineSeconds is '30s'"),  # Argo: int or {{..}}
+        ({"activeDeadlineSeconds": -1}, "template 'leaf' activeDeadlineSeconds is -1"),
+        ({"timeout": "abc"}, "template 'leaf' timeout 'abc' is not a duration: write e.g. \"30s\""),
+        ({"timeout": "30"}, "template 'leaf' timeout '30' is not a duration"),  # Argo: a whole number is refused
+    ],
+)
+def test_retry_and_deadline_fields_that_cannot_be_read_are_refused_naming_the_field(fields: dict, says: str) -> None:
+    assert says in refused(wf(templates=[dag({"name": "a", "template": "leaf"}), {**LEAF, **fields}]))
+
+
+def test_retry_and_deadline_fields_argo_takes_still_load() -> None:
+    fields = {
+        "retryStrategy": {"limit": "{{workflow.parameters.n}}", "backoff": {"duration": "1", "factor": "2"}},
+        "activeDeadlineSeconds": "{{workflow.parameters.n}}",
+        "timeout": "1m30s",
+    }
+    args = {"parameters": [{"name": "n", "value": "3"}]}
+    assert load_workflow(wf(arguments=args, templates=[{**LEAF, "name": "main", **fields}])).spec
+    assert load_workflow(wf(templates=[{**LEAF, "name": "main", "retryStrategy": {"limit": 2}, "timeout": "{{x}}"}]))
+
+
+def test_deadlines_only_on_the_templates_argo_takes_them_on() -> None:
+    with_deadline = {**dag({"name": "a", "template": "leaf"}), "activeDeadlineSeconds": 5}
+    assert "template 'main' sets activeDeadlineSeconds, which only a leaf template may" in refused(
+        wf(templates=[with_deadline, LEAF])
+    )
+    with_timeout = {**dag({"name": "a", "template": "leaf"}), "timeout": "5s"}
+    assert "template 'main' is a dag template, which cannot have a timeout" in refused(
+        wf(templates=[with_timeout, LEAF])
+    )
+
+
+def test_a_bad_timeout_found_while_running_names_timeout(tmp_path: Path) -> None:
+    args = {"parameters": [{"name": "t", "value": "abc"}]}
+    main = {**LEAF, "name": "main", "timeout": "{{workflow.parameters.t}}"}
+    result = run_workflow(wf(arguments=args, templates=[main]), home=tmp_path)
+    messages = [n.get("message") or "" for n in result.nodes.values()]
+    assert any("template 'main' timeout 'abc' is not a duration" in m for m in messages), messages
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        {"name": "a", "template": "echo"},
+        {"name": "a", "template": "echo", "arguments": {"parameters": [{"name": "other", "value": "1"}]}},
+    ],
+)
+def test_a_required_input_the_caller_does_not_give_is_refused_before_anything_runs(call: dict, tmp_path: Path) -> None:
+    says = (
+        "template 'main' task 'a' gives no value for input parameter 'msg' of template 'echo', which has no default: "
+        "add it to its arguments.parameters."
+    )
+    assert refused(wf(templates=[dag(call), ECHO])) == says
+    steps = {"name": "main", "steps": [[call]]}
+    assert refused(wf(templates=[steps, ECHO])) == says.replace("task 'a'", "step 'a'")
+    with pytest.raises(WorkflowError, match="gives no value"):
+        run_workflow(wf(templates=[dag(call), ECHO]), home=tmp_path)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_entrypoint_input_comes_from_the_workflow_arguments() -> None:
+    entry = {**ECHO, "name": "main"}
+    assert refused(wf(templates=[entry])).startswith(
+        "the entrypoint gives no value for input parameter 'msg' of template 'main', which has no default: add it "
+        "to spec.arguments.parameters."
+    )
+    assert load_workflow(wf(templates=[entry], arguments={"parameters": [{"name": "msg", "value": "hi"}]}))
+
+
+def test_inputs_given_every_way_argo_takes_still_load(tmp_path: Path) -> None:
+    own = {
+        "name": "own",
+        "inputs": {
+            "parameters": [
+                {"name": "d", "default": "x"},
+                {"name": "v", "value": "y"},
+                {"name": "cm", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}},
+            ]
+        },
+        "container": {"image": "x", "command": ["true"]},
+    }
+    tasks = [
+        {
+            "name": "a",
+            "template": "echo",
+            "arguments": {"parameters": [{"name": "msg", "value": "{{tasks.b.outputs.result}}"}]},
+        },
+        {"name": "b", "template": "own"},
+        {"name": "c", "template": "echo", "arguments": {"parameters": [{"name": "msg", "value": 3}]}},
+        {
+            "name": "d",
+            "inline": {"inputs": {"parameters": [{"name": "p", "default": "1"}]}, "container": LEAF["container"]},
+        },
+    ]
+    assert load_workflow(wf(templates=[dag(*tasks), ECHO, own]))
+    library = {"kind": "WorkflowTemplate", "metadata": {"name": "lib"}, "spec": {"templates": [ECHO]}}
+    (tmp_path / "lib.yaml").write_text(yaml.safe_dump(library))
+    ref = {"name": "r", "templateRef": {"name": "lib", "template": "echo"}}
+    path = tmp_path / "wf.yaml"
+    path.write_text(
+        yaml.safe_dump(wf(templates=[dag({**ref, "arguments": {"parameters": [{"name": "msg", "value": "1"}]}})]))
+    )
+    assert load_workflow(path)
+    path.write_text(yaml.safe_dump(wf(templates=[dag(ref)])))
+    assert "of template 'lib.echo', which has no default" in refused(path)
