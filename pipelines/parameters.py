@@ -190,7 +190,7 @@ def _check_bars(values: Mapping[str, str]) -> None:
     """The SLOs and the margin as the evaluate step judges them (release.verdict.Bars): 0 ms judges nothing."""
     given = {name: values[name] for name in ("slo-ttft-ms", "slo-tpot-ms", "eval-margin") if values.get(name)}
     try:
-        Bars(**{("margin" if name == "eval-margin" else name.replace("-", "_")): v for name, v in given.items()})
+        Bars.model_validate({"margin" if n == "eval-margin" else n.replace("-", "_"): v for n, v in given.items()})
     except ValidationError as err:
         first = err.errors(include_url=False)[0]
         name = {"margin": "eval-margin"}.get(str(first["loc"][0]), str(first["loc"][0]).replace("_", "-"))
