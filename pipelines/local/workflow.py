@@ -821,9 +821,10 @@ def _named_mappings(holder: Mapping[str, Any], key: str, where: str, *, names: b
 def _check_io(holder: Mapping[str, Any], where: str) -> None:
     for key in ("arguments", "inputs", "outputs"):
         block = _optional(holder, key, Mapping, where)
-        if block is not None:
-            _named_mappings(block, "parameters", f"{where}.{key}")
-            _named_mappings(block, "artifacts", f"{where}.{key}")
+        if block is not None:  # Argo's validateWorkflowFieldNames: each name used once
+            for kind in ("parameter", "artifact"):
+                items = _named_mappings(block, f"{kind}s", f"{where}.{key}")
+                _check_unique([item["name"] for item in items], f"{where}.{key}", kind)
 
 
 def _check_hooks(holder: Mapping[str, Any], where: str) -> None:

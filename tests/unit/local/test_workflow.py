@@ -385,6 +385,27 @@ def test_two_steps_or_tasks_of_one_name_are_refused(main: dict, says: str) -> No
     assert refused(wf(templates=[main, LEAF])) == says
 
 
+@pytest.mark.parametrize(
+    ("templates", "arguments", "says"),
+    [
+        (
+            [{**LEAF, "name": "main", "inputs": {"parameters": [{"name": "p", "value": "1"}] * 2}}],
+            None,
+            "spec.templates[0].inputs has two parameters named 'p'",
+        ),
+        (
+            [{**LEAF, "name": "main", "outputs": {"artifacts": [{"name": "a", "path": "/a"}] * 2}}],
+            None,
+            "spec.templates[0].outputs has two artifacts named 'a'",
+        ),
+        ([LEAF | {"name": "main"}], {"parameters": [{"name": "x", "value": "1"}] * 2}, "spec.arguments has two"),
+    ],
+)
+def test_two_inputs_outputs_or_arguments_of_one_name_are_refused(templates, arguments, says) -> None:
+    # Argo's validateWorkflowFieldNames; the runner took the last of the two, lint alone reported it
+    assert says in refused(wf(templates=templates, **({"arguments": arguments} if arguments else {})))
+
+
 def test_two_templates_of_one_name_are_refused() -> None:
     assert "template names must be unique; leaf appear" in refused(wf(templates=[dag(), LEAF, LEAF]))
 
