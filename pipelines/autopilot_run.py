@@ -41,6 +41,7 @@ from pipelines.local.runner import Interrupted, RunResult, StopRequest, Workflow
 from pipelines.local.workflow import check_run_name, load_workflow
 from pipelines.parameters import DEFAULTS, check_parameters
 from pipelines.scenarios import SCENARIOS, Scenario
+from pipelines.vcjobs import check_workflow_name
 
 __all__ = [
     "SCENARIOS",
@@ -264,6 +265,10 @@ def run_autopilot(
     chosen = SCENARIOS[scenario]
     home_path = Path(home).resolve() if home else default_home()
     run = check_run_name(name) if name is not None else f"llm-autopilot-{time.strftime('%Y%m%d-%H%M%S')}"
+    try:
+        check_workflow_name(run)
+    except ValueError as err:
+        raise WorkflowError(f"--name {err}.") from None
     # Everything is checked before anything is written: no demo data, champion, MLflow run or cluster state.
     arguments = {**local_parameters(home_path), "log-source": str(demo_log_source(home_path, chosen.drift))}
     arguments.update(params or {})

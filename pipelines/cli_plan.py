@@ -89,7 +89,7 @@ def plan_command(
     from pipelines.training_plan import render_training_job
     from pipelines.vcjobs import DEFAULT_IMAGE, JobContext
 
-    _check_names(workspace_pvc, image, namespace)
+    _check_names(workflow, workspace_pvc, image, namespace)
     _check_paths(workspace, resume_checkpoint)
     # The plan step's request and job context (pipelines.steps_training.TrainingPlanInput) for a run of attempt
     # 1 that Argo did not label, built without Hera, which that step's input is made of.
@@ -136,9 +136,6 @@ def plan_command(
     try:
         job = render_training_job(context, decision, base_model=base_model, checkpoint_every=checkpoint_every)
     except ValueError as err:  # the manifest checks (components.volcano.validation) speak ValueError too
-        field, sep, detail = str(err).partition(": ")
-        if sep and field == "name":  # the VCJob's name, <workflow>-train-1: only --workflow makes it
-            raise InputError(f"--workflow {workflow!r} cannot name the VCJob: its name {detail}") from None
         raise InputError(_flags_named(str(err))) from None
     manifest: dict[str, Any] | None = job.to_dict() if job else None
     if json_output:
@@ -153,11 +150,16 @@ def plan_command(
         print(dump_yaml(manifest).rstrip())
 
 
-def _check_names(workspace_pvc: str, image: str | None, namespace: str) -> None:
+def _check_names(workflow: str, workspace_pvc: str, image: str | None, namespace: str) -> None:
     """The names the request does not check: they would reach the VCJob, refused on submit or at pull time."""
     from components.images import check_image
     from components.names import is_dns1123_label, is_dns1123_subdomain
+    from pipelines.vcjobs import check_workflow_name
 
+    try:
+        check_workflow_name(workflow)
+    except ValueError as err:
+        raise InputError(f"--workflow {err}") from None
     if not is_dns1123_label(namespace):
         raise InputError(
             f"--namespace {namespace!r} is not a namespace name: give lower-case letters, digits and '-', at most 63 "

@@ -25,7 +25,7 @@ from components.tracking.adapter import (
     WORKSPACE_ENV,
 )
 from components.tracking.workflow_run import WorkflowRun
-from components.volcano.builder import TrainingRequest, build_training_job
+from components.volcano.builder import TrainingRequest, build_training_job, check_job_name
 from components.volcano.models import (
     Container,
     EnvVar,
@@ -53,6 +53,7 @@ __all__ = [
     "build_evaluate_job",
     "build_loadtest_job",
     "build_training_job_for",
+    "check_workflow_name",
     "job_name",
 ]
 
@@ -186,6 +187,19 @@ def job_name(workflow: str, suffix: str) -> str:
     digest = hashlib.sha256(workflow.encode()).hexdigest()[:6]
     keep = _JOB_NAME_MAX - len(suffix) - len(digest) - 2
     return f"{workflow[:keep].rstrip('-.')}-{digest}-{suffix}"
+
+
+def check_workflow_name(workflow: str) -> str:
+    """`workflow` when its steps' VCJobs can be named after it (`job_name`); ValueError in one sentence otherwise.
+
+    Argo takes `a.b` or `1abc` as a workflow's name; the VCJob `a.b-train-1` cannot carry it (its Service needs a
+    DNS-1035 label), so the run would fail at its plan step.
+    """
+    try:
+        check_job_name(job_name(workflow, "train-1"))
+    except ValueError as err:
+        raise ValueError(f"{workflow!r} cannot name the training's VCJob: {err}") from None
+    return workflow
 
 
 def build_training_job_for(

@@ -29,6 +29,7 @@ __all__ = [
     "TrainingRequest",
     "build_training_job",
     "build_training_job_from",
+    "check_job_name",
     "parse_request",
 ]
 
@@ -52,6 +53,16 @@ _RESERVED_ENV = frozenset(
         "RANK",
     }
 )
+
+
+def check_job_name(value: str) -> str:
+    """`value` when it can name a training's VCJob; ValueError in one sentence otherwise."""
+    if len(value) > 63 or not _JOB_NAME.match(value):
+        raise ValueError(
+            f"{value!r} must be a lowercase RFC 1123 label that starts with a letter (a-z, 0-9 and '-', "
+            "at most 63 characters) because Volcano names the job's Service after it"
+        )
+    return value
 
 
 class TrainingRequest(BaseModel):
@@ -115,12 +126,7 @@ class TrainingRequest(BaseModel):
     @field_validator("name")
     @classmethod
     def _job_name(cls, value: str) -> str:
-        if len(value) > 63 or not _JOB_NAME.match(value):
-            raise ValueError(
-                f"{value!r} must be a lowercase RFC 1123 label that starts with a letter (a-z, 0-9 and '-', "
-                "at most 63 characters) because Volcano names the job's Service after it"
-            )
-        return value
+        return check_job_name(value)
 
     @field_validator("namespace")
     @classmethod

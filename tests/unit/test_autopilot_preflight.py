@@ -28,6 +28,9 @@ def _everything(root: Path) -> dict[str, bytes]:
         ({"priority-class": "urgent"}, None, "priority class 'urgent' does not exist on this cluster"),
         ({"nope": "1"}, None, "unknown parameter 'nope'"),
         ({}, "../../x", "is not a run name"),
+        # names Argo takes, which the plan step's VCJob cannot carry: the run failed at that step
+        ({}, "a.b", "--name 'a.b' cannot name the training's VCJob"),
+        ({}, "1abc", "--name '1abc' cannot name the training's VCJob"),
     ],
 )
 def test_a_refused_run_leaves_no_trace(tmp_path: Path, params: dict[str, str], name: str | None, says: str) -> None:

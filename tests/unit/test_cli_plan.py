@@ -156,7 +156,10 @@ def test_plan_in_a_fresh_process_imports_no_hera(cluster: LocalCluster, tmp_path
         (["--resume-checkpoint", "foo"], 1, ("--resume-checkpoint is 'foo'", "absolute path", "step-N")),
         (["--workspace", "rel/ws"], 1, ("--workspace is 'rel/ws'", "absolute path")),
         # they said `name:` and `namespace:`, not the options
-        (["--workflow", "Bad_W"], 1, ("--workflow 'Bad_W' cannot name the VCJob", "'Bad_W-train-1'")),
+        (["--workflow", "Bad_W"], 1, ("--workflow 'Bad_W' cannot name the training's VCJob", "'Bad_W-train-1'")),
+        # names Argo takes for a workflow, which the VCJob's Service cannot carry (a DNS-1035 label)
+        (["--workflow", "a.b"], 1, ("--workflow 'a.b' cannot name the training's VCJob", "starts with a letter")),
+        (["--workflow", "1abc"], 1, ("--workflow '1abc' cannot name the training's VCJob",)),
         (["--namespace", "Bad"], 1, ("--namespace 'Bad' is not a namespace name",)),
     ],
 )
