@@ -13,6 +13,7 @@ import json
 import re
 import secrets
 import string
+import threading
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -49,8 +50,13 @@ API_VERSION = "argoproj.io/v1alpha1"  # the only version of Argo's kinds; the AP
 TEMPLATE_TYPES = ("container", "script", "resource", "dag", "steps", "suspend")
 _UNSUPPORTED_TYPES = ("containerSet", "data", "http", "plugin")
 _RETRY_POLICIES = ("Always", "OnFailure", "OnError", "OnTransientError")
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", re.ASCII)
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+# Go's time.ParseDuration: an optional sign, then numbers each with its unit ("1h30m", "1.5s", ".5m"); µ is either
+# code point Go takes (U+00B5, U+03BC).
+_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+_GO_DURATION = re.compile(rf"([+-]?)((?:{_DURATION_PART.pattern})+)")
+# The longest wait a Go duration (int64 nanoseconds, about 292 years) or Python's timers can hold.
+_DURATION_MAX_S = min(threading.TIMEOUT_MAX, 2**63 / 1e9)
 # Where an artifact comes from besides `raw` and another step (Argo's ArtifactLocation): the local runner has no
 # artifact repository, credentials or network; it keeps the artifacts its steps output in their own directories.
 _ARTIFACT_SOURCES = ("http", "git", "s3", "gcs", "oss", "hdfs", "azure", "artifactory", "plugin")
@@ -100,16 +106,26 @@ def stringify(value: Any) -> str:
 
 
 def parse_duration(value: str | int | float, what: str = "duration") -> float:
-    """Seconds in an Argo duration: a bare number is seconds, else Go's form ("10s", "1m30s", "500ms")."""
-    text = str(value).strip()
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise WorkflowError(f'{what} {text!r} is not a duration; write seconds ("30") or e.g. "30s", "2m".')
-    return sum(float(n) * _UNITS[u] for n, u in parts)
+    """Seconds in an Argo duration, as its ParseStringToDuration reads one: a whole number is seconds, else Go's form.
+
+    "30", "-5", "1m30s", "1.5h", "500ms"; not "1.5" (a fraction needs its unit), " 30s", "inf" or a wait longer
+    than a Go duration holds. Negative durations are Go's too: a deadline already past, a wait of none.
+    """
+    text = str(value) if isinstance(value, str | int) and not isinstance(value, bool) else ""  # not YAML's 1.5, true
+    whole = _GO_DURATION.fullmatch(text)
+    if re.fullmatch(r"[+-]?[0-9]+", text):
+        seconds = float(int(text))
+    elif whole is not None:
+        sign = -1.0 if whole.group(1) == "-" else 1.0
+        seconds = sign * sum(float(n) * _UNITS[u] for n, u in _DURATION_PART.findall(whole.group(2)))
+    else:
+        raise WorkflowError(
+            f'{what} {str(value)!r} is not a duration: write whole seconds ("30") or a number with its unit, e.g. '
+            '"30s", "1.5m", "2h".'
+        )
+    if abs(seconds) > _DURATION_MAX_S:
+        raise WorkflowError(f"{what} {str(value)!r} is longer than a duration can be (about 292 years).")
+    return seconds
 
 
 def template_type(template: Mapping[str, Any]) -> str | None:
@@ -608,17 +624,23 @@ def check_timing(template: Mapping[str, Any], where: str) -> None:
             f"{where} activeDeadlineSeconds is {deadline!r}: write a whole number of seconds (0 or more) or a "
             "{{...}} variable."
         )
-    timeout = template.get("timeout")
-    if timeout not in (None, "") and kind in ("steps", "dag", "suspend"):
-        raise WorkflowError(f"{where} is a {kind} template, which cannot have a timeout; a leaf template can.")
-    if timeout not in (None, "") and "{{" not in str(timeout):
-        valid = re.fullmatch(r"[+-]?[0-9]+", str(timeout)) is None  # Argo's validator refuses a bare number here
+    # pendingTimeout: how long a node's pod may stay Pending (Argo's controller fails it after). A local step's
+    # process starts at once, so the runner checks the field as Argo does and has nothing to time.
+    for key in ("timeout", "pendingTimeout"):
+        value = template.get(key)
+        if value in (None, ""):
+            continue
+        if kind in ("steps", "dag", "suspend"):
+            raise WorkflowError(f"{where} is a {kind} template, which cannot have a {key}; a leaf template can.")
+        if "{{" in str(value):
+            continue
+        valid = key != "timeout" or re.fullmatch(r"[+-]?[0-9]+", str(value)) is None  # Argo's validator: no bare number
         try:
-            parse_duration(timeout)
+            parse_duration(value)
         except WorkflowError:
             valid = False
         if not valid:
-            raise WorkflowError(f'{where} timeout {timeout!r} is not a duration: write e.g. "30s", "5m" or "1h".')
+            raise WorkflowError(f'{where} {key} {value!r} is not a duration: write e.g. "30s", "5m" or "1h".')
     strategy = template.get("retryStrategy")
     if not isinstance(strategy, Mapping):
         return

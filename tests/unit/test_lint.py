@@ -454,6 +454,7 @@ def test_a_schema_that_cannot_be_read_is_one_sentence_naming_schema(tmp_path, co
         ({"retryStrategy": {"backoff": {"duration": "abc"}}}, "retryStrategy.backoff.duration 'abc' is not a duration"),
         ({"activeDeadlineSeconds": "abc"}, "template 'echo' activeDeadlineSeconds is 'abc'"),
         ({"timeout": "abc"}, "template 'echo' timeout 'abc' is not a duration"),
+        ({"pendingTimeout": "1.5"}, "template 'echo' pendingTimeout '1.5' is not a duration"),
     ],
 )
 def test_retry_and_deadline_values_that_cannot_be_read_are_problems(

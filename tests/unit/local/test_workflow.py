@@ -105,13 +105,57 @@ def test_template_defaults_merge_without_leaking_other_types() -> None:
     assert script["script"]["env"] == [{"name": "A", "value": "1"}] and script["retryStrategy"] == {"limit": "2"}
 
 
-def test_parse_duration() -> None:
-    assert parse_duration("2") == 2.0
-    assert parse_duration(5) == 5.0
-    assert parse_duration("1m30s") == 90.0
-    assert parse_duration("500ms") == 0.5
-    with pytest.raises(WorkflowError, match="is not a duration"):
-        parse_duration("soon")
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("2", 2.0),
+        (5, 5.0),
+        ("+7", 7.0),
+        ("1m30s", 90.0),
+        ("500ms", 0.5),
+        ("1.5h", 5400.0),
+        (".5m", 30.0),
+        ("2.s", 2.0),
+        ("-1s", -1.0),  # Go's too: a deadline already past
+        ("3\u00b5s", 3e-6),
+        ("3\u03bcs", 3e-6),
+        ("1h2m3s4ms", 3723.004),
+    ],
+)
+def test_parse_duration_reads_what_argo_reads(text: str | int, seconds: float) -> None:
+    """Argo's ParseStringToDuration: a whole number is seconds, anything else Go's time.ParseDuration."""
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "soon",
+        "1.5",
+        "1e3",
+        " 30s",
+        "30s ",
+        "inf",
+        "nan",
+        "1.5.5s",
+        "5 s",
+        "s",
+        "-",
+        "",
+        "1d",
+        "1S",
+        "1h-2m",
+        "\u0663s",
+        1.5,
+        True,
+        None,
+        "99999999999h",
+    ],
+)
+def test_parse_duration_refuses_what_argo_cannot_read(text: object) -> None:
+    """Before, float() took "1.5", "1e3", " 30s" stripped, and "inf" (a timer that overflowed at run time)."""
+    with pytest.raises(WorkflowError, match="duration"):
+        parse_duration(text)  # type: ignore[arg-type]
 
 
 def test_bad_input_fails_before_anything_runs(tmp_path: Path) -> None:
@@ -427,6 +471,9 @@ def test_two_templates_of_one_name_are_refused() -> None:
         ({"activeDeadlineSeconds": -1}, "template 'leaf' activeDeadlineSeconds is -1"),
         ({"timeout": "abc"}, "template 'leaf' timeout 'abc' is not a duration: write e.g. \"30s\""),
         ({"timeout": "30"}, "template 'leaf' timeout '30' is not a duration"),  # Argo: a whole number is refused
+        ({"timeout": "inf"}, "template 'leaf' timeout 'inf' is not a duration"),  # float() took it: a timer overflowed
+        ({"retryStrategy": {"backoff": {"duration": "1.5"}}}, "retryStrategy.backoff.duration '1.5' is not a"),
+        ({"pendingTimeout": "soon"}, "template 'leaf' pendingTimeout 'soon' is not a duration"),
     ],
 )
 def test_retry_and_deadline_fields_that_cannot_be_read_are_refused_naming_the_field(fields: dict, says: str) -> None:
@@ -438,6 +485,7 @@ def test_retry_and_deadline_fields_argo_takes_still_load() -> None:
         "retryStrategy": {"limit": "{{workflow.parameters.n}}", "backoff": {"duration": "1", "factor": "2"}},
         "activeDeadlineSeconds": "{{workflow.parameters.n}}",
         "timeout": "1m30s",
+        "pendingTimeout": "30",  # unlike timeout, a whole number of seconds (Argo's validator has no rule for it)
     }
     args = {"parameters": [{"name": "n", "value": "3"}]}
     assert load_workflow(wf(arguments=args, templates=[{**LEAF, "name": "main", **fields}])).spec
@@ -452,6 +500,10 @@ def test_deadlines_only_on_the_templates_argo_takes_them_on() -> None:
     with_timeout = {**dag({"name": "a", "template": "leaf"}), "timeout": "5s"}
     assert "template 'main' is a dag template, which cannot have a timeout" in refused(
         wf(templates=[with_timeout, LEAF])
+    )
+    pending = {**dag({"name": "a", "template": "leaf"}), "pendingTimeout": "5m"}
+    assert "template 'main' is a dag template, which cannot have a pendingTimeout" in refused(
+        wf(templates=[pending, LEAF])
     )
 
 
