@@ -89,7 +89,7 @@ def plan_command(
     from pipelines.training_plan import render_training_job
     from pipelines.vcjobs import DEFAULT_IMAGE, JobContext
 
-    _check_names(workflow, workspace_pvc, image, namespace)
+    _check_names(workflow, workspace_pvc, image, namespace, base_model)
     _check_paths(workspace, resume_checkpoint)
     # The plan step's request and job context (pipelines.steps_training.TrainingPlanInput) for a run of attempt
     # 1 that Argo did not label, built without Hera, which that step's input is made of.
@@ -150,8 +150,9 @@ def plan_command(
         print(dump_yaml(manifest).rstrip())
 
 
-def _check_names(workflow: str, workspace_pvc: str, image: str | None, namespace: str) -> None:
-    """The names the request does not check: they would reach the VCJob, refused on submit or at pull time."""
+def _check_names(workflow: str, workspace_pvc: str, image: str | None, namespace: str, base_model: str) -> None:
+    """The names the request does not check: they would reach the VCJob, refused on submit, pull or load."""
+    from components.finetune.base_model import check_base_model
     from components.images import check_image
     from components.names import is_dns1123_label, is_dns1123_subdomain
     from pipelines.vcjobs import check_workflow_name
@@ -170,11 +171,12 @@ def _check_names(workflow: str, workspace_pvc: str, image: str | None, namespace
             f"--workspace-pvc {workspace_pvc!r} is not a PersistentVolumeClaim name: give lower-case letters, "
             "digits, '-' and '.', at most 253 characters, or leave it empty for none"
         )
-    if image is not None:
-        try:
+    try:
+        check_base_model(base_model, "--base-model")
+        if image is not None:
             check_image(image, "--image")
-        except ValueError as err:
-            raise InputError(str(err)) from None
+    except ValueError as err:
+        raise InputError(str(err)) from None
 
 
 def _check_paths(workspace: str, resume_checkpoint: str) -> None:

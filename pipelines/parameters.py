@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from agent.observation import PlanRequest
 from components.errors import InputError
+from components.finetune.base_model import check_base_model
 from components.images import check_image
 from components.logs.interval import parse_window
 from components.names import is_dns1123_subdomain
@@ -177,6 +178,8 @@ def check_parameters(values: Mapping[str, str]) -> None:
             )
         if name == "image":
             check_image(value, f"parameter {name}")
+        if name == "base-model":
+            check_base_model(value, f"parameter {name}")
         if name == "mlflow-tracking-uri" and value:
             check_tracking_uri(value, f"parameter {name}")
     _check_bars(values)

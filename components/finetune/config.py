@@ -13,11 +13,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from components.finetune.base_model import TINY
 from components.finetune.errors import FinetuneError
 
 __all__ = ["LORA_TARGETS", "TINY", "BatchShape", "TrainConfig", "resolve_batch"]
 
-TINY = "tiny"
 LORA_TARGETS = ("q_proj", "v_proj")  # the attention projections LoRA adapts in Llama-style models
 
 

@@ -152,6 +152,9 @@ def test_plan_in_a_fresh_process_imports_no_hera(cluster: LocalCluster, tmp_path
         (["--workspace-pvc", "Bad_PVC"], 1, ("--workspace-pvc", "'Bad_PVC'", "lower-case")),
         (["--image", "a b"], 1, ("--image", "'a b'", "without spaces")),
         (["--image", "Team/App:1"], 1, ("--image", "lowercase/path")),
+        # rendered into the VCJob and failed only when its training pod loaded it
+        (["--base-model", "x y"], 1, ("--base-model 'x y' is not a model", "Hugging Face id")),
+        (["--base-model", "org/team/model"], 1, ("--base-model 'org/team/model' is not a model",)),
         # the rules `vcpilot run` holds its parameters to (pipelines.parameters), which plan took unchecked
         (["--resume-checkpoint", "foo"], 1, ("--resume-checkpoint is 'foo'", "absolute path", "step-N")),
         (["--workspace", "rel/ws"], 1, ("--workspace is 'rel/ws'", "absolute path")),

@@ -48,6 +48,8 @@ def test_the_defaults_pass() -> None:
         ("image", "Team/App:1", "lowercase/path"),
         ("image", "app:", "not an image reference"),
         ("image", "", "not an image reference"),
+        ("base-model", "x y", "is not a model: give 'tiny'"),  # failed at the train step, after detect and plan
+        ("base-model", "~/models/m", "is not a model"),
         ("mlflow-tracking-uri", "ftp://mlflow", "is not one MLflow can keep runs under"),
         ("mlflow-tracking-uri", "http://mlflow:0", "has a port that is not a number from 1 to 65535"),
     ],
