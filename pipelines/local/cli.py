@@ -62,7 +62,12 @@ _GROUPING = ("Retry", "TaskGroup", "StepGroup", "Steps", "DAG")
 
 
 def run_workflow_command(
-    file: Annotated[Path, typer.Argument(help="A Workflow, WorkflowTemplate or CronWorkflow (run once) YAML file.")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="A Workflow, WorkflowTemplate, ClusterWorkflowTemplate or CronWorkflow (run once) YAML file."
+        ),
+    ],
     param: ParamOption = None,
     json_output: JsonStatus = False,
     name: Annotated[

@@ -1,7 +1,7 @@
-"""Load a Workflow, WorkflowTemplate or CronWorkflow to run locally; refuse, before anything runs, what cannot run.
+"""Load a Workflow, (Cluster)WorkflowTemplate or CronWorkflow to run locally, refusing before it runs what cannot run.
 
 Pre-flight checks are the ones that make a run pointless if they fail: malformed YAML, a document that is not
-a Workflow/WorkflowTemplate, an unknown or missing parameter, a template reference that does not resolve, a
+a Workflow/(Cluster)WorkflowTemplate, an unknown or missing parameter, a template reference that does not resolve, a
 template kind the runner does not execute, a DAG whose dependencies name unknown tasks or form a cycle. Full
 admission rules are `vcpilot lint`'s job (`pipelines/lint_rules.py`).
 """
@@ -47,6 +47,8 @@ __all__ = [
 ]
 
 API_VERSION = "argoproj.io/v1alpha1"  # the only version of Argo's kinds; the API server refuses a body with another
+# What `argo submit --from workflowtemplate/NAME` (or clusterworkflowtemplate/NAME) runs: a Workflow of its spec.
+_TEMPLATE_KINDS = ("WorkflowTemplate", "ClusterWorkflowTemplate")
 TEMPLATE_TYPES = ("container", "script", "resource", "dag", "steps", "suspend")
 _UNSUPPORTED_TYPES = ("containerSet", "data", "http", "plugin")
 _RETRY_POLICIES = ("Always", "OnFailure", "OnError", "OnTransientError")
@@ -226,15 +228,16 @@ def load_workflow(
     *,
     name: str | None = None,
 ) -> Workflow:
-    """Read a Workflow/WorkflowTemplate (path, YAML text or dict), apply `-p` values and check it can run."""
+    """Read a Workflow, (Cluster)WorkflowTemplate or CronWorkflow (path, YAML text or dict), apply `-p` values and
+    check it can run."""
     document = _read(source)
     kind = document.get("kind")
     if kind == "CronWorkflow":
         document, kind = _from_cron(document, _label(source)), "Workflow"
-    if kind not in ("Workflow", "WorkflowTemplate"):
+    if kind not in ("Workflow", *_TEMPLATE_KINDS):
         raise WorkflowError(
-            f"{_label(source)} is a {kind or 'document without kind'}, not a Workflow, WorkflowTemplate or "
-            "CronWorkflow."
+            f"{_label(source)} is a {kind or 'document without kind'}, not a Workflow, WorkflowTemplate, "
+            "ClusterWorkflowTemplate or CronWorkflow."
         )
     version = document.get("apiVersion")
     if version is not None and version != API_VERSION:  # left out, the API server fills it in
@@ -258,7 +261,7 @@ def load_workflow(
     spec["arguments"] = _apply_params(spec.get("arguments") or {}, params or {})
     _check_templates(spec)
     if name is None:
-        if kind == "WorkflowTemplate" and meta.get("name"):
+        if kind in _TEMPLATE_KINDS and meta.get("name"):
             name = f"{meta['name']}-{_suffix()}"
         elif meta.get("name"):
             name = meta["name"]
@@ -272,7 +275,7 @@ def load_workflow(
         spec=spec,
         labels={str(k): stringify(v) for k, v in (meta.get("labels") or {}).items()},
         annotations={str(k): stringify(v) for k, v in (meta.get("annotations") or {}).items()},
-        from_template=str(meta.get("name") or "") if kind == "WorkflowTemplate" else "",
+        from_template=str(meta.get("name") or "") if kind in _TEMPLATE_KINDS else "",
     )
 
 
@@ -408,6 +411,7 @@ def _template_beside(directory: Path, kind: str, name: str) -> dict[str, Any] | 
             if (
                 isinstance(document, Mapping)
                 and document.get("kind") == kind
+                and document.get("apiVersion") in (None, API_VERSION)
                 and isinstance(document.get("metadata"), Mapping)
                 and document["metadata"].get("name") == name
                 and isinstance(document.get("spec"), Mapping)

@@ -265,8 +265,15 @@ def test_a_cron_workflow_runs_its_workflow_spec_once_as_argo_submit_from_cronwf(
         "spec.workflowMetadata must be a mapping, not a list."
     )
     assert refused({"kind": "ConfigMap"}) == (
-        "the workflow is a ConfigMap, not a Workflow, WorkflowTemplate or CronWorkflow."
+        "the workflow is a ConfigMap, not a Workflow, WorkflowTemplate, ClusterWorkflowTemplate or CronWorkflow."
     )
+
+
+def test_a_cluster_workflow_template_runs_as_argo_submit_from_clusterworkflowtemplate_runs_it() -> None:
+    """It was refused as not a Workflow or WorkflowTemplate, though `vcpilot lint` took it and Argo runs it."""
+    document = {**wf(), "kind": "ClusterWorkflowTemplate", "metadata": {"name": "shared"}}
+    loaded = load_workflow(document)
+    assert loaded.name.startswith("shared-") and loaded.from_template == "shared" and loaded.namespace == "default"
 
 
 def test_a_workflow_template_ref_runs_the_template_beside_it_with_the_workflows_spec_over_it(tmp_path: Path) -> None:
@@ -288,7 +295,8 @@ def test_a_workflow_template_ref_runs_the_template_beside_it_with_the_workflows_
             ],
         },
     }
-    (tmp_path / "templates.yaml").write_text(yaml.safe_dump_all([{"kind": "ConfigMap"}, template]))
+    other_version = {**template, "apiVersion": "argoproj.io/v2", "metadata": {"name": "v2"}}
+    (tmp_path / "templates.yaml").write_text(yaml.safe_dump_all([{"kind": "ConfigMap"}, template, other_version]))
     (tmp_path / "broken.yaml").write_text("kind: [unclosed\n")  # a sibling that does not read is passed over
     ref = {
         "apiVersion": "argoproj.io/v1alpha1",
@@ -312,6 +320,7 @@ def test_a_workflow_template_ref_runs_the_template_beside_it_with_the_workflows_
         ({"name": "nope"}, f"spec.workflowTemplateRef names WorkflowTemplate 'nope', which no YAML file in {tmp_path}"),
         ({"name": "hello", "clusterScope": True}, "names ClusterWorkflowTemplate 'hello', which no YAML file"),
         ({}, "spec.workflowTemplateRef needs a name: the WorkflowTemplate to run."),
+        ({"name": "v2"}, "names WorkflowTemplate 'v2', which no YAML file"),  # argoproj.io/v2: not Argo's, was run
     ]:
         path.write_text(yaml.safe_dump({**ref, "spec": {"workflowTemplateRef": spec_ref}}))
         assert message in refused(path)
