@@ -228,8 +228,7 @@ def load_workflow(
     *,
     name: str | None = None,
 ) -> Workflow:
-    """Read a Workflow, (Cluster)WorkflowTemplate or CronWorkflow (path, YAML text or dict), apply `-p` values and
-    check it can run."""
+    """Read a workflow file's document (path, YAML text or dict), apply `-p` values and check it can run."""
     document = _read(source)
     kind = document.get("kind")
     if kind == "CronWorkflow":
