@@ -25,7 +25,7 @@ import yaml
 
 from components import kubeyaml
 from components.errors import InputError
-from components.files import MANIFEST_MAX_BYTES, describe_yaml_error, read_text
+from components.files import MANIFEST_MAX_BYTES, describe_yaml_error, kind_of, read_text
 from components.names import is_dns1123_subdomain
 
 __all__ = [
@@ -809,18 +809,12 @@ def _check_dag(template: Mapping[str, Any]) -> None:
 _TYPE_NAMES: dict[type, str] = {Mapping: "a mapping", list: "a list", str: "a string"}
 
 
-def _kind(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", type(None): "empty"}.get(
-        type(value), f"a {type(value).__name__}"
-    )
-
-
 def _optional(holder: Mapping[str, Any], key: str, expected: type, where: str) -> Any:
     """`holder[key]` when it is absent, null or of type `expected`; WorkflowError naming the field otherwise."""
     value = holder.get(key)
     if value is not None and not isinstance(value, expected):
         field_name = f"{where}.{key}" if where else key
-        raise WorkflowError(f"{field_name} must be {_TYPE_NAMES[expected]}, not {_kind(value)}.")
+        raise WorkflowError(f"{field_name} must be {_TYPE_NAMES[expected]}, not {kind_of(value)}.")
     return value
 
 
@@ -837,9 +831,9 @@ def _named_mappings(holder: Mapping[str, Any], key: str, where: str, *, names: b
     for index, item in enumerate(items):
         here = f"{where}.{key}[{index}]"
         if not isinstance(item, Mapping):
-            raise WorkflowError(f"{here} must be a mapping, not {_kind(item)}.")
+            raise WorkflowError(f"{here} must be a mapping, not {kind_of(item)}.")
         if names and not isinstance(item.get("name"), str):
-            raise WorkflowError(f"{here} needs a name (a string), not {_kind(item.get('name'))}.")
+            raise WorkflowError(f"{here} needs a name (a string), not {kind_of(item.get('name'))}.")
     return items
 
 
@@ -856,7 +850,7 @@ def _check_hooks(holder: Mapping[str, Any], where: str) -> None:
     _optional(holder, "onExit", str, where)
     for name, hook in (_optional(holder, "hooks", Mapping, where) or {}).items():
         if not isinstance(hook, Mapping):
-            raise WorkflowError(f"{where}.hooks.{name} must be a mapping, not {_kind(hook)}.")
+            raise WorkflowError(f"{where}.hooks.{name} must be a mapping, not {kind_of(hook)}.")
 
 
 def _check_call(call: Mapping[str, Any], where: str) -> None:
@@ -868,7 +862,7 @@ def _check_call(call: Mapping[str, Any], where: str) -> None:
         _check_template(inline, f"{where}.inline")
     for dependency in _optional(call, "dependencies", list, where) or []:
         if not isinstance(dependency, str):
-            raise WorkflowError(f"{where}.dependencies must list task names, not {_kind(dependency)}.")
+            raise WorkflowError(f"{where}.dependencies must list task names, not {kind_of(dependency)}.")
     _check_io(call, where)
     _check_hooks(call, where)
 
@@ -878,10 +872,10 @@ def _check_template(template: Mapping[str, Any], where: str) -> None:
     _whole(template, "parallelism", where, least=1)
     for index, group in enumerate(_optional(template, "steps", list, where) or []):
         if not isinstance(group, list):
-            raise WorkflowError(f"{where}.steps[{index}] must be a list of steps, not {_kind(group)}.")
+            raise WorkflowError(f"{where}.steps[{index}] must be a list of steps, not {kind_of(group)}.")
         for number, step in enumerate(group):
             if not isinstance(step, Mapping):
-                raise WorkflowError(f"{where}.steps[{index}][{number}] must be a mapping, not {_kind(step)}.")
+                raise WorkflowError(f"{where}.steps[{index}][{number}] must be a mapping, not {kind_of(step)}.")
             _check_call(step, f"{where}.steps[{index}][{number}]")
     dag = _optional(template, "dag", Mapping, where)
     if dag is not None:
