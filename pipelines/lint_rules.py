@@ -224,6 +224,8 @@ class _Rules:
         for where, text in _strings(template, path):
             for scope, param in _SCOPED_REF.findall(text):
                 known = scopes[scope]
+                if scope == "workflow" and param == "json":  # every workflow parameter as JSON (Argo's global)
+                    continue
                 if known is not None and param not in known:
                     owner = f"template {name!r}" if scope == "inputs" else "spec.arguments"
                     self.add(

@@ -30,6 +30,7 @@ from components.names import is_dns1123_subdomain
 
 __all__ = [
     "API_VERSION",
+    "SCHEDULED_TIME",
     "HOST_ROOTS",
     "MAX_RUN_NAME",
     "NO_COMMAND",
@@ -47,6 +48,8 @@ __all__ = [
 ]
 
 API_VERSION = "argoproj.io/v1alpha1"  # the only version of Argo's kinds; the API server refuses a body with another
+# The annotation a CronWorkflow's run carries its schedule time in ({{workflow.scheduledTime}}).
+SCHEDULED_TIME = "workflows.argoproj.io/scheduled-time"
 # What `argo submit --from workflowtemplate/NAME` (or clusterworkflowtemplate/NAME) runs: a Workflow of its spec.
 _TEMPLATE_KINDS = ("WorkflowTemplate", "ClusterWorkflowTemplate")
 TEMPLATE_TYPES = ("container", "script", "resource", "dag", "steps", "suspend")
@@ -298,7 +301,7 @@ def _from_cron(document: Mapping[str, Any], label: str) -> dict[str, Any]:
             "generateName": f"{name}-",
             "namespace": meta.get("namespace"),
             "labels": {"workflows.argoproj.io/cron-workflow": name, **(extra.get("labels") or {})},
-            "annotations": {"workflows.argoproj.io/scheduled-time": scheduled, **(extra.get("annotations") or {})},
+            "annotations": {SCHEDULED_TIME: scheduled, **(extra.get("annotations") or {})},
         },
         "spec": spec["workflowSpec"],
     }

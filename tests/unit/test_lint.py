@@ -374,6 +374,12 @@ def test_undeclared_parameters_cannot_be_referenced(tmp_path: Path) -> None:
     ]
 
 
+def test_every_workflow_parameter_as_json_is_argos_own_variable(tmp_path: Path) -> None:
+    """`{{workflow.parameters.json}}` (util/variables/keys in Argo v4): upstream's variables-showcase was refused."""
+    echo = {**ECHO, "container": {"image": "alpine", "command": ["echo", "{{workflow.parameters.json}}"]}}
+    assert lint(tmp_path, workflow(echo, arguments={"parameters": [{"name": "a", "value": "1"}]})) == []
+
+
 def test_entrypoint_is_required_for_a_workflow_but_not_a_template(tmp_path: Path) -> None:
     doc = workflow(ECHO)
     del doc["spec"]["entrypoint"]

@@ -15,7 +15,6 @@ the order of decisions follow Argo v4.1.2 (workflow/controller/operator.go). Sim
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import threading
 import time
@@ -55,8 +54,15 @@ from pipelines.local.engine.status import (
 )
 from pipelines.local.engine.steps import run_steps
 from pipelines.local.expressions import ExpressionError, evaluate_expr, substitute
-from pipelines.local.expressions.govalues import go_json, go_quote
-from pipelines.local.workflow import Workflow, WorkflowError, parse_duration, stringify, template_type
+from pipelines.local.expressions.govalues import go_json, go_parameters_json, go_quote
+from pipelines.local.workflow import (
+    SCHEDULED_TIME,
+    Workflow,
+    WorkflowError,
+    parse_duration,
+    stringify,
+    template_type,
+)
 
 __all__ = ["Engine"]
 
@@ -68,6 +74,9 @@ MAX_DEPTH_MESSAGE = (
     "Maximum recursion depth exceeded. See "
     "https://argo-workflows.readthedocs.io/en/release-4.1/scaling/#maximum-recursion-depth"
 )
+# Argo's util/strftime.FormatChars: {{workflow.creationTimestamp.<char>}} for these, Python's strftime alike (L:
+# milliseconds, always .000 for a creation time in whole seconds).
+_STRFTIME_CHARS = "BbmAadHIMSYypZzL"
 WORKFLOW_PHASE = {"Succeeded": "Succeeded", "Skipped": "Succeeded", "Omitted": "Succeeded", "Failed": "Failed"}
 ClusterSession = Callable[[], contextlib.AbstractContextManager[ObjectCluster]]
 
@@ -211,15 +220,20 @@ class Engine:
             "workflow.serviceAccountName": wf.spec.get("serviceAccountName", ""),
             "workflow.creationTimestamp": wf.created_at,
             "workflow.creationTimestamp.RFC3339": wf.created_at,
-            "workflow.parameters": json.dumps(wf.arguments.get("parameters") or [], separators=(",", ":")),
-            "workflow.parameters.json": json.dumps(wf.arguments.get("parameters") or [], separators=(",", ":")),
-            "workflow.labels.json": json.dumps(wf.labels, separators=(",", ":")),
-            "workflow.annotations.json": json.dumps(wf.annotations, separators=(",", ":")),
+            # each of these as Argo v4's setGlobalParameters sets it (encoding/json; the bare forms are deprecated)
+            "workflow.parameters": go_parameters_json(wf.arguments.get("parameters") or []),
+            "workflow.parameters.json": go_parameters_json(wf.arguments.get("parameters") or []),
+            "workflow.labels": go_json(wf.labels),
+            "workflow.labels.json": go_json(wf.labels),
+            "workflow.annotations": go_json(wf.annotations),
+            "workflow.annotations.json": go_json(wf.annotations),
         }
+        if SCHEDULED_TIME in wf.annotations:  # a CronWorkflow's run
+            out["workflow.scheduledTime"] = wf.annotations[SCHEDULED_TIME]
         created = datetime.strptime(wf.created_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-        out["workflow.creationTimestamp.unix"] = str(int(created.timestamp()))
-        for char in "aAbBcdHIjmMpSUwWxXyYZz":  # {{workflow.creationTimestamp.<strftime char>}}
-            out[f"workflow.creationTimestamp.{char}"] = created.strftime(f"%{char}")
+        out["workflow.creationTimestamp.s"] = str(int(created.timestamp()))
+        for char in _STRFTIME_CHARS:  # {{workflow.creationTimestamp.<char>}}, Argo's util/strftime.FormatChars
+            out[f"workflow.creationTimestamp.{char}"] = ".000" if char == "L" else created.strftime(f"%{char}")
         if wf.spec.get("priority") is not None:
             out["workflow.priority"] = str(wf.spec["priority"])
         out.update({f"workflow.parameters.{k}": v for k, v in wf.parameters.items()})
@@ -325,7 +339,7 @@ class Engine:
         scope = dict(base)
         for p in params:
             scope[f"inputs.parameters.{p.name}"] = p.value
-        scope["inputs.parameters"] = json.dumps([p.dump() for p in params], separators=(",", ":"))
+        scope["inputs.parameters"] = go_parameters_json(p.dump() for p in params)
         for out in (template.get("outputs") or {}).get("parameters") or []:
             path = (out.get("valueFrom") or {}).get("path")
             if path:

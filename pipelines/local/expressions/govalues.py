@@ -2,18 +2,44 @@
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["format_float_f", "format_float_g", "go_json", "go_quote", "go_sprint", "go_type", "is_number"]
+__all__ = [
+    "format_float_f",
+    "format_float_g",
+    "go_json",
+    "go_parameters_json",
+    "go_quote",
+    "go_sprint",
+    "go_type",
+    "is_number",
+]
 
 # encoding/json escapes these so that its output is safe inside HTML; Argo's JSON keeps them escaped.
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 # strconv.Quote's escapes besides these: \a and \v; other unprintable runes as \xHH, \uHHHH or \UHHHHHHHH.
 _QUOTE_ESCAPES = {**_SHORT_ESCAPES, "\a": "\\a", "\v": "\\v"}
+# The fields of Argo's Parameter and ValueFrom structs (and Kubernetes' ConfigMapKeySelector) in their declared
+# order, which encoding/json keeps; the string-valued ones (AnyString) it writes as strings.
+_PARAMETER_FIELDS = ("name", "default", "value", "valueFrom", "globalName", "enum", "description")
+_VALUE_FROM_FIELDS = (
+    "path",
+    "jsonPath",
+    "jqFilter",
+    "event",
+    "parameter",
+    "supplied",
+    "configMapKeyRef",
+    "default",
+    "expression",
+)
+_STRUCT_FIELDS = {"valueFrom": _VALUE_FROM_FIELDS, "configMapKeyRef": ("name", "key", "optional")}
+_ANY_STRINGS = frozenset({"default", "value", "description"})
 
 
 def is_number(value: Any) -> bool:
@@ -153,6 +179,29 @@ def go_json(value: Any, indent: str = "", _depth: int = 0) -> str:
         inner, outer = "\n" + indent * (_depth + 1), "\n" + indent * _depth
         return "[" + ",".join(f"{inner}{go_json(v, indent, _depth + 1)}" for v in value) + outer + "]"
     raise ValueError(f"json: unsupported type: {go_type(value)}")
+
+
+def go_parameters_json(parameters: Iterable[Mapping[str, Any]]) -> str:
+    """`json.Marshal` of Argo's []Parameter, as `{{workflow.parameters}}` and `{{inputs.parameters}}` hold it."""
+    return "[" + ",".join(_go_struct(p, _PARAMETER_FIELDS) for p in parameters) + "]"
+
+
+def _go_struct(value: Mapping[str, Any], fields: tuple[str, ...]) -> str:
+    """A struct in its fields' order, empty ones left out (omitempty), AnyString fields as strings."""
+    out = []
+    for name in fields:
+        item = value.get(name)
+        if item is None or item == [] or (item == "" and name not in _ANY_STRINGS):  # AnyString: a pointer, kept
+            continue
+        if name in _STRUCT_FIELDS and isinstance(item, Mapping):
+            text = _go_struct(item, _STRUCT_FIELDS[name])
+        elif name in _ANY_STRINGS or name == "enum":
+            strings = [v if isinstance(v, str) else json.dumps(v) for v in (item if name == "enum" else [item])]
+            text = go_json(strings if name == "enum" else strings[0])
+        else:
+            text = go_json(item)
+        out.append(f"{_json_string(name)}:{text}")
+    return "{" + ",".join(out) + "}"
 
 
 def go_quote(text: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +244,45 @@ def test_workflow_variables_and_working_dir(run) -> None:
     assert namespace == "default" and uid in document_uid.read_text() and len(uid) == 36
     assert year == ran.result.status["startedAt"][:4] and pod == ran.name
     assert cwd == str(ran.result.node_dir(ran.nodes[""]["id"]) / "tmp" / "w")
+
+
+def test_argo_v4s_workflow_wide_variables(run) -> None:
+    """util/variables/keys in Argo v4.1.2, each as its setGlobalParameters writes it (encoding/json: sorted keys,
+    struct fields in order, values as strings, <>& escaped). Before, `.s`, `scheduledTime` and the bare
+    `labels`/`annotations` stayed unresolved, the JSON was Python's (insertion order, ü escaped), and strftime
+    letters Argo has not (`c`, `j`, `x`) were set while `L` was not."""
+    names = [
+        "workflow.creationTimestamp.s",
+        "workflow.creationTimestamp.L",
+        "workflow.scheduledTime",
+        "workflow.labels",
+        "workflow.annotations.json",
+        "workflow.parameters.json",
+        "inputs.parameters",
+    ]
+    main = {
+        "name": "main",
+        "inputs": {"parameters": [{"name": "p", "value": "<ü>"}]},
+        "container": {"image": "x", "command": ["printf", "%s\\n", *(f"{{{{{n}}}}}" for n in names)]},
+    }
+    document = workflow([main], arguments={"parameters": [{"value": 5, "name": "n", "enum": [5, 6]}]})
+    document["metadata"] |= {
+        "labels": {"z": "1", "a": "2"},
+        "annotations": {"workflows.argoproj.io/scheduled-time": "2026-04-29T00:00:00Z"},
+    }
+    ran = run(document)
+    seconds, millis, scheduled, labels, annotations, parameters, inputs = (ran.out("") or "").splitlines()
+    created = datetime.strptime(ran.result.status["startedAt"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    assert abs(int(seconds) - created.timestamp()) <= 2 and millis == ".000"
+    assert scheduled == "2026-04-29T00:00:00Z"
+    assert labels.startswith('{"a":"2",') and '"z":"1"' in labels
+    assert annotations == '{"workflows.argoproj.io/scheduled-time":"2026-04-29T00:00:00Z"}'
+    assert parameters == '[{"name":"n","value":"5","enum":["5","6"]}]'
+    assert inputs == '[{"name":"p","value":"\\u003cü\\u003e"}]'
+    unknown = run(
+        workflow([{**main, "container": {"image": "x", "command": ["echo", "{{workflow.creationTimestamp.c}}"]}}])
+    )
+    assert unknown.phase != "Succeeded" or unknown.out("") == "{{workflow.creationTimestamp.c}}"
 
 
 def test_a_secret_a_step_prints_is_stored_masked(run, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
