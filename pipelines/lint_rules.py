@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pipelines.lint_when import expression_error, substitute_tags
+from pipelines.local.globals import WorkflowGlobals
 from pipelines.local.workflow import API_VERSION, WorkflowError, check_timing
 
 __all__ = ["KINDS", "Finding", "controller_findings"]
@@ -25,7 +26,7 @@ _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 _DEPENDS_WORD = re.compile(r"([a-zA-Z0-9][-a-zA-Z0-9]*?\.[A-Z][a-zA-Z]+)|([a-zA-Z0-9][-a-zA-Z0-9]*)")
 _RESULTS = ("Succeeded", "Failed", "Errored", "Skipped", "Omitted", "Daemoned", "AnySucceeded", "AllFailed")
 _NODE_REF = re.compile(r"{{\s*(tasks|steps)\.([-a-zA-Z0-9_]+)((?:\.[^.}\s]+)*)\s*}}")
-_SCOPED_REF = re.compile(r"{{\s*(inputs|workflow)\.parameters\.([^}\s]+?)\s*}}")
+_INPUT_REF = re.compile(r"{{\s*inputs\.parameters\.([^}\s]+?)\s*}}")
 _NO_RESULT = ("resource", "dag", "steps", "suspend")
 _CRON_DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 _ARTIFACT_SOURCES = ("s3", "git", "http", "artifactory", "hdfs", "raw", "oss", "gcs", "azure", "plugin")
@@ -94,7 +95,7 @@ class _Rules:
         self.doc, self.kind, self.schema_checked = doc, doc.get("kind"), schema_checked
         self.found: list[Finding] = []
         self.templates: dict[str, dict[str, Any]] = {}
-        self.workflow_params: set[str] | None = None  # None: any {{workflow.parameters.X}} may come at submit time
+        self.globals: WorkflowGlobals | None = None  # None: a workflowTemplateRef's template sets them
 
     def add(self, path: str, message: str) -> None:
         self.found.append((path, message))
@@ -164,8 +165,9 @@ class _Rules:
         referenced = spec.get("workflowTemplateRef") is not None
         if referenced and templates:
             self.add(f"{path}.templates", "a workflow with a workflowTemplateRef cannot define templates")
-        if self.kind in _RUNS_IN and not referenced:
-            self.workflow_params = {_str(_dict(p).get("name")) for p in _list(arguments.get("parameters"))}
+        if not referenced:
+            meta = _dict(self.doc.get("metadata"))
+            self.globals = WorkflowGlobals(str(self.kind), meta, spec, alone=self.kind not in _RUNS_IN)
         entrypoint = _str(spec.get("entrypoint"))
         if not entrypoint and self.kind in _RUNS_IN and not referenced:
             self.add(f"{path}.entrypoint", "entrypoint is required: name the template the workflow starts with")
@@ -220,21 +222,28 @@ class _Rules:
         self.io_names(inputs, f"{path}.inputs", "input")
         self.io_names(_dict(template.get("outputs")), f"{path}.outputs", "output")
         declared = {_str(_dict(p).get("name")) for p in _list(inputs.get("parameters"))}
-        scopes = {"inputs": declared, "workflow": self.workflow_params}
         for where, text in _strings(template, path):
-            for scope, param in _SCOPED_REF.findall(text):
-                known = scopes[scope]
-                if scope == "workflow" and param == "json":  # every workflow parameter as JSON (Argo's global)
-                    continue
-                if known is not None and param not in known:
-                    owner = f"template {name!r}" if scope == "inputs" else "spec.arguments"
-                    self.add(
-                        where, f"{{{{{scope}.parameters.{param}}}}} is not declared in {owner}{_hint(param, known)}"
-                    )
+            for param in _INPUT_REF.findall(text):
+                if param not in declared:
+                    owner = f"template {name!r}{_hint(param, declared)}"
+                    self.add(where, f"{{{{inputs.parameters.{param}}}}} is not declared in {owner}")
+            if self.globals is not None:
+                self.workflow_variables(self.globals, where, text)
         if isinstance(template.get("steps"), list):
             self.steps(template, path)
         if isinstance(template.get("dag"), dict):
             self.dag(template, path)
+
+    def workflow_variables(self, globals_: WorkflowGlobals, where: str, text: str) -> None:
+        for tag in globals_.unresolved(text):
+            parameter = tag.removeprefix("workflow.parameters.")
+            if parameter != tag:
+                hint = _hint(parameter, globals_.params)
+            else:  # a label or annotation by name is the workflow's to have, not a misspelt variable
+                hint = (
+                    "" if tag.startswith(("workflow.labels.", "workflow.annotations.")) else _hint(tag, globals_.known)
+                )
+            self.add(where, globals_.problem(tag) + hint)
 
     def call(self, call: dict[str, Any], path: str, what: str) -> None:
         """Checks shared by steps and DAG tasks: the template they call, its inputs, `when`, loops, hooks."""

@@ -262,6 +262,7 @@ def load_workflow(
         _optional(meta, key, Mapping, "metadata")
     spec["arguments"] = _apply_params(spec.get("arguments") or {}, params or {})
     _check_templates(spec)
+    _check_variables(meta, spec)
     if name is None:
         if kind in _TEMPLATE_KINDS and meta.get("name"):
             name = f"{meta['name']}-{_suffix()}"
@@ -527,6 +528,17 @@ def _hooks(where: str, holder: Mapping[str, Any]) -> Iterator[tuple[str, Mapping
         yield f"{where} onExit", {"template": holder["onExit"]}
     for hook_name, hook in (holder.get("hooks") or {}).items():
         yield f"{where} hook {hook_name!r}", hook
+
+
+def _check_variables(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> None:
+    """Refuse a `{{workflow.X}}` Argo's validator fails to resolve (it stayed in the command as written)."""
+    from pipelines.local.globals import WorkflowGlobals
+
+    known = WorkflowGlobals("Workflow", meta, spec, alone=False)
+    for template in spec.get("templates") or []:
+        tag = known.first_unresolved(template)
+        if tag is not None:
+            raise WorkflowError(f"template {template.get('name')!r}: {known.problem(tag)}.")
 
 
 def _check_templates(spec: Mapping[str, Any]) -> None:

@@ -88,8 +88,23 @@ BAD = {
     "an undeclared workflow parameter": workflow(
         [{"name": "main", "container": {"image": "alpine", "command": ["echo", "{{workflow.parameters.nope}}"]}}]
     ),
+    "a workflow variable Argo does not set": workflow(
+        [{"name": "main", "container": {"image": "alpine", "command": ["echo", "{{workflow.nmae}}"]}}]
+    ),
+    "a label the workflow does not have": workflow(
+        [{"name": "main", "container": {"image": "alpine", "command": ["echo", "{{workflow.labels.team}}"]}}]
+    ),
     "an invalid template name": workflow([dag(task("a")), {**ECHO, "name": "Not_Valid"}]),
     "no entrypoint": {**workflow([dag(task("a"))]), "spec": {"templates": [dag(task("a")), ECHO]}},
+}
+
+_VARIABLES = ["name", "labels.team", "parameters.json", "parameters.a", "creationTimestamp.s", "scheduledTime"]
+GOOD["the workflow variables Argo sets"] = {
+    **workflow(
+        [{"name": "main", "container": {"image": "alpine", "command": [f"{{{{workflow.{v}}}}}" for v in _VARIABLES]}}],
+        arguments={"parameters": [{"name": "a", "value": "1"}]},
+    ),
+    "metadata": {"generateName": "case-", "labels": {"team": "ml"}},
 }
 
 # Refused by `vcpilot lint` on purpose though `argo lint` (and so the controller's submit-time validation, the

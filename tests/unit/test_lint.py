@@ -374,6 +374,36 @@ def test_undeclared_parameters_cannot_be_referenced(tmp_path: Path) -> None:
     ]
 
 
+def test_a_workflow_variable_argo_does_not_set_is_a_problem(tmp_path: Path) -> None:
+    """Argo's validator: "failed to resolve {{workflow.nmae}}"; lint said nothing."""
+    echo = {**ECHO, "container": {"image": "alpine", "command": ["echo", "{{workflow.nmae}}", "{{workflow.labels.x}}"]}}
+    problems = lint(tmp_path, workflow(echo))
+    assert [(p.path, p.message) for p in problems] == [
+        (
+            "spec.templates[0].container.command[1]",
+            "{{workflow.nmae}} is not a variable Argo sets for this workflow (Argo: failed to resolve it) (did you "
+            "mean 'workflow.name'?)",
+        ),
+        (
+            "spec.templates[0].container.command[2]",
+            "{{workflow.labels.x}} names no label of the workflow (metadata or spec.workflowMetadata)",
+        ),
+    ]
+    cron_run = {
+        **ECHO,
+        "container": {"image": "a", "command": ["echo", "{{workflow.labels.workflows.argoproj.io/cron-workflow}}"]},
+    }
+    cron = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "CronWorkflow",
+        "metadata": {"name": "c"},
+        "spec": {"schedules": ["0 2 * * *"], "workflowSpec": workflow(cron_run)["spec"]},
+    }
+    assert lint(tmp_path, cron) == []  # the label its runs carry
+    alone = {**ECHO, "container": {"image": "a", "command": ["echo", "{{workflow.parameters.given-at-submit}}"]}}
+    assert lint(tmp_path, workflow(alone, kind="WorkflowTemplate")) == []
+
+
 def test_every_workflow_parameter_as_json_is_argos_own_variable(tmp_path: Path) -> None:
     """`{{workflow.parameters.json}}` (util/variables/keys in Argo v4): upstream's variables-showcase was refused."""
     echo = {**ECHO, "container": {"image": "alpine", "command": ["echo", "{{workflow.parameters.json}}"]}}

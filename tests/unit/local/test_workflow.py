@@ -227,7 +227,8 @@ def test_a_resource_the_local_cluster_cannot_hold_is_refused_before_anything_run
     is known only then, so the step still says it."""
 
     def resource(action: str, manifest: str) -> dict:
-        return wf(templates=[{"name": "main", "resource": {"action": action, "manifest": manifest}}])
+        args = {"parameters": [{"name": name, "value": "x"} for name in ("a", "k", "whole")]}
+        return wf(arguments=args, templates=[{"name": "main", "resource": {"action": action, "manifest": manifest}}])
 
     job = "apiVersion: batch/v1\nkind: Job\nmetadata: {generateName: x-}\n"
     assert refused(resource("patch", job)) == (
@@ -241,6 +242,46 @@ def test_a_resource_the_local_cluster_cannot_hold_is_refused_before_anything_run
     load_workflow(resource("{{workflow.parameters.a}}", job))
     load_workflow(resource("create", "apiVersion: v1\nkind: '{{workflow.parameters.k}}'\n"))
     load_workflow(resource("create", "{{workflow.parameters.whole}}"))
+
+
+@pytest.mark.parametrize(
+    ("tag", "says"),
+    [
+        ("workflow.nmae", "{{workflow.nmae}} is not a variable Argo sets for this workflow"),
+        ("workflow.parameters.b", "{{workflow.parameters.b}} is not declared in spec.arguments"),
+        ("workflow.labels.team", "{{workflow.labels.team}} names no label of the workflow"),
+        ("workflow.priority", "{{workflow.priority}} is not a variable"),  # only with spec.priority
+        ("workflow.failures", "{{workflow.failures}} is not a variable"),  # only with an onExit
+        ("workflow.outputs.parameters.g", "{{workflow.outputs.parameters.g}} is not a variable"),
+    ],
+)
+def test_a_workflow_variable_argo_cannot_resolve_is_refused_before_anything_runs(tag: str, says: str) -> None:
+    """Argo's validator: "failed to resolve {{...}}". The runner left the tag in the command as written."""
+    main = {"name": "main", "container": {"image": "x", "command": ["echo", f"{{{{{tag}}}}}"]}}
+    assert refused(wf(templates=[main])).startswith(f"template 'main': {says}")
+
+
+def test_the_workflow_variables_argo_sets_load() -> None:
+    tags = [
+        "workflow.name", "workflow.uid", "workflow.status", "workflow.labels.json", "workflow.annotations",
+        "workflow.parameters.a", "workflow.parameters.json", "workflow.labels.team", "workflow.annotations.note",
+        "workflow.priority", "workflow.failures", "workflow.outputs.parameters.g", "workflow.creationTimestamp.Y",
+        "workflow.duration", "workflow.scheduledTime", " workflow.name ",
+    ]  # fmt: skip
+    main = {
+        "name": "main",
+        "container": {"image": "x", "command": ["echo", *(f"{{{{{t}}}}}" for t in tags), "{{=workflow.x}}"]},
+        "outputs": {"parameters": [{"name": "o", "value": "1", "globalName": "g"}]},
+    }
+    document = wf(
+        templates=[main],
+        arguments={"parameters": [{"name": "a", "value": "1"}]},
+        priority=3,
+        onExit="main",
+        workflowMetadata={"labels": {"team": "ml"}},
+    )
+    document["metadata"]["annotations"] = {"note": "n"}
+    assert load_workflow(document).spec
 
 
 def test_a_cron_workflow_runs_its_workflow_spec_once_as_argo_submit_from_cronwf() -> None:
