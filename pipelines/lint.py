@@ -77,9 +77,16 @@ def lint_files(paths: Sequence[str | Path], *, schema_path: Path | None = None) 
             reason = getattr(error, "strerror", None) or str(error)
             message = f"cannot read Argo's JSON schema ({reason}); point {SCHEMA_ENV} at Argo v4.1.2's schema.json"
             problems.append(Problem(str(schema_path), "", message))
+    # As `argo lint`: a document of another kind (a ConfigMap beside a Workflow) is passed over, and only a run in
+    # which no file holds anything to lint fails for it.
+    foreign: list[Problem] = []
+    linted = False
     for path in paths:
-        problems.extend(_lint_file(Path(path), schema))
-    return problems
+        found, other = _lint_file(Path(path), schema)
+        problems.extend(found)
+        linted |= other is None
+        foreign.extend(other or [])
+    return problems + (foreign if not linted else [])
 
 
 def lint_document(doc: Any, *, schema: dict[str, Any] | None, file: str = "") -> list[Problem]:
@@ -100,35 +107,52 @@ def lint_document(doc: Any, *, schema: dict[str, Any] | None, file: str = "") ->
     return [Problem(file, path, message) for path, message in dict.fromkeys(found)]
 
 
-def _lint_file(path: Path, schema: dict[str, Any] | None) -> list[Problem]:
-    """Problems of one file: one for a file that cannot be read or parsed, else those of each document."""
+def _lint_file(path: Path, schema: dict[str, Any] | None) -> tuple[list[Problem], list[Problem] | None]:
+    """Problems of one file, and None when it held an Argo document (else the problem of having none).
+
+    One problem for a file that cannot be read or parsed, else those of each document; a Kubernetes object of
+    another kind is passed over, as `argo lint` passes it over, unless the file holds nothing else.
+    """
+    found = _read_documents(path)
+    if isinstance(found, Problem):
+        return [found], None
+    labels = [str(path)] if len(found) == 1 else [f"{path} (document {n})" for n in range(1, len(found) + 1)]
+    pairs = list(zip(labels, found, strict=True))
+    ours = [(label, doc) for label, doc in pairs if not _foreign(doc)]
+    problems = [problem for label, doc in ours or pairs for problem in lint_document(doc, schema=schema, file=label)]
+    return (problems, None) if ours else ([], problems)
+
+
+def _foreign(doc: Any) -> bool:
+    """A Kubernetes object of a kind that is not Argo's (a misspelt Argo kind, or no kind at all, is ours to report)."""
+    return (
+        isinstance(doc, dict)
+        and isinstance(doc.get("kind"), str)
+        and doc["kind"] not in KINDS
+        and not str(doc.get("apiVersion") or "").startswith("argoproj.io/")
+    )
+
+
+def _read_documents(path: Path) -> list[Any] | Problem:
+    """The YAML documents of the file at `path`, or the one problem that keeps them from being read."""
     try:
         with path.open("rb") as file:  # at most MANIFEST_MAX_BYTES, as every file we parse: /dev/zero ends here
             data = file.read(MANIFEST_MAX_BYTES + 1)
         if len(data) > MANIFEST_MAX_BYTES:
-            return [
-                Problem(str(path), "", f"holds more than {MANIFEST_MAX_BYTES // 2**20} MiB, more than any manifest")
-            ]
+            return Problem(str(path), "", f"holds more than {MANIFEST_MAX_BYTES // 2**20} MiB, more than any manifest")
         docs = kubeyaml.load_all(data.decode("utf-8"))
     except OSError as error:
-        return [Problem(str(path), "", f"cannot read the file: {error.strerror or error}")]
+        return Problem(str(path), "", f"cannot read the file: {error.strerror or error}")
     except UnicodeDecodeError:
-        return [Problem(str(path), "", "cannot read the file: it is not UTF-8 text")]
+        return Problem(str(path), "", "cannot read the file: it is not UTF-8 text")
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         reason = getattr(error, "problem", None) or str(error)
-        return [Problem(str(path), "", f"is not valid YAML: {reason}{where}")]
+        return Problem(str(path), "", f"is not valid YAML: {reason}{where}")
     except RecursionError:
-        return [Problem(str(path), "", "is not valid YAML: it nests its values too deeply to be read")]
-    if not docs:
-        return [Problem(str(path), "", "holds no YAML document")]
-    labels = [str(path)] if len(docs) == 1 else [f"{path} (document {n})" for n in range(1, len(docs) + 1)]
-    return [
-        problem
-        for label, doc in zip(labels, docs, strict=True)
-        for problem in lint_document(doc, schema=schema, file=label)
-    ]
+        return Problem(str(path), "", "is not valid YAML: it nests its values too deeply to be read")
+    return docs if docs else Problem(str(path), "", "holds no YAML document")
 
 
 def _validator(schema: dict[str, Any], kind: str) -> Validator | None:

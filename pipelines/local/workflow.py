@@ -52,6 +52,7 @@ API_VERSION = "argoproj.io/v1alpha1"  # the only version of Argo's kinds; the AP
 SCHEDULED_TIME = "workflows.argoproj.io/scheduled-time"
 # What `argo submit --from workflowtemplate/NAME` (or clusterworkflowtemplate/NAME) runs: a Workflow of its spec.
 _TEMPLATE_KINDS = ("WorkflowTemplate", "ClusterWorkflowTemplate")
+_RUNNABLE_KINDS = ("Workflow", *_TEMPLATE_KINDS, "CronWorkflow")
 TEMPLATE_TYPES = ("container", "script", "resource", "dag", "steps", "suspend")
 _UNSUPPORTED_TYPES = ("containerSet", "data", "http", "plugin")
 _RETRY_POLICIES = ("Always", "OnFailure", "OnError", "OnTransientError")
@@ -236,7 +237,7 @@ def load_workflow(
     kind = document.get("kind")
     if kind == "CronWorkflow":
         document, kind = _from_cron(document, _label(source)), "Workflow"
-    if kind not in ("Workflow", *_TEMPLATE_KINDS):
+    if kind not in _RUNNABLE_KINDS:
         raise WorkflowError(
             f"{_label(source)} is a {kind or 'document without kind'}, not a Workflow, WorkflowTemplate, "
             "ClusterWorkflowTemplate or CronWorkflow."
@@ -482,9 +483,19 @@ def _read(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
         raise WorkflowError(f"{_label(source)} nests its values too deeply to be read.") from None
     except (ValueError, TypeError) as err:  # a constructor's refusal: a bad `!!binary`
         raise WorkflowError(f"{_label(source)} is not valid YAML: {' '.join(str(err).split())}.") from None
-    if len(documents) != 1 or not isinstance(documents[0], dict):
-        raise WorkflowError(f"{_label(source)} must hold exactly one YAML mapping (a Workflow), not {len(documents)}.")
-    return documents[0]
+    runnable = [d for d in documents if isinstance(d, dict) and d.get("kind") in _RUNNABLE_KINDS]
+    if len(runnable) == 1 or len(documents) == 1 and isinstance(documents[0], dict):
+        return (runnable or documents)[0]  # the rest passed over, as `argo submit` passes over other kinds
+    label = _label(source)
+    if len(runnable) > 1:
+        raise WorkflowError(f"{label} holds {len(runnable)} workflows; the local runner runs one: give each a file.")
+    if len(documents) <= 1:
+        what = kind_of(documents[0]) if documents else "no YAML document"
+        raise WorkflowError(f"{label} holds {what}, not a Workflow (a YAML mapping with kind).")
+    raise WorkflowError(
+        f"{label} holds {len(documents)} YAML documents and none is a Workflow, WorkflowTemplate, "
+        "ClusterWorkflowTemplate or CronWorkflow."
+    )
 
 
 def _apply_params(arguments: Mapping[str, Any], params: Mapping[str, str]) -> dict[str, Any]:

@@ -72,6 +72,24 @@ def test_unknown_kind_is_one_clear_problem(tmp_path: Path) -> None:
     assert problem.path == "kind" and "'ConfigMap' is not one of Workflow" in problem.message
 
 
+def test_another_kind_beside_an_argo_document_is_passed_over_as_argo_lint_does(tmp_path: Path) -> None:
+    """`argo lint` lints what is Argo's and passes over the rest, failing only when nothing was left to lint;
+    a ConfigMap beside a Workflow (upstream's k8s examples) was a problem."""
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
+    assert lint(tmp_path, config_map, workflow(ECHO)) == []
+    pvc = tmp_path / "pvc.yaml"
+    pvc.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "PersistentVolumeClaim"}))
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump(workflow(ECHO)))
+    assert lint_files([pvc, good]) == []
+    assert "'PersistentVolumeClaim' is not one of Workflow" in only(lint_files([pvc])).message
+    # what is surely a mistake of ours to report, though argo lint passes it over too
+    misspelt = {**workflow(ECHO), "kind": "Workflw"}
+    assert "'Workflw' is not one of Workflow" in only(lint(tmp_path, misspelt, workflow(ECHO))).message
+    no_kind = {"apiVersion": "v1", "metadata": {"name": "x"}}
+    assert "has no kind" in only(lint(tmp_path, no_kind, workflow(ECHO))).message
+
+
 def test_missing_and_empty_files_are_one_problem_each(tmp_path: Path) -> None:
     (tmp_path / "empty.yaml").write_text("# nothing\n")
     problems = lint_files([tmp_path / "missing.yaml", tmp_path / "empty.yaml"])

@@ -310,6 +310,21 @@ def test_a_cron_workflow_runs_its_workflow_spec_once_as_argo_submit_from_cronwf(
     )
 
 
+def test_a_file_of_several_documents_runs_its_one_workflow_as_argo_submit_does(tmp_path: Path) -> None:
+    """`argo submit` passes over the ConfigMap beside a Workflow; the runner refused the file ("not 2")."""
+    path = tmp_path / "wf.yaml"
+    path.write_text(yaml.safe_dump_all([{"apiVersion": "v1", "kind": "ConfigMap"}, wf()]))
+    assert load_workflow(path).spec["entrypoint"] == "main"
+    path.write_text(yaml.safe_dump_all([wf(), wf()]))
+    assert refused(path) == f"{path} holds 2 workflows; the local runner runs one: give each a file."
+    path.write_text(yaml.safe_dump_all([{"kind": "ConfigMap"}, {"kind": "Secret"}]))
+    assert "holds 2 YAML documents and none is a Workflow" in refused(path)
+    path.write_text("hello\n")
+    assert refused(path) == f"{path} holds a string, not a Workflow (a YAML mapping with kind)."
+    path.write_text("# nothing\n")
+    assert refused(path) == f"{path} holds no YAML document, not a Workflow (a YAML mapping with kind)."
+
+
 def test_a_cluster_workflow_template_runs_as_argo_submit_from_clusterworkflowtemplate_runs_it() -> None:
     """It was refused as not a Workflow or WorkflowTemplate, though `vcpilot lint` took it and Argo runs it."""
     document = {**wf(), "kind": "ClusterWorkflowTemplate", "metadata": {"name": "shared"}}
