@@ -53,6 +53,8 @@ SCHEDULED_TIME = "workflows.argoproj.io/scheduled-time"
 # What `argo submit --from workflowtemplate/NAME` (or clusterworkflowtemplate/NAME) runs: a Workflow of its spec.
 _TEMPLATE_KINDS = ("WorkflowTemplate", "ClusterWorkflowTemplate")
 _RUNNABLE_KINDS = ("Workflow", *_TEMPLATE_KINDS, "CronWorkflow")
+# The label Argo's controller watches ConfigMaps by (its informer's selector): a parameter reads only those.
+_CONFIG_MAP_LABEL = "workflows.argoproj.io/configmap-type"
 TEMPLATE_TYPES = ("container", "script", "resource", "dag", "steps", "suspend")
 _UNSUPPORTED_TYPES = ("containerSet", "data", "http", "plugin")
 _RETRY_POLICIES = ("Always", "OnFailure", "OnError", "OnTransientError")
@@ -261,6 +263,7 @@ def load_workflow(
     meta = _optional(document, "metadata", Mapping, "") or {}
     for key in ("labels", "annotations"):
         _optional(meta, key, Mapping, "metadata")
+    _config_map_values(spec, source)
     spec["arguments"] = _apply_params(spec.get("arguments") or {}, params or {})
     _check_templates(spec)
     _check_variables(meta, spec)
@@ -405,7 +408,16 @@ def _import_template_refs(spec: dict[str, Any], source: str | Path | Mapping[str
 
 
 def _template_beside(directory: Path, kind: str, name: str) -> dict[str, Any] | None:
-    """The spec of the `kind` named `name` in a YAML file of `directory` (files that do not read are passed over)."""
+    """The spec of the `kind` named `name` in a YAML file of `directory`, or None."""
+    found = _beside(directory, API_VERSION, kind, name)
+    return dict(found["spec"]) if found is not None and isinstance(found.get("spec"), Mapping) else None
+
+
+def _beside(directory: Path, version: str, kind: str, name: str) -> Mapping[str, Any] | None:
+    """The `kind` named `name` in a YAML file of `directory`, where locally what the cluster holds is kept.
+
+    Files that do not read are passed over.
+    """
     for path in sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")]):
         try:
             documents = kubeyaml.load_all(read_text(path, "workflow", max_bytes=MANIFEST_MAX_BYTES))
@@ -415,13 +427,52 @@ def _template_beside(directory: Path, kind: str, name: str) -> dict[str, Any] | 
             if (
                 isinstance(document, Mapping)
                 and document.get("kind") == kind
-                and document.get("apiVersion") in (None, API_VERSION)
+                and document.get("apiVersion") in (None, version)
                 and isinstance(document.get("metadata"), Mapping)
                 and document["metadata"].get("name") == name
-                and isinstance(document.get("spec"), Mapping)
             ):
-                return dict(document["spec"])
+                return document
     return None
+
+
+def _config_map_values(spec: dict[str, Any], source: str | Path | Mapping[str, Any]) -> None:
+    """Each parameter `valueFrom.configMapKeyRef` names gets its value from a ConfigMap beside the workflow's file.
+
+    As Argo reads the cluster's (ProcessArgs, setGlobalParameters): the ConfigMap's value first, else
+    `valueFrom.default`, else the workflow is refused. A name or key that is a `{{...}}` is left to run time.
+    """
+    holders = [spec.get("arguments") or {}]
+    for template in spec.get("templates") or []:
+        holders += [template.get("inputs") or {}, *((h.get("arguments") or {}) for h in _holders(template))]
+    directory = None if isinstance(source, Mapping) or "\n" in str(source) else Path(source).parent
+    for holder in holders:
+        for param in holder.get("parameters") or [] if isinstance(holder, Mapping) else []:
+            ref = (param.get("valueFrom") or {}).get("configMapKeyRef") if isinstance(param, dict) else None
+            if not isinstance(ref, Mapping) or "{{" in f"{ref.get('name')}{ref.get('key')}" or "value" in param:
+                continue
+            name, key = str(ref.get("name")), str(ref.get("key"))
+            found = _beside(directory, "v1", "ConfigMap", name) if directory is not None else None
+            labels = (found.get("metadata") or {}).get("labels") if found is not None else None
+            watched = isinstance(labels, Mapping) and _CONFIG_MAP_LABEL in labels
+            data = found.get("data") if found is not None and watched else None
+            if isinstance(data, Mapping) and key in data:
+                param["value"] = stringify(data[key])
+            elif "default" in param["valueFrom"]:
+                param["value"] = stringify(param["valueFrom"]["default"])
+            else:
+                where = f"in the YAML files of {directory}" if directory is not None else "(this workflow has no file)"
+                missing = (
+                    f"no ConfigMap {name!r} is there"
+                    if found is None
+                    else f"ConfigMap {name!r} has no label {_CONFIG_MAP_LABEL} (Argo reads only those)"
+                    if not watched
+                    else f"ConfigMap {name!r} has no key {key!r}"
+                )
+                raise WorkflowError(
+                    f"parameter {param.get('name')!r} takes its value from ConfigMap {name!r} (key {key!r}), which the "
+                    f"local runner looks for {where}, and {missing}: put it there, as the cluster would hold it, or "
+                    "give the parameter a valueFrom.default."
+                )
 
 
 # Lists that Kubernetes' strategic merge joins by `name` in a WorkflowSpec (the rest are replaced whole).

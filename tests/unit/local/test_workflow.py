@@ -609,6 +609,40 @@ def test_an_entrypoint_input_comes_from_the_workflow_arguments() -> None:
     assert load_workflow(wf(templates=[entry], arguments={"parameters": [{"name": "msg", "value": "hi"}]}))
 
 
+PARAMETER_TYPE = {"workflows.argoproj.io/configmap-type": "Parameter"}
+
+
+def test_a_parameter_from_a_config_map_reads_the_config_map_beside_the_workflow(tmp_path: Path) -> None:
+    """Argo reads the cluster's ConfigMaps (those with the configmap-type label); locally, the YAML files beside the
+    workflow's, as for WorkflowTemplates. Before, an argument said "has no value: pass -p" and an input failed its
+    step with "inputs.parameters.message was not supplied"."""
+    ref = {"configMapKeyRef": {"name": "simple", "key": "msg"}}
+    echo = {"name": "main", "container": {"image": "x", "command": ["echo", "{{workflow.parameters.message}}"]}}
+    path = tmp_path / "wf.yaml"
+    arguments = {"parameters": [{"name": "message", "valueFrom": ref}]}
+    path.write_text(yaml.safe_dump(wf(templates=[echo], arguments=arguments)))
+    assert refused(path) == (
+        f"parameter 'message' takes its value from ConfigMap 'simple' (key 'msg'), which the local runner looks for "
+        f"in the YAML files of {tmp_path}, and no ConfigMap 'simple' is there: put it there, as the cluster would "
+        "hold it, or give the parameter a valueFrom.default."
+    )
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "simple"}, "data": {"msg": "hi"}}
+    (tmp_path / "cm.yaml").write_text(yaml.safe_dump(config_map))
+    assert "ConfigMap 'simple' has no label workflows.argoproj.io/configmap-type" in refused(path)
+    config_map["metadata"]["labels"] = PARAMETER_TYPE
+    (tmp_path / "cm.yaml").write_text(yaml.safe_dump(config_map))
+    assert load_workflow(path).parameters == {"message": "hi"}
+    assert load_workflow(path, {"message": "given"}).parameters == {"message": "given"}
+    config_map["data"] = {"other": "x"}
+    (tmp_path / "cm.yaml").write_text(yaml.safe_dump(config_map))
+    assert "ConfigMap 'simple' has no key 'msg'" in refused(path)
+    with_default = {"name": "message", "valueFrom": {**ref, "default": "fallback"}}
+    path.write_text(yaml.safe_dump(wf(templates=[echo], arguments={"parameters": [with_default]})))
+    assert load_workflow(path).parameters == {"message": "fallback"}
+    own = {**echo, "inputs": {"parameters": [{"name": "m", "valueFrom": ref}]}}
+    assert "parameter 'm' takes its value from ConfigMap 'simple'" in refused(wf(templates=[own]))
+
+
 def test_inputs_given_every_way_argo_takes_still_load(tmp_path: Path) -> None:
     own = {
         "name": "own",
@@ -634,7 +668,10 @@ def test_inputs_given_every_way_argo_takes_still_load(tmp_path: Path) -> None:
             "inline": {"inputs": {"parameters": [{"name": "p", "default": "1"}]}, "container": LEAF["container"]},
         },
     ]
-    assert load_workflow(wf(templates=[dag(*tasks), ECHO, own]))
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": PARAMETER_TYPE}}
+    (tmp_path / "cm.yaml").write_text(yaml.safe_dump({**config_map, "data": {"k": "from the ConfigMap"}}))
+    (tmp_path / "tasks.yaml").write_text(yaml.safe_dump(wf(templates=[dag(*tasks), ECHO, own])))
+    assert load_workflow(tmp_path / "tasks.yaml")
     library = {"kind": "WorkflowTemplate", "metadata": {"name": "lib"}, "spec": {"templates": [ECHO]}}
     (tmp_path / "lib.yaml").write_text(yaml.safe_dump(library))
     ref = {"name": "r", "templateRef": {"name": "lib", "template": "echo"}}
