@@ -40,7 +40,9 @@ __all__ = [
     "WorkflowError",
     "check_run_name",
     "check_timing",
+    "label_of",
     "load_workflow",
+    "optional_field",
     "parse_duration",
     "stringify",
     "template_type",
@@ -53,8 +55,6 @@ SCHEDULED_TIME = "workflows.argoproj.io/scheduled-time"
 # What `argo submit --from workflowtemplate/NAME` (or clusterworkflowtemplate/NAME) runs: a Workflow of its spec.
 _TEMPLATE_KINDS = ("WorkflowTemplate", "ClusterWorkflowTemplate")
 _RUNNABLE_KINDS = ("Workflow", *_TEMPLATE_KINDS, "CronWorkflow")
-# The label Argo's controller watches ConfigMaps by (its informer's selector): a parameter reads only those.
-_CONFIG_MAP_LABEL = "workflows.argoproj.io/configmap-type"
 TEMPLATE_TYPES = ("container", "script", "resource", "dag", "steps", "suspend")
 _UNSUPPORTED_TYPES = ("containerSet", "data", "http", "plugin")
 _RETRY_POLICIES = ("Always", "OnFailure", "OnError", "OnTransientError")
@@ -235,35 +235,37 @@ def load_workflow(
     name: str | None = None,
 ) -> Workflow:
     """Read a workflow file's document (path, YAML text or dict), apply `-p` values and check it can run."""
+    from pipelines.local.beside import config_map_values, holders, import_template_refs, join_template
+
     document = _read(source)
     kind = document.get("kind")
     if kind == "CronWorkflow":
-        document, kind = _from_cron(document, _label(source)), "Workflow"
+        document, kind = _from_cron(document, label_of(source)), "Workflow"
     if kind not in _RUNNABLE_KINDS:
         raise WorkflowError(
-            f"{_label(source)} is a {kind or 'document without kind'}, not a Workflow, WorkflowTemplate, "
+            f"{label_of(source)} is a {kind or 'document without kind'}, not a Workflow, WorkflowTemplate, "
             "ClusterWorkflowTemplate or CronWorkflow."
         )
     version = document.get("apiVersion")
     if version is not None and version != API_VERSION:  # left out, the API server fills it in
         raise WorkflowError(
-            f"{_label(source)} has apiVersion {stringify(version)!r}, which Argo does not serve: write apiVersion: "
+            f"{label_of(source)} has apiVersion {stringify(version)!r}, which Argo does not serve: write apiVersion: "
             f"{API_VERSION}."
         )
     spec = document.get("spec")
     if not isinstance(spec, Mapping):
-        raise WorkflowError(f"{_label(source)} has no spec.")
+        raise WorkflowError(f"{label_of(source)} has no spec.")
     spec = copy.deepcopy(dict(spec))
     if spec.get("workflowTemplateRef") is not None:
-        spec = _join_template(spec, source)
+        spec = join_template(spec, source)
     _check_shape(spec)
-    if any(holder.get("templateRef") is not None for t in spec.get("templates") or [] for holder in _holders(t)):
-        _import_template_refs(spec, source)
+    if any(holder.get("templateRef") is not None for t in spec.get("templates") or [] for holder in holders(t)):
+        import_template_refs(spec, source)
         _check_shape(spec)
-    meta = _optional(document, "metadata", Mapping, "") or {}
+    meta = optional_field(document, "metadata", Mapping, "") or {}
     for key in ("labels", "annotations"):
-        _optional(meta, key, Mapping, "metadata")
-    _config_map_values(spec, source)
+        optional_field(meta, key, Mapping, "metadata")
+    config_map_values(spec, source)
     spec["arguments"] = _apply_params(spec.get("arguments") or {}, params or {})
     _check_templates(spec)
     _check_variables(meta, spec)
@@ -288,16 +290,16 @@ def load_workflow(
 
 def _from_cron(document: Mapping[str, Any], label: str) -> dict[str, Any]:
     """Argo's ConvertCronWorkflowToWorkflow (`argo submit --from cronwf/NAME`): its workflowSpec, run once now."""
-    meta = _optional(document, "metadata", Mapping, "") or {}
-    spec = _optional(document, "spec", Mapping, "") or {}
+    meta = optional_field(document, "metadata", Mapping, "") or {}
+    spec = optional_field(document, "spec", Mapping, "") or {}
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise WorkflowError(f"{label} is a CronWorkflow without metadata.name.")
     if not isinstance(spec.get("workflowSpec"), Mapping):
         raise WorkflowError(f"{label} is a CronWorkflow without spec.workflowSpec.")
-    extra = _optional(spec, "workflowMetadata", Mapping, "spec") or {}
+    extra = optional_field(spec, "workflowMetadata", Mapping, "spec") or {}
     for key in ("labels", "annotations"):
-        _optional(extra, key, Mapping, "spec.workflowMetadata")
+        optional_field(extra, key, Mapping, "spec.workflowMetadata")
     scheduled = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "apiVersion": document.get("apiVersion"),
@@ -312,203 +314,12 @@ def _from_cron(document: Mapping[str, Any], label: str) -> dict[str, Any]:
     }
 
 
-def _join_template(spec: Mapping[str, Any], source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
-    """Argo's JoinWorkflowSpec: the WorkflowTemplate `spec.workflowTemplateRef` names, the workflow's spec over it.
-
-    The cluster holds WorkflowTemplates; locally they are the YAML files beside the workflow's.
-    """
-    ref = _optional(spec, "workflowTemplateRef", Mapping, "spec") or {}
-    name = ref.get("name")
-    if not isinstance(name, str) or not name:
-        raise WorkflowError("spec.workflowTemplateRef needs a name: the WorkflowTemplate to run.")
-    kind = "ClusterWorkflowTemplate" if ref.get("clusterScope") is True else "WorkflowTemplate"
-    if isinstance(source, Mapping) or (isinstance(source, str) and "\n" in source):
-        raise WorkflowError(
-            f"spec.workflowTemplateRef names {kind} {name!r}; the local runner looks for it in the YAML files beside "
-            "the workflow's file, and this workflow has no file: run the WorkflowTemplate's own file."
-        )
-    here = Path(source).parent
-    found = _template_beside(here, kind, name)
-    if found is None:
-        raise WorkflowError(
-            f"spec.workflowTemplateRef names {kind} {name!r}, which no YAML file in {here} defines: put its file "
-            "there, or run the WorkflowTemplate's own file."
-        )
-    own = {k: v for k, v in spec.items() if k != "workflowTemplateRef"}
-    return _strategic_merge(found, own)
-
-
-def _holders(template: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every step, task and hook of `template`, to rewrite what it names."""
-    for group in template.get("steps") or []:
-        for step in group or []:
-            yield step
-            yield from (h for h in (step.get("hooks") or {}).values() if isinstance(h, dict))
-    for task in (template.get("dag") or {}).get("tasks") or []:
-        yield task
-        yield from (h for h in (task.get("hooks") or {}).values() if isinstance(h, dict))
-
-
-def _import_template_refs(spec: dict[str, Any], source: str | Path | Mapping[str, Any]) -> None:
-    """Resolve each step's `templateRef` as Argo does against the cluster's WorkflowTemplates: here, files beside it.
-
-    The template it reaches is copied in as `<workflowtemplate>.<template>` (Argo's template names hold no '.', so
-    no template of the file has that name), its own references resolved in its scope.
-    """
-    if isinstance(source, Mapping) or (isinstance(source, str) and "\n" in source):
-        directory = None
-    else:
-        directory = Path(source).parent
-    templates: list[dict[str, Any]] = spec["templates"]
-    libraries: dict[tuple[str, str], dict[str, Any] | None] = {}
-    pending: list[tuple[dict[str, Any], tuple[str, str] | None]] = [(t, None) for t in templates]
-
-    def resolve(ref: Mapping[str, Any], where: str) -> str:
-        name, wanted = ref.get("name"), ref.get("template")
-        if not isinstance(name, str) or not isinstance(wanted, str):
-            raise WorkflowError(f"{where} has a templateRef without a name and a template.")
-        kind = "ClusterWorkflowTemplate" if ref.get("clusterScope") is True else "WorkflowTemplate"
-        if directory is None:
-            raise WorkflowError(
-                f"{where} uses templateRef; the local runner looks for {kind} {name!r} in the YAML files beside the "
-                "workflow's file, and this workflow has no file: inline the template."
-            )
-        if (kind, name) not in libraries:
-            libraries[kind, name] = _template_beside(directory, kind, name)
-        library = libraries[kind, name]
-        if library is None:
-            raise WorkflowError(
-                f"{where} refers to {kind} {name!r}, which no YAML file in {directory} defines: put its file there, "
-                "or inline the template."
-            )
-        target = f"{name}.{wanted}"
-        if not any(t.get("name") == target for t in templates):
-            body = next((t for t in library.get("templates") or [] if t.get("name") == wanted), None)
-            if not isinstance(body, Mapping):
-                raise WorkflowError(f"{where} refers to template {wanted!r} of {kind} {name!r}, which has no such one.")
-            imported = {**copy.deepcopy(dict(body)), "name": target}
-            templates.append(imported)
-            pending.append((imported, (kind, name)))
-        return target
-
-    while pending:
-        template, scope = pending.pop(0)
-        where = f"template {template.get('name')!r}"
-        for holder in _holders(template):
-            here = f"{where} step or task {holder.get('name')!r}"
-            if holder.get("templateRef") is not None:
-                ref = holder.pop("templateRef")
-                holder["template"] = resolve(ref if isinstance(ref, Mapping) else {}, here)
-            elif scope is not None and isinstance(holder.get("template"), str):
-                own = {"name": scope[1], "template": holder["template"], "clusterScope": scope[0] != "WorkflowTemplate"}
-                holder["template"] = resolve(own, here)
-            if scope is not None and isinstance(holder.get("onExit"), str):
-                own = {"name": scope[1], "template": holder["onExit"], "clusterScope": scope[0] != "WorkflowTemplate"}
-                holder["onExit"] = resolve(own, here)
-
-
-def _template_beside(directory: Path, kind: str, name: str) -> dict[str, Any] | None:
-    """The spec of the `kind` named `name` in a YAML file of `directory`, or None."""
-    found = _beside(directory, API_VERSION, kind, name)
-    return dict(found["spec"]) if found is not None and isinstance(found.get("spec"), Mapping) else None
-
-
-def _beside(directory: Path, version: str, kind: str, name: str) -> Mapping[str, Any] | None:
-    """The `kind` named `name` in a YAML file of `directory`, where locally what the cluster holds is kept.
-
-    Files that do not read are passed over.
-    """
-    for path in sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")]):
-        try:
-            documents = kubeyaml.load_all(read_text(path, "workflow", max_bytes=MANIFEST_MAX_BYTES))
-        except (InputError, yaml.YAMLError, RecursionError, ValueError, TypeError):
-            continue
-        for document in documents:
-            if (
-                isinstance(document, Mapping)
-                and document.get("kind") == kind
-                and document.get("apiVersion") in (None, version)
-                and isinstance(document.get("metadata"), Mapping)
-                and document["metadata"].get("name") == name
-            ):
-                return document
-    return None
-
-
-def _config_map_values(spec: dict[str, Any], source: str | Path | Mapping[str, Any]) -> None:
-    """Each parameter `valueFrom.configMapKeyRef` names gets its value from a ConfigMap beside the workflow's file.
-
-    As Argo reads the cluster's (ProcessArgs, setGlobalParameters): the ConfigMap's value first, else
-    `valueFrom.default`, else the workflow is refused. A name or key that is a `{{...}}` is left to run time.
-    """
-    holders = [spec.get("arguments") or {}]
-    for template in spec.get("templates") or []:
-        holders += [template.get("inputs") or {}, *((h.get("arguments") or {}) for h in _holders(template))]
-    directory = None if isinstance(source, Mapping) or "\n" in str(source) else Path(source).parent
-    for holder in holders:
-        for param in holder.get("parameters") or [] if isinstance(holder, Mapping) else []:
-            ref = (param.get("valueFrom") or {}).get("configMapKeyRef") if isinstance(param, dict) else None
-            if not isinstance(ref, Mapping) or "{{" in f"{ref.get('name')}{ref.get('key')}" or "value" in param:
-                continue
-            name, key = str(ref.get("name")), str(ref.get("key"))
-            found = _beside(directory, "v1", "ConfigMap", name) if directory is not None else None
-            labels = (found.get("metadata") or {}).get("labels") if found is not None else None
-            watched = isinstance(labels, Mapping) and _CONFIG_MAP_LABEL in labels
-            data = found.get("data") if found is not None and watched else None
-            if isinstance(data, Mapping) and key in data:
-                param["value"] = stringify(data[key])
-            elif "default" in param["valueFrom"]:
-                param["value"] = stringify(param["valueFrom"]["default"])
-            else:
-                where = f"in the YAML files of {directory}" if directory is not None else "(this workflow has no file)"
-                missing = (
-                    f"no ConfigMap {name!r} is there"
-                    if found is None
-                    else f"ConfigMap {name!r} has no label {_CONFIG_MAP_LABEL} (Argo reads only those)"
-                    if not watched
-                    else f"ConfigMap {name!r} has no key {key!r}"
-                )
-                raise WorkflowError(
-                    f"parameter {param.get('name')!r} takes its value from ConfigMap {name!r} (key {key!r}), which the "
-                    f"local runner looks for {where}, and {missing}: put it there, as the cluster would hold it, or "
-                    "give the parameter a valueFrom.default."
-                )
-
-
-# Lists that Kubernetes' strategic merge joins by `name` in a WorkflowSpec (the rest are replaced whole).
-_MERGED_BY_NAME = frozenset({"templates", "parameters", "artifacts", "volumes", "env"})
-
-
-def _strategic_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """`over` merged into `base` as Argo's MergeTo does: mappings key by key, named lists item by item.
-
-    An argument the workflow gives replaces the template's whole, as JoinWorkflowSpec keeps the higher priority's.
-    """
-    out = copy.deepcopy(dict(base))
-    for key, value in over.items():
-        old = out.get(key)
-        if isinstance(value, Mapping) and isinstance(old, Mapping):
-            out[key] = _strategic_merge(old, value)
-        elif key in _MERGED_BY_NAME and isinstance(value, list) and isinstance(old, list):
-            named = {item.get("name"): item for item in old if isinstance(item, Mapping)}
-            for item in value:
-                if not isinstance(item, Mapping) or item.get("name") not in named:
-                    continue
-                mine = named[item.get("name")]
-                whole = key in ("parameters", "artifacts")
-                named[item.get("name")] = copy.deepcopy(item) if whole else _strategic_merge(mine, item)
-            added = [copy.deepcopy(i) for i in value if not isinstance(i, Mapping) or i.get("name") not in named]
-            out[key] = [named.get(i.get("name"), i) if isinstance(i, Mapping) else i for i in old] + added
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
 def _suffix() -> str:
     return "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(5))
 
 
-def _label(source: str | Path | Mapping[str, Any]) -> str:
+def label_of(source: str | Path | Mapping[str, Any]) -> str:
+    """How a message names the workflow `source`: its path, or "the workflow" for YAML text or a dict."""
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and len(source) < 300):
         return str(source)
     return "the workflow"
@@ -529,15 +340,15 @@ def _read(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     try:
         documents = kubeyaml.load_all(text)
     except yaml.YAMLError as err:
-        raise WorkflowError(f"{_label(source)} is not valid YAML{describe_yaml_error(err)}.") from None
+        raise WorkflowError(f"{label_of(source)} is not valid YAML{describe_yaml_error(err)}.") from None
     except RecursionError:
-        raise WorkflowError(f"{_label(source)} nests its values too deeply to be read.") from None
+        raise WorkflowError(f"{label_of(source)} nests its values too deeply to be read.") from None
     except (ValueError, TypeError) as err:  # a constructor's refusal: a bad `!!binary`
-        raise WorkflowError(f"{_label(source)} is not valid YAML: {' '.join(str(err).split())}.") from None
+        raise WorkflowError(f"{label_of(source)} is not valid YAML: {' '.join(str(err).split())}.") from None
     runnable = [d for d in documents if isinstance(d, dict) and d.get("kind") in _RUNNABLE_KINDS]
     if len(runnable) == 1 or len(documents) == 1 and isinstance(documents[0], dict):
         return (runnable or documents)[0]  # the rest passed over, as `argo submit` passes over other kinds
-    label = _label(source)
+    label = label_of(source)
     if len(runnable) > 1:
         raise WorkflowError(f"{label} holds {len(runnable)} workflows; the local runner runs one: give each a file.")
     if len(documents) <= 1:
@@ -886,7 +697,7 @@ def _check_dag(template: Mapping[str, Any]) -> None:
 _TYPE_NAMES: dict[type, str] = {Mapping: "a mapping", list: "a list", str: "a string"}
 
 
-def _optional(holder: Mapping[str, Any], key: str, expected: type, where: str) -> Any:
+def optional_field(holder: Mapping[str, Any], key: str, expected: type, where: str) -> Any:
     """`holder[key]` when it is absent, null or of type `expected`; WorkflowError naming the field otherwise."""
     value = holder.get(key)
     if value is not None and not isinstance(value, expected):
@@ -904,7 +715,7 @@ def _whole(holder: Mapping[str, Any], key: str, where: str, *, least: int) -> No
 
 def _named_mappings(holder: Mapping[str, Any], key: str, where: str, *, names: bool = True) -> list[Mapping[str, Any]]:
     """`holder[key]` as a list of mappings, each with a string `name` when `names`."""
-    items = _optional(holder, key, list, where) or []
+    items = optional_field(holder, key, list, where) or []
     for index, item in enumerate(items):
         here = f"{where}.{key}[{index}]"
         if not isinstance(item, Mapping):
@@ -916,7 +727,7 @@ def _named_mappings(holder: Mapping[str, Any], key: str, where: str, *, names: b
 
 def _check_io(holder: Mapping[str, Any], where: str) -> None:
     for key in ("arguments", "inputs", "outputs"):
-        block = _optional(holder, key, Mapping, where)
+        block = optional_field(holder, key, Mapping, where)
         if block is not None:  # Argo's validateWorkflowFieldNames: each name used once
             for kind in ("parameter", "artifact"):
                 items = _named_mappings(block, f"{kind}s", f"{where}.{key}")
@@ -924,8 +735,8 @@ def _check_io(holder: Mapping[str, Any], where: str) -> None:
 
 
 def _check_hooks(holder: Mapping[str, Any], where: str) -> None:
-    _optional(holder, "onExit", str, where)
-    for name, hook in (_optional(holder, "hooks", Mapping, where) or {}).items():
+    optional_field(holder, "onExit", str, where)
+    for name, hook in (optional_field(holder, "hooks", Mapping, where) or {}).items():
         if not isinstance(hook, Mapping):
             raise WorkflowError(f"{where}.hooks.{name} must be a mapping, not {kind_of(hook)}.")
 
@@ -933,11 +744,11 @@ def _check_hooks(holder: Mapping[str, Any], where: str) -> None:
 def _check_call(call: Mapping[str, Any], where: str) -> None:
     """A step or a DAG task: what it calls, its arguments, its hooks."""
     for key in ("template", "when", "depends"):
-        _optional(call, key, str, where)
-    inline = _optional(call, "inline", Mapping, where)
+        optional_field(call, key, str, where)
+    inline = optional_field(call, "inline", Mapping, where)
     if inline is not None:
         _check_template(inline, f"{where}.inline")
-    for dependency in _optional(call, "dependencies", list, where) or []:
+    for dependency in optional_field(call, "dependencies", list, where) or []:
         if not isinstance(dependency, str):
             raise WorkflowError(f"{where}.dependencies must list task names, not {kind_of(dependency)}.")
     _check_io(call, where)
@@ -947,26 +758,26 @@ def _check_call(call: Mapping[str, Any], where: str) -> None:
 def _check_template(template: Mapping[str, Any], where: str) -> None:
     _check_io(template, where)
     _whole(template, "parallelism", where, least=1)
-    for index, group in enumerate(_optional(template, "steps", list, where) or []):
+    for index, group in enumerate(optional_field(template, "steps", list, where) or []):
         if not isinstance(group, list):
             raise WorkflowError(f"{where}.steps[{index}] must be a list of steps, not {kind_of(group)}.")
         for number, step in enumerate(group):
             if not isinstance(step, Mapping):
                 raise WorkflowError(f"{where}.steps[{index}][{number}] must be a mapping, not {kind_of(step)}.")
             _check_call(step, f"{where}.steps[{index}][{number}]")
-    dag = _optional(template, "dag", Mapping, where)
+    dag = optional_field(template, "dag", Mapping, where)
     if dag is not None:
         for index, task in enumerate(_named_mappings(dag, "tasks", f"{where}.dag")):
             _check_call(task, f"{where}.dag.tasks[{index}]")
     for kind in TEMPLATE_TYPES + _UNSUPPORTED_TYPES:
         if kind not in ("steps", "dag"):
-            _optional(template, kind, Mapping, where)
+            optional_field(template, kind, Mapping, where)
 
 
 def _check_shape(spec: Mapping[str, Any]) -> None:
     """Refuse, naming the field, a spec whose parts the loader reads are not of the type Argo's schema gives."""
     for key in ("entrypoint", "serviceAccountName"):
-        _optional(spec, key, str, "spec")
+        optional_field(spec, key, str, "spec")
     # int64 fields in Argo's schema, read before anything runs: under 1, Argo's parallelism lets no pod start
     _whole(spec, "parallelism", "spec", least=1)
     _whole(spec, "activeDeadlineSeconds", "spec", least=0)
@@ -974,4 +785,4 @@ def _check_shape(spec: Mapping[str, Any]) -> None:
     _check_hooks(spec, "spec")
     for index, template in enumerate(_named_mappings(spec, "templates", "spec")):
         _check_template(template, f"spec.templates[{index}]")
-    _optional(spec, "templateDefaults", Mapping, "spec")
+    optional_field(spec, "templateDefaults", Mapping, "spec")
