@@ -169,12 +169,21 @@ def mark_paths(template: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _roots(template: Mapping[str, Any]) -> re.Pattern[str]:
+def _declared(template: Mapping[str, Any], start: str = "/") -> list[str]:
+    """The paths a template declares for output parameters and artifacts under `start`, cut to what follows it.
+
+    ["/result.txt", "/tmp/out"]: each keeps the "/" after `start`.
+    """
     declared = [
         *((p.get("valueFrom") or {}).get("path") for p in (template.get("outputs") or {}).get("parameters") or []),
         *(a.get("path") for key in ("inputs", "outputs") for a in (template.get(key) or {}).get("artifacts") or []),
     ]
-    tops = {path.split("/")[1] for path in declared if isinstance(path, str) and path.startswith("/") and path[1:]}
+    cut = len(start.rstrip("/"))
+    return [p[cut:] for p in declared if isinstance(p, str) and p.startswith(start.rstrip("/") + "/") and p[cut + 1 :]]
+
+
+def _roots(template: Mapping[str, Any]) -> re.Pattern[str]:
+    tops = {path.split("/")[1] for path in _declared(template)}
     roots = sorted((tops - HOST_ROOTS) | set(_OWN_ROOTS))
     return re.compile(rf"(?<![\w.~/$-])/({'|'.join(map(re.escape, roots))})(?=/|[^\w.-]|$)")
 
@@ -239,11 +248,17 @@ def run_container(template: Mapping[str, Any], ctx: LeafContext, table: ProcessT
         _prepare_dir(template, ctx.node_dir)
     except _LeafError as err:
         return LeafResult("Error", str(err))
-    return _run(argv, _env(spec, ctx), _cwd(spec, ctx), template, ctx, table, exempt)
+    return _run(argv, _env(spec, ctx), _cwd(spec, template, ctx), template, ctx, table, exempt)
 
 
-def _cwd(spec: Mapping[str, Any], ctx: LeafContext) -> str:
-    """The container's workingDir when it exists here (e.g. under its /tmp), else the runner's directory."""
+def _cwd(spec: Mapping[str, Any], template: Mapping[str, Any], ctx: LeafContext) -> str:
+    """The container's workingDir when it exists here (e.g. under its /tmp), else the runner's directory.
+
+    Without a workingDir, a template that declares a path at the top of its filesystem (`/result.txt`) runs in
+    its node's directory, its own `/`: there a file it writes by a relative name lands where that path reads it,
+    as in the image's WORKDIR `/` of python, alpine or busybox (upstream's conditional-artifacts writes
+    `result.txt` and outputs `/result.txt`).
+    """
     working = spec.get("workingDir")
     if working:
         path = localize(str(working), ctx.node_dir)
@@ -251,6 +266,8 @@ def _cwd(spec: Mapping[str, Any], ctx: LeafContext) -> str:
             Path(path).mkdir(parents=True, exist_ok=True)
         if Path(path).is_dir():
             return path
+    elif any(path.count("/") == 1 for path in _declared(template, NODE_DIR)):
+        return str(ctx.node_dir)
     return ctx.cwd
 
 
@@ -268,7 +285,7 @@ def run_script(template: Mapping[str, Any], ctx: LeafContext, table: ProcessTabl
         script.write_text(localize(stringify(source), ctx.node_dir))
         script.chmod(0o755)
         argv.append(str(script))
-    return _run(argv, _env(spec, ctx), _cwd(spec, ctx), template, ctx, table, exempt)
+    return _run(argv, _env(spec, ctx), _cwd(spec, template, ctx), template, ctx, table, exempt)
 
 
 def _run(

@@ -285,6 +285,30 @@ def test_argo_v4s_workflow_wide_variables(run) -> None:
     assert unknown.phase != "Succeeded" or unknown.out("") == "{{workflow.creationTimestamp.c}}"
 
 
+def test_a_step_that_declares_a_path_at_its_root_runs_in_its_own_root(run) -> None:
+    """Upstream's conditional-artifacts: a script writes `result.txt` (the image's WORKDIR is /) and outputs
+    `/result.txt`. It ran in the runner's directory, so the artifact was missing and the step erred."""
+    write = {
+        "name": "write",
+        "script": {"image": "python:alpine", "command": ["python"], "source": "open('result.txt', 'w').write('hi')"},
+        "outputs": {"artifacts": [{"name": "r", "path": "/result.txt"}]},
+    }
+    read = {
+        "name": "read",
+        "inputs": {"artifacts": [{"name": "r", "path": "/tmp/r"}]},
+        "container": {"image": "x", "command": ["sh", "-c", "cat /tmp/r; echo; pwd"]},
+    }
+    arguments = {"artifacts": [{"name": "r", "from": "{{steps.w.outputs.artifacts.r}}"}]}
+    main = {
+        "name": "main",
+        "steps": [[{"name": "w", "template": "write"}], [{"name": "r", "template": "read", "arguments": arguments}]],
+    }
+    ran = run(workflow([main, write, read]))
+    text, cwd = (ran.out("[1].r") or "").splitlines()
+    assert ran.phase == "Succeeded" and text == "hi"
+    assert cwd != str(ran.result.node_dir(ran.nodes["[1].r"]["id"]))  # no path at its root: the runner's directory
+
+
 def test_a_secret_a_step_prints_is_stored_masked(run, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     key, token = "sk-planted0123456789abcdef", "hunter2-planted-pw"
     monkeypatch.setenv("PLANTED_KEY", key)  # the host's environment, as a Secret mounted as env would be
