@@ -9,6 +9,7 @@ only when the command is named (or `--help` lists it). Errors end in `components
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -26,7 +27,21 @@ def _autopilot_rules(template: str) -> Callable[[Mapping[str, str]], None] | Non
     return check_parameters if template == TEMPLATE_NAME else None
 
 
+def _lint_problem(path: Path) -> str | None:
+    """`vcpilot lint`'s first problem in a workflow file, as a sentence; None when it has none."""
+    from pipelines.lint import lint_files
+
+    problems = lint_files([path])
+    if not problems:
+        return None
+    first = problems[0]
+    more = f"; {len(problems) - 1} more: vcpilot lint {path}" if len(problems) > 1 else ""
+    where = f"{first.path}: " if first.path else ""
+    return f"Argo would refuse {first.file}: {where}{first.message.rstrip('.')}{more}."
+
+
 local_cli.PARAMETER_CHECKS.append(_autopilot_rules)
+local_cli.FILE_CHECKS.append(_lint_problem)
 
 # Each command is imported and built when it is named (components.entry.LazyGroup): `--help` reads the docstrings.
 _COMMANDS: dict[str, LazyTarget] = {

@@ -79,9 +79,14 @@ def run_workflow_command(
     from pipelines.local.runner import run_workflow
 
     params = parse_params([*(param or []), *(parameter or [])])
+
+    def check(workflow: Workflow) -> None:
+        check_file(file)
+        check_template_parameters(workflow)
+
     report_run(
         lambda on_update, stop, _progress: run_workflow(
-            file, params, name=name, on_update=on_update, stop=stop, check=check_template_parameters
+            file, params, name=name, on_update=on_update, stop=stop, check=check
         ),
         json_output,
     )
@@ -101,6 +106,21 @@ def resume_command(
 # sizes): asked with the template's name before a run starts. `pipelines.cli` adds llm-autopilot's
 # (pipelines.parameters), above this package; each finder imports its rules only when asked.
 PARAMETER_CHECKS: list[Callable[[str], Callable[[Mapping[str, str]], None] | None]] = []
+
+
+# What Argo refuses at submit beyond what the loader checks, asked of the workflow's file before a run starts:
+# `pipelines.cli` adds `vcpilot lint`'s rules (pipelines.lint), above this package. Each says its first problem.
+FILE_CHECKS: list[Callable[[Path], str | None]] = []
+
+
+def check_file(file: Path) -> None:
+    """Refuse (WorkflowError) a workflow file that a FILE_CHECKS rule finds a problem in."""
+    from pipelines.local.workflow import WorkflowError
+
+    for rule in FILE_CHECKS:
+        problem = rule(file)
+        if problem is not None:
+            raise WorkflowError(problem)
 
 
 def check_template_parameters(workflow: Workflow) -> None:

@@ -87,6 +87,33 @@ def test_a_workflow_file_that_cannot_be_read_is_one_sentence_naming_it(
     assert not home.exists()
 
 
+def test_what_argo_refuses_at_submit_starts_nothing_and_names_the_first_problem(home: Path, tmp_path: Path) -> None:
+    """`vcpilot lint`'s rules (Argo's validator) before a run: a step that names a step not there ran the steps
+    before it and failed only then; `{{inputs.parameters.txt}}` for `text` ran and echoed the tag as written."""
+    workflow = tmp_path / "wf.yaml"
+    workflow.write_text(
+        """\
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {generateName: refs-}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: a, template: say, arguments: {parameters: [{name: text, value: hi}]}}
+      - {name: b, template: say, arguments: {parameters: [{name: text, value: "{{steps.nope.outputs.result}}"}]}}
+  - name: say
+    inputs: {parameters: [{name: text}]}
+    container: {image: busybox, command: [echo, "{{inputs.parameters.txt}}"]}
+"""
+    )
+    text = _refused(CliRunner().invoke(app, ["run-workflow", str(workflow)]), f"Argo would refuse {workflow}: ")
+    assert "{{steps.nope.outputs.result}} refers to step 'nope', which is not in this template" in text
+    assert text.endswith(f"; 1 more: vcpilot lint {workflow}.")
+    assert not home.exists()
+
+
 def test_a_parameter_outside_its_enum_starts_nothing(home: Path, tmp_path: Path) -> None:
     workflow = tmp_path / "hello.yaml"
     workflow.write_text(HELLO)
