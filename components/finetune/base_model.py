@@ -3,8 +3,8 @@
 The Hub's rule is huggingface_hub's `validate_repo_id` (transformers' `from_pretrained` asks it of any name that is
 not a directory): `name` or `namespace/name`, each letters, digits, '-', '_' and '.', starting and ending with a
 letter, digit or '_', each at most 96 characters, no '--' or '..', not ending in '.git'. Written out here, not
-imported, so that `vcpilot plan` does not import huggingface_hub; tests/unit/finetune/test_base_model.py holds it to the real
-one.
+imported, so that `vcpilot plan` does not import huggingface_hub; tests/unit/finetune/test_base_model.py holds it
+to the real one.
 """
 
 from __future__ import annotations
