@@ -73,12 +73,13 @@ def _first_line(err: Exception) -> str:
 def _with_lora(model: torch.nn.Module, config: TrainConfig) -> torch.nn.Module:
     from peft import LoraConfig, get_peft_model
 
-    names = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+    # named_modules() names the model itself '': a target of '' would match it, and peft fail deep inside
+    names = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules() if name}
     missing = [target for target in config.lora_targets if target not in names]
     if missing:
         raise FinetuneError(
-            f"the model has no modules named {', '.join(missing)} for LoRA; pass --lora-target with names it has "
-            f"(q_proj and v_proj for Llama-style models)."
+            f"the model has no modules named {', '.join(map(repr, missing))} for LoRA; pass --lora-target with names "
+            f"it has (q_proj and v_proj for Llama-style models)."
         )
     lora = LoraConfig(
         r=config.lora_r,

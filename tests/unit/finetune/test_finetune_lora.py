@@ -52,7 +52,8 @@ def test_lora_parameters_are_the_only_trainable_ones(tmp_path, dataset):
     assert any("embed_tokens" in name for name in frozen)
 
 
-def test_an_unknown_target_module_is_refused_in_one_sentence(tmp_path, dataset):
+@pytest.mark.parametrize("target", ["query", ""])  # "": the model itself, which named_modules() calls ''
+def test_an_unknown_target_module_is_refused_in_one_sentence(tmp_path, dataset, target):
     with pytest.raises(FinetuneError) as err:
-        load_model(config(tmp_path, dataset, lora_targets=("query",)))
-    assert "query" in str(err.value) and "\n" not in str(err.value)
+        load_model(config(tmp_path, dataset, lora_targets=(target,)))
+    assert "--lora-target" in str(err.value) and "\n" not in str(err.value)
