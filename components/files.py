@@ -29,7 +29,9 @@ __all__ = [
     "kind_of",
     "load_document",
     "load_documents",
+    "make_dirs",
     "read_text",
+    "remove_made_dirs",
     "write_bytes",
     "write_json",
     "write_text",
@@ -159,6 +161,31 @@ def _check_parents(path: str | Path, what: str) -> None:
         if parent.exists():
             if not parent.is_dir():
                 raise InputError(f"{_label(path, what)} is under {parent}, a file; give a path under a directory")
+            return
+
+
+def make_dirs(path: str | Path) -> list[Path]:
+    """Create directory `path` and its missing parents; the ones this created, deepest first.
+
+    A run that fails on its input after creating where its output goes hands them to `remove_made_dirs`: a refused
+    input changes nothing.
+    """
+    target = Path(path)
+    made = []
+    for directory in (target, *target.parents):
+        if directory.exists():
+            break
+        made.append(directory)
+    target.mkdir(parents=True, exist_ok=True)
+    return made
+
+
+def remove_made_dirs(made: list[Path]) -> None:
+    """Remove the directories `make_dirs` created, deepest first, as long as they are empty."""
+    for directory in made:
+        try:
+            directory.rmdir()
+        except OSError:
             return
 
 

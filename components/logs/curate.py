@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from components.files import make_dirs, remove_made_dirs
 from components.logs.records import RequestRecord
 from components.untrusted import clean, instruction_in
 
@@ -49,7 +50,7 @@ class Curator:
     def __init__(self, out_dir: Path, eval_fraction: float = 0.2) -> None:
         if not 0.0 <= eval_fraction < 1.0:
             raise ValueError(f"the eval fraction must be in [0, 1), got {eval_fraction}")
-        out_dir.mkdir(parents=True, exist_ok=True)
+        self._made = make_dirs(out_dir)  # removed again by `discard`
         self.summary = DatasetSummary(
             train=str(out_dir / "train.jsonl"), eval=str(out_dir / "eval.jsonl"), eval_fraction=eval_fraction
         )
@@ -118,3 +119,4 @@ class Curator:
             handle.close()
         for path in self._paths.values():
             path.unlink(missing_ok=True)
+        remove_made_dirs(self._made)

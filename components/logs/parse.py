@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from components.files import make_dirs, remove_made_dirs
 from components.logs.masking import MASK, LineTokenizer, shown_tokens, template_pattern
 from components.logs.reader import MAX_LINE_BYTES, LogSourceError, Malformed, SourceLine, expand_sources, read_lines
 from components.logs.records import RequestRecord, classify
@@ -62,7 +63,7 @@ def parse_files(
     files = expand_sources(sources)
     miner = Miner(settings, state_file)
     malformed = Malformed()
-    out.parent.mkdir(parents=True, exist_ok=True)
+    made = make_dirs(out.parent)  # removed again when the sources turn out to be unusable
     ids = out.with_name(f".{out.name}.ids")
     lines = 0
     names: dict[str, int] = {}  # each source file's place in `files`, which the pending rows refer to
@@ -90,6 +91,10 @@ def parse_files(
         if refiner is not None:
             events = refiner.refine(events, examples or {})
         templates = _write_rows(ids, out, events, list(names))
+    except BaseException:
+        ids.unlink(missing_ok=True)
+        remove_made_dirs(made)
+        raise
     finally:
         ids.unlink(missing_ok=True)
     miner.save()

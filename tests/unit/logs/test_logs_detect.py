@@ -112,10 +112,14 @@ def test_bad_input_is_one_sentence(tmp_path: Path, setup: str, message: str) -> 
     (tmp_path / "garbage").mkdir()
     (tmp_path / "garbage" / "blob.bin").write_bytes(b"\x00\x01\x02\n\x03\x04\n")
     current = {"missing": "nope", "empty": "empty", "garbage": "garbage"}[setup]
-    result = CliRunner().invoke(app, ["detect", "--current", str(tmp_path / current), "--out", str(tmp_path / "o")])
+    out = tmp_path / "o" / "detect"
+    result = CliRunner().invoke(app, ["detect", "--current", str(tmp_path / current), "--out", str(out)])
     assert result.exit_code == 1  # EXIT_INPUT
     assert result.output.strip().splitlines() == [message.format(root=tmp_path)]
-    assert not (tmp_path / "o" / "report.json").exists()
+    assert not (tmp_path / "o").exists(), "a refused input creates no directory"
+    step = CliRunner().invoke(app, ["step", "--source", str(tmp_path / current), "--report", str(out / "r.json")])
+    assert (step.exit_code, step.output.strip().splitlines()) == (1, [message.format(root=tmp_path)])
+    assert not (tmp_path / "o").exists()
 
 
 def test_the_step_entry_point_rejects_a_missing_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

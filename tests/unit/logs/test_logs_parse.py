@@ -83,11 +83,12 @@ def test_parse_rejects_a_missing_file_and_an_empty_one_with_one_sentence(tmp_pat
         f"error: the log source {tmp_path / 'nope.log'} does not exist: give a file, a directory or a glob"
     ]
     (tmp_path / "empty.log").write_text("")
-    empty = runner.invoke(app, ["parse", str(tmp_path / "empty.log"), "--out", str(tmp_path / "o.csv")])
+    empty = runner.invoke(app, ["parse", str(tmp_path / "empty.log"), "--out", str(tmp_path / "new" / "o.csv")])
     assert empty.exit_code == 1
     assert empty.output.strip().splitlines() == [
         f"error: {tmp_path / 'empty.log'} holds no log lines: nothing to parse"
     ]
+    assert not (tmp_path / "new").exists(), "a refused input creates no directory"
 
 
 def test_the_template_state_carries_ids_across_runs(tmp_path: Path) -> None:
