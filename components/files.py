@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import yaml
 
 __all__ = [
+    "DATASET_MAX_BYTES",
     "MANIFEST_MAX_BYTES",
     "check_output",
     "check_output_dir",
@@ -30,6 +31,7 @@ __all__ = [
     "load_document",
     "load_documents",
     "make_dirs",
+    "read_dataset",
     "read_text",
     "remove_made_dirs",
     "write_bytes",
@@ -45,6 +47,9 @@ def _label(path: str | Path, what: str) -> str:
 # The most a manifest, config or workflow file may hold: five times what a Kubernetes API server takes in one
 # request (3 MiB). Past it the file is refused, so that `/dev/zero` or a log given by mistake is not read whole.
 MANIFEST_MAX_BYTES = 16 * 1024 * 1024
+# The most a JSONL data set read whole (training, evaluation, load-test prompts) may hold: far more than the sets a
+# pipeline curates, and bounded, so that `/dev/zero` or a pipe that never ends does not fill memory.
+DATASET_MAX_BYTES = 256 * 1024 * 1024
 
 
 def read_text(path: str | Path, what: str = "file", *, max_bytes: int | None = None) -> str:
@@ -61,15 +66,19 @@ def read_text(path: str | Path, what: str = "file", *, max_bytes: int | None = N
     except OSError as err:
         raise InputError(f"cannot read {label}: {err.strerror or err}") from None
     if max_bytes is not None and len(data) > max_bytes:
-        raise InputError(
-            f"{label} holds more than {max_bytes // 2**20} MiB, more than any manifest; give the right file"
-        )
+        most = "any manifest" if max_bytes == MANIFEST_MAX_BYTES else f"a {what} vcpilot reads"
+        raise InputError(f"{label} holds more than {max_bytes // 2**20} MiB, more than {most}; give the right file")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise InputError(
             f"{label} is not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start}); save it as UTF-8"
         ) from None
+
+
+def read_dataset(path: str | Path, what: str = "dataset") -> str:
+    """The UTF-8 text of a JSONL data set, read as `read_text` reads it, refused past DATASET_MAX_BYTES."""
+    return read_text(path, what, max_bytes=DATASET_MAX_BYTES)
 
 
 def describe_yaml_error(err: yaml.YAMLError) -> str:

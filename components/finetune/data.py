@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from components.errors import InputError
-from components.files import read_text
+from components.files import read_dataset
 from components.finetune.errors import FinetuneError
 from components.untrusted import loads_json
 
@@ -86,7 +86,7 @@ def load_examples(directory: Path, split: str = "train", *, required: bool = Tru
         raise FinetuneError(f"dataset directory {directory} {problem}; pass a directory with {split}.jsonl in it.")
     records: list[dict[str, str]] = []
     try:
-        lines = read_text(path, "dataset").splitlines()
+        lines = read_dataset(path).splitlines()
     except InputError as err:
         raise FinetuneError(str(err)) from None
     for number, line in enumerate(lines, start=1):

@@ -6,7 +6,7 @@ import random
 from pathlib import Path
 
 from components.errors import InputError, VcpilotError
-from components.files import read_text
+from components.files import read_dataset
 from components.loadtest.records import RequestSpec
 from components.untrusted import loads_json
 
@@ -36,7 +36,7 @@ def load_requests(path: Path, count: int, *, max_tokens: int = 16) -> list[Reque
     if not path.exists():
         raise DatasetError(f"dataset {path} does not exist")
     try:
-        lines = read_text(path, "dataset").splitlines()
+        lines = read_dataset(path).splitlines()
     except InputError as err:
         raise DatasetError(str(err)) from None
     rows: list[RequestSpec] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -58,6 +59,12 @@ def test_bad_datasets_are_named_in_one_sentence(tmp_path, content, fragment):
         path.write_text(content)
     with pytest.raises(DatasetError, match=fragment):
         load_requests(path, 3)
+
+
+def test_a_dataset_that_never_ends_is_refused_after_a_bounded_read(tmp_path, monkeypatch):
+    monkeypatch.setattr("components.files.DATASET_MAX_BYTES", 1024)  # the rule, not 256 MiB of zeros in a test
+    with pytest.raises(DatasetError, match=r"^dataset /dev/zero holds more than"):
+        load_requests(Path("/dev/zero"), 3)
 
 
 def test_synthetic_requests_are_seeded():
