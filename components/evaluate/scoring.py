@@ -14,7 +14,8 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from components.errors import VcpilotError
+from components.errors import InputError, VcpilotError
+from components.files import read_dataset
 
 __all__ = [
     "EvalSetError",
@@ -73,13 +74,13 @@ class LanguageModel(Protocol):
 def read_eval_set(path: str | Path) -> list[Example]:
     """The examples of a JSONL evaluation set ({"prompt", "completion"} per line; blank lines are skipped)."""
     file = Path(path)
-    if not file.is_file():
+    if not file.exists():
         raise EvalSetError(f"the evaluation set {file} does not exist; pass --eval-set with a JSONL file")
     examples = []
-    try:
-        lines = file.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise EvalSetError(f"the evaluation set {file} is not UTF-8 text; it must be JSON lines") from None
+    try:  # a directory, bytes that are not UTF-8, a pipe that never ends: as every data set (components.files)
+        lines = read_dataset(file, "the evaluation set").splitlines()
+    except InputError as err:
+        raise EvalSetError(str(err)) from None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -84,11 +85,18 @@ def test_perplexity_is_exp_of_the_mean_token_nll_over_the_whole_set():
         ('{"prompt": "a", "completion": "b"}\n{"prompt": "a"', "line 2"),
         ('{"prompt": "a", "answer": "b"}', "line 1"),
         (b"\xff\xfe", "not UTF-8"),
+        ("directory", "is a directory"),  # it said 'does not exist', as it did of /dev/zero and a pipe
+        ("zeros", "holds more than"),
     ],
 )
-def test_an_unusable_eval_set_gets_one_sentence(tmp_path, content, message):
+def test_an_unusable_eval_set_gets_one_sentence(tmp_path, monkeypatch, content, message):
     path = tmp_path / "eval.jsonl"
-    if isinstance(content, bytes):
+    monkeypatch.setattr("components.files.DATASET_MAX_BYTES", 1024)  # the rule, not 256 MiB of zeros in a test
+    if content == "directory":
+        path.mkdir()
+    elif content == "zeros":
+        path = Path("/dev/zero")
+    elif isinstance(content, bytes):
         path.write_bytes(content)
     elif content is not None:
         path.write_text(content)
