@@ -27,9 +27,12 @@ from components.loadtest.client import HttpClient, Target, encode_request, send_
 from components.loadtest.http1 import Http1Client
 from components.loadtest.records import RequestRecord, RequestSpec
 
-__all__ = ["Connect", "LoadPlan", "LoadResult", "connector", "run_load"]
+__all__ = ["MAX_REQUESTS", "Connect", "LoadPlan", "LoadResult", "connector", "run_load"]
 
 Connect = Callable[[], HttpClient]
+
+
+MAX_REQUESTS = 1_000_000
 
 
 class LoadPlan(BaseModel):
@@ -41,7 +44,9 @@ class LoadPlan(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    requests: int = Field(gt=0)
+    # Each request is prepared before the clock starts and recorded as it ends, all in memory: a bound that a
+    # benchmark never needs to pass, so that a typo (10**30) is refused rather than filling memory.
+    requests: int = Field(gt=0, le=MAX_REQUESTS)
     concurrency: int | None = Field(default=None, gt=0)
     rate: float | None = Field(default=None, gt=0)  # requests per second; inf sends all at once
     burstiness: float = Field(default=1.0, gt=0, allow_inf_nan=False)

@@ -79,6 +79,8 @@ def test_synthetic_requests_are_seeded():
         (("--concurrency", "0"), "--concurrency should be greater than 0, got 0"),
         (("--rate", "-2"), "--rate should be greater than 0, got -2.0"),
         (("--concurrency", "2", "--requests", "0"), "--requests"),
+        # every request is prepared and recorded in memory: 10**30 filled it before anything was sent
+        (("--concurrency", "2", "--requests", str(10**30)), "--requests should be less than or equal to 1000000"),
         (("--rate", "5", "--burstiness", "0"), "--burstiness"),
         (("--concurrency", "2", "--slo-ttft-ms", "-1"), "--slo-ttft-ms"),
         (("--concurrency", "2", "--max-tokens", "0"), "--max-tokens"),
