@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from components.entry import new_app, run
+from components.errors import InputError
 
 if TYPE_CHECKING:
     from components.volcano.cluster import Cluster
@@ -80,6 +81,8 @@ def mcp_command(
     from components.volcano.connect import connect
 
     token = load_token(token_file) if transport == Transport.HTTP else ""  # before anything is opened
+    if checkpoints_root is not None and checkpoints_root.exists() and not checkpoints_root.is_dir():
+        raise InputError(f"--checkpoints-root {checkpoints_root} is a file; give the directory checkpoints are under")
     if transport == Transport.HTTP:  # a taken port or a foreign address: one sentence, not uvicorn's log
         check_port_free(host, port)
     rules = Guardrails.from_file(guardrails) if guardrails else Guardrails()

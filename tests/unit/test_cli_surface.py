@@ -263,6 +263,14 @@ def test_an_output_path_that_cannot_be_written_is_refused_first(run, tmp_path, m
     assert [p.name for p in work.iterdir()] == ["f"] and not (tmp_path / "home").exists()  # nothing was written
 
 
+def test_mcp_refuses_a_checkpoints_root_that_is_a_file(run, tmp_path, monkeypatch):
+    # it served, and every find_latest_checkpoint call then found nothing under a file
+    (tmp_path / "f").write_text("x")
+    monkeypatch.chdir(tmp_path)
+    one_line_error(run("mcp", "--checkpoints-root", "f"), EXIT_INPUT, "--checkpoints-root f is a file")
+    assert not (tmp_path / "home").exists()
+
+
 def test_the_commands_that_start_a_workflow_spell_param_alike():
     by_path = {_id(path): command for path, command in LEAVES}
     for name in ("run", "run-workflow", "submit"):
