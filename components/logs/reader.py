@@ -90,6 +90,11 @@ def expand_sources(sources: Iterable[Path | str]) -> list[Path]:
         path = Path(source)
         if path.is_dir():
             files.extend(sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")))
+        elif path.is_char_device() or path.is_block_device() or path.is_socket():
+            # /dev/zero is one endless line: the reader would skip it chunk by chunk forever (a pipe may end)
+            raise LogSourceError(
+                f"the log source {source} is a device, not a log file: give a file, a directory or a glob"
+            )
         elif path.exists():
             files.append(path)
         elif glob.has_magic(str(source)):

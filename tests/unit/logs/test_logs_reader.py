@@ -103,6 +103,13 @@ def test_a_missing_source_is_one_sentence(tmp_path: Path) -> None:
         expand_sources([f"{tmp_path}/*.log"])
 
 
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_a_device_is_not_a_log_source(device: str) -> None:
+    # /dev/zero was read as one endless line, skipped chunk by chunk: the command never ended
+    with pytest.raises(LogSourceError, match=rf"^the log source {device} is a device, not a log file"):
+        expand_sources([device])
+
+
 def test_json_log_events_and_blank_lines(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     path.write_text('{"level": "error", "message": "db down"}\n\n   \n{"msg": "ok"}\n')
