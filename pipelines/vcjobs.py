@@ -9,7 +9,6 @@ JSON with real values — never an Argo `{{...}}` placeholder.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -37,6 +36,7 @@ from components.volcano.models import (
     PodTemplateSpec,
     ResourceRequirements,
     TaskSpec,
+    VolumeSpec,
     validate_job,
 )
 from components.volcano.resources import GPU, parse_quantity, scale_quantity
@@ -156,11 +156,11 @@ class JobContext(BaseModel):
             env.update({STEP_ENV: step, ATTEMPT_ENV: str(attempt), JOB_ENV: job_name(self.workflow, suffix)})
         return env
 
-    def volumes(self) -> list[dict[str, Any]] | None:
+    def volumes(self) -> list[VolumeSpec] | None:
         """Volcano's job-level volume: the workspace PVC mounted at the workspace path in every container."""
         if not self.workspace_pvc:
             return None
-        return [{"mountPath": self.workspace, "volumeClaimName": self.workspace_pvc}]
+        return [VolumeSpec(mount_path=self.workspace, volume_claim_name=self.workspace_pvc)]
 
 
 class TrainingShape(BaseModel):

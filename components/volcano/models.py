@@ -48,6 +48,7 @@ __all__ = [
     "NetworkTopology",
     "ObjectMeta",
     "PartitionPolicy",
+    "PersistentVolumeClaimSpec",
     "PodGroup",
     "PodGroupPhase",
     "PodGroupSpec",
@@ -60,8 +61,10 @@ __all__ = [
     "QueueState",
     "QueueStatus",
     "ResourceRequirements",
+    "TaskDependency",
     "TaskSpec",
     "TaskState",
+    "VolumeSpec",
     "apply_volcano_defaults",
     "parse_job",
     "parse_podgroup",
@@ -272,7 +275,7 @@ class NetworkTopology(_Volcano):
 
     mode: Literal["hard", "soft"] | None = None
     highest_tier_allowed: WholeNumber | None = Field(default=None, ge=0)
-    highest_tier_name: str | None = None
+    highest_tier_name: str | None = Field(default=None, max_length=253)
 
 
 class PartitionPolicy(_Volcano):
@@ -284,6 +287,13 @@ class PartitionPolicy(_Volcano):
     network_topology: NetworkTopology | None = None
 
 
+class TaskDependency(_Volcano):
+    """The tasks a task waits for (`dependsOn`): Volcano creates its pods once theirs run."""
+
+    name: list[str] | None = None
+    iteration: str | None = None  # "any" or "all" in Volcano's API; the CRD leaves it free text
+
+
 class TaskSpec(_Volcano):
     """A group of identical pods within a Job."""
 
@@ -293,9 +303,34 @@ class TaskSpec(_Volcano):
     template: PodTemplateSpec
     policies: list[LifecyclePolicy] | None = None
     max_retry: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)
-    depends_on: dict[str, Any] | None = None
+    depends_on: TaskDependency | None = None
     topology_policy: Literal["none", "best-effort", "restricted", "single-numa-node"] | None = None
     partition_policy: PartitionPolicy | None = None
+
+
+class VolumeResources(_Kube):
+    """How much storage a claim asks for: quantities, as the CRD's pattern holds them."""
+
+    limits: dict[str, Quantity] | None = None
+    requests: dict[str, Quantity] | None = None
+
+
+class PersistentVolumeClaimSpec(_Kube):
+    """The claim Volcano creates for a job-level volume (`volumeClaim`); the fields we do not model pass through."""
+
+    access_modes: list[str] | None = None
+    resources: VolumeResources | None = None
+    storage_class_name: str | None = None
+    volume_mode: str | None = None
+    volume_name: str | None = None
+
+
+class VolumeSpec(_Volcano):
+    """A PVC mounted at `mountPath` in every container of the job: an existing one or one Volcano creates."""
+
+    mount_path: str
+    volume_claim_name: _Subdomain | None = None
+    volume_claim: PersistentVolumeClaimSpec | None = None
 
 
 class JobSpec(_Volcano):
@@ -311,9 +346,9 @@ class JobSpec(_Volcano):
     plugins: dict[str, list[str]] | None = None
     policies: list[LifecyclePolicy] | None = None
     tasks: list[TaskSpec] = Field(default_factory=list)
-    volumes: list[dict[str, Any]] | None = None
+    volumes: list[VolumeSpec] | None = None
     running_estimate: str | None = None
-    network_topology: dict[str, Any] | None = None
+    network_topology: NetworkTopology | None = None
 
 
 class JobState(_Volcano):

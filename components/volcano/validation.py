@@ -12,7 +12,7 @@ from components.names import check_label_key, check_label_value, is_dns1123_labe
 from components.volcano.resources import parse_quantity
 
 if TYPE_CHECKING:
-    from components.volcano.models import Container, Job, LifecyclePolicy, TaskSpec
+    from components.volcano.models import Container, Job, LifecyclePolicy, NetworkTopology, TaskSpec, VolumeSpec
 
 __all__ = [
     "KNOWN_PLUGINS",
@@ -320,12 +320,11 @@ def _check_partition_policy(task: TaskSpec, where: str) -> None:
         raise ValueError(
             f"{where}.minAvailable {task.min_available} must equal minPartitions × partitionSize = {minimum} × {size}"
         )
-    topology = policy.network_topology
-    _check_network_topology(topology.to_dict() if topology else None, f"{where}.partitionPolicy.networkTopology")
+    _check_network_topology(policy.network_topology, f"{where}.partitionPolicy.networkTopology")
 
 
-def _check_network_topology(topology: dict[str, Any] | None, where: str) -> None:
-    if topology and topology.get("highestTierAllowed") is not None and topology.get("highestTierName"):
+def _check_network_topology(topology: NetworkTopology | None, where: str) -> None:
+    if topology and topology.highest_tier_allowed is not None and topology.highest_tier_name:
         raise ValueError(f"{where} must not set both highestTierAllowed and highestTierName")
 
 
@@ -382,17 +381,20 @@ def _check_plugins(job: Job) -> None:
                 raise ValueError(f"the {plugin} plugin needs a task named {master!r}, but the job has none")
 
 
-def _check_volumes(volumes: list[dict[str, Any]]) -> None:
+def _check_volumes(volumes: list[VolumeSpec]) -> None:
+    """Volcano's validateIO and the CRD's mountPath pattern: a path each, none twice, one claim each."""
     paths: set[str] = set()
     for index, volume in enumerate(volumes):
         where = f"spec.volumes[{index}]"
-        path = volume.get("mountPath") or ""
+        path = volume.mount_path
         if not path:
             raise ValueError(f"{where}.mountPath is required")
+        if ":" in path:
+            raise ValueError(f"{where}.mountPath {path!r} must not contain ':'")
         if path in paths:
             raise ValueError(f"{where}.mountPath {path!r} is mounted twice")
         paths.add(path)
-        claim, claim_name = volume.get("volumeClaim"), volume.get("volumeClaimName")
+        claim, claim_name = volume.volume_claim, volume.volume_claim_name
         if claim is None and not claim_name:
             raise ValueError(f"{where} needs volumeClaimName (an existing PVC) or volumeClaim (a new one)")
         if claim is not None and claim_name:
@@ -403,7 +405,7 @@ def _check_dependencies(tasks: list[TaskSpec]) -> None:
     names = {task.name for task in tasks}
     needs: dict[str, list[str]] = {}
     for task in tasks:
-        needs[task.name] = list((task.depends_on or {}).get("name") or [])
+        needs[task.name] = list(task.depends_on.name or []) if task.depends_on else []
         for dependency in needs[task.name]:
             if dependency not in names:
                 raise ValueError(f"task {task.name!r} depends on {dependency!r}, which is not a task of this job")

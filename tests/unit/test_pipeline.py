@@ -304,7 +304,7 @@ def test_plan_renders_a_valid_vcjob_that_keeps_the_global_batch(job_schema, tmp_
     assert env["VCPILOT_GLOBAL_BATCH"] == "32" and env["VCPILOT_GRAD_ACCUM"] == str(plan.grad_accum)
     assert job.spec.min_available == gpus // 2 and job.spec.scheduler_name == "volcano" and job.spec.max_retry
     assert job.metadata.labels and job.metadata.labels[WORKFLOW_LABEL] == WF
-    assert job.spec.volumes == [{"mountPath": str(tmp_path), "volumeClaimName": "vcpilot-workspace"}]
+    assert job.to_dict()["spec"]["volumes"] == [{"mountPath": str(tmp_path), "volumeClaimName": "vcpilot-workspace"}]
     assert plan.model_uri == f"{tmp_path}/runs/{WF}/train-2/model"
     assert "node-1" in plan.manifest
     # The decision is recorded where diagnose and people find it, and says why the cluster was not consulted.

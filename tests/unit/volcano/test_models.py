@@ -185,7 +185,7 @@ def test_job_yaml_round_trips_field_for_field() -> None:
     assert job.to_dict() == job_dict()
     assert job.spec.tasks[0].template.spec.containers[0].resources.requests["nvidia.com/gpu"] == 1
     assert job.spec.policies[2].exit_code == 3
-    assert job.spec.tasks[1].depends_on == {"name": ["master"]}
+    assert job.spec.tasks[1].depends_on and job.spec.tasks[1].depends_on.name == ["master"]
 
 
 def test_job_text_may_be_json_and_dict_input_works_too() -> None:
@@ -324,6 +324,38 @@ def test_typo_in_spec_is_rejected_with_a_suggestion() -> None:
         (
             lambda d: d["spec"]["tasks"][0]["template"]["spec"].update(nodeSelector={"gpu": "a100 80g"}),
             "spec.tasks[0].template.spec.nodeSelector: value 'a100 80g' must be empty",
+        ),
+        # spec.volumes, spec.networkTopology and dependsOn as the CRD types them (they were free mappings, so a
+        # claim name Volcano's validateIO refuses, a mode outside the enum or a typo passed)
+        (
+            lambda d: d["spec"]["volumes"][0].update(volumeClaimName="Workspace_PVC"),
+            "spec.volumes[0].volumeClaimName: 'Workspace_PVC' must be a lowercase RFC 1123 name",
+        ),
+        (lambda d: d["spec"]["volumes"][0].update(mountPath=5), "spec.volumes[0].mountPath: expected text, got 5"),
+        (lambda d: d["spec"]["volumes"][0].pop("mountPath"), "spec.volumes[0].mountPath: field is required"),
+        (
+            lambda d: d["spec"]["volumes"][0].update(mountpath="/w"),
+            "unknown field spec.volumes[0].mountpath (did you mean mountPath?)",
+        ),
+        (
+            lambda d: d["spec"]["volumes"].append(
+                {"mountPath": "/d", "volumeClaim": {"resources": {"requests": {"storage": "lots"}}}}
+            ),
+            "spec.volumes[1].volumeClaim.resources.requests.storage: quantity 'lots'",
+        ),
+        (lambda d: d["spec"].update(networkTopology={"mode": "strict"}), "spec.networkTopology.mode: 'strict' is not"),
+        (
+            lambda d: d["spec"].update(networkTopology={"highestTierAllowed": -1}),
+            "spec.networkTopology.highestTierAllowed: value must be at least 0, got -1",
+        ),
+        (lambda d: d["spec"].update(networkTopology={"tier": 1}), "unknown field spec.networkTopology.tier"),
+        (
+            lambda d: d["spec"]["tasks"][1].update(dependsOn={"name": "master"}),
+            "spec.tasks[1].dependsOn.name: expected a list, got 'master'",
+        ),
+        (
+            lambda d: d["spec"]["tasks"][1].update(dependsOn={"names": ["master"]}),
+            "unknown field spec.tasks[1].dependsOn.names",
         ),
     ],
 )
@@ -499,6 +531,10 @@ def _add_task(d: dict[str, Any], name: str, **extra: Any) -> None:
         ),
         (lambda d: d["spec"]["volumes"][0].update(volumeClaim={}), "not both"),
         (lambda d: d["spec"]["volumes"][0].pop("volumeClaimName"), "needs volumeClaimName"),
+        (
+            lambda d: d["spec"]["volumes"][0].update(mountPath="C:/w"),
+            "spec.volumes[0].mountPath 'C:/w' must not contain ':'",
+        ),
         (
             lambda d: d["spec"]["tasks"][1].update(partitionPolicy={"totalPartitions": 2, "partitionSize": 2}),
             "spec.tasks[1].replicas 2 must equal totalPartitions × partitionSize",
