@@ -41,7 +41,7 @@ from components.volcano.cluster import (
 )
 from components.volcano.k8s_api import BATCH, MERGE_PATCH, REQUEST_TIMEOUT, SCHEDULING, Api, backoff_delay, is_retryable
 from components.volcano.k8s_status import JOB_NAME, Obj
-from components.volcano.models import Job, Queue, apply_volcano_defaults, parse_job, validate_job
+from components.volcano.models import Job, Queue, apply_volcano_defaults, parse_job, parse_queue, validate_job
 from components.volcano.objects import BATCH_JOB
 
 __all__ = ["KWOK_NODE_NOT_READY", "KWOK_POD_FAILED", "SPEC_HASH", "KubeCluster", "spec_hash", "spec_matches"]
@@ -336,9 +336,9 @@ class KubeCluster:
     def apply_queue(self, queue: Queue | Mapping[str, Any]) -> QueueSnapshot:
         """Create a Queue, or replace the spec of the one with that name."""
         try:
-            parsed = queue if isinstance(queue, Queue) else Queue.model_validate(dict(queue))
+            parsed = queue if isinstance(queue, Queue) else parse_queue(dict(queue))
         except ValueError as err:
-            raise Invalid(f"queue: {str(err).splitlines()[0]}.") from None
+            raise Invalid(f"queue: {err}.") from None
         name = parsed.metadata.name
         if not name:
             raise Invalid("queue metadata.name is required.")

@@ -292,10 +292,19 @@ class LocalCluster:
         with self._tx() as db:
             queue = spec.queue or "default"
             row = db.execute("SELECT state FROM queues WHERE name = ?", (queue,)).fetchone()
+            if queue == "root":
+                raise Invalid(f"job {meta.name}: queue 'root' is the top of Volcano's queue tree and takes no jobs.")
             if row is None:
                 raise Invalid(f"job {meta.name}: queue {queue!r} does not exist.")
             if row["state"] != "Open":
                 raise Invalid(f"job {meta.name}: queue {queue!r} is {row['state']}, it accepts no new jobs.")
+            rows = db.execute("SELECT name, spec FROM queues").fetchall()
+            children = [r["name"] for r in rows if json.loads(r["spec"] or "{}").get("parent") == queue]
+            if children:
+                raise Invalid(
+                    f"job {meta.name}: queue {queue!r} is the parent of {', '.join(sorted(children))}; "
+                    "submit to a queue without child queues (a leaf)."
+                )
             if (
                 spec.priority_class_name
                 and not db.execute(
@@ -400,19 +409,21 @@ class LocalCluster:
 
     def apply_queue(self, queue: Queue | Mapping[str, Any]) -> QueueSnapshot:
         """Create or update a queue (weight, capability, reclaimable, state)."""
-        from components.volcano.models import Queue
+        from components.volcano.models import Queue, parse_queue, validate_queue
 
         try:
-            parsed = queue if isinstance(queue, Queue) else Queue.model_validate(dict(queue))
-            name = parsed.metadata.name
-            spec = parsed.spec.model_dump(by_alias=True, exclude_none=True, mode="json") if parsed.spec else {}
-            parse_resources(spec.get("capability"))
+            parsed = queue if isinstance(queue, Queue) else parse_queue(dict(queue))
+            validate_queue(parsed)
         except ValueError as err:
-            raise Invalid(f"queue: {str(err).splitlines()[0]}") from None
-        if not name:
-            raise Invalid("queue metadata.name is required.")
+            raise Invalid(f"queue: {err}.") from None
+        name = str(parsed.metadata.name)
+        spec = parsed.spec.model_dump(by_alias=True, exclude_none=True, mode="json")
         state = (parsed.status.state if parsed.status and parsed.status.state else None) or "Open"
         with self._tx() as db:
+            parent = parsed.spec.parent
+            known = parent in (None, "root") or db.execute("SELECT 1 FROM queues WHERE name = ?", (parent,)).fetchone()
+            if not known:
+                raise Invalid(f"queue {name}: its spec.parent {parent!r} does not exist; create that queue first.")
             db.execute(
                 "INSERT INTO queues(name, spec, state) VALUES (?,?,?) "
                 "ON CONFLICT(name) DO UPDATE SET spec = excluded.spec, state = excluded.state",

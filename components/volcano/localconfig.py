@@ -16,7 +16,7 @@ from components.errors import InputError
 from components.files import load_document
 from components.names import check_label_key, check_label_value, check_labels, is_dns1123_subdomain
 from components.volcano.models import Quantity, WholeNumber
-from components.volcano.resources import GPU, check_resource_name, parse_quantity, quantity_value
+from components.volcano.resources import GPU, check_amount, check_resource_name, parse_quantity, quantity_value
 from components.volcano.validation import describe_validation_error
 
 __all__ = ["LocalClusterConfig", "NodeConfig", "QueueConfig", "TaintConfig", "load_config"]
@@ -104,8 +104,7 @@ class QueueConfig(_Strict):
     def _amounts(cls, value: dict[str, str | int | float]) -> dict[str, str | int | float]:
         for resource, amount in value.items():
             check_resource_name(resource)
-            if quantity_value(amount) < 0:
-                raise ValueError(f"capability[{resource}] is {amount}; it must be greater than or equal to 0")
+            check_amount("capability", resource, amount)
         return value
 
 

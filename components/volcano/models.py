@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from components.names import check_labels
+from components.volcano.queue_admission import validate_queue
 from components.volcano.resources import check_requirements, parse_quantity
 from components.volcano.validation import (
     describe_validation_error,
@@ -57,6 +58,7 @@ __all__ = [
     "PodTemplateSpec",
     "Quantity",
     "Queue",
+    "QueueGuarantee",
     "QueueSpec",
     "QueueState",
     "QueueStatus",
@@ -70,6 +72,7 @@ __all__ = [
     "parse_podgroup",
     "parse_queue",
     "validate_job",
+    "validate_queue",
     "WholeNumber",
 ]
 
@@ -413,14 +416,21 @@ class Job(_Volcano):
 # ---- scheduling.volcano.sh/v1beta1 Queue and PodGroup --------------------------------------------------
 
 
+class QueueGuarantee(_Volcano):
+    """The resources reserved for a Queue whatever the other queues use."""
+
+    resource: dict[str, Quantity] | None = None
+
+
 class QueueSpec(_Volcano):
     """How much of the cluster a Queue may use and how it shares it."""
 
     weight: WholeNumber | None = Field(default=None, ge=1, le=65535)
     capability: dict[str, Quantity] | None = None
-    reclaimable: bool | None = None
+    # strict: the API server refuses "yes", "true" and 1 ("must be of type boolean"); pydantic would read them as true
+    reclaimable: Annotated[bool, Field(strict=True)] | None = None
     deserved: dict[str, Quantity] | None = None
-    guarantee: dict[str, Any] | None = None
+    guarantee: QueueGuarantee | None = None
     parent: Annotated[_Subdomain, Field(max_length=253)] | None = None
     priority: WholeNumber | None = Field(default=None, ge=0)
     affinity: dict[str, Any] | None = None

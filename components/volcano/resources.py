@@ -13,6 +13,7 @@ __all__ = [
     "GPU",
     "Resources",
     "add",
+    "check_amount",
     "check_requirements",
     "check_resource_name",
     "fits",
@@ -123,6 +124,31 @@ def check_resource_name(name: str) -> None:
         raise ValueError(f"resource {name!r} is in the kubernetes.io domain, which has no such container resource")
 
 
+# core/v1 IsIntegerResourceName's standard names: counts (a ResourceQuota's, a Queue's) held in whole units.
+_COUNTED = frozenset(
+    {
+        "pods",
+        "services",
+        "replicationcontrollers",
+        "resourcequotas",
+        "secrets",
+        "configmaps",
+        "persistentvolumeclaims",
+        "services.nodeports",
+        "services.loadbalancers",
+    }
+)
+
+
+def check_amount(field: str, name: str, amount: str | int | float) -> None:
+    """core/v1 ValidateResourceQuantityValue, one sentence: no negative amount; devices and counts in whole units."""
+    value = quantity_value(amount)
+    if value < 0:
+        raise ValueError(f"{field}[{name}] is {amount}; it must be greater than or equal to 0")
+    if (is_extended_resource(name) or name in _COUNTED) and value != value.to_integral_value():
+        raise ValueError(f"{field}[{name}] is {amount}; {name} must be a whole number")
+
+
 def check_requirements(
     requests: Mapping[str, str | int | float] | None, limits: Mapping[str, str | int | float] | None
 ) -> None:
@@ -136,11 +162,7 @@ def check_requirements(
     for field, amounts in (("limits", limits), ("requests", requests)):
         for name, amount in amounts.items():
             check_resource_name(name)
-            value = quantity_value(amount)
-            if value < 0:
-                raise ValueError(f"{field}[{name}] is {amount}; it must be greater than or equal to 0")
-            if is_extended_resource(name) and value != value.to_integral_value():
-                raise ValueError(f"{field}[{name}] is {amount}; {name} must be a whole number")
+            check_amount(field, name, amount)
     for name, amount in requests.items():
         overcommit = is_native_resource(name) and not name.startswith("hugepages-")
         if name not in limits:

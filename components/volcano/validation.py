@@ -12,7 +12,14 @@ from components.names import check_label_key, check_label_value, is_dns1123_labe
 from components.volcano.resources import parse_quantity
 
 if TYPE_CHECKING:
-    from components.volcano.models import Container, Job, LifecyclePolicy, NetworkTopology, TaskSpec, VolumeSpec
+    from components.volcano.models import (
+        Container,
+        Job,
+        LifecyclePolicy,
+        NetworkTopology,
+        TaskSpec,
+        VolumeSpec,
+    )
 
 __all__ = [
     "KNOWN_PLUGINS",

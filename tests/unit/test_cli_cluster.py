@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from vcjob_factory import GPU, vcjob
 
 from components.errors import InputError
+from components.volcano.cluster import Invalid
 from components.volcano.cluster_local import LocalCluster
 from pipelines.cli import app
 
@@ -336,3 +337,25 @@ def test_logs_refuse_json_with_follow_and_unknown_pods(run, tmp_path):
     one_sentence_error(run("logs", "big", "--json", "-f"), "--json", "--follow")
     one_sentence_error(run("logs", "big", "--pod", "nope"), "has no pod 'nope'", "pods: none")  # not admitted
     assert json.loads(run("logs", "big", "--json").stdout) == {"job": "default/big", "runs": []}
+
+
+def test_queues_and_submissions_volcanos_queue_checks_refuse(run, tmp_path):
+    # validate_queue.go refuses a queue whose parent does not exist (it was created); its checks of the queue alone
+    # are one sentence (it was pydantic's "1 validation error for Queue"); admit_job.go refuses a job in the root
+    # queue or in a queue with child queues (LocalCluster ran both).
+    cluster = LocalCluster()
+    with pytest.raises(Invalid, match=r"^queue: spec\.reclaimable: expected true or false, got 'yes'\.$"):
+        cluster.apply_queue({"metadata": {"name": "team"}, "spec": {"reclaimable": "yes"}})
+    with pytest.raises(Invalid, match=r"^queue team: its spec\.parent .org. does not exist; create that queue first"):
+        cluster.apply_queue({"metadata": {"name": "team"}, "spec": {"parent": "org"}})
+    assert [q.name for q in cluster.queues()] == ["default"]
+    cluster.apply_queue({"metadata": {"name": "org"}, "spec": {"parent": "root"}})
+    cluster.apply_queue({"metadata": {"name": "team"}, "spec": {"parent": "org"}})
+    cluster.apply_queue({"metadata": {"name": "root"}})
+    for queue, fragment in (
+        ("root", "queue 'root' is the top of Volcano's queue tree and takes no jobs"),
+        ("org", "queue 'org' is the parent of team; submit to a queue without child queues (a leaf)"),
+    ):
+        _refused(run("submit", str(_job_file(tmp_path, vcjob("j", "true", queue=queue)))), fragment)
+    assert json.loads(run("status", "--json").stdout)["jobs"] == []
+    assert run("submit", str(_job_file(tmp_path, vcjob("j", "true", queue="team")))).exit_code == 0

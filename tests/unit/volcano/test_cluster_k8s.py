@@ -794,6 +794,15 @@ def test_unknown_jobs_and_refused_manifests_are_named_errors(fake):
     assert str(err.value) == f"the API server refused to create job team-a/flaky: {message}."
 
 
+def test_a_queue_the_models_refuse_is_one_sentence_before_anything_is_sent(fake):
+    # It was the first line of pydantic's report: "queue: 1 validation error for Queue."
+    server, cluster, _ = fake
+    with pytest.raises(Invalid) as err:
+        cluster.apply_queue({"metadata": {"name": "team"}, "spec": {"reclaimable": "yes"}})
+    assert str(err.value) == "queue: spec.reclaimable: expected true or false, got 'yes'."
+    assert server.created == []
+
+
 def strip(job: dict[str, Any]) -> dict[str, Any]:
     """A manifest as a user writes it: no status, no server-side metadata."""
     out = copy.deepcopy(job)

@@ -25,6 +25,7 @@ from components.volcano.models import (
     parse_podgroup,
     parse_queue,
     validate_job,
+    validate_queue,
 )
 
 JOB_YAML = """
@@ -648,6 +649,7 @@ def test_queue_round_trips_and_matches_its_crd(shared_dir: Path) -> None:
     assert queue.spec.capability["nvidia.com/gpu"] == 8
     assert queue.status.state == "Open"
     assert_valid(crd_validator(shared_dir, "scheduling.volcano.sh_queues.yaml"), queue.to_dict())
+    validate_queue(queue)
 
 
 def test_podgroup_round_trips_and_matches_its_crd(shared_dir: Path) -> None:
@@ -672,6 +674,10 @@ def test_podgroup_round_trips_and_matches_its_crd(shared_dir: Path) -> None:
             QUEUE_YAML.replace("state: Open", "state: Opened"),
             "status.state: 'Opened' is not allowed",
         ),
+        # the API server refuses anything but a boolean; pydantic alone read "yes" and 1 as true
+        (parse_queue, QUEUE_YAML.replace("reclaimable: true", 'reclaimable: "yes"'), "spec.reclaimable: expected true"),
+        (parse_queue, QUEUE_YAML.replace("reclaimable: true", "reclaimable: 1"), "spec.reclaimable: expected true"),
+        (parse_queue, QUEUE_YAML.replace("{resource:", "{resources:"), "unknown field spec.guarantee.resources"),
         (parse_podgroup, PODGROUP_YAML.replace("minMember", "minMembers"), "unknown field spec.minMembers"),
         (parse_podgroup, PODGROUP_YAML.replace("phase: Running", "phase: Done"), "status.phase: 'Done'"),
         (
@@ -686,6 +692,64 @@ def test_queue_and_podgroup_typos_are_rejected(parse, text: str, expected: str) 
         parse(text)
     assert str(caught.value).startswith(expected)
     assert "\n" not in str(caught.value)
+
+
+def _queue(change: Any) -> Any:
+    data = yaml.safe_load(QUEUE_YAML)
+    change(data)
+    return parse_queue(data)
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        # Volcano v1.15's validate_queue.go: ValidateResourceQuantityValue, then guarantee <= deserved <= capability
+        (lambda q: q["spec"]["capability"].update(cpu="-1"), "spec.capability[cpu] is -1; it must be greater than"),
+        (lambda q: q["spec"]["capability"].update(pods="1.5"), "spec.capability[pods] is 1.5; pods must be a whole"),
+        (
+            lambda q: q["spec"]["deserved"].update({"nvidia.com/gpu": 9}),
+            "spec.deserved[nvidia.com/gpu] is 9; it must be at most spec.capability[nvidia.com/gpu] = 8",
+        ),
+        (
+            lambda q: q["spec"]["guarantee"]["resource"].update({"nvidia.com/gpu": 5}),
+            "spec.deserved[nvidia.com/gpu] is 4; it must be at least spec.guarantee.resource[nvidia.com/gpu] = 5",
+        ),
+        (
+            lambda q: q["spec"]["guarantee"]["resource"].update(memory="1Gi"),
+            "spec.guarantee.resource[memory] is 1Gi, so spec.deserved[memory] must be set",
+        ),
+        (lambda q: q["metadata"].update(name="GPU_queue"), "metadata.name 'GPU_queue' must be a lowercase RFC 1123"),
+        (lambda q: q["spec"].update(parent="gpu-queue"), "queue 'gpu-queue' names itself as its spec.parent"),
+        (
+            lambda q: q["metadata"].update(
+                annotations={"volcano.sh/hierarchy": "root/a", "volcano.sh/hierarchy-weights": "1"}
+            ),
+            "metadata.annotations[volcano.sh/hierarchy] 'root/a' and [volcano.sh/hierarchy-weights] '1' must name",
+        ),
+        (
+            lambda q: q["metadata"].update(
+                annotations={"volcano.sh/hierarchy": "root/a", "volcano.sh/hierarchy-weights": "1/0"}
+            ),
+            "metadata.annotations[volcano.sh/hierarchy-weights] '1/0': each weight must be a number greater than 0",
+        ),
+    ],
+)
+def test_queue_admission_refuses_with_one_sentence(change: Any, expected: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        validate_queue(_queue(change))
+    assert str(caught.value).startswith(expected), caught.value
+    assert "\n" not in str(caught.value)
+
+
+def test_a_queue_volcano_takes_passes() -> None:
+    validate_queue(
+        _queue(
+            lambda q: q["metadata"].update(
+                annotations={"volcano.sh/hierarchy": "root/a", "volcano.sh/hierarchy-weights": "1/2.5"}
+            )
+        )
+    )
+    validate_queue(_queue(lambda q: q["spec"].update(capability={"example.com/odd name": 1, "cpu": "500m"})))
 
 
 @pytest.mark.parametrize(
