@@ -268,7 +268,9 @@ class LifecyclePolicy(_Volcano):
 
     event: Event | None = None
     events: list[Event] | None = None
-    action: Action | None = None
+    # Free text, as in the CRD: the webhook holds an event policy's action to the user's Actions (validation.py) but
+    # leaves an exitCode policy's unchecked, and the controller syncs the job for one it does not know or none.
+    action: str | None = None
     exit_code: _Int32 | None = None
     timeout: str | None = None
 

@@ -345,18 +345,19 @@ def _check_policies(policies: list[LifecyclePolicy] | None, where: str) -> None:
             raise ValueError(f"{here} must not set both an event and an exitCode")
         if not events and policy.exit_code is None:
             raise ValueError(f"{here} must set an event, events or an exitCode")
-        # The webhook leaves an exitCode policy's action unchecked; we hold it to the same list.
-        if not policy.action:
-            raise ValueError(f"{here} needs an action such as RestartJob")
-        if policy.action not in USER_ACTIONS:
-            raise ValueError(f"{here}.action {policy.action!r} is not one of {', '.join(sorted(USER_ACTIONS))}")
         if policy.exit_code is not None:
+            # validatePolicies checks neither the action of an exitCode policy nor that it has one: the job
+            # controller syncs the job on a matching exit instead (its default), and so does LocalCluster.
             if policy.exit_code == 0:
                 raise ValueError(f"{here}.exitCode 0 is not an error code; use a non-zero exit code")
             if policy.exit_code in codes_seen:
                 raise ValueError(f"{here}.exitCode {policy.exit_code} appears in two policies")
             codes_seen.add(policy.exit_code)
             continue
+        if not policy.action:
+            raise ValueError(f"{here} needs an action such as RestartJob")
+        if policy.action not in USER_ACTIONS:
+            raise ValueError(f"{here}.action {policy.action!r} is not one of {', '.join(sorted(USER_ACTIONS))}")
         for event in events:
             if event not in USER_EVENTS:
                 raise ValueError(f"{here} event {event!r} is not one of {', '.join(sorted(USER_EVENTS))}")

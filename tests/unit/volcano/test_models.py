@@ -283,7 +283,6 @@ def test_typo_in_spec_is_rejected_with_a_suggestion() -> None:
             lambda d: d["spec"]["policies"][0].update(event="PodCrashed"),
             "spec.policies[0].event: 'PodCrashed'",
         ),
-        (lambda d: d["spec"]["policies"][0].update(action="Restart"), "spec.policies[0].action: 'Restart'"),
         (lambda d: d["spec"]["tasks"][0].update(name="Master"), "spec.tasks[0].name: 'Master' must be"),
         (lambda d: d["spec"].update(queue="GPU_queue"), "spec.queue: 'GPU_queue' must be"),
         (
@@ -416,6 +415,19 @@ def _pod(data: dict) -> dict:
     return data["spec"]["tasks"][0]["template"]["spec"]
 
 
+def test_exit_code_policies_the_webhook_takes_pass_admission() -> None:
+    # validatePolicies checks an event policy's action, never an exitCode policy's: without one, or with one the
+    # controller does not act on, a matching exit syncs the job. Both were refused ("needs an action", "not allowed").
+    data = job_dict()
+    data["spec"]["policies"] += [
+        {"exitCode": 4},
+        {"exitCode": 5, "action": "SyncJob"},
+        {"exitCode": 6, "action": "Hold"},
+    ]
+    data["spec"]["tasks"][0]["policies"] = [{"exitCode": 7}]
+    validate_job(parse_job(data))
+
+
 def modified(mutate) -> Job:
     data = job_dict()
     mutate(data)
@@ -510,6 +522,7 @@ def _add_task(d: dict[str, Any], name: str, **extra: Any) -> None:
         (lambda d: d["spec"]["policies"].append({"event": "*", "action": "AbortJob"}), "uses the '*' event"),
         (lambda d: d["spec"]["policies"][0].update(event="PodRunning"), "event 'PodRunning' is not one of"),
         (lambda d: d["spec"]["policies"][0].update(action="SyncJob"), "action 'SyncJob' is not one of"),
+        (lambda d: d["spec"]["policies"][0].update(action="Restart"), "spec.policies[0].action 'Restart' is not one"),
         (lambda d: d["spec"]["policies"][0].pop("action"), "spec.policies[0] needs an action"),
         (
             lambda d: d["spec"]["tasks"][0]["policies"][0].update(event="OutOfSync"),
