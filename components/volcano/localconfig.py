@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from components.errors import InputError
 from components.files import load_document
 from components.names import check_label_key, check_label_value, check_labels, is_dns1123_subdomain
-from components.volcano.models import Quantity, WholeNumber
+from components.volcano.models import Int32, Quantity, WholeNumber
 from components.volcano.resources import GPU, check_amount, check_resource_name, parse_quantity, quantity_value
 from components.volcano.validation import describe_validation_error
 
@@ -113,7 +113,8 @@ class LocalClusterConfig(_Strict):
 
     nodes: list[NodeConfig] = Field(default_factory=lambda: [NodeConfig(name="node", count=2, gpus=4)], min_length=1)
     queues: list[QueueConfig] = Field(default_factory=list)
-    priority_classes: dict[str, WholeNumber] = Field(default_factory=dict, alias="priorityClasses")
+    # scheduling/v1 PriorityClass.value is an int32: the API server refuses -3,000,000,000
+    priority_classes: dict[str, Int32] = Field(default_factory=dict, alias="priorityClasses")
     # None: no overcommit plugin, as deploy/volcano/scheduler/volcano-scheduler.conf (Volcano's own default has 1.2).
     overcommit_factor: float | None = Field(
         default=None, ge=1.0, allow_inf_nan=False, strict=True, alias="overcommitFactor"

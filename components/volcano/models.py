@@ -39,6 +39,7 @@ __all__ = [
     "Container",
     "EnvVar",
     "Event",
+    "Int32",
     "Job",
     "JobCondition",
     "JobPhase",
@@ -172,7 +173,7 @@ class _Model(BaseModel):
 # The integers the CRD declares `format: int32` (replicas, minAvailable, maxRetry, …): the API server refuses a
 # value outside them ("cannot unmarshal number … of type int32"); 3,000,000,000 replicas is a typo, not a gang.
 _INT32_MAX = 2**31 - 1
-_Int32 = Annotated[WholeNumber, Field(ge=-(2**31), le=_INT32_MAX)]
+Int32 = Annotated[WholeNumber, Field(ge=-(2**31), le=_INT32_MAX)]
 
 
 class _Volcano(_Model):
@@ -271,7 +272,7 @@ class LifecyclePolicy(_Volcano):
     # Free text, as in the CRD: the webhook holds an event policy's action to the user's Actions (validation.py) but
     # leaves an exitCode policy's unchecked, and the controller syncs the job for one it does not know or none.
     action: str | None = None
-    exit_code: _Int32 | None = None
+    exit_code: Int32 | None = None
     timeout: str | None = None
 
 

@@ -48,6 +48,7 @@ def _dump(db: Path) -> list[str]:
         ("queues: [{name: Research}]", "queues[0].name: 'Research' is not a Kubernetes name"),
         ("priorityClasses: {system-high: 5}", "names starting with 'system-' are Kubernetes' own"),
         ("priorityClasses: {high: 2000000000}", "it must be at most 1000000000"),
+        ("priorityClasses: {low: -3000000000}", "priorityClasses.low: value must be at least -2147483648"),
         ("overcommitFactor: .nan", "overcommitFactor"),
         ("nodes: {name: a}", "nodes: expected a list"),
         # numbers: a quoted one or YAML's true is not a number, and a quantity names its own field (not `memory.str`)
