@@ -29,7 +29,6 @@ from components.volcano.queue_admission import validate_queue
 from components.volcano.resources import check_requirements, parse_quantity
 from components.volcano.validation import (
     describe_validation_error,
-    is_dns1123_label,
     is_dns1123_subdomain,
     validate_job,
 )
@@ -130,12 +129,6 @@ def _quantity(value: Any) -> str | int | float:
     return value
 
 
-def _label(value: str) -> str:
-    if not is_dns1123_label(value):
-        raise ValueError(f"{value!r} must be a lowercase RFC 1123 label (a-z, 0-9 and '-', at most 63 characters)")
-    return value
-
-
 def _subdomain(value: str) -> str:
     if not is_dns1123_subdomain(value):
         raise ValueError(f"{value!r} must be a lowercase RFC 1123 name (a-z, 0-9, '-' and '.')")
@@ -156,7 +149,6 @@ def _whole(value: Any) -> Any:
 WholeNumber = Annotated[int, BeforeValidator(_whole)]
 # A Kubernetes resource quantity, kept as written ("500m", "16Gi", 2) but checked to parse.
 Quantity = Annotated[str | int | float, PlainValidator(_quantity)]
-_Label = Annotated[str, AfterValidator(_label)]
 _Labels = Annotated[dict[str, str], AfterValidator(check_labels)]
 _Annotations = Annotated[dict[str, str], AfterValidator(functools.partial(check_labels, values=False))]
 _Subdomain = Annotated[str, AfterValidator(_subdomain)]
@@ -303,7 +295,9 @@ class TaskDependency(_Volcano):
 class TaskSpec(_Volcano):
     """A group of identical pods within a Job."""
 
-    name: Annotated[_Label, Field(max_length=63)]
+    # Optional, as in the CRD: Volcano's mutating webhook names a task without one `default<index>`, and its name is
+    # then checked as a DNS-1123 label (validation.py), like any other.
+    name: str = ""
     replicas: WholeNumber = Field(default=0, ge=0, le=_INT32_MAX)
     min_available: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)
     template: PodTemplateSpec
@@ -563,7 +557,8 @@ def apply_volcano_defaults(job: Job) -> Job:
     spec.queue = spec.queue or "default"
     spec.scheduler_name = spec.scheduler_name or "volcano"
     spec.max_retry = spec.max_retry or 3
-    for task in spec.tasks:
+    for index, task in enumerate(spec.tasks):
+        task.name = task.name or f"default{index}"
         if task.min_available is None:
             partition = task.partition_policy
             if partition is not None and (partition.min_partitions or 0) > 0:
