@@ -422,7 +422,9 @@ class QueueGuarantee(_Volcano):
 class QueueSpec(_Volcano):
     """How much of the cluster a Queue may use and how it shares it."""
 
-    weight: WholeNumber | None = Field(default=None, ge=1, le=65535)
+    # 0 is unset: Volcano's mutating webhook (mutate_queue.go) writes 1 before the CRD's minimum of 1 is checked, and
+    # LocalCluster reads it as 1; a negative weight is refused.
+    weight: WholeNumber | None = Field(default=None, ge=0, le=65535)
     capability: dict[str, Quantity] | None = None
     # strict: the API server refuses "yes", "true" and 1 ("must be of type boolean"); pydantic would read them as true
     reclaimable: Annotated[bool, Field(strict=True)] | None = None

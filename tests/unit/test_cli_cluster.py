@@ -349,7 +349,8 @@ def test_queues_and_submissions_volcanos_queue_checks_refuse(run, tmp_path):
     with pytest.raises(Invalid, match=r"^queue team: its spec\.parent .org. does not exist; create that queue first"):
         cluster.apply_queue({"metadata": {"name": "team"}, "spec": {"parent": "org"}})
     assert [q.name for q in cluster.queues()] == ["default"]
-    cluster.apply_queue({"metadata": {"name": "org"}, "spec": {"parent": "root"}})
+    # weight 0 is unset: Volcano's mutating webhook makes it 1 (it was refused as "must be at least 1")
+    assert cluster.apply_queue({"metadata": {"name": "org"}, "spec": {"parent": "root", "weight": 0}}).weight == 1
     cluster.apply_queue({"metadata": {"name": "team"}, "spec": {"parent": "org"}})
     cluster.apply_queue({"metadata": {"name": "root"}})
     for queue, fragment in (

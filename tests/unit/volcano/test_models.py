@@ -693,7 +693,7 @@ def test_podgroup_round_trips_and_matches_its_crd(shared_dir: Path) -> None:
             QUEUE_YAML.replace("weight: 4", "wieght: 4"),
             "unknown field spec.wieght (did you mean weight?)",
         ),
-        (parse_queue, QUEUE_YAML.replace("weight: 4", "weight: 0"), "spec.weight: value must be at least 1"),
+        (parse_queue, QUEUE_YAML.replace("weight: 4", "weight: -1"), "spec.weight: value must be at least 0"),
         (
             parse_queue,
             QUEUE_YAML.replace("state: Open", "state: Opened"),
