@@ -226,6 +226,7 @@ class Container(_Kube):
     volume_mounts: list[dict[str, Any]] | None = None
     ports: list[dict[str, Any]] | None = None
     restart_policy: str | None = None  # "Always" on an init container makes it a sidecar (Kubernetes >= 1.29)
+    termination_message_policy: str | None = None
 
 
 class PodSpec(_Kube):
@@ -242,8 +243,11 @@ class PodSpec(_Kube):
     scheduler_name: str | None = None
     service_account_name: str | None = None
     termination_grace_period_seconds: WholeNumber | None = None
+    active_deadline_seconds: WholeNumber | None = Field(default=None, ge=1, le=_INT32_MAX)
     hostname: str | None = None
     subdomain: str | None = None
+    node_name: str | None = None
+    dns_policy: str | None = None
 
 
 class PodTemplateSpec(_Kube):

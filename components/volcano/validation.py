@@ -190,13 +190,19 @@ def _check_task(job: Job, index: int, task: TaskSpec) -> None:
 
 
 _RESTART_POLICIES = ("Always", "OnFailure", "Never")
+_DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
 
 
 def _check_pod(task: TaskSpec, where: str) -> None:
     """The API server's rules for a pod's containers and restart policy (core/v1 ValidatePodSpec), one sentence."""
     spec = task.template.spec
-    if spec.restart_policy is not None and spec.restart_policy not in _RESTART_POLICIES:
-        raise ValueError(f"{where}.restartPolicy {spec.restart_policy!r} is not one of {', '.join(_RESTART_POLICIES)}")
+    # An empty policy is unset: the API server's defaults (SetDefaults_PodSpec) fill it in before validating.
+    for field, value, allowed in (
+        ("restartPolicy", spec.restart_policy, _RESTART_POLICIES),
+        ("dnsPolicy", spec.dns_policy, _DNS_POLICIES),
+    ):
+        if value and value not in allowed:
+            raise ValueError(f"{where}.{field} {value!r} is not one of {', '.join(allowed)}")
     seen: set[str] = set()
     for kind, containers in (("initContainers", spec.init_containers or []), ("containers", spec.containers)):
         for position, container in enumerate(containers):
@@ -209,8 +215,13 @@ def _check_pod(task: TaskSpec, where: str) -> None:
                 raise ValueError(f"{where}.{kind}[{position}].name {container.name!r} is used by two containers")
             seen.add(container.name)
             _check_container(container, f"{where}.{kind}[{position}]")
-    for field, value in (("serviceAccountName", spec.service_account_name), ("schedulerName", spec.scheduler_name)):
-        if value is not None and not is_dns1123_subdomain(value):
+    for field, value in (
+        ("serviceAccountName", spec.service_account_name),
+        ("schedulerName", spec.scheduler_name),
+        ("nodeName", spec.node_name),
+        ("priorityClassName", spec.priority_class_name),
+    ):
+        if value and not is_dns1123_subdomain(value):
             raise ValueError(f"{where}.{field} {value!r} must be a lowercase RFC 1123 name (a-z, 0-9, '-' and '.')")
     for field, value in (("hostname", spec.hostname), ("subdomain", spec.subdomain)):
         if value is not None and not is_dns1123_label(value):
@@ -223,15 +234,20 @@ def _check_pod(task: TaskSpec, where: str) -> None:
 
 
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
 
 
 def _check_container(container: Container, where: str) -> None:
-    """core/v1 validateContainers beyond names: pull policy, environment variables, ports."""
-    if container.image_pull_policy is not None and container.image_pull_policy not in _PULL_POLICIES:
-        raise ValueError(
-            f"{where}.imagePullPolicy {container.image_pull_policy!r} is not one of {', '.join(_PULL_POLICIES)}"
-        )
+    """core/v1 validateContainers beyond names: an image, known policies, environment variables, ports."""
+    if not container.image:
+        raise ValueError(f"{where}.image is required (LocalCluster runs the command, but Kubernetes needs an image)")
+    for field, value, allowed in (
+        ("imagePullPolicy", container.image_pull_policy, _PULL_POLICIES),
+        ("terminationMessagePolicy", container.termination_message_policy, _MESSAGE_POLICIES),
+    ):
+        if value and value not in allowed:  # empty is unset: defaulted before validation
+            raise ValueError(f"{where}.{field} {value!r} is not one of {', '.join(allowed)}")
     for index, env in enumerate(container.env or []):
         # The relaxed rule (Kubernetes 1.32+): printable ASCII but '='; a '=' also cannot be passed to a process.
         if not env.name or "=" in env.name or not all(" " <= char <= "~" for char in env.name):

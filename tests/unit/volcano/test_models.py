@@ -353,6 +353,10 @@ def test_typo_in_spec_is_rejected_with_a_suggestion() -> None:
             "spec.tasks[1].dependsOn.name: expected a list, got 'master'",
         ),
         (
+            lambda d: d["spec"]["tasks"][1]["template"]["spec"].update(activeDeadlineSeconds=0),
+            "spec.tasks[1].template.spec.activeDeadlineSeconds: value must be at least 1, got 0",
+        ),
+        (
             lambda d: d["spec"]["tasks"][1].update(dependsOn={"names": ["master"]}),
             "unknown field spec.tasks[1].dependsOn.names",
         ),
@@ -385,6 +389,9 @@ def test_pod_fields_kubernetes_accepts_pass_admission() -> None:
     _pod(data)["containers"][0]["env"] = [{"name": "my.var-1", "value": "x"}, {"name": "EMPTY"}]
     _pod(data)["containers"][0]["ports"] = [{"containerPort": 8080, "name": "http", "protocol": "UDP", "hostPort": 1}]
     _pod(data)["hostname"], _pod(data)["serviceAccountName"] = "worker-0", "trainer.sa"
+    # an empty policy is unset, and the API server's defaults fill it in (restartPolicy: '' was refused)
+    _pod(data).update(restartPolicy="", dnsPolicy="", activeDeadlineSeconds=3600, nodeName="node-1.gpu")
+    _pod(data)["containers"][0].update(imagePullPolicy="", terminationMessagePolicy="FallbackToLogsOnError")
     validate_job(parse_job(data))
 
 
@@ -592,6 +599,21 @@ def _add_task(d: dict[str, Any], name: str, **extra: Any) -> None:
         ),
         (lambda d: _pod(d)["containers"][0].update(imagePullPolicy="Sometimes"), "imagePullPolicy 'Sometimes'"),
         (lambda d: _pod(d).update(serviceAccountName="Bad SA"), "serviceAccountName 'Bad SA' must be"),
+        # core/v1 ValidatePodSpec and validateContainers: they all passed
+        (
+            lambda d: _pod(d)["containers"][0].pop("image"),
+            "spec.tasks[0].template.spec.containers[0].image is required",
+        ),
+        (
+            lambda d: _pod(d).update(dnsPolicy="Cluster"),
+            "spec.tasks[0].template.spec.dnsPolicy 'Cluster' is not one of",
+        ),
+        (lambda d: _pod(d).update(nodeName="Node_1"), "spec.tasks[0].template.spec.nodeName 'Node_1' must be"),
+        (lambda d: _pod(d).update(priorityClassName="High"), "template.spec.priorityClassName 'High' must be"),
+        (
+            lambda d: _pod(d)["containers"][0].update(terminationMessagePolicy="Logs"),
+            "containers[0].terminationMessagePolicy 'Logs' is not one of File, FallbackToLogsOnError",
+        ),
         (lambda d: _pod(d).update(hostname="Bad_Host"), "hostname 'Bad_Host' must be a lowercase RFC 1123 label"),
         # core/v1 ValidateVolumes and ValidateVolumeMounts
         (lambda d: _pod(d).update(volumes=[{"name": "v"}]), "volumes[0] needs exactly one source"),
