@@ -11,6 +11,7 @@ __all__ = [
     "check_labels",
     "is_dns1123_label",
     "is_dns1123_subdomain",
+    "is_port_name",
     "is_qualified_name",
 ]
 
@@ -31,6 +32,18 @@ def is_dns1123_label(value: str) -> bool:
 def is_dns1123_subdomain(value: str) -> bool:
     """Tell whether `value` is a lowercase RFC 1123 subdomain: labels joined by '.', at most 253 long."""
     return len(value) <= 253 and re.fullmatch(_DNS1123_SUBDOMAIN, value) is not None
+
+
+def is_port_name(value: str) -> bool:
+    """Tell whether `value` names a port (an IANA service name): at most 15 of a-z, 0-9 and '-', one letter at least.
+
+    apimachinery's IsValidPortName: no '--', no '-' at either end.
+    """
+    return (
+        len(value) <= 15
+        and re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", value) is not None
+        and re.search("[a-z]", value) is not None
+    )
 
 
 def is_qualified_name(value: str) -> bool:

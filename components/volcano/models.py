@@ -343,7 +343,8 @@ class JobSpec(_Volcano):
     scheduler_name: str | None = Field(default=None, max_length=63)
     min_available: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)
     min_success: WholeNumber | None = Field(default=None, ge=1, le=_INT32_MAX)
-    queue: Annotated[_Subdomain, Field(max_length=253)] | None = None
+    # "" is unset: Volcano's mutating webhook writes `default` for an empty queue before the CRD's pattern is checked
+    queue: Annotated[_Subdomain | None, BeforeValidator(lambda value: None if value == "" else value)] = None
     priority_class_name: Annotated[_Subdomain, Field(max_length=253)] | None = None
     max_retry: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)
     ttl_seconds_after_finished: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)

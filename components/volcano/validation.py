@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from components.names import check_label_key, check_label_value, is_dns1123_label, is_dns1123_subdomain
+from components.names import (
+    check_label_key,
+    check_label_value,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_port_name,
+)
 from components.volcano.resources import parse_quantity
 
 if TYPE_CHECKING:
@@ -235,6 +241,8 @@ def _check_pod(task: TaskSpec, where: str) -> None:
 
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 _MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
+# core/v1 validateEnvVarValueFrom: where a variable's value comes from, one of these exactly.
+_ENV_SOURCES = ("configMapKeyRef", "fieldRef", "resourceFieldRef", "secretKeyRef")
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
 
 
@@ -254,8 +262,23 @@ def _check_container(container: Container, where: str) -> None:
             raise ValueError(f"{where}.env[{index}].name {env.name!r} must be printable ASCII without '='")
         if env.value and env.value_from:
             raise ValueError(f"{where}.env[{index}] {env.name!r} must set value or valueFrom, not both")
+        if env.value_from is not None and (len(env.value_from) != 1 or set(env.value_from) - set(_ENV_SOURCES)):
+            raise ValueError(
+                f"{where}.env[{index}].valueFrom of {env.name!r} must set exactly one of {', '.join(_ENV_SOURCES)}"
+            )
+    port_names: set[str] = set()
     for index, port in enumerate(container.ports or []):
         here = f"{where}.ports[{index}]"
+        name = port.get("name")
+        if name is not None and name != "":
+            if not isinstance(name, str) or not is_port_name(name):
+                raise ValueError(
+                    f"{here}.name {name!r} must be at most 15 of a-z, 0-9 and '-', with a letter, no '--' and "
+                    "no '-' at either end"
+                )
+            if name in port_names:
+                raise ValueError(f"{here}.name {name!r} names two ports of the container")
+            port_names.add(name)
         for field in ("containerPort", "hostPort"):
             number = port.get(field)
             if (number is not None or field == "containerPort") and (

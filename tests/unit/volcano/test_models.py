@@ -392,6 +392,13 @@ def test_pod_fields_kubernetes_accepts_pass_admission() -> None:
     # an empty policy is unset, and the API server's defaults fill it in (restartPolicy: '' was refused)
     _pod(data).update(restartPolicy="", dnsPolicy="", activeDeadlineSeconds=3600, nodeName="node-1.gpu")
     _pod(data)["containers"][0].update(imagePullPolicy="", terminationMessagePolicy="FallbackToLogsOnError")
+    _pod(data)["containers"][0]["env"].append(
+        {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+    )
+    _pod(data)["containers"][0]["ports"].append({"containerPort": 8081, "name": "metrics-2"})
+    # queue '' is unset: Volcano's mutating webhook writes `default` before the CRD's pattern is checked (refused)
+    data["spec"]["queue"] = ""
+    assert apply_volcano_defaults(parse_job(data)).spec.queue == "default"
     validate_job(parse_job(data))
 
 
@@ -610,6 +617,18 @@ def _add_task(d: dict[str, Any], name: str, **extra: Any) -> None:
         ),
         (lambda d: _pod(d).update(nodeName="Node_1"), "spec.tasks[0].template.spec.nodeName 'Node_1' must be"),
         (lambda d: _pod(d).update(priorityClassName="High"), "template.spec.priorityClassName 'High' must be"),
+        (
+            lambda d: _pod(d)["containers"][0].update(env=[{"name": "A", "valueFrom": {}}]),
+            "containers[0].env[0].valueFrom of 'A' must set exactly one of configMapKeyRef, fieldRef",
+        ),
+        (
+            lambda d: _pod(d)["containers"][0].update(ports=[{"containerPort": 80, "name": "Http_Port"}]),
+            "containers[0].ports[0].name 'Http_Port' must be at most 15 of a-z, 0-9 and '-'",
+        ),
+        (
+            lambda d: _pod(d)["containers"][0].update(ports=[{"containerPort": 80, "name": "http"}] * 2),
+            "containers[0].ports[1].name 'http' names two ports of the container",
+        ),
         (
             lambda d: _pod(d)["containers"][0].update(terminationMessagePolicy="Logs"),
             "containers[0].terminationMessagePolicy 'Logs' is not one of File, FallbackToLogsOnError",
