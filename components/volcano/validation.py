@@ -135,15 +135,19 @@ def _check_task(job: Job, index: int, task: TaskSpec) -> None:
         raise ValueError(f"{where}.template.spec.containers must list at least one container")
     check_pod(task.template.spec, f"{where}.template.spec")
     if task.topology_policy not in (None, "none"):
-        for position, container in enumerate(task.template.spec.containers):
-            resources = container.resources
-            amounts = {**(resources.limits or {}), **(resources.requests or {})} if resources else {}
-            cpu = parse_quantity(amounts.get("cpu", 0))
-            if cpu <= 0 or cpu != int(cpu):
-                raise ValueError(
-                    f"{where}.template.spec.containers[{position}] needs a whole number of CPUs because "
-                    f"topologyPolicy is {task.topology_policy!r}"
-                )
+        # validateTaskTopoPolicy: every container, init containers too, requests whole CPUs; a container's limits
+        # stand in for its requests only when it has no requests at all (the template is read before defaulting).
+        spec = task.template.spec
+        for kind, containers in (("containers", spec.containers), ("initContainers", spec.init_containers or [])):
+            for position, container in enumerate(containers):
+                resources = container.resources
+                amounts = (resources.requests or resources.limits or {}) if resources else {}
+                cpu = parse_quantity(amounts.get("cpu", 0))
+                if cpu <= 0 or cpu != int(cpu):
+                    raise ValueError(
+                        f"{where}.template.spec.{kind}[{position}] needs a whole number of CPUs requested because "
+                        f"topologyPolicy is {task.topology_policy!r}"
+                    )
     _check_partition_policy(task, where)
 
 

@@ -571,6 +571,21 @@ def _add_task(d: dict[str, Any], name: str, **extra: Any) -> None:
             lambda d: d["spec"]["tasks"][1].update(topologyPolicy="single-numa-node"),
             "needs a whole number of CPUs",
         ),
+        # validateTaskTopoPolicy reads requests alone when a container has any, and checks init containers too
+        (
+            lambda d: (
+                d["spec"]["tasks"][0].update(topologyPolicy="restricted"),
+                _pod(d)["containers"][0]["resources"].update(requests={"memory": "16Gi"}),
+            ),
+            "spec.tasks[0].template.spec.containers[0] needs a whole number of CPUs requested",
+        ),
+        (
+            lambda d: (
+                d["spec"]["tasks"][0].update(topologyPolicy="best-effort"),
+                _pod(d).update(initContainers=[{"name": "setup", "image": "busybox", "command": ["true"]}]),
+            ),
+            "spec.tasks[0].template.spec.initContainers[0] needs a whole number of CPUs requested",
+        ),
         (
             lambda d: d["spec"].update(networkTopology={"highestTierAllowed": 1, "highestTierName": "rack"}),
             "must not set both highestTierAllowed and highestTierName",
