@@ -275,7 +275,8 @@ class JobRow:
             master, worker = args.get("master", "master"), args.get("worker", "worker")
             masters = sum(t.replicas for t in self.spec.tasks if t.name == master)
             world = sum(t.replicas for t in self.spec.tasks if t.name in (master, worker))
-            if task_name in (master, worker):
+            # Volcano's plugin sets nothing in a job without the master task (OnPodCreate returns at once).
+            if masters and task_name in (master, worker):
                 own.update(
                     {
                         "MASTER_ADDR": "127.0.0.1",

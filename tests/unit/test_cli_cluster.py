@@ -360,3 +360,13 @@ def test_queues_and_submissions_volcanos_queue_checks_refuse(run, tmp_path):
         _refused(run("submit", str(_job_file(tmp_path, vcjob("j", "true", queue=queue)))), fragment)
     assert json.loads(run("status", "--json").stdout)["jobs"] == []
     assert run("submit", str(_job_file(tmp_path, vcjob("j", "true", queue="team")))).exit_code == 0
+
+
+def test_a_pytorch_job_without_its_master_task_runs_without_master_addr(run, tmp_path):
+    # Volcano's webhook checks only mpi's master task, and its pytorch plugin sets nothing in a job without one; it
+    # was refused ("the pytorch plugin needs a task named 'master'"), and the pods would have had a MASTER_ADDR.
+    job = vcjob("solo", "echo addr=${MASTER_ADDR:-none} world=${WORLD_SIZE:-none}", gpus=0)
+    job["spec"]["plugins"] = {"pytorch": ["--master=master", "--worker=main"]}
+    assert run("submit", str(_job_file(tmp_path, job))).exit_code == 0
+    assert LocalCluster(os.environ["VCPILOT_HOME"]).wait("solo", timeout=20).phase == "Completed"
+    assert "addr=none world=none" in run("logs", "solo").stdout

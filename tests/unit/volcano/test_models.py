@@ -545,8 +545,8 @@ def _add_task(d: dict[str, Any], name: str, **extra: Any) -> None:
         (_long_worker, f"pod name '{'a' * 53}-worker-999' would be 64 characters"),
         (lambda d: d["spec"]["plugins"].update(horovod=[]), "spec.plugins names 'horovod'"),
         (
-            lambda d: d["spec"]["tasks"][0].update(name="chief"),
-            "the pytorch plugin needs a task named 'master'",
+            lambda d: d["spec"]["plugins"].update(mpi=["--master=launcher"]),
+            "the mpi plugin needs a task named 'launcher'",
         ),
         (lambda d: d["spec"]["tasks"][0].update(dependsOn={"name": ["worker"]}), "form a cycle"),
         (
