@@ -28,6 +28,7 @@ from components.names import check_labels
 from components.volcano.queue_admission import validate_queue
 from components.volcano.resources import check_requirements, parse_quantity
 from components.volcano.validation import (
+    SVC_PLUGINS,
     describe_validation_error,
     is_dns1123_subdomain,
     validate_job,
@@ -575,7 +576,7 @@ def apply_volcano_defaults(job: Job) -> Job:
         task.max_retry = task.max_retry or 3
     if not spec.min_available:
         spec.min_available = sum(task.min_available or 0 for task in spec.tasks)
-    if spec.plugins is not None and {"pytorch", "tensorflow", "mpi", "ray"} & spec.plugins.keys():
+    if spec.plugins is not None and SVC_PLUGINS & spec.plugins.keys():
         spec.plugins.setdefault("svc", [])
     if spec.plugins is not None and "mpi" in spec.plugins:
         spec.plugins.setdefault("ssh", [])

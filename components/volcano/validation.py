@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KNOWN_PLUGINS",
+    "SVC_PLUGINS",
     "USER_ACTIONS",
     "USER_EVENTS",
     "describe_validation_error",
@@ -46,6 +47,8 @@ USER_ACTIONS = frozenset(
 # Plugins registered in pkg/controllers/job/plugins/factory.go.
 KNOWN_PLUGINS = frozenset({"ssh", "env", "svc", "tensorflow", "mpi", "pytorch", "hcclrank", "ray"})
 _POD_NAME_MAX = 63
+# The plugins that need the svc plugin: Volcano's mutating webhook adds it beside them (patchDefaultPlugins).
+SVC_PLUGINS = frozenset({"pytorch", "tensorflow", "mpi", "ray"})
 
 
 def validate_job(job: Job) -> None:
@@ -122,14 +125,18 @@ def _check_task(job: Job, index: int, task: TaskSpec) -> None:
     if task.max_retry is not None and task.max_retry < 0:
         raise ValueError(f"{where}.maxRetry is {task.max_retry} but must be at least 0")
     _check_policies(task.policies, f"{where}.policies")
-    # Pods are named <job>-<task>-<index> and that name becomes the pod's hostname, a 63-character label.
-    # The webhook only checks the task's position as index; the longest real name uses replicas - 1.
+    # Pods are named <job>-<task>-<i>. The webhook holds the name with the task's position as i to 63 characters
+    # (validateK8sPodNameLength); a longer pod name is fine on its own. The svc plugin makes each pod's name its
+    # hostname, a 63-character label the API server enforces on every pod, so with it the last replica's must fit.
     if job.metadata.name:
-        pod_name = f"{job.metadata.name}-{task.name}-{max(task.replicas - 1, 0)}"
+        plugins = job.spec.plugins or {}
+        hostname = "svc" in plugins or bool(SVC_PLUGINS & plugins.keys())
+        pod_name = f"{job.metadata.name}-{task.name}-{max(task.replicas - 1, 0) if hostname else index}"
         if len(pod_name) > _POD_NAME_MAX:
+            limit = "the hostname the svc plugin makes of it holds" if hostname else "Volcano allows"
             raise ValueError(
-                f"pod name {pod_name!r} would be {len(pod_name)} characters, over Kubernetes' limit of "
-                f"{_POD_NAME_MAX}; shorten the job or task name"
+                f"pod name {pod_name!r} would be {len(pod_name)} characters, over the {_POD_NAME_MAX} {limit}; "
+                "shorten the job or task name"
             )
     if not task.template.spec.containers:
         raise ValueError(f"{where}.template.spec.containers must list at least one container")

@@ -679,18 +679,28 @@ def test_a_quantity_beyond_a_float_is_out_of_range_in_one_sentence() -> None:
         modified(huge)
 
 
-def test_pod_name_of_the_last_replica_is_checked() -> None:
-    # Volcano's webhook checks <job>-<task>-<task position>; the real longest name ends in replicas - 1.
-    def named(replicas: int):
+def test_pod_name_of_the_last_replica_is_checked_where_it_becomes_the_hostname() -> None:
+    # With the svc plugin (pytorch brings it) a pod's name is its hostname, 63 characters at most: the longest
+    # name, ending in replicas - 1, must fit.
+    def named(replicas: int, plugins: dict[str, list[str]] | None = None):
         def mutate(d: dict[str, Any]) -> None:
             d["metadata"]["name"] = "a" * 53
             d["spec"]["tasks"][1]["replicas"] = replicas
+            if plugins is not None:
+                d["spec"]["plugins"] = plugins
 
         return mutate
 
     validate_job(modified(named(10)))  # aaa...-worker-9: 62 characters
-    with pytest.raises(ValueError, match="would be 64 characters"):
+    with pytest.raises(ValueError, match="would be 64 characters, over the 63 the hostname the svc plugin"):
         validate_job(modified(named(1000)))  # aaa...-worker-999
+    with pytest.raises(ValueError, match="would be 64 characters"):
+        validate_job(modified(named(1000, {"pytorch": ["--master=master"]})))  # svc comes with pytorch
+    # Without it, Volcano's webhook checks the name with the task's position (aaa...-worker-1) and the pods run
+    # under longer names; this was refused.
+    validate_job(modified(named(1000, {})))
+    with pytest.raises(ValueError, match=r"^pod name 'a{56}-master-0' would be 65 characters, over the 63 Volcano"):
+        validate_job(modified(lambda d: (named(1, {})(d), d["metadata"].update(name="a" * 56))))
 
 
 def test_generate_name_without_name_is_accepted() -> None:
