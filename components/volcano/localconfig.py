@@ -16,7 +16,7 @@ from components.errors import InputError
 from components.files import load_document
 from components.names import check_label_key, check_label_value, check_labels, is_dns1123_subdomain
 from components.volcano.models import Int32, Quantity, WholeNumber
-from components.volcano.resources import GPU, check_amount, check_resource_name, parse_quantity, quantity_value
+from components.volcano.resources import GPU, check_amount, parse_quantity, quantity_value
 from components.volcano.validation import describe_validation_error
 
 __all__ = ["LocalClusterConfig", "NodeConfig", "QueueConfig", "TaintConfig", "load_config"]
@@ -102,8 +102,8 @@ class QueueConfig(_Strict):
     @field_validator("capability")
     @classmethod
     def _amounts(cls, value: dict[str, str | int | float]) -> dict[str, str | int | float]:
+        # A Queue's ResourceList takes any name (pods, …): only the amounts are checked, as validate_queue.go does.
         for resource, amount in value.items():
-            check_resource_name(resource)
             check_amount("capability", resource, amount)
         return value
 

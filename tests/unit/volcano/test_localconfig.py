@@ -87,7 +87,7 @@ def test_labels_and_taints_kubernetes_accepts_are_kept(tmp_path: Path) -> None:
             tmp_path,
             "nodes: [{name: a, labels: {example.com/gpu-type: A100_80g, empty: ''},"
             " taints: [{key: nvidia.com/gpu, effect: NoSchedule}, {key: k, value: v.1, effect: PreferNoSchedule}]}]\n"
-            "queues: [{name: q, weight: 2.0, capability: {cpu: 1.5}}]",
+            "queues: [{name: q, weight: 2.0, capability: {cpu: 1.5, pods: 20}}]",
         )
     )
     (node,) = config.nodes[0].expand()
@@ -97,6 +97,8 @@ def test_labels_and_taints_kubernetes_accepts_are_kept(tmp_path: Path) -> None:
         {"key": "k", "value": "v.1", "effect": "PreferNoSchedule"},
     ]
     assert config.queues[0].weight == 2
+    # a Queue's capability may name any resource; `pods` was refused as "not a container resource"
+    assert config.queues[0].capability == {"cpu": 1.5, "pods": 20}
 
 
 def test_a_refused_config_leaves_the_cluster_as_it_was(tmp_path: Path) -> None:
