@@ -39,6 +39,7 @@ __all__ = [
     "Container",
     "EnvVar",
     "Event",
+    "ExtendCluster",
     "Int32",
     "Job",
     "JobCondition",
@@ -48,6 +49,7 @@ __all__ = [
     "JobStatus",
     "LifecyclePolicy",
     "NetworkTopology",
+    "NodeGroupAffinity",
     "ObjectMeta",
     "PartitionPolicy",
     "PersistentVolumeClaimSpec",
@@ -59,6 +61,7 @@ __all__ = [
     "PodTemplateSpec",
     "Quantity",
     "Queue",
+    "QueueAffinity",
     "QueueGuarantee",
     "QueueSpec",
     "QueueState",
@@ -425,6 +428,28 @@ class QueueGuarantee(_Volcano):
     resource: dict[str, Quantity] | None = None
 
 
+class NodeGroupAffinity(_Volcano):
+    """The node groups a queue's pods must (required) or would rather (preferred) land in, or avoid."""
+
+    required_during_scheduling_ignored_during_execution: list[str] | None = None
+    preferred_during_scheduling_ignored_during_execution: list[str] | None = None
+
+
+class QueueAffinity(_Volcano):
+    """Where a queue's pods go, by node group (the nodegroup plugin's labels)."""
+
+    node_group_affinity: NodeGroupAffinity | None = None
+    node_group_anti_affinity: NodeGroupAffinity | None = None
+
+
+class ExtendCluster(_Volcano):
+    """A cluster a queue's jobs may be dispatched to (multi-cluster scheduling)."""
+
+    name: str | None = None
+    weight: Int32 | None = None
+    capacity: dict[str, Quantity] | None = None
+
+
 class QueueSpec(_Volcano):
     """How much of the cluster a Queue may use and how it shares it."""
 
@@ -438,8 +463,8 @@ class QueueSpec(_Volcano):
     guarantee: QueueGuarantee | None = None
     parent: Annotated[_Subdomain, Field(max_length=253)] | None = None
     priority: WholeNumber | None = Field(default=None, ge=0)
-    affinity: dict[str, Any] | None = None
-    extend_clusters: list[dict[str, Any]] | None = None
+    affinity: QueueAffinity | None = None
+    extend_clusters: list[ExtendCluster] | None = None
     type: str | None = Field(default=None, max_length=253)
     dequeue_strategy: Literal["fifo", "traverse"] | None = None
 

@@ -115,6 +115,8 @@ spec:
   guarantee: {resource: {nvidia.com/gpu: 2}}
   parent: root
   priority: 10
+  affinity: {nodeGroupAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [group-a]}}
+  extendClusters: [{name: c1, weight: 2, capacity: {cpu: "8"}}]
 status:
   state: Open
   allocated: {cpu: "8", nvidia.com/gpu: 2}
@@ -739,6 +741,7 @@ def test_queue_round_trips_and_matches_its_crd(shared_dir: Path) -> None:
     assert queue.to_dict() == yaml.safe_load(QUEUE_YAML)
     assert queue.spec.capability["nvidia.com/gpu"] == 8
     assert queue.status.state == "Open"
+    assert queue.spec.affinity and queue.spec.affinity.node_group_affinity
     assert_valid(crd_validator(shared_dir, "scheduling.volcano.sh_queues.yaml"), queue.to_dict())
     validate_queue(queue)
 
@@ -769,6 +772,20 @@ def test_podgroup_round_trips_and_matches_its_crd(shared_dir: Path) -> None:
         (parse_queue, QUEUE_YAML.replace("reclaimable: true", 'reclaimable: "yes"'), "spec.reclaimable: expected true"),
         (parse_queue, QUEUE_YAML.replace("reclaimable: true", "reclaimable: 1"), "spec.reclaimable: expected true"),
         (parse_queue, QUEUE_YAML.replace("{resource:", "{resources:"), "unknown field spec.guarantee.resources"),
+        # spec.affinity and spec.extendClusters as the CRD types them (they were free mappings and lists)
+        (
+            parse_queue,
+            QUEUE_YAML.replace(
+                "{nodeGroupAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [group-a]}}",
+                "{nodeGroupAffinity: group-a}",
+            ),
+            "spec.affinity.nodeGroupAffinity: expected a mapping, got 'group-a'",
+        ),
+        (
+            parse_queue,
+            QUEUE_YAML.replace('capacity: {cpu: "8"}', "capacity: {cpu: lots}"),
+            "spec.extendClusters[0].capacity.cpu: quantity 'lots'",
+        ),
         (parse_podgroup, PODGROUP_YAML.replace("minMember", "minMembers"), "unknown field spec.minMembers"),
         (parse_podgroup, PODGROUP_YAML.replace("phase: Running", "phase: Done"), "status.phase: 'Done'"),
         (
