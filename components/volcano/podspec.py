@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from components.names import check_label_key, check_label_value, is_dns1123_label, is_dns1123_subdomain, is_port_name
+from components.volcano.resources import quantity_value
 
 if TYPE_CHECKING:
     from components.volcano.models import Container, PodSpec
@@ -184,8 +185,40 @@ def _check_pod_volumes(volumes: list[dict[str, Any]], where: str) -> set[str]:
             raise ValueError(
                 f"{where}[{index}] needs exactly one source such as emptyDir or persistentVolumeClaim; it {found}"
             )
+        _check_volume_source(sources[0], volume[sources[0]], f"{where}[{index}].{sources[0]}")
         names.add(name)
     return names
+
+
+# The field that names what a source reads (validatePersistentClaimVolumeSource, validateConfigMapVolumeSource …).
+_SOURCE_NAMES = {"persistentVolumeClaim": "claimName", "configMap": "name", "secret": "secretName"}
+_HOST_PATH_TYPES = ("", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice")
+
+
+def _check_volume_source(kind: str, source: Any, where: str) -> None:
+    """core/v1 validateVolumeSource for the sources a training pod uses: what each names, host paths, sizes."""
+    if not isinstance(source, dict):
+        raise ValueError(f"{where} must be a mapping of fields")
+    field = _SOURCE_NAMES.get(kind)
+    if field and not (isinstance(source.get(field), str) and source[field]):
+        raise ValueError(f"{where}.{field} is required")
+    if kind == "hostPath":
+        path, host_type = source.get("path"), source.get("type") or ""
+        if not isinstance(path, str) or not path:
+            raise ValueError(f"{where}.path is required")
+        if ".." in path.split("/"):
+            raise ValueError(f"{where}.path {path!r} must not contain '..'")
+        if host_type not in _HOST_PATH_TYPES:
+            raise ValueError(f"{where}.type {host_type!r} is not one of {', '.join(t for t in _HOST_PATH_TYPES if t)}")
+    if kind == "emptyDir" and source.get("sizeLimit") is not None:
+        try:
+            if quantity_value(source["sizeLimit"]) < 0:
+                raise ValueError("negative")
+        except ValueError:
+            raise ValueError(f"{where}.sizeLimit {source['sizeLimit']!r} must be a size such as 1Gi") from None
+
+
+_PROPAGATIONS = ("None", "HostToContainer", "Bidirectional")
 
 
 def _check_mounts(mounts: list[dict[str, Any]], volumes: set[str], where: str) -> None:
@@ -200,3 +233,17 @@ def _check_mounts(mounts: list[dict[str, Any]], volumes: set[str], where: str) -
         if path in paths:
             raise ValueError(f"{where}[{index}].mountPath {path!r} is mounted twice")
         paths.add(path)
+        sub_path, sub_path_expr = mount.get("subPath") or "", mount.get("subPathExpr") or ""
+        if sub_path and sub_path_expr:
+            raise ValueError(f"{where}[{index}] must set subPath or subPathExpr, not both")
+        for field, value in (("subPath", sub_path), ("subPathExpr", sub_path_expr)):
+            # validateLocalDescendingPath: a path inside the volume
+            if value and (not isinstance(value, str) or value.startswith("/") or ".." in value.split("/")):
+                raise ValueError(f"{where}[{index}].{field} {value!r} must be a relative path without '..'")
+        propagation = mount.get("mountPropagation")
+        if propagation is not None and propagation not in _PROPAGATIONS:
+            raise ValueError(
+                f"{where}[{index}].mountPropagation {propagation!r} is not one of {', '.join(_PROPAGATIONS)}"
+            )
+        if not isinstance(mount.get("readOnly", False), bool):
+            raise ValueError(f"{where}[{index}].readOnly must be true or false, not {mount['readOnly']!r}")

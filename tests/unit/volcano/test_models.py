@@ -386,8 +386,16 @@ def test_pod_fields_kubernetes_accepts_pass_admission() -> None:
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
         {"key": "k", "value": "v", "effect": "NoExecute", "tolerationSeconds": 30},
     ]
-    _pod(data)["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
-    _pod(data)["containers"][0]["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    _pod(data)["volumes"] = [
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}},
+        {"name": "data", "persistentVolumeClaim": {"claimName": "datasets", "readOnly": True}},
+        {"name": "host", "hostPath": {"path": "/mnt/cache", "type": "DirectoryOrCreate"}},
+    ]
+    _pod(data)["containers"][0]["volumeMounts"] = [
+        {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "data", "mountPath": "/data", "subPath": "train/v1", "readOnly": True},
+        {"name": "host", "mountPath": "/cache", "mountPropagation": "HostToContainer"},
+    ]
     _pod(data)["containers"][0]["env"] = [{"name": "my.var-1", "value": "x"}, {"name": "EMPTY"}]
     _pod(data)["containers"][0]["ports"] = [{"containerPort": 8080, "name": "http", "protocol": "UDP", "hostPort": 1}]
     _pod(data)["hostname"], _pod(data)["serviceAccountName"] = "worker-0", "trainer.sa"
@@ -623,6 +631,34 @@ def _add_task(d: dict[str, Any], name: str, **extra: Any) -> None:
         ),
         (lambda d: _pod(d)["containers"][0].update(imagePullPolicy="Sometimes"), "imagePullPolicy 'Sometimes'"),
         (lambda d: _pod(d).update(serviceAccountName="Bad SA"), "serviceAccountName 'Bad SA' must be"),
+        # core/v1 validateVolumeSource and ValidateVolumeMounts: they all passed
+        (lambda d: _pod(d).update(volumes=[{"name": "v", "persistentVolumeClaim": {}}]), "claimName is required"),
+        (lambda d: _pod(d).update(volumes=[{"name": "v", "configMap": {"items": []}}]), "configMap.name is required"),
+        (lambda d: _pod(d).update(volumes=[{"name": "v", "secret": {"name": "s"}}]), "secret.secretName is required"),
+        (
+            lambda d: _pod(d).update(volumes=[{"name": "v", "hostPath": {"path": "/data", "type": "Folder"}}]),
+            "volumes[0].hostPath.type 'Folder' is not one of DirectoryOrCreate",
+        ),
+        (
+            lambda d: _pod(d).update(volumes=[{"name": "v", "hostPath": {"path": "/data/../etc"}}]),
+            "volumes[0].hostPath.path '/data/../etc' must not contain '..'",
+        ),
+        (
+            lambda d: _pod(d).update(volumes=[{"name": "v", "emptyDir": {"sizeLimit": "lots"}}]),
+            "volumes[0].emptyDir.sizeLimit 'lots' must be a size such as 1Gi",
+        ),
+        (
+            lambda d: _pod(d)["containers"][0].update(
+                volumeMounts=[{"name": "shm", "mountPath": "/d", "subPath": "../x"}]
+            ),
+            "volumeMounts[0].subPath '../x' must be a relative path without '..'",
+        ),
+        (
+            lambda d: _pod(d)["containers"][0].update(
+                volumeMounts=[{"name": "shm", "mountPath": "/d", "mountPropagation": "Sideways"}]
+            ),
+            "volumeMounts[0].mountPropagation 'Sideways' is not one of None, HostToContainer, Bidirectional",
+        ),
         # core/v1 ValidatePodSpec and validateContainers: they all passed
         (
             lambda d: _pod(d)["containers"][0].pop("image"),
