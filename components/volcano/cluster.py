@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from components.errors import EXIT_FAILED, Unavailable, VcpilotError
 
 if TYPE_CHECKING:  # what `submit` and `apply_queue` take; reading the cluster needs no pydantic
-    from components.volcano.models import Job, Queue
+    from components.volcano.models import Job
+    from components.volcano.scheduling_models import Queue
 
 __all__ = [
     "Cluster",

@@ -41,8 +41,9 @@ from components.volcano.cluster import (
 )
 from components.volcano.k8s_api import BATCH, MERGE_PATCH, REQUEST_TIMEOUT, SCHEDULING, Api, backoff_delay, is_retryable
 from components.volcano.k8s_status import JOB_NAME, Obj
-from components.volcano.models import Job, Queue, apply_volcano_defaults, parse_job, parse_queue, validate_job
+from components.volcano.models import Job, apply_volcano_defaults, parse_job, validate_job
 from components.volcano.objects import BATCH_JOB
+from components.volcano.scheduling_models import Queue, parse_queue
 
 __all__ = ["KWOK_NODE_NOT_READY", "KWOK_POD_FAILED", "SPEC_HASH", "KubeCluster", "spec_hash", "spec_matches"]
 

@@ -47,7 +47,8 @@ from components.volcano.resources import GPU, parse_resources
 if TYPE_CHECKING:  # imported where they are used: reading an idle cluster (`vcpilot cluster status`) needs no pydantic
     from components.volcano.localconfig import LocalClusterConfig
     from components.volcano.locallogs import PodLog
-    from components.volcano.models import Job, Queue
+    from components.volcano.models import Job
+    from components.volcano.scheduling_models import Queue
 
 __all__ = ["JobEvent", "LocalCluster", "default_home"]
 
@@ -409,7 +410,8 @@ class LocalCluster:
 
     def apply_queue(self, queue: Queue | Mapping[str, Any]) -> QueueSnapshot:
         """Create or update a queue (weight, capability, reclaimable, state)."""
-        from components.volcano.models import Queue, parse_queue, validate_queue
+        from components.volcano.queue_admission import validate_queue
+        from components.volcano.scheduling_models import Queue, parse_queue
 
         try:
             parsed = queue if isinstance(queue, Queue) else parse_queue(dict(queue))

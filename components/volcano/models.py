@@ -25,7 +25,6 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from components.names import check_labels
-from components.volcano.queue_admission import validate_queue
 from components.volcano.resources import check_requirements, parse_quantity
 from components.volcano.validation import (
     SVC_PLUGINS,
@@ -39,7 +38,6 @@ __all__ = [
     "Container",
     "EnvVar",
     "Event",
-    "ExtendCluster",
     "Int32",
     "Job",
     "JobCondition",
@@ -49,34 +47,23 @@ __all__ = [
     "JobStatus",
     "LifecyclePolicy",
     "NetworkTopology",
-    "NodeGroupAffinity",
     "ObjectMeta",
     "PartitionPolicy",
     "PersistentVolumeClaimSpec",
-    "PodGroup",
-    "PodGroupPhase",
-    "PodGroupSpec",
-    "PodGroupStatus",
     "PodSpec",
     "PodTemplateSpec",
     "Quantity",
-    "Queue",
-    "QueueAffinity",
-    "QueueGuarantee",
-    "QueueSpec",
-    "QueueState",
-    "QueueStatus",
     "ResourceRequirements",
     "TaskDependency",
     "TaskSpec",
     "TaskState",
     "VolumeSpec",
     "apply_volcano_defaults",
+    "Subdomain",
+    "Volcano",
     "parse_job",
-    "parse_podgroup",
-    "parse_queue",
+    "parse_manifest",
     "validate_job",
-    "validate_queue",
     "WholeNumber",
 ]
 
@@ -122,8 +109,6 @@ JobPhase = Literal[
     "Terminated",
     "Failed",
 ]
-QueueState = Literal["Open", "Closed", "Closing", "Unknown"]
-PodGroupPhase = Literal["Pending", "Running", "Unknown", "Inqueue", "Completed"]
 
 
 def _quantity(value: Any) -> str | int | float:
@@ -155,7 +140,7 @@ WholeNumber = Annotated[int, BeforeValidator(_whole)]
 Quantity = Annotated[str | int | float, PlainValidator(_quantity)]
 _Labels = Annotated[dict[str, str], AfterValidator(check_labels)]
 _Annotations = Annotated[dict[str, str], AfterValidator(functools.partial(check_labels, values=False))]
-_Subdomain = Annotated[str, AfterValidator(_subdomain)]
+Subdomain = Annotated[str, AfterValidator(_subdomain)]
 
 
 class _Model(BaseModel):
@@ -172,7 +157,9 @@ _INT32_MAX = 2**31 - 1
 Int32 = Annotated[WholeNumber, Field(ge=-(2**31), le=_INT32_MAX)]
 
 
-class _Volcano(_Model):
+class Volcano(_Model):
+    """The base of Volcano's own objects: camelCase on the wire, unknown fields refused."""
+
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
 
@@ -264,7 +251,7 @@ class PodTemplateSpec(_Kube):
 # ---- batch.volcano.sh/v1alpha1 Job ---------------------------------------------------------------------
 
 
-class LifecyclePolicy(_Volcano):
+class LifecyclePolicy(Volcano):
     """What Volcano does (action) when an event happens or a pod exits with a code."""
 
     event: Event | None = None
@@ -276,7 +263,7 @@ class LifecyclePolicy(_Volcano):
     timeout: str | None = None
 
 
-class NetworkTopology(_Volcano):
+class NetworkTopology(Volcano):
     """How far apart (in network tiers) the pods of a job or partition may be placed."""
 
     mode: Literal["hard", "soft"] | None = None
@@ -284,7 +271,7 @@ class NetworkTopology(_Volcano):
     highest_tier_name: str | None = Field(default=None, max_length=253)
 
 
-class PartitionPolicy(_Volcano):
+class PartitionPolicy(Volcano):
     """A task split into `totalPartitions` gangs of `partitionSize` pods, at least `minPartitions` of them running."""
 
     total_partitions: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)
@@ -293,14 +280,14 @@ class PartitionPolicy(_Volcano):
     network_topology: NetworkTopology | None = None
 
 
-class TaskDependency(_Volcano):
+class TaskDependency(Volcano):
     """The tasks a task waits for (`dependsOn`): Volcano creates its pods once theirs run."""
 
     name: list[str] | None = None
     iteration: str | None = None  # "any" or "all" in Volcano's API; the CRD leaves it free text
 
 
-class TaskSpec(_Volcano):
+class TaskSpec(Volcano):
     """A group of identical pods within a Job."""
 
     # Optional, as in the CRD: Volcano's mutating webhook names a task without one `default<index>`, and its name is
@@ -333,23 +320,23 @@ class PersistentVolumeClaimSpec(_Kube):
     volume_name: str | None = None
 
 
-class VolumeSpec(_Volcano):
+class VolumeSpec(Volcano):
     """A PVC mounted at `mountPath` in every container of the job: an existing one or one Volcano creates."""
 
     mount_path: str
-    volume_claim_name: _Subdomain | None = None
+    volume_claim_name: Subdomain | None = None
     volume_claim: PersistentVolumeClaimSpec | None = None
 
 
-class JobSpec(_Volcano):
+class JobSpec(Volcano):
     """The spec of a Volcano Job."""
 
     scheduler_name: str | None = Field(default=None, max_length=63)
     min_available: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)
     min_success: WholeNumber | None = Field(default=None, ge=1, le=_INT32_MAX)
     # "" is unset: Volcano's mutating webhook writes `default` for an empty queue before the CRD's pattern is checked
-    queue: Annotated[_Subdomain | None, BeforeValidator(lambda value: None if value == "" else value)] = None
-    priority_class_name: Annotated[_Subdomain, Field(max_length=253)] | None = None
+    queue: Annotated[Subdomain | None, BeforeValidator(lambda value: None if value == "" else value)] = None
+    priority_class_name: Annotated[Subdomain, Field(max_length=253)] | None = None
     max_retry: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)
     ttl_seconds_after_finished: WholeNumber | None = Field(default=None, ge=0, le=_INT32_MAX)
     plugins: dict[str, list[str]] | None = None
@@ -360,7 +347,7 @@ class JobSpec(_Volcano):
     network_topology: NetworkTopology | None = None
 
 
-class JobState(_Volcano):
+class JobState(Volcano):
     """The phase of a Job and why it got there."""
 
     model_config = ConfigDict(extra="allow")
@@ -371,7 +358,7 @@ class JobState(_Volcano):
     last_transition_time: str | None = None
 
 
-class TaskState(_Volcano):
+class TaskState(Volcano):
     """Pod counts of one task by pod phase, e.g. {"Running": 3, "Pending": 1}."""
 
     model_config = ConfigDict(extra="allow")
@@ -379,7 +366,7 @@ class TaskState(_Volcano):
     phase: dict[str, WholeNumber] | None = None
 
 
-class JobCondition(_Volcano):
+class JobCondition(Volcano):
     """One entry of a Job's phase history."""
 
     model_config = ConfigDict(extra="allow")
@@ -388,7 +375,7 @@ class JobCondition(_Volcano):
     last_transition_time: str | None = None
 
 
-class JobStatus(_Volcano):
+class JobStatus(Volcano):
     """What the Volcano controller reports about a Job (extra fields allowed: the controller writes it)."""
 
     model_config = ConfigDict(extra="allow")
@@ -409,7 +396,7 @@ class JobStatus(_Volcano):
     conditions: list[JobCondition] | None = None
 
 
-class Job(_Volcano):
+class Job(Volcano):
     """A Volcano Job (`vcjob`): tasks of pods that Volcano gang-schedules and restarts by policy."""
 
     api_version: Literal["batch.volcano.sh/v1alpha1"] = "batch.volcano.sh/v1alpha1"
@@ -417,115 +404,6 @@ class Job(_Volcano):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: JobSpec
     status: JobStatus | None = None
-
-
-# ---- scheduling.volcano.sh/v1beta1 Queue and PodGroup --------------------------------------------------
-
-
-class QueueGuarantee(_Volcano):
-    """The resources reserved for a Queue whatever the other queues use."""
-
-    resource: dict[str, Quantity] | None = None
-
-
-class NodeGroupAffinity(_Volcano):
-    """The node groups a queue's pods must (required) or would rather (preferred) land in, or avoid."""
-
-    required_during_scheduling_ignored_during_execution: list[str] | None = None
-    preferred_during_scheduling_ignored_during_execution: list[str] | None = None
-
-
-class QueueAffinity(_Volcano):
-    """Where a queue's pods go, by node group (the nodegroup plugin's labels)."""
-
-    node_group_affinity: NodeGroupAffinity | None = None
-    node_group_anti_affinity: NodeGroupAffinity | None = None
-
-
-class ExtendCluster(_Volcano):
-    """A cluster a queue's jobs may be dispatched to (multi-cluster scheduling)."""
-
-    name: str | None = None
-    weight: Int32 | None = None
-    capacity: dict[str, Quantity] | None = None
-
-
-class QueueSpec(_Volcano):
-    """How much of the cluster a Queue may use and how it shares it."""
-
-    # 0 is unset: Volcano's mutating webhook (mutate_queue.go) writes 1 before the CRD's minimum of 1 is checked, and
-    # LocalCluster reads it as 1; a negative weight is refused.
-    weight: WholeNumber | None = Field(default=None, ge=0, le=65535)
-    capability: dict[str, Quantity] | None = None
-    # strict: the API server refuses "yes", "true" and 1 ("must be of type boolean"); pydantic would read them as true
-    reclaimable: Annotated[bool, Field(strict=True)] | None = None
-    deserved: dict[str, Quantity] | None = None
-    guarantee: QueueGuarantee | None = None
-    parent: Annotated[_Subdomain, Field(max_length=253)] | None = None
-    priority: WholeNumber | None = Field(default=None, ge=0)
-    affinity: QueueAffinity | None = None
-    extend_clusters: list[ExtendCluster] | None = None
-    type: str | None = Field(default=None, max_length=253)
-    dequeue_strategy: Literal["fifo", "traverse"] | None = None
-
-
-class QueueStatus(_Volcano):
-    """A Queue's state; since v1.11 only `state` and `allocated` are kept current: count PodGroups."""
-
-    model_config = ConfigDict(extra="allow")
-
-    state: QueueState | None = None
-    allocated: dict[str, Quantity] | None = None
-    pending: WholeNumber | None = None
-    running: WholeNumber | None = None
-    inqueue: WholeNumber | None = None
-    unknown: WholeNumber | None = None
-    completed: WholeNumber | None = None
-    reservation: dict[str, Any] | None = None
-
-
-class Queue(_Volcano):
-    """A cluster-scoped Volcano Queue."""
-
-    api_version: Literal["scheduling.volcano.sh/v1beta1"] = "scheduling.volcano.sh/v1beta1"
-    kind: Literal["Queue"] = "Queue"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: QueueSpec = Field(default_factory=QueueSpec)
-    status: QueueStatus | None = None
-
-
-class PodGroupSpec(_Volcano):
-    """The gang a PodGroup stands for: how many pods must start together, in which queue."""
-
-    min_member: WholeNumber | None = Field(default=None, ge=0)
-    min_task_member: dict[str, WholeNumber] | None = None
-    queue: Annotated[_Subdomain, Field(max_length=253)] | None = None
-    priority_class_name: str | None = Field(default=None, max_length=253)
-    min_resources: dict[str, Quantity] | None = None
-    network_topology: dict[str, Any] | None = None
-    sub_group_policy: list[dict[str, Any]] | None = None
-
-
-class PodGroupStatus(_Volcano):
-    """Where the scheduler has got with a PodGroup."""
-
-    model_config = ConfigDict(extra="allow")
-
-    phase: PodGroupPhase | None = None
-    conditions: list[dict[str, Any]] | None = None
-    running: WholeNumber | None = Field(default=None, ge=0)
-    succeeded: WholeNumber | None = Field(default=None, ge=0)
-    failed: WholeNumber | None = Field(default=None, ge=0)
-
-
-class PodGroup(_Volcano):
-    """A Volcano PodGroup; the Job controller creates one per Job."""
-
-    api_version: Literal["scheduling.volcano.sh/v1beta1"] = "scheduling.volcano.sh/v1beta1"
-    kind: Literal["PodGroup"] = "PodGroup"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: PodGroupSpec = Field(default_factory=PodGroupSpec)
-    status: PodGroupStatus | None = None
 
 
 # ---- parsing -------------------------------------------------------------------------------------------
@@ -553,7 +431,8 @@ def _load_text(text: str, what: str) -> Any:
     raise ValueError(f"the {what} manifest is not valid YAML or JSON at {where}: {problem}")
 
 
-def _parse(model: type[_M], data: dict[str, Any] | str, what: str) -> _M:
+def parse_manifest(model: type[_M], data: dict[str, Any] | str, what: str) -> _M:
+    """Read `model` from a dict or YAML/JSON text; ValueError says in one sentence what is wrong and where."""
     if isinstance(data, str):
         data = _load_text(data, what)
     if not isinstance(data, dict):
@@ -566,17 +445,7 @@ def _parse(model: type[_M], data: dict[str, Any] | str, what: str) -> _M:
 
 def parse_job(data: dict[str, Any] | str) -> Job:
     """Read a Job from a dict or YAML/JSON text; ValueError says in one sentence what is wrong and where."""
-    return _parse(Job, data, "Job")
-
-
-def parse_queue(data: dict[str, Any] | str) -> Queue:
-    """Read a Queue from a dict or YAML/JSON text; ValueError says in one sentence what is wrong."""
-    return _parse(Queue, data, "Queue")
-
-
-def parse_podgroup(data: dict[str, Any] | str) -> PodGroup:
-    """Read a PodGroup from a dict or YAML/JSON text; ValueError says in one sentence what is wrong."""
-    return _parse(PodGroup, data, "PodGroup")
+    return parse_manifest(Job, data, "Job")
 
 
 def apply_volcano_defaults(job: Job) -> Job:

@@ -9,7 +9,7 @@ from components.names import is_dns1123_subdomain
 from components.volcano.resources import check_amount, quantity_value
 
 if TYPE_CHECKING:
-    from components.volcano.models import Queue
+    from components.volcano.scheduling_models import Queue
 
 __all__ = ["validate_queue"]
 

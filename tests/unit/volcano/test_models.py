@@ -22,11 +22,10 @@ from components.volcano.models import (
     TaskSpec,
     apply_volcano_defaults,
     parse_job,
-    parse_podgroup,
-    parse_queue,
     validate_job,
-    validate_queue,
 )
+from components.volcano.queue_admission import validate_queue
+from components.volcano.scheduling_models import parse_podgroup, parse_queue
 
 JOB_YAML = """
 apiVersion: batch.volcano.sh/v1alpha1
