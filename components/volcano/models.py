@@ -218,6 +218,9 @@ class Container(_Kube):
     ports: list[dict[str, Any]] | None = None
     restart_policy: str | None = None  # "Always" on an init container makes it a sidecar (Kubernetes >= 1.29)
     termination_message_policy: str | None = None
+    liveness_probe: dict[str, Any] | None = None
+    readiness_probe: dict[str, Any] | None = None
+    startup_probe: dict[str, Any] | None = None
 
 
 class PodSpec(_Kube):
@@ -239,6 +242,8 @@ class PodSpec(_Kube):
     subdomain: str | None = None
     node_name: str | None = None
     dns_policy: str | None = None
+    host_network: bool | None = None
+    topology_spread_constraints: list[dict[str, Any]] | None = None
 
 
 class PodTemplateSpec(_Kube):

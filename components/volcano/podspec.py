@@ -84,6 +84,8 @@ def check_pod(spec: PodSpec, where: str) -> None:
     for field, value in (("hostname", spec.hostname), ("subdomain", spec.subdomain)):
         if value is not None and not is_dns1123_label(value):
             raise ValueError(f"{where}.{field} {value!r} must be a lowercase RFC 1123 label (a-z, 0-9 and '-')")
+    _check_host_ports(spec, where)
+    _check_spread(spec.topology_spread_constraints or [], f"{where}.topologySpreadConstraints")
     _check_tolerations(spec.tolerations or [], f"{where}.tolerations")
     volumes = _check_pod_volumes(spec.volumes or [], f"{where}.volumes")
     for kind, containers in (("initContainers", spec.init_containers or []), ("containers", spec.containers)):
@@ -96,6 +98,7 @@ _MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 # core/v1 validateEnvVarValueFrom: where a variable's value comes from, one of these exactly.
 _ENV_SOURCES = ("configMapKeyRef", "fieldRef", "resourceFieldRef", "secretKeyRef")
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
+_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
 
 
 def _check_container(container: Container, where: str) -> None:
@@ -139,6 +142,75 @@ def _check_container(container: Container, where: str) -> None:
                 raise ValueError(f"{here}.{field} must be a port number from 1 to 65535, got {number!r}")
         if port.get("protocol", "TCP") not in _PROTOCOLS:
             raise ValueError(f"{here}.protocol {port['protocol']!r} is not one of {', '.join(_PROTOCOLS)}")
+    for field, probe in (
+        ("livenessProbe", container.liveness_probe),
+        ("readinessProbe", container.readiness_probe),
+        ("startupProbe", container.startup_probe),
+    ):
+        # validateProbe and validateHandler: one way to probe; only readiness may need more than one success
+        if probe is None:
+            continue
+        if not isinstance(probe, dict) or sum(probe.get(handler) is not None for handler in _HANDLERS) != 1:
+            raise ValueError(f"{where}.{field} must set exactly one of {', '.join(_HANDLERS)}")
+        if field != "readinessProbe" and probe.get("successThreshold") not in (None, 1):
+            raise ValueError(f"{where}.{field}.successThreshold must be 1, not {probe['successThreshold']!r}")
+
+
+def _check_host_ports(spec: PodSpec, where: str) -> None:
+    """A host port once per pod, its own port on hostNetwork (validatePodHostNetworkDeps, AccumulateUniqueHostPorts).
+
+    With hostNetwork the API server's defaults make each containerPort a hostPort; an explicit other one is refused.
+    """
+    taken: set[tuple[Any, Any, Any]] = set()
+    for kind, containers in (("initContainers", spec.init_containers or []), ("containers", spec.containers)):
+        for position, container in enumerate(containers):
+            for index, port in enumerate(container.ports or []):
+                here = f"{where}.{kind}[{position}].ports[{index}]"
+                host = port.get("hostPort")
+                if spec.host_network:
+                    if host is not None and host != port.get("containerPort"):
+                        raise ValueError(
+                            f"{here}.hostPort {host} must equal its containerPort {port.get('containerPort')} on "
+                            "hostNetwork"
+                        )
+                    host = port.get("containerPort")
+                if not host or kind == "initContainers":
+                    continue
+                key = (host, port.get("protocol") or "TCP", port.get("hostIP") or "")
+                if key in taken:
+                    raise ValueError(f"{here} asks for host port {host}/{key[1]}, which another port of the pod has")
+                taken.add(key)
+
+
+_WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
+
+
+def _check_spread(constraints: list[dict[str, Any]], where: str) -> None:
+    """core/v1 validateTopologySpreadConstraints: a skew above 0, a key, a known action, each pair once."""
+    seen: set[tuple[str, str]] = set()
+    for index, constraint in enumerate(constraints):
+        here = f"{where}[{index}]"
+        if not isinstance(constraint, dict):
+            raise ValueError(f"{here} must be a mapping of fields (maxSkew, topologyKey, whenUnsatisfiable)")
+        skew, key, when = constraint.get("maxSkew"), constraint.get("topologyKey"), constraint.get("whenUnsatisfiable")
+        if isinstance(skew, bool) or not isinstance(skew, int) or skew <= 0:
+            raise ValueError(f"{here}.maxSkew must be a whole number greater than 0, got {skew!r}")
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"{here}.topologyKey is required (a node label such as topology.kubernetes.io/zone)")
+        try:
+            check_label_key(key)
+        except ValueError as err:
+            raise ValueError(f"{here}.topologyKey: {err}") from None
+        if when not in _WHEN_UNSATISFIABLE:
+            raise ValueError(f"{here}.whenUnsatisfiable {when!r} is not one of {', '.join(_WHEN_UNSATISFIABLE)}")
+        if (key, when) in seen:
+            raise ValueError(f"{here} repeats topologyKey {key!r} with whenUnsatisfiable {when}")
+        seen.add((key, when))
+        domains = constraint.get("minDomains")
+        if domains is not None and (isinstance(domains, bool) or not isinstance(domains, int) or domains <= 0):
+            raise ValueError(f"{here}.minDomains must be a whole number greater than 0, got {domains!r}")
+        if domains is not None and when != "DoNotSchedule":
+            raise ValueError(f"{here} sets minDomains, which only whenUnsatisfiable DoNotSchedule may have")
 
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")

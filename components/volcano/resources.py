@@ -149,6 +149,19 @@ def check_amount(field: str, name: str, amount: str | int | float) -> None:
         raise ValueError(f"{field}[{name}] is {amount}; {name} must be a whole number")
 
 
+def _check_huge_pages(field: str, name: str, amount: str | int | float) -> None:
+    """validateResourceQuantityHugePageValue: a page size in the name, a whole number of pages in the amount."""
+    size = name.removeprefix("hugepages-")
+    try:
+        page = quantity_value(size)
+    except ValueError:
+        page = Decimal(0)
+    if page <= 0:
+        raise ValueError(f"resource {name!r} must name a page size, such as hugepages-2Mi")
+    if quantity_value(amount) % page:
+        raise ValueError(f"{field}[{name}] is {amount}; it must be a whole number of {size} pages")
+
+
 def check_requirements(
     requests: Mapping[str, str | int | float] | None, limits: Mapping[str, str | int | float] | None
 ) -> None:
@@ -163,6 +176,8 @@ def check_requirements(
         for name, amount in amounts.items():
             check_resource_name(name)
             check_amount(field, name, amount)
+            if name.startswith("hugepages-"):
+                _check_huge_pages(field, name, amount)
     for name, amount in requests.items():
         overcommit = is_native_resource(name) and not name.startswith("hugepages-")
         if name not in limits:
@@ -176,6 +191,10 @@ def check_requirements(
             raise ValueError(f"requests[{name}] is {amount}; it must be equal to the {name} limit of {limits[name]}")
         if request > limit:
             raise ValueError(f"requests[{name}] is {amount}; it must be at most the {name} limit of {limits[name]}")
+    # ValidateResourceRequirements' last rule: "HugePages require cpu or memory"
+    names = {*limits, *requests}
+    if any(name.startswith("hugepages-") for name in names) and not {"cpu", "memory"} & names:
+        raise ValueError("a container asking for hugepages must ask for cpu or memory too")
 
 
 def parse_resources(raw: Mapping[str, str | int | float] | None) -> Resources:

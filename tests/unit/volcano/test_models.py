@@ -398,6 +398,19 @@ def test_pod_fields_kubernetes_accepts_pass_admission() -> None:
     _pod(data)["containers"][0]["env"] = [{"name": "my.var-1", "value": "x"}, {"name": "EMPTY"}]
     _pod(data)["containers"][0]["ports"] = [{"containerPort": 8080, "name": "http", "protocol": "UDP", "hostPort": 1}]
     _pod(data)["hostname"], _pod(data)["serviceAccountName"] = "worker-0", "trainer.sa"
+    _pod(data)["topologySpreadConstraints"] = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "minDomains": 2,
+        },
+        {"maxSkew": 2, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway"},
+    ]
+    _pod(data)["containers"][0]["readinessProbe"] = {
+        "httpGet": {"path": "/health", "port": 8080},
+        "successThreshold": 3,
+    }
     # an empty policy is unset, and the API server's defaults fill it in (restartPolicy: '' was refused)
     _pod(data).update(restartPolicy="", dnsPolicy="", activeDeadlineSeconds=3600, nodeName="node-1.gpu")
     _pod(data)["containers"][0].update(imagePullPolicy="", terminationMessagePolicy="FallbackToLogsOnError")
@@ -630,6 +643,42 @@ def _add_task(d: dict[str, Any], name: str, **extra: Any) -> None:
         ),
         (lambda d: _pod(d)["containers"][0].update(imagePullPolicy="Sometimes"), "imagePullPolicy 'Sometimes'"),
         (lambda d: _pod(d).update(serviceAccountName="Bad SA"), "serviceAccountName 'Bad SA' must be"),
+        # core/v1 host ports, topology spread constraints and probes: they all passed
+        (
+            lambda d: (
+                _pod(d).update(hostNetwork=True),
+                _pod(d)["containers"][0].update(ports=[{"containerPort": 80, "hostPort": 81}]),
+            ),
+            "containers[0].ports[0].hostPort 81 must equal its containerPort 80 on hostNetwork",
+        ),
+        (
+            lambda d: _pod(d)["containers"][0].update(
+                ports=[{"containerPort": 80, "hostPort": 9000}, {"containerPort": 81, "hostPort": 9000}]
+            ),
+            "containers[0].ports[1] asks for host port 9000/TCP, which another port of the pod has",
+        ),
+        (
+            lambda d: _pod(d).update(
+                topologySpreadConstraints=[{"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]
+            ),
+            "topologySpreadConstraints[0].maxSkew must be a whole number greater than 0, got 0",
+        ),
+        (
+            lambda d: _pod(d).update(
+                topologySpreadConstraints=[{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Maybe"}]
+            ),
+            "topologySpreadConstraints[0].whenUnsatisfiable 'Maybe' is not one of DoNotSchedule, ScheduleAnyway",
+        ),
+        (
+            lambda d: _pod(d)["containers"][0].update(
+                livenessProbe={"httpGet": {"port": 80}, "exec": {"command": ["x"]}}
+            ),
+            "containers[0].livenessProbe must set exactly one of exec, httpGet, tcpSocket, grpc",
+        ),
+        (
+            lambda d: _pod(d)["containers"][0].update(startupProbe={"tcpSocket": {"port": 80}, "successThreshold": 2}),
+            "containers[0].startupProbe.successThreshold must be 1, not 2",
+        ),
         # core/v1 validateVolumeSource and ValidateVolumeMounts: they all passed
         (lambda d: _pod(d).update(volumes=[{"name": "v", "persistentVolumeClaim": {}}]), "claimName is required"),
         (lambda d: _pod(d).update(volumes=[{"name": "v", "configMap": {"items": []}}]), "configMap.name is required"),

@@ -60,6 +60,14 @@ def test_what_is_not_a_quantity_is_refused(text: str | bool) -> None:
         ({"cpu": "2"}, {"cpu": "1"}, "must be at most the cpu limit of 1"),
         ({"memory": "2Gi"}, {"memory": "1Gi"}, "must be at most the memory limit of 1Gi"),
         ({"hugepages-2Mi": "4Mi"}, {"hugepages-2Mi": "2Mi"}, "must be equal to the hugepages-2Mi limit"),
+        # validateResourceQuantityHugePageValue and "HugePages require cpu or memory": they passed
+        (
+            {"hugepages-2Mi": "3Mi", "memory": "1Gi"},
+            None,
+            r"requests\[hugepages-2Mi\] is 3Mi; it must be a whole number of 2Mi",
+        ),
+        ({"hugepages-big": 1, "cpu": 1}, None, "resource 'hugepages-big' must name a page size, such as hugepages-2Mi"),
+        (None, {"hugepages-1Gi": "2Gi"}, "a container asking for hugepages must ask for cpu or memory too"),
         ({"gpu": 1}, None, "is not a container resource"),
         ({"nvidia.com/": 1}, None, "must be <domain>/<name>"),
         ({"Nvidia.com/gpu": 1}, None, "must be <domain>/<name>"),
@@ -80,6 +88,7 @@ def test_container_resources_that_kubernetes_refuses(requests: dict, limits: dic
         ({"cpu": "500m", "memory": "1Gi"}, {"cpu": "2", "memory": "1Gi"}),  # cpu and memory may be overcommitted
         ({"cpu": "1"}, None),
         ({"ephemeral-storage": "1Gi", "example.com/foo": 1}, {"example.com/foo": 1}),
+        (None, {"hugepages-2Mi": "4Mi", "memory": "1Gi"}),
     ],
 )
 def test_container_resources_that_kubernetes_accepts(requests: dict | None, limits: dict | None) -> None:
