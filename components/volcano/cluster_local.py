@@ -272,7 +272,7 @@ class LocalCluster:
                 original, raw = raw, batch_to_volcano(raw)
             # LocalCluster behaves as Volcano with its admission webhooks: defaults filled in, then validated.
             parsed = apply_volcano_defaults(parse_job(raw))
-            validate_job(parsed)
+            validate_job(parsed, batch=original is not None)
         except ValueError as err:
             raise Invalid(str(err)) from None
         manifest = parsed.to_dict()

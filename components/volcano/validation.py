@@ -51,11 +51,13 @@ _POD_NAME_MAX = 63
 SVC_PLUGINS = frozenset({"pytorch", "tensorflow", "mpi", "ray"})
 
 
-def validate_job(job: Job) -> None:
+def validate_job(job: Job, *, batch: bool = False) -> None:
     """Raise ValueError, one sentence, for the first thing Volcano's admission would refuse in `job`.
 
     Covers the CRD schema, the ValidatingAdmissionPolicy and the validating webhook of v1.15 as far as
-    they need no cluster (queue existence and state are checked at submit time).
+    they need no cluster (queue existence and state are checked at submit time). With `batch`, `job` stands for a
+    batch/v1 Job (objects.batch_to_volcano): its pods are named by the Job controller, so Volcano's pod-name rule
+    is not its.
     """
     spec = job.spec
     _check_job_name(job)
@@ -76,7 +78,7 @@ def validate_job(job: Job) -> None:
         if task.name in seen:
             raise ValueError(f"spec.tasks[{index}].name {task.name!r} is used by two tasks; task names must be unique")
         seen.add(task.name)
-        _check_task(job, index, task)
+        _check_task(job, index, task, pod_names=not batch)
 
     total = sum(task.replicas for task in spec.tasks)
     if spec.min_available is not None and spec.min_available > total:
@@ -108,7 +110,7 @@ def _check_job_name(job: Job) -> None:
         )
 
 
-def _check_task(job: Job, index: int, task: TaskSpec) -> None:
+def _check_task(job: Job, index: int, task: TaskSpec, *, pod_names: bool) -> None:
     where = f"spec.tasks[{index}]"
     if not is_dns1123_label(task.name):
         raise ValueError(
@@ -128,7 +130,7 @@ def _check_task(job: Job, index: int, task: TaskSpec) -> None:
     # Pods are named <job>-<task>-<i>. The webhook holds the name with the task's position as i to 63 characters
     # (validateK8sPodNameLength); a longer pod name is fine on its own. The svc plugin makes each pod's name its
     # hostname, a 63-character label the API server enforces on every pod, so with it the last replica's must fit.
-    if job.metadata.name:
+    if job.metadata.name and pod_names:
         plugins = job.spec.plugins or {}
         hostname = "svc" in plugins or bool(SVC_PLUGINS & plugins.keys())
         pod_name = f"{job.metadata.name}-{task.name}-{max(task.replicas - 1, 0) if hostname else index}"

@@ -370,3 +370,18 @@ def test_a_pytorch_job_without_its_master_task_runs_without_master_addr(run, tmp
     assert run("submit", str(_job_file(tmp_path, job))).exit_code == 0
     assert LocalCluster(os.environ["VCPILOT_HOME"]).wait("solo", timeout=20).phase == "Completed"
     assert "addr=none world=none" in run("logs", "solo").stdout
+
+
+def test_a_batch_v1_job_is_not_held_to_volcanos_pod_name_rule(run):
+    # A batch/v1 Job's pods are named by its controller, so a 60-character Job runs on Kubernetes; LocalCluster,
+    # which runs it as a Volcano Job with one task `job`, refused it ("pod name '…-job-0' would be 66 characters").
+    cluster = LocalCluster(os.environ["VCPILOT_HOME"])
+    name = "a" * 60
+    template = {"spec": {"containers": [{"name": "c", "image": "busybox", "command": ["true"]}]}}
+    cluster.submit(
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": {"template": template}}
+    )
+    assert cluster.wait(name, timeout=20).phase == "Completed"
+    long_vcjob = vcjob(name, "true")
+    with pytest.raises(Invalid, match=r"would be 67 characters, over the 63 Volcano allows"):
+        cluster.submit(long_vcjob)  # a Volcano Job of that name still is
