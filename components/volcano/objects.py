@@ -3,14 +3,14 @@
 Argo's resource templates read objects (`successCondition: status.state.phase == Completed`,
 `jsonPath: '{.metadata.name}'`), so LocalCluster hands out the manifest with the status Volcano (or the
 Kubernetes Job controller) would write. A `batch/v1` Job is run as a Volcano Job without gang (minAvailable 1)
-whose failed pods are recreated up to `backoffLimit` times.
+whose failed pods are recreated up to `backoffLimit` times, once its fields pass the API server's Job rules.
 """
 
 from __future__ import annotations
 
 import copy
 import string
-from typing import Any
+from typing import Annotated, Any
 
 from components.volcano.cluster import JobInfo
 
@@ -31,10 +31,20 @@ def batch_to_volcano(manifest: dict[str, Any]) -> dict[str, Any]:
     spec = manifest.get("spec") or {}
     if not isinstance(spec, dict) or not isinstance(spec.get("template"), dict):
         raise ValueError("batch/v1 Job needs spec.template (a pod template).")
-    completions = int(spec.get("completions") or 1)
-    backoff = int(spec.get("backoffLimit", 6))
+    completions = _count(spec, "completions") or 1
+    backoff = _count(spec, "backoffLimit")
+    backoff = 6 if backoff is None else backoff
+    _count(spec, "parallelism")
     template = copy.deepcopy(spec["template"])
-    template.setdefault("spec", {}).setdefault("restartPolicy", "Never")
+    pod = template.setdefault("spec", {})
+    if not isinstance(pod, dict):
+        raise ValueError("batch/v1 Job's spec.template.spec must be a pod spec (a mapping of fields).")
+    # ValidateJobSpec: a Job's pods end, so restartPolicy Always is refused, and so is none (a pod's default is Always)
+    if pod.get("restartPolicy") not in ("OnFailure", "Never"):
+        found = f"is {pod['restartPolicy']!r}" if pod.get("restartPolicy") else "is not set"
+        raise ValueError(
+            f"batch/v1 Job's spec.template.spec.restartPolicy {found}; a Job's pods need OnFailure or Never."
+        )
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
@@ -49,6 +59,22 @@ def batch_to_volcano(manifest: dict[str, Any]) -> dict[str, Any]:
             "tasks": [{"name": "job", "replicas": completions, "minAvailable": 1, "template": template}],
         },
     }
+
+
+def _count(spec: dict[str, Any], field: str) -> int | None:
+    """A batch/v1 Job's count (completions, parallelism, backoffLimit): unset, or a whole int32 of at least 0."""
+    from pydantic import Field, TypeAdapter, ValidationError
+
+    from components.volcano.models import Int32
+    from components.volcano.validation import describe_validation_error
+
+    value = spec.get(field)
+    if value is None:
+        return None
+    try:
+        return TypeAdapter(Annotated[Int32, Field(ge=0)]).validate_python(value)
+    except ValidationError as err:
+        raise ValueError(f"batch/v1 Job's spec.{field}: {describe_validation_error(err)}.") from None
 
 
 def _counts(info: JobInfo) -> dict[str, int]:

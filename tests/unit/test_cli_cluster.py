@@ -377,7 +377,9 @@ def test_a_batch_v1_job_is_not_held_to_volcanos_pod_name_rule(run):
     # which runs it as a Volcano Job with one task `job`, refused it ("pod name '…-job-0' would be 66 characters").
     cluster = LocalCluster(os.environ["VCPILOT_HOME"])
     name = "a" * 60
-    template = {"spec": {"containers": [{"name": "c", "image": "busybox", "command": ["true"]}]}}
+    template = {
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox", "command": ["true"]}]}
+    }
     cluster.submit(
         {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": {"template": template}}
     )
@@ -385,3 +387,32 @@ def test_a_batch_v1_job_is_not_held_to_volcanos_pod_name_rule(run):
     long_vcjob = vcjob(name, "true")
     with pytest.raises(Invalid, match=r"would be 67 characters, over the 63 Volcano allows"):
         cluster.submit(long_vcjob)  # a Volcano Job of that name still is
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        # ValidateJobSpec: they were taken (restartPolicy made Never), or said "invalid literal for int()", or named
+        # spec.tasks[0].replicas, a field of the Volcano Job LocalCluster runs, not of the Job written
+        ({"completions": "abc"}, "batch/v1 Job's spec.completions: expected a whole number, got the text 'abc'"),
+        ({"completions": -1}, "batch/v1 Job's spec.completions: value must be at least 0, got -1"),
+        ({"backoffLimit": -1}, "batch/v1 Job's spec.backoffLimit: value must be at least 0, got -1"),
+        ({"parallelism": True}, "batch/v1 Job's spec.parallelism: expected a whole number, got true"),
+        ({"restartPolicy": "Always"}, "restartPolicy is 'Always'; a Job's pods need OnFailure or Never"),
+        ({"restartPolicy": None}, "restartPolicy is not set; a Job's pods need OnFailure or Never"),
+    ],
+)
+def test_a_batch_v1_job_kubernetes_refuses_is_refused_in_its_own_terms(run, change, message):
+    pod = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox", "command": ["true"]}]}
+    spec: dict = {"template": {"spec": pod}}
+    if "restartPolicy" in change:
+        pod["restartPolicy"] = change["restartPolicy"]
+        if pod["restartPolicy"] is None:
+            del pod["restartPolicy"]
+    else:
+        spec.update(change)
+    cluster = LocalCluster(os.environ["VCPILOT_HOME"])
+    with pytest.raises(Invalid) as caught:
+        cluster.submit({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": spec})
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+    assert cluster.list_jobs() == []
