@@ -410,7 +410,7 @@ class LocalCluster:
 
     def apply_queue(self, queue: Queue | Mapping[str, Any]) -> QueueSnapshot:
         """Create or update a queue (weight, capability, reclaimable, state)."""
-        from components.volcano.queue_admission import validate_queue
+        from components.volcano.queue_admission import validate_queue, validate_queue_tree
         from components.volcano.scheduling_models import Queue, parse_queue
 
         try:
@@ -422,10 +422,14 @@ class LocalCluster:
         spec = parsed.spec.model_dump(by_alias=True, exclude_none=True, mode="json")
         state = (parsed.status.state if parsed.status and parsed.status.state else None) or "Open"
         with self._tx() as db:
-            parent = parsed.spec.parent
-            known = parent in (None, "root") or db.execute("SELECT 1 FROM queues WHERE name = ?", (parent,)).fetchone()
-            if not known:
-                raise Invalid(f"queue {name}: its spec.parent {parent!r} does not exist; create that queue first.")
+            others = {
+                row["name"]: parse_queue({"metadata": {"name": row["name"]}, "spec": json.loads(row["spec"] or "{}")})
+                for row in db.execute("SELECT name, spec FROM queues WHERE name != ?", (name,))
+            }
+            try:
+                validate_queue_tree(parsed, others)
+            except ValueError as err:
+                raise Invalid(f"queue {name}: {err}.") from None
             db.execute(
                 "INSERT INTO queues(name, spec, state) VALUES (?,?,?) "
                 "ON CONFLICT(name) DO UPDATE SET spec = excluded.spec, state = excluded.state",

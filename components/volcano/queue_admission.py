@@ -9,9 +9,14 @@ from components.names import is_dns1123_subdomain
 from components.volcano.resources import check_amount, quantity_value
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from components.volcano.scheduling_models import Queue
 
-__all__ = ["validate_queue"]
+__all__ = ["MAX_QUEUE_DEPTH", "validate_queue", "validate_queue_tree"]
+
+# The webhook's --max-queue-depth default: a queue under root at most this many levels down.
+MAX_QUEUE_DEPTH = 5
 
 # Volcano's annotations of the older, annotation-based queue hierarchy (scheduling/v1beta1 KubeHierarchy*).
 _HIERARCHY = "volcano.sh/hierarchy"
@@ -84,3 +89,45 @@ def _check_hierarchy(annotations: dict[str, str]) -> None:
                 f"metadata.annotations[{_HIERARCHY_WEIGHTS}] {weights!r}: each weight must be a number greater "
                 f"than 0, not {part!r}"
             )
+
+
+def validate_queue_tree(queue: Queue, others: Mapping[str, Queue]) -> None:
+    """Raise ValueError, one sentence, for what the queue webhook refuses of `queue` among the `others` by name.
+
+    validateHierarchicalQueue and validateHierarchicalQueueResources: its parent exists, the tree is at most
+    MAX_QUEUE_DEPTH deep, no capability above its nearest ancestor's that sets it, none below a child's.
+    """
+    name, spec = queue.metadata.name, queue.spec
+    ancestors: list[Queue] = []
+    parent = spec.parent
+    while parent and parent != "root":
+        if len(ancestors) + 1 >= MAX_QUEUE_DEPTH:
+            raise ValueError(
+                f"it would sit more than {MAX_QUEUE_DEPTH} queues deep under root; Volcano allows {MAX_QUEUE_DEPTH}"
+            )
+        next_up = others.get(parent)
+        if next_up is None:
+            raise ValueError(f"its spec.parent {parent!r} does not exist; create that queue first")
+        ancestors.append(next_up)
+        parent = next_up.spec.parent
+    for resource, amount in (spec.capability or {}).items():
+        for ancestor in ancestors:  # findNearestAncestorCapability: the nearest one that sets it above 0
+            above = (ancestor.spec.capability or {}).get(resource)
+            if above is None or quantity_value(above) <= 0:
+                continue
+            if quantity_value(amount) > quantity_value(above):
+                raise ValueError(
+                    f"spec.capability[{resource}] is {amount}, above the {above} of its ancestor queue "
+                    f"{ancestor.metadata.name!r}"
+                )
+            break
+    for child in others.values():
+        if child.spec.parent != name:
+            continue
+        for resource, amount in (child.spec.capability or {}).items():
+            own = (spec.capability or {}).get(resource)
+            if own is not None and quantity_value(own) > 0 and quantity_value(amount) > quantity_value(own):
+                raise ValueError(
+                    f"spec.capability[{resource}] is {own}, below the {amount} of its child queue "
+                    f"{child.metadata.name!r}"
+                )

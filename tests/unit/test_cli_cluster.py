@@ -353,6 +353,11 @@ def test_queues_and_submissions_volcanos_queue_checks_refuse(run, tmp_path):
     assert cluster.apply_queue({"metadata": {"name": "org"}, "spec": {"parent": "root", "weight": 0}}).weight == 1
     cluster.apply_queue({"metadata": {"name": "team"}, "spec": {"parent": "org"}})
     cluster.apply_queue({"metadata": {"name": "root"}})
+    # validateHierarchicalQueueResources: no capability above an ancestor's (it was stored)
+    cluster.apply_queue({"metadata": {"name": "org"}, "spec": {"parent": "root", "capability": {GPU: 4}}})
+    with pytest.raises(Invalid, match=r"^queue team: spec\.capability\[nvidia.com/gpu\] is 8, above the 4 of its"):
+        cluster.apply_queue({"metadata": {"name": "team"}, "spec": {"parent": "org", "capability": {GPU: 8}}})
+    assert cluster.queue("team").capability == {}
     for queue, fragment in (
         ("root", "queue 'root' is the top of Volcano's queue tree and takes no jobs"),
         ("org", "queue 'org' is the parent of team; submit to a queue without child queues (a leaf)"),

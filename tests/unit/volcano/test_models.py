@@ -24,7 +24,7 @@ from components.volcano.models import (
     parse_job,
     validate_job,
 )
-from components.volcano.queue_admission import validate_queue
+from components.volcano.queue_admission import validate_queue, validate_queue_tree
 from components.volcano.scheduling_models import parse_podgroup, parse_queue
 
 JOB_YAML = """
@@ -931,6 +931,27 @@ def test_queue_admission_refuses_with_one_sentence(change: Any, expected: str) -
         validate_queue(_queue(change))
     assert str(caught.value).startswith(expected), caught.value
     assert "\n" not in str(caught.value)
+
+
+def _tree_queue(name: str, parent: str | None = None, **capability: Any) -> Any:
+    return parse_queue({"metadata": {"name": name}, "spec": {"parent": parent, "capability": capability or None}})
+
+
+def test_a_queue_tree_is_held_to_the_webhooks_hierarchy_rules() -> None:
+    # validateQueueDepth (5 under root), findNearestAncestorCapability, a parent's capability against its children
+    chain = {f"q{i}": _tree_queue(f"q{i}", f"q{i - 1}" if i else "root") for i in range(5)}
+    validate_queue_tree(_tree_queue("q5", "q3"), chain)  # q0..q3 above it: 5 deep
+    with pytest.raises(ValueError, match=r"^it would sit more than 5 queues deep under root; Volcano allows 5$"):
+        validate_queue_tree(_tree_queue("q5", "q4"), chain)
+    with pytest.raises(ValueError, match=r"^its spec.parent 'org' does not exist; create that queue first$"):
+        validate_queue_tree(_tree_queue("team", "org"), {})
+    tree = {"org": _tree_queue("org", "root", cpu="8"), "mid": _tree_queue("mid", "org")}
+    validate_queue_tree(_tree_queue("team", "mid", cpu="8"), tree)
+    with pytest.raises(ValueError, match=r"^spec.capability\[cpu\] is 16, above the 8 of its ancestor queue 'org'$"):
+        validate_queue_tree(_tree_queue("team", "mid", cpu="16"), tree)
+    tree["team"] = _tree_queue("team", "org", cpu="6")
+    with pytest.raises(ValueError, match=r"^spec.capability\[cpu\] is 4, below the 6 of its child queue 'team'$"):
+        validate_queue_tree(_tree_queue("org", "root", cpu="4"), tree)
 
 
 def test_a_queue_volcano_takes_passes() -> None:
