@@ -16,11 +16,9 @@ from __future__ import annotations
 import json
 
 from components.tracking.workflow_run import WorkflowRun
-from pipelines.local import TRIGGER_LABEL
+from pipelines.local import CRON_LABEL, TRIGGER_LABEL
 
 __all__ = ["CRON_LABEL", "TRIGGER_LABEL", "argo_link", "trigger_of", "workflow_run_of"]
-
-CRON_LABEL = "workflows.argoproj.io/cron-workflow"
 
 
 def trigger_of(labels: dict[str, str]) -> str:

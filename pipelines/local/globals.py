@@ -16,6 +16,9 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from pipelines.local import CRON_LABEL
+from pipelines.local.workflow import SCHEDULED_TIME
+
 __all__ = ["WorkflowGlobals"]
 
 # A simple tag (not an `{{=expression}}`, which Argo's validator does not resolve) naming a workflow variable.
@@ -36,8 +39,6 @@ _ALWAYS = frozenset(
     )
 )
 _AT_RUN_TIME = ("workflow.creationTimestamp", "workflow.scheduledTime", "workflow.duration")
-_CRON_LABEL = "workflows.argoproj.io/cron-workflow"
-_CRON_ANNOTATION = "workflows.argoproj.io/scheduled-time"
 
 
 def _keys(holder: Any, key: str) -> set[str]:
@@ -59,7 +60,7 @@ class WorkflowGlobals:
         labels = _keys(metadata, "labels") | _keys(extra, "labels") | _keys(extra, "labelsFrom")
         annotations = _keys(metadata, "annotations") | _keys(extra, "annotations")
         if kind == "CronWorkflow":  # its runs' metadata: the workflowMetadata and what the cron controller adds
-            labels, annotations = labels | {_CRON_LABEL}, annotations | {_CRON_ANNOTATION}
+            labels, annotations = labels | {CRON_LABEL}, annotations | {SCHEDULED_TIME}
         params = [str(p.get("name")) for p in _items(spec.get("arguments"), "parameters") if p.get("name")]
         known = set(_ALWAYS)
         known |= {f"workflow.labels.{k}" for k in labels} | {f"workflow.annotations.{k}" for k in annotations}

@@ -27,6 +27,7 @@ from components import kubeyaml
 from components.errors import InputError
 from components.files import MANIFEST_MAX_BYTES, describe_yaml_error, kind_of, read_text
 from components.names import is_dns1123_subdomain
+from pipelines.local import CRON_LABEL
 
 __all__ = [
     "API_VERSION",
@@ -307,7 +308,7 @@ def _from_cron(document: Mapping[str, Any], label: str) -> dict[str, Any]:
         "metadata": {
             "generateName": f"{name}-",
             "namespace": meta.get("namespace"),
-            "labels": {"workflows.argoproj.io/cron-workflow": name, **(extra.get("labels") or {})},
+            "labels": {CRON_LABEL: name, **(extra.get("labels") or {})},
             "annotations": {SCHEDULED_TIME: scheduled, **(extra.get("annotations") or {})},
         },
         "spec": spec["workflowSpec"],
