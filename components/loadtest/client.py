@@ -52,8 +52,8 @@ class StreamedResponse(Protocol):
     async def aread(self) -> bytes:
         """The whole body."""
 
-    def aiter_lines(self) -> AsyncIterator[str]:
-        """The body's lines as they arrive."""
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
+        """The body in the pieces it arrives in."""
 
     def json(self) -> Any:
         """The body read so far, parsed as JSON."""
@@ -149,6 +149,55 @@ def _describe(err: BaseException) -> str:
     return f"{type(err).__name__}: {text}"[:200] if text else type(err).__name__
 
 
+class _Completion:
+    """A streamed completion as its lines arrive: text pieces with their arrival times, usage, [DONE], errors.
+
+    Fed whole lines in batches (all that one read brought, stamped with when it arrived), so that a read of many
+    chunks costs one call, not one per line; `failure` is set, and the rest ignored, at the first bad chunk.
+    """
+
+    __slots__ = ("chat", "start", "ttft", "last", "itl", "pieces", "usage_tokens", "prompt_tokens", "done", "failure")
+
+    def __init__(self, chat: bool, start: float) -> None:
+        self.chat, self.start, self.last = chat, start, start
+        self.ttft = 0.0
+        self.itl: list[float] = []
+        self.pieces: list[str] = []
+        self.usage_tokens: int | None = None
+        self.prompt_tokens = 0
+        self.done = False
+        self.failure: str | None = None
+
+    def feed(self, text: str, now: float) -> None:
+        """The complete lines `text` (without the last line ending), which arrived at `now`."""
+        for line in text.split("\n"):
+            # Read to the end even after [DONE]: a response left unread cannot go back to the connection pool.
+            if self.done or not line.startswith("data:"):
+                continue  # blank separators, comments, event names
+            data = line[5:].strip()
+            if data == "[DONE]":
+                self.done = True
+                continue
+            chunk, end = _decode(data)
+            if end != len(data):
+                raise ValueError(f"the server sent a chunk with text after its JSON: {data[:80]}")
+            if not isinstance(chunk, dict):
+                self.failure, self.done = f"the server sent a chunk that is not a JSON object: {data[:80]}", True
+            elif "error" in chunk:
+                self.failure, self.done = f"error event: {_error_message(data.encode())}", True
+            else:
+                if (usage := chunk.get("usage")) and isinstance(usage, dict):
+                    self.usage_tokens = usage.get("completion_tokens")
+                    self.prompt_tokens = usage.get("prompt_tokens") or 0
+                if text := _chunk_text(chunk, self.chat):
+                    if self.pieces:
+                        self.itl.append((now - self.last) * 1000)
+                    else:
+                        self.ttft = (now - self.start) * 1000
+                    self.last = now
+                    self.pieces.append(text)
+
+
 async def send_request(
     client: HttpClient,
     target: Target,
@@ -161,17 +210,13 @@ async def send_request(
 ) -> RequestRecord:
     """Send one streaming request and measure TTFT, inter-token gaps and latency (ms); never raises for failures.
 
-    `body` is `encode_request(target, spec)` when the caller has it already.
+    A token's time is when the read that brought it returned. `body` is `encode_request(target, spec)` when the
+    caller has it already.
     """
     if body is None:
         body = encode_request(target, spec)
     start = clock()
-    ttft = 0.0
-    itl: list[float] = []
-    pieces: list[str] = []
-    usage_tokens: int | None = None
-    prompt_tokens = 0
-    last = start
+    stream = _Completion(target.chat, start)
 
     def failed(error: str) -> RequestRecord:
         return RequestRecord(index=index, start_s=start - t0, error=error)
@@ -180,48 +225,38 @@ async def send_request(
         async with client.stream("POST", target.endpoint, content=body, headers=_JSON) as response:
             if response.status_code != 200:
                 return failed(f"HTTP {response.status_code}: {_error_message(await response.aread())}")
-            done, chat = False, target.chat
-            async for line in response.aiter_lines():
-                # Read to the end even after [DONE]: a response left unread cannot go back to the connection pool.
-                if done or not line.startswith("data:"):
-                    continue  # blank separators, comments, event names
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    done = True
+            pending = b""
+            async for data in response.aiter_bytes():
+                now = clock()
+                if pending:
+                    data = pending + data
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    pending = data
                     continue
-                chunk, end = _decode(data)
-                if end != len(data):
-                    raise ValueError(f"the server sent a chunk with text after its JSON: {data[:80]}")
-                if not isinstance(chunk, dict):
-                    return failed(f"the server sent a chunk that is not a JSON object: {data[:80]}")
-                if "error" in chunk:
-                    return failed(f"error event: {_error_message(data.encode())}")
-                if (usage := chunk.get("usage")) and isinstance(usage, dict):
-                    usage_tokens = usage.get("completion_tokens")
-                    prompt_tokens = usage.get("prompt_tokens") or 0
-                if text := _chunk_text(chunk, chat):
-                    now = clock()
-                    if pieces:
-                        itl.append((now - last) * 1000)
-                    else:
-                        ttft = (now - start) * 1000
-                    last = now
-                    pieces.append(text)
-            if not done:
-                return failed("the stream ended without [DONE]")
+                pending = data[cut + 1 :]
+                if not stream.done:  # whole lines only: no character is cut in two
+                    stream.feed(data[:cut].decode("utf-8", "replace"), now)
+            if pending and not stream.done:
+                stream.feed(pending.decode("utf-8", "replace"), clock())
     except _FAILURES as err:
         return failed(_describe(err))
-    latency = (last - start) * 1000
+    if stream.failure is not None:
+        return failed(stream.failure)
+    if not stream.done:
+        return failed("the stream ended without [DONE]")
+    pieces = stream.pieces
+    ttft, latency = stream.ttft, (stream.last - start) * 1000
     if not pieces:  # an empty completion: the first (and last) token is the end of the stream
         ttft = latency = (clock() - start) * 1000
     return RequestRecord(
         index=index,
         start_s=start - t0,
         ttft_ms=ttft,
-        itl_ms=tuple(itl),
+        itl_ms=tuple(stream.itl),
         latency_ms=latency,
-        prompt_tokens=prompt_tokens,
-        output_tokens=usage_tokens if usage_tokens is not None else len(pieces),
+        prompt_tokens=stream.prompt_tokens,
+        output_tokens=stream.usage_tokens if stream.usage_tokens is not None else len(pieces),
         output_text="".join(pieces),
     )
 

@@ -47,26 +47,54 @@ def send(handler, target=None, clock=None):
     return asyncio.run(go())
 
 
+class Pieces(httpx.AsyncByteStream):
+    """A body that arrives in these pieces, one read each."""
+
+    def __init__(self, *pieces):
+        self.pieces = pieces
+
+    async def __aiter__(self):
+        for piece in self.pieces:
+            yield piece
+
+
 def test_completion_stream_is_measured_chunk_by_chunk():
     seen = {}
 
     def handler(request):
         seen["url"], seen["body"] = str(request.url), json.loads(request.content)
-        body = sse(text_chunk(""), text_chunk("a"), text_chunk("b"), text_chunk("c"), text_chunk("", "length"),
-                   {"choices": [], "usage": {"prompt_tokens": 2, "completion_tokens": 3}}, "[DONE]")  # fmt: skip
-        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+        events = [text_chunk(""), text_chunk("a"), text_chunk("b"), text_chunk("c"), text_chunk("", "length"),
+                  {"choices": [], "usage": {"prompt_tokens": 2, "completion_tokens": 3}}, "[DONE]"]  # fmt: skip
+        return httpx.Response(200, stream=Pieces(*map(sse, events)), headers={"content-type": "text/event-stream"})
 
     record = send(handler)
     assert seen["url"] == "http://llm:8000/v1/completions"
     assert seen["body"]["stream"] is True and seen["body"]["stream_options"] == {"include_usage": True}
     assert seen["body"]["prompt"] == "hi" and seen["body"]["max_tokens"] == 8 and "model" not in seen["body"]
     assert record.ok and record.output_text == "abc" and record.index == 3
-    # clock readings: start=1, a=2, b=3, c=4 (ms)
-    assert record.ttft_ms == pytest.approx(1.0)
+    # clock readings: start=1, then one per read: role chunk=2, a=3, b=4, c=5 (ms)
+    assert record.ttft_ms == pytest.approx(2.0)
     assert record.itl_ms == pytest.approx((1.0, 1.0))
-    assert record.latency_ms == pytest.approx(3.0)
+    assert record.latency_ms == pytest.approx(4.0)
     assert (record.prompt_tokens, record.output_tokens) == (2, 3)
     assert record.tpot_ms == pytest.approx(1.0)
+
+
+def test_tokens_one_read_brought_share_its_arrival_time():
+    """As vLLM's benchmark stamps a chunk: when the read returned, not when our parser reached each token."""
+
+    def handler(request):
+        lines = sse(text_chunk("a"), text_chunk("b")).decode()
+        cut = lines.index("\n\n") + 2 + 10  # the second event cut in two: its token arrives with the next read
+        pieces = [lines[:cut].encode(), lines[cut:].encode() + sse(text_chunk("c"), "[DONE]")]
+        return httpx.Response(200, stream=Pieces(*pieces))
+
+    record = send(handler)
+    # readings: start=1, first read=2 (a), second read=3 (b and c)
+    assert record.ok and record.output_text == "abc"
+    assert record.ttft_ms == pytest.approx(1.0)
+    assert record.itl_ms == pytest.approx((1.0, 0.0))
+    assert record.latency_ms == pytest.approx(2.0)
 
 
 def test_chat_stream_without_usage_counts_text_chunks():
@@ -180,3 +208,13 @@ def test_waiting_for_health_polls_until_ready_or_gives_up():
     assert calls == ["/health"] * 3
     with pytest.raises(Unreachable, match="did not become healthy within 2 s"):
         asyncio.run(go(lambda r: httpx.Response(503), 2))
+
+
+def test_a_character_cut_between_reads_arrives_whole():
+    def handler(request):
+        body = sse(json.dumps(text_chunk("é€"), ensure_ascii=False), "[DONE]")  # UTF-8 on the wire
+        cut = body.index("€".encode()) + 1  # inside the euro sign's three bytes
+        return httpx.Response(200, stream=Pieces(body[:cut], body[cut:]))
+
+    record = send(handler)
+    assert record.ok and record.output_text == "é€" and record.output_tokens == 1
