@@ -94,12 +94,27 @@ def run_workflow_command(
 
 def resume_command(
     name: Annotated[str, typer.Argument(help="The run to continue (its workflow name).")],
+    output_parameter: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--output-parameter",
+            metavar="NAME=VALUE",
+            help="A value for a suspended step's supplied output parameter (as argo node set); repeatable.",
+        ),
+    ] = None,
     json_output: JsonStatus = False,
 ) -> None:
-    """Continue a run whose runner was killed or stopped: finished nodes are kept, interrupted ones run again."""
+    """Continue a run whose runner was killed or stopped, and resume its suspended steps (as argo resume).
+
+    Finished nodes are kept, interrupted ones run again. While the run's runner still runs, only its suspended
+    steps are resumed, and the runner goes on.
+    """
     from pipelines.local.runner import resume
 
-    report_run(lambda on_update, stop, _progress: resume(name, on_update=on_update, stop=stop), json_output)
+    outputs = parse_params(output_parameter, "--output-parameter")
+    report_run(
+        lambda on_update, stop, _progress: resume(name, on_update=on_update, stop=stop, outputs=outputs), json_output
+    )
 
 
 # Where the parameter rules of known WorkflowTemplates are found, beyond what their declarations say (types,
@@ -137,13 +152,13 @@ def check_template_parameters(workflow: Workflow) -> None:
             raise WorkflowError(str(err)) from None
 
 
-def parse_params(values: list[str] | None) -> dict[str, str]:
-    """`name=value` pairs from repeated `-p` options; InputError names the malformed one."""
+def parse_params(values: list[str] | None, option: str = "--param") -> dict[str, str]:
+    """`name=value` pairs from a repeated option (`-p`); InputError names the malformed one."""
     params: dict[str, str] = {}
     for item in values or []:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise InputError(f"--param {item!r} is not NAME=VALUE; write --param name=value")
+            raise InputError(f"{option} {item!r} is not NAME=VALUE; write {option} name=value")
         params[name.strip()] = value
     return params
 
@@ -180,6 +195,12 @@ def report_run(start: Start, json_output: bool) -> None:
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_INTERRUPTED) from None
+    if result.resumed:  # the run's own runner goes on with them
+        if json_output:
+            print(json.dumps({"name": result.name, "resumed": list(result.resumed)}, indent=2))
+        else:
+            typer.echo(f"resumed {', '.join(result.resumed)} of {result.name}; its runner goes on")
+        raise typer.Exit(0)
     if json_output:
         print(json.dumps(result.status, indent=2))
     else:

@@ -32,6 +32,7 @@ from pipelines.local import TRIGGER_LABEL
 from pipelines.local.engine.engine import Engine
 from pipelines.local.engine.executors import SHUTDOWN_MESSAGE, STDERR_TAIL, STOPPED_MESSAGE, kill_stale
 from pipelines.local.engine.resources import ObjectCluster, OwnedObject, job_finished
+from pipelines.local.engine.resume_marker import missing_output, supplied_outputs, write_request
 from pipelines.local.engine.status import RunState, WorkflowStatus, now_rfc3339
 from pipelines.local.workflow import Workflow, WorkflowError, check_run_name, load_workflow
 
@@ -73,6 +74,10 @@ class StopRequest:
         return self._event.wait(timeout)
 
 
+class RunBusy(WorkflowError):
+    """Another process runs the run now (it holds the run's lock)."""
+
+
 class Interrupted(Exception):  # noqa: N818 - a stop, not an error: what the CLI exits 130 for
     """A stop was asked for before the workflow started (e.g. while the first champion trained)."""
 
@@ -86,6 +91,7 @@ class RunResult:
     status: dict[str, Any]
     home: Path
     stopped: bool = False
+    resumed: tuple[str, ...] = ()  # the suspended steps a `resume` asked the run's live runner to resume
 
     @property
     def nodes(self) -> dict[str, dict[str, Any]]:
@@ -209,16 +215,34 @@ def resume(
     cluster: Any = None,
     on_update: OnUpdate | None = None,
     stop: StopRequest | None = None,
+    outputs: Mapping[str, str] | None = None,
 ) -> RunResult:
-    """Continue a run whose runner died or was stopped; a run that ended otherwise is returned as it is."""
+    """Continue a run whose runner died or was stopped, and resume its suspended steps (`argo resume`).
+
+    Suspended steps end Succeeded, their supplied output parameters from `outputs`, else their defaults (a step
+    with an output that has neither is refused before anything changes). When the run's runner still runs, it
+    is only asked to resume them: the result says which (`resumed`). A run that ended is returned as it is.
+    """
     home_path = _home(home)
     path = home_path / "runs" / check_run_name(name) / "status.json"
     document = read_run_record(home_path, name, "the run cannot be resumed")
     status = document.get("status") or {}
     stopped = bool((document.get("spec") or {}).get("shutdown"))
     if status.get("phase") in _FINISHED and not stopped:
+        if outputs:
+            ended = status["phase"]
+            raise WorkflowError(f"run {name!r} has ended ({ended}); no step of it waits for output parameters.")
         return RunResult(name, status["phase"], status, home_path)
-    with _exclusive(path.parent, name):
+    suspended = _suspended(Workflow.from_document(document), status, dict(outputs or {}), stopped)
+    if suspended:
+        write_request(path.parent, outputs or {})
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(_exclusive(path.parent, name))
+        except RunBusy:
+            if not suspended:
+                raise
+            return RunResult(name, str(status.get("phase") or "Running"), status, home_path, resumed=tuple(suspended))
         document["spec"].pop("shutdown", None)
         if stop is not None:
             stop.run_name = name
@@ -236,6 +260,34 @@ def resume(
             elif node.type != "Suspend":
                 state.mark(node, "Running")
         return _drive(Workflow.from_document(document), state, home_path, cluster, stop)
+
+
+def _suspended(workflow: Workflow, status: Mapping[str, Any], outputs: dict[str, str], stopped: bool) -> list[str]:
+    """The display names of the run's suspended steps (and those a stop ended); WorkflowError if `outputs` cannot.
+
+    As `argo resume` (OverrideOutputParametersWithDefault) and `argo node set`: every supplied output of a
+    suspended step needs a value or a default, and every value given must be one a suspended step expects.
+    """
+    nodes = [n for n in (status.get("nodes") or {}).values() if isinstance(n, dict)]
+    stop_ended = (SHUTDOWN_MESSAGE, STOPPED_MESSAGE) if stopped else ()
+    waiting = [
+        n
+        for n in nodes
+        if n.get("type") == "Suspend" and (n.get("phase") in ("Pending", "Running") or n.get("message") in stop_ended)
+    ]
+    expected: set[str] = set()
+    for node in waiting:
+        template = workflow.templates.get(str(node.get("templateName")), {})
+        expected.update(param for param, _ in supplied_outputs(template))
+        if (missing := missing_output(template, outputs)) is not None:
+            shown = node.get("displayName") or node.get("name")
+            raise WorkflowError(
+                f"step {shown!r} has output parameter {missing!r} to be supplied and no default: "
+                f"give it with --output-parameter {missing}=VALUE."
+            )
+    if unexpected := sorted(set(outputs) - expected):
+        raise WorkflowError(f"no suspended step of the run has a supplied output parameter {unexpected[0]!r}.")
+    return [str(n.get("displayName") or n.get("name")) for n in waiting]
 
 
 def delete_run(name: str, *, home: str | Path | None = None, cluster: Any = None) -> None:
@@ -282,7 +334,7 @@ def _exclusive(run_dir: Path, name: str) -> Iterator[None]:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise WorkflowError(f"run {name!r} is still running in another process; wait for it or stop it.") from None
+            raise RunBusy(f"run {name!r} is still running in another process; wait for it or stop it.") from None
         yield
 
 

@@ -15,6 +15,7 @@ the order of decisions follow Argo v4.1.2 (workflow/controller/operator.go). Sim
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import threading
 import time
@@ -40,6 +41,7 @@ from pipelines.local.engine.executors import (
     run_suspend,
 )
 from pipelines.local.engine.resources import ObjectCluster, OwnedObject, run_resource
+from pipelines.local.engine.resume_marker import read_request
 from pipelines.local.engine.retry import run_retries
 from pipelines.local.engine.scope import artifact_local, resolve_artifact_arguments, substitute_tree
 from pipelines.local.engine.status import (
@@ -439,7 +441,9 @@ class Engine:
         cancel = self.never if call.on_exit else self.cancel
         if kind == "suspend":
             started = self._started.get(node.id) or parse_rfc3339(node.started_at) or time.time()
-            return run_suspend(template, started, cancel)
+            if (template.get("suspend") or {}).get("duration") in (None, ""):
+                self.state.update(node, message=f"suspended: vcpilot resume {self.wf.name} resumes it")
+            return run_suspend(template, started, cancel, functools.partial(read_request, self.run_dir))
         key = "activeDeadlineSeconds" if template.get("activeDeadlineSeconds") is not None else "timeout"
         deadline = template.get(key)
         try:

@@ -23,12 +23,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from components.redact import LogRedactor
+from pipelines.local.engine.resume_marker import supplied_outputs
 from pipelines.local.engine.status import Artifact, Outputs, Parameter
 from pipelines.local.workflow import HOST_ROOTS, NO_COMMAND, parse_duration, stringify
 
@@ -50,6 +51,9 @@ __all__ = [
 ]
 
 DEADLINE_MESSAGE = "Step exceeded its deadline"
+RESUME_POLL_S = 0.25  # how often a suspended node looks for a resume request
+# Argo's words for a supplied output with no value nor default (workflow/util OverrideOutputParametersWithDefault).
+UNSET_OUTPUT = "raw output parameter '{name}' has not been set and does not have a default value"
 # What Argo writes on the nodes whose pods it stops for `argo terminate` (controller/exec_control.go).
 SHUTDOWN_MESSAGE = "workflow shutdown with strategy:  Terminate"
 STOPPED_MESSAGE = "Stopped with strategy 'Terminate'"  # ... and on the workflow and its retry nodes (operator.go)
@@ -422,27 +426,43 @@ def read_output_artifacts(template: Mapping[str, Any], ctx: LeafContext) -> list
     return out
 
 
-def run_suspend(template: Mapping[str, Any], started: float, cancel: threading.Event) -> LeafResult:
-    """Wait out a suspend template's duration (a suspend without one would need a manual resume)."""
+def run_suspend(
+    template: Mapping[str, Any],
+    started: float,
+    cancel: threading.Event,
+    resumed: Callable[[float], dict[str, str] | None],
+) -> LeafResult:
+    """Wait out a suspend: its duration, or until `vcpilot resume` asks (`resumed(started)`), as `argo resume`.
+
+    Without a duration only a resume ends it. The `valueFrom.supplied` outputs take the resume's values, else
+    their defaults (`resume_marker.supplied_outputs`); one with neither errors the node, as Argo's controller
+    errors a suspend whose time ran out with such an output unset.
+    """
     duration = (template.get("suspend") or {}).get("duration")
-    if duration in (None, ""):
-        return LeafResult(
-            "Error",
-            "suspend without a duration waits for a manual resume, which the local runner does not offer; "
-            "give the suspend template a duration.",
-        )
     try:
-        seconds = parse_duration(duration, "suspend duration")
+        seconds = None if duration in (None, "") else parse_duration(duration, "suspend duration")
     except ValueError as err:
         return LeafResult("Error", str(err))
-    remaining = started + seconds - time.time()
-    if remaining > 0 and cancel.wait(remaining):
-        return LeafResult("Failed", DEADLINE_MESSAGE)
-    params = [
-        Parameter(name=p["name"], value=stringify((p.get("valueFrom") or {}).get("default", "")))
-        for p in (template.get("outputs") or {}).get("parameters") or []
-        if "supplied" in (p.get("valueFrom") or {})
-    ]
+    given: dict[str, str] | None = None
+    while True:
+        try:
+            given = resumed(started)
+        except ValueError as err:  # a damaged request (WorkflowError)
+            return LeafResult("Error", str(err))
+        if given is not None:
+            break
+        remaining = None if seconds is None else started + seconds - time.time()
+        if remaining is not None and remaining <= 0:
+            given = {}
+            break
+        if cancel.wait(RESUME_POLL_S if remaining is None else min(remaining, RESUME_POLL_S)):
+            return LeafResult("Failed", DEADLINE_MESSAGE)
+    params = []
+    for name, default in supplied_outputs(template):
+        value = given.get(name, default)
+        if value is None:
+            return LeafResult("Error", UNSET_OUTPUT.format(name=name))
+        params.append(Parameter(name=name, value=value))
     return LeafResult("Succeeded", None, Outputs(parameters=params) if params else None)
 
 

@@ -86,13 +86,23 @@ def test_template_parallelism_limits_a_loop(run, tmp_path: Path) -> None:
     assert log.read_text().split() == ["start", "end"] * 3
 
 
-def test_suspend_with_and_without_duration(run) -> None:
+def test_suspend_with_a_duration_ends_by_itself(run) -> None:
     start = time.monotonic()
     ran = run(workflow([{"name": "main", "suspend": {"duration": "1s"}}]))
     assert ran.phase == "Succeeded" and ran.nodes[""]["type"] == "Suspend"
     assert time.monotonic() - start >= 1
-    ran = run(workflow([{"name": "main", "suspend": {}}]))
-    assert ran.phase == "Error" and "manual resume" in (ran.message("") or "")
+
+
+def test_a_timed_out_suspend_with_an_unset_supplied_output_errors(run) -> None:
+    """Argo's executeSuspend: OverrideOutputParametersWithDefault fails when the time runs out."""
+    outputs = {"parameters": [{"name": "answer", "valueFrom": {"supplied": {}}}]}
+    ran = run(workflow([{"name": "main", "suspend": {"duration": "0"}, "outputs": outputs}]))
+    assert ran.phase == "Error"
+    assert ran.message("") == "raw output parameter 'answer' has not been set and does not have a default value"
+    # A default of the output, or of the input parameter of the same name (addRawOutputFields), fills it.
+    inputs = {"parameters": [{"name": "answer", "default": "from-input"}]}
+    ran = run(workflow([{"name": "main", "suspend": {"duration": "0"}, "outputs": outputs, "inputs": inputs}]))
+    assert ran.phase == "Succeeded" and ran.param("", "answer") == "from-input"
 
 
 def test_with_sequence_and_item_maps(run) -> None:
