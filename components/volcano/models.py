@@ -24,6 +24,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from components.durations import DurationError, parse_go_duration
 from components.names import check_labels
 from components.volcano.resources import check_requirements, parse_quantity
 from components.volcano.validation import (
@@ -36,6 +37,7 @@ from components.volcano.validation import (
 __all__ = [
     "Action",
     "Container",
+    "Duration",
     "EnvVar",
     "Event",
     "Int32",
@@ -134,6 +136,19 @@ def _whole(value: Any) -> Any:
     return value
 
 
+def _duration(value: Any) -> str:
+    # metav1.Duration's UnmarshalJSON reads a JSON string and hands it to Go's time.ParseDuration: `timeout: 30` (a
+    # number) and "10x" cannot be decoded by the API server or Volcano's controller, so neither is taken here.
+    if not isinstance(value, str):
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)
+        raise ValueError(f'{shown} is not a duration: write it as a string with its unit, e.g. "30s" or "5m"')
+    try:
+        parse_go_duration(value)
+    except DurationError as err:
+        raise ValueError(str(err)) from None
+    return value
+
+
 # An integer of a manifest or a config: YAML's `true` and quoted numbers refused (`_whole`).
 WholeNumber = Annotated[int, BeforeValidator(_whole)]
 # A Kubernetes resource quantity, kept as written ("500m", "16Gi", 2) but checked to parse.
@@ -141,6 +156,9 @@ Quantity = Annotated[str | int | float, PlainValidator(_quantity)]
 _Labels = Annotated[dict[str, str], AfterValidator(check_labels)]
 _Annotations = Annotated[dict[str, str], AfterValidator(functools.partial(check_labels, values=False))]
 Subdomain = Annotated[str, AfterValidator(_subdomain)]
+# A metav1.Duration ("30s", "1h30m", "0", "-1s"), kept as written but held to Go's time.ParseDuration; read its
+# seconds with `components.durations.parse_go_duration`.
+Duration = Annotated[str, PlainValidator(_duration, json_schema_input_type=str)]
 
 
 class _Model(BaseModel):
@@ -265,7 +283,7 @@ class LifecyclePolicy(Volcano):
     # leaves an exitCode policy's unchecked, and the controller syncs the job for one it does not know or none.
     action: str | None = None
     exit_code: Int32 | None = None
-    timeout: str | None = None
+    timeout: Duration | None = None  # how long the controller waits before it takes the action
 
 
 class NetworkTopology(Volcano):
@@ -348,7 +366,7 @@ class JobSpec(Volcano):
     policies: list[LifecyclePolicy] | None = None
     tasks: list[TaskSpec] = Field(default_factory=list)
     volumes: list[VolumeSpec] | None = None
-    running_estimate: str | None = None
+    running_estimate: Duration | None = None
     network_topology: NetworkTopology | None = None
 
 
@@ -396,7 +414,7 @@ class JobStatus(Volcano):
     unknown: WholeNumber | None = None
     version: WholeNumber | None = None
     retry_count: WholeNumber | None = None
-    running_duration: str | None = None
+    running_duration: Duration | None = None
     controlled_resources: dict[str, str] | None = None
     conditions: list[JobCondition] | None = None
 

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from components import kubeyaml
+from components.durations import DurationError, DurationTooLong, parse_go_duration
 from components.errors import InputError
 from components.files import MANIFEST_MAX_BYTES, describe_yaml_error, kind_of, read_text
 from components.names import is_dns1123_subdomain
@@ -59,12 +60,7 @@ _RUNNABLE_KINDS = ("Workflow", *_TEMPLATE_KINDS, "CronWorkflow")
 TEMPLATE_TYPES = ("container", "script", "resource", "dag", "steps", "suspend")
 _UNSUPPORTED_TYPES = ("containerSet", "data", "http", "plugin")
 _RETRY_POLICIES = ("Always", "OnFailure", "OnError", "OnTransientError")
-# Go's time.ParseDuration: an optional sign, then numbers each with its unit ("1h30m", "1.5s", ".5m"); µ is either
-# code point Go takes (U+00B5, U+03BC).
-_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
-_GO_DURATION = re.compile(rf"([+-]?)((?:{_DURATION_PART.pattern})+)")
-# The longest wait a Go duration (int64 nanoseconds, about 292 years) or Python's timers can hold.
+# The longest wait Python's timers can hold (a Go duration's own limit, about 292 years, is parse_go_duration's).
 _DURATION_MAX_S = min(threading.TIMEOUT_MAX, 2**63 / 1e9)
 # Where an artifact comes from besides `raw` and another step (Argo's ArtifactLocation): the local runner has no
 # artifact repository, credentials or network; it keeps the artifacts its steps output in their own directories.
@@ -121,17 +117,18 @@ def parse_duration(value: str | int | float, what: str = "duration") -> float:
     than a Go duration holds. Negative durations are Go's too: a deadline already past, a wait of none.
     """
     text = str(value) if isinstance(value, str | int) and not isinstance(value, bool) else ""  # not YAML's 1.5, true
-    whole = _GO_DURATION.fullmatch(text)
-    if re.fullmatch(r"[+-]?[0-9]+", text):
-        seconds = float(int(text))
-    elif whole is not None:
-        sign = -1.0 if whole.group(1) == "-" else 1.0
-        seconds = sign * sum(float(n) * _UNITS[u] for n, u in _DURATION_PART.findall(whole.group(2)))
-    else:
+    try:
+        if re.fullmatch(r"[+-]?[0-9]+", text):  # whole seconds; past 20 digits too long for any timer (and float())
+            seconds = float(int(text)) if len(text.lstrip("+-0")) <= 20 else float("inf")
+        else:
+            seconds = parse_go_duration(text)
+    except DurationTooLong:
+        seconds = float("inf")
+    except DurationError:
         raise WorkflowError(
             f'{what} {str(value)!r} is not a duration: write whole seconds ("30") or a number with its unit, e.g. '
             '"30s", "1.5m", "2h".'
-        )
+        ) from None
     if abs(seconds) > _DURATION_MAX_S:
         raise WorkflowError(f"{what} {str(value)!r} is longer than a duration can be (about 292 years).")
     return seconds

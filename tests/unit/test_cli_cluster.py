@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 from typer.testing import CliRunner
-from vcjob_factory import GPU, vcjob
+from vcjob_factory import GPU, vcjob, vcjob_task
 
 from components.errors import InputError
 from components.volcano.cluster import Invalid
@@ -421,3 +421,39 @@ def test_a_batch_v1_job_kubernetes_refuses_is_refused_in_its_own_terms(run, chan
         cluster.submit({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": spec})
     assert message in str(caught.value) and "\n" not in str(caught.value)
     assert cluster.list_jobs() == []
+
+
+# -- a policy's timeout is a metav1.Duration: Go's time.ParseDuration decides what it is ------------------------
+
+
+@pytest.mark.parametrize(
+    ("timeout", "message"),
+    [
+        ("10x", "spec.policies[0].timeout: '10x' is not a duration (Go's time.ParseDuration: a number with a unit"),
+        ("1.5", "spec.policies[0].timeout: '1.5' is not a duration (Go's time.ParseDuration"),
+        ("abc", "spec.policies[0].timeout: 'abc' is not a duration (Go's time.ParseDuration"),
+        ("-", "spec.policies[0].timeout: '-' is not a duration (Go's time.ParseDuration"),
+        (30, 'spec.policies[0].timeout: 30 is not a duration: write it as a string with its unit, e.g. "30s"'),
+    ],
+)
+def test_a_timeout_volcano_cannot_decode_is_refused_and_nothing_changes(run, tmp_path, timeout, message):
+    """It was free text: submit stored "10x", which Volcano's controller (metav1.Duration) cannot decode."""
+    job = vcjob("bad", "exit 3", policies=[{"event": "PodFailed", "action": "AbortJob", "timeout": timeout}])
+    _refused(run("submit", str(_job_file(tmp_path, job))), message)
+    data = json.loads(run("status", "--json").stdout)
+    assert data["jobs"] == [] and {n["gpu_allocated"] for n in data["nodes"]} == {0}
+
+
+def test_timeouts_go_parses_are_taken_kept_as_written_and_acted_on(run, tmp_path):
+    # "0" and "-1s" are no wait for Volcano's controller either: the policy acts at once
+    cluster = LocalCluster(os.environ["VCPILOT_HOME"])
+    for name, timeout in (("zero", "0"), ("past", "-1s")):
+        job = vcjob(name, "exit 3", policies=[{"event": "PodFailed", "action": "AbortJob", "timeout": timeout}])
+        assert run("submit", str(_job_file(tmp_path, job))).exit_code == 0
+        assert cluster.wait(name, timeout=20).phase == "Aborted"
+    task = vcjob_task(policies=[{"event": "PodFailed", "action": "RestartTask", "timeout": "500ms"}])
+    job = vcjob("ok", tasks=[task], policies=[{"event": "PodEvicted", "action": "RestartJob", "timeout": "1h30m"}])
+    assert run("submit", str(_job_file(tmp_path, job))).exit_code == 0
+    assert cluster.wait("ok", timeout=20).phase == "Completed"
+    spec = cluster.get_object("ok")["spec"]
+    assert spec["policies"][0]["timeout"] == "1h30m" and spec["tasks"][0]["policies"][0]["timeout"] == "500ms"

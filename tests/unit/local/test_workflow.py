@@ -150,6 +150,7 @@ def test_parse_duration_reads_what_argo_reads(text: str | int, seconds: float) -
         True,
         None,
         "99999999999h",
+        "9" * 400,  # whole seconds beyond a float: OverflowError, not one sentence
     ],
 )
 def test_parse_duration_refuses_what_argo_cannot_read(text: object) -> None:

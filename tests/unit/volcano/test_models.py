@@ -260,6 +260,59 @@ def test_status_written_by_the_controller_is_read() -> None:
     assert job.to_dict() == data
 
 
+# ---- metav1.Duration fields: a policy's timeout, runningEstimate, status.runningDuration ------------------
+
+
+def _task_timeout(data: dict[str, Any], value: object) -> None:
+    data["spec"]["tasks"][1]["policies"] = [{"event": "PodFailed", "action": "RestartTask", "timeout": value}]
+
+
+_DURATION_FIELDS = [
+    ("spec.policies[1].timeout", lambda d, v: d["spec"]["policies"][1].update(timeout=v)),
+    ("spec.tasks[1].policies[0].timeout", _task_timeout),
+    ("spec.runningEstimate", lambda d, v: d["spec"].update(runningEstimate=v)),
+    ("status.runningDuration", lambda d, v: d.update(status={"runningDuration": v})),
+]
+
+
+@pytest.mark.parametrize(("path", "put"), _DURATION_FIELDS)
+@pytest.mark.parametrize("value", ["10x", "1.5", "abc", "-", "", "1d", " 30s", "5 m"])
+def test_a_duration_go_cannot_parse_is_one_sentence_naming_the_field(path, put, value: str) -> None:
+    """They were free text: the API server stored "10x", and Volcano's controller could not decode the Job."""
+    data = job_dict()
+    put(data, value)
+    assert rejects(data) == (
+        f"{path}: {value!r} is not a duration (Go's time.ParseDuration: a number with a unit such as 30s, 5m, 1h30m)"
+    )
+
+
+@pytest.mark.parametrize(("path", "put"), _DURATION_FIELDS)
+@pytest.mark.parametrize(("value", "shown"), [(30, "30"), (1.5, "1.5"), (0, "0"), (True, "true")])
+def test_a_bare_number_is_not_a_duration(path, put, value: object, shown: str) -> None:
+    """metav1.Duration's UnmarshalJSON takes only a JSON string (and the CRD says `type: string`): `timeout: 30`."""
+    data = job_dict()
+    put(data, value)
+    assert rejects(data) == f'{path}: {shown} is not a duration: write it as a string with its unit, e.g. "30s" or "5m"'
+
+
+@pytest.mark.parametrize(("path", "put"), _DURATION_FIELDS)
+@pytest.mark.parametrize("value", ["1h30m", "0", "-1s", "500ms", "1.5h", ".5m", "2562047h47m16.854775807s"])
+def test_every_duration_go_parses_is_kept_as_written(path, put, value: str, job_schema) -> None:
+    data = job_dict()
+    put(data, value)
+    job = parse_job(data)
+    assert job.to_dict() == data
+    assert_valid(job_schema, {k: v for k, v in job.to_dict().items() if k != "status"})
+
+
+def test_a_duration_beyond_gos_range_says_so() -> None:
+    data = job_dict()
+    data["spec"]["policies"][1]["timeout"] = "2562047h47m16.854775808s"
+    assert rejects(data) == (
+        "spec.policies[1].timeout: '2562047h47m16.854775808s' is longer than a duration can be (about 292 years)"
+    )
+
+
 # ---- parse errors: one sentence naming the field ------------------------------------------------------
 
 
