@@ -282,7 +282,7 @@ class Engine:
         except (WorkflowError, ExpressionError) as err:
             return self.error_node(call, template_name, str(err))
         try:
-            if prepared.template.get("retryStrategy") and not call.retried:
+            if prepared.template.get("retryStrategy") is not None and not call.retried:
                 return run_retries(self, call, prepared)
             return self.run_template(call, prepared)
         except (WorkflowError, ExpressionError) as err:
@@ -314,7 +314,7 @@ class Engine:
         base = self.globals()
         base.update(call.locals)
         base["node.name"] = call.name
-        if call.retried or not template.get("retryStrategy"):  # a retried template learns its pod per attempt
+        if call.retried or template.get("retryStrategy") is None:  # a retried template learns its pod per attempt
             base["pod.name"] = self.pod_name(call.name, template.get("name"))
         supplied = {p.get("name"): p for p in (call.arguments or {}).get("parameters") or []}
         params: list[Parameter] = []

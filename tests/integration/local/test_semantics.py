@@ -41,6 +41,15 @@ def test_retries_until_success_with_the_attempt_number(run, tmp_path: Path) -> N
     assert ran.nodes["(1)"]["nodeFlag"] == {"retried": True}
 
 
+def test_an_empty_retry_strategy_retries_until_success(run, tmp_path: Path) -> None:
+    """`retryStrategy: {}` is a strategy without a limit (Argo's processNodeRetries): retry to completion."""
+    counter = "{{workflow.parameters.path}}"
+    script = f"echo x >> {counter}; [ $(wc -l < {counter}) -ge 4 ]"
+    ran = run(with_path(workflow([sh("main", script, retryStrategy={})]), tmp_path / "count"))
+    assert ran.phase == "Succeeded"
+    assert [ran.phases[f"({i})"] for i in range(4)] == ["Failed", "Failed", "Failed", "Succeeded"]
+
+
 def test_retry_limit_and_policy(run) -> None:
     ran = run(workflow([sh("main", "exit 3", retryStrategy={"limit": "1"})]))
     assert ran.phase == "Failed"
