@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from components.errors import EXIT_FAILED, Unavailable, VcpilotError
+from components.volcano.resources import parse_resources
 
 if TYPE_CHECKING:  # what `submit` and `apply_queue` take; reading the cluster needs no pydantic
     from components.volcano.models import Job
@@ -24,12 +25,14 @@ __all__ = [
     "NodeInfo",
     "NodeNotFound",
     "PodInfo",
+    "QueueLimit",
     "QueueNotFound",
     "QueueSnapshot",
     "StateDamaged",
     "Timeout",
     "Unschedulable",
     "FINISHED_PHASES",
+    "queue_family",
 ]
 
 # Job phases after which Volcano does nothing more with a job.
@@ -125,8 +128,20 @@ class JobInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
+class QueueLimit:
+    """An ancestor of a queue in Volcano's queue tree, with what it caps and holds for its whole subtree."""
+
+    name: str
+    capability: dict[str, float] = field(default_factory=dict)
+    allocated: dict[str, float] = field(default_factory=dict)  # its descendants' together, as Volcano writes it
+
+
+@dataclass(frozen=True, kw_only=True)
 class QueueSnapshot:
-    """A queue and the demand on it, counted from PodGroups (Volcano >= 1.11 no longer writes status counts)."""
+    """A queue and the demand on it, counted from PodGroups (Volcano >= 1.11 no longer writes status counts).
+
+    `parent`, `children`, `ancestors` and `guaranteed_elsewhere` come from the other queues (`queue_family`).
+    """
 
     name: str
     state: str
@@ -139,19 +154,33 @@ class QueueSnapshot:
     pending_gpus: int = 0
     inqueue_gpus: int = 0
     running_gpus: int = 0
+    # PodGroups some of whose pods run while the rest wait for room (Volcano's phase Unknown), and the GPUs those
+    # waiting pods still lack: the running ones are in `allocated`.
+    unknown: int = 0
+    unknown_gpus: int = 0
+    guarantee: dict[str, float] = field(default_factory=dict)  # spec.guarantee.resource
+    deserved: dict[str, float] = field(default_factory=dict)  # spec.deserved
+    parent: str = ""  # spec.parent; "" is under root
+    children: list[str] = field(default_factory=list)  # queues whose parent this is
+    ancestors: list[QueueLimit] = field(default_factory=list)  # parent first, up to root
+    # What the other queues' guarantees hold back from this one, where that applies (see `queue_family`).
+    guaranteed_elsewhere: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def counted(cls, podgroups: Iterable[tuple[str, int]], **queue: Any) -> QueueSnapshot:
         """The queue (`name`, `state`, …) with its PodGroups, given as (phase, GPUs), counted by phase.
 
-        Only Pending, Inqueue and Running PodGroups are demand; the others are left out.
+        Pending, Inqueue, Running and Unknown PodGroups are demand (for Unknown, GPUs are what its waiting pods
+        lack); the others (Completed) are left out.
         """
-        counts = {phase: [0, 0] for phase in ("Pending", "Inqueue", "Running")}
+        counts = {phase: [0, 0] for phase in ("Pending", "Inqueue", "Running", "Unknown")}
         for phase, gpus in podgroups:
             if phase in counts:
                 counts[phase][0] += 1
                 counts[phase][1] += gpus
-        (pending, pending_gpus), (inqueue, inqueue_gpus), (running, running_gpus) = counts.values()
+        (pending, pending_gpus), (inqueue, inqueue_gpus), (running, running_gpus), (unknown, unknown_gpus) = (
+            counts.values()
+        )
         return cls(
             **queue,
             pending=pending,
@@ -160,7 +189,61 @@ class QueueSnapshot:
             pending_gpus=pending_gpus,
             inqueue_gpus=inqueue_gpus,
             running_gpus=running_gpus,
+            unknown=unknown,
+            unknown_gpus=unknown_gpus,
         )
+
+
+def _parent_of(name: str, spec: Mapping[str, Any]) -> str:
+    """A queue's parent as Volcano's queue controller sets it (updateQueueParent): `root` when none is named."""
+    return str(spec.get("parent") or ("" if name == "root" else "root"))
+
+
+def queue_family(
+    name: str, specs: Mapping[str, Mapping[str, Any]], allocated: Mapping[str, Mapping[str, float]]
+) -> dict[str, Any]:
+    """The fields of `name`'s QueueSnapshot that its own spec and the queue tree give, as QueueSnapshot keywords.
+
+    `specs` holds every queue's spec as the API server returns it (camelCase), `allocated` what each queue holds
+    (an ancestor: its whole subtree, as Volcano's session writes a parent's `status.allocated`).
+
+    - `ancestors`: Volcano's capacity plugin checks a gang against the queue and every ancestor
+      (capacity.go `checkJobEnqueueableHierarchically`, `checkQueueAllocatableHierarchically`); a child without a
+      capability for a resource inherits its parent's (`checkHierarchicalQueue`).
+    - `guaranteed_elsewhere`: in a flat tree (every queue under root), the proportion and capacity plugins give a
+      queue `realCapability` = min(capability, total allocatable − every queue's guarantee + its own)
+      (proportion.go `OnSessionOpen`, capacity.go `buildQueueAttrs`): the other queues' guarantees are held back.
+      In a deeper tree the capacity plugin reserves guarantees among siblings under their parent instead, with
+      root unbounded; that is not modelled (empty), the ancestors' capabilities are.
+    """
+    spec = specs.get(name) or {}
+    ancestors: list[QueueLimit] = []
+    parent, seen = _parent_of(name, spec), {name}
+    while parent and parent in specs and parent not in seen:
+        seen.add(parent)
+        up = specs[parent]
+        capability = parse_resources(up.get("capability"))
+        ancestors.append(QueueLimit(name=parent, capability=capability, allocated=dict(allocated.get(parent, {}))))
+        parent = _parent_of(parent, up)
+    children = sorted(q for q, s in specs.items() if q != name and _parent_of(q, s) == name)
+    elsewhere: dict[str, float] = {}
+    if all(_parent_of(q, s) in ("", "root") for q, s in specs.items()):
+        for other, other_spec in specs.items():
+            if other != name:
+                for resource, amount in _guarantee(other_spec).items():
+                    elsewhere[resource] = elsewhere.get(resource, 0.0) + amount
+    return {
+        "guarantee": _guarantee(spec),
+        "deserved": parse_resources(spec.get("deserved")),
+        "parent": str(spec.get("parent") or ""),
+        "children": children,
+        "ancestors": ancestors,
+        "guaranteed_elsewhere": {r: amount for r, amount in elsewhere.items() if amount > 0},
+    }
+
+
+def _guarantee(spec: Mapping[str, Any]) -> dict[str, float]:
+    return parse_resources((spec.get("guarantee") or {}).get("resource"))
 
 
 @dataclass(frozen=True, kw_only=True)

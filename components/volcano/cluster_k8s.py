@@ -187,13 +187,27 @@ class KubeCluster:
         return self._info(created, pods=[], podgroups=[])
 
     def _check_queue(self, job: str, queue: str) -> None:
-        """What Volcano's validating webhook checks: the queue exists and is Open."""
+        """What Volcano's validating webhook checks of the queue (admit_job.go `validateJobCreate`).
+
+        The queue exists and is Open (one without a state yet counts as Open, as the queue controller's state
+        machine reads it), is not `root`, and is a leaf: no queue names it as `spec.parent`.
+        """
         try:
             state = (self.queue_object(queue).get("status") or {}).get("state") or "Open"
         except QueueNotFound:
             raise Invalid(f"job {job}: queue {queue!r} does not exist.") from None
         if state != "Open":
             raise Invalid(f"job {job}: queue {queue!r} is {state}, it accepts no new jobs.")
+        if queue == "root":
+            raise Invalid(f"job {job}: queue 'root' is the top of Volcano's queue tree and takes no jobs.")
+        children = sorted(
+            str(q["metadata"]["name"]) for q in self._queue_objects() if (q.get("spec") or {}).get("parent") == queue
+        )
+        if children:
+            raise Invalid(
+                f"job {job}: queue {queue!r} is the parent of {', '.join(children)}; "
+                "submit to a queue without child queues (a leaf)."
+            )
 
     def get(self, name: str, namespace: str = "default") -> JobInfo:
         """A job's phase, retry count and pods."""
@@ -356,15 +370,19 @@ class KubeCluster:
             self._api.call(f"update queue {name}", replace, *SCHEDULING, "queues", name, existing)
         return self.queue(name)
 
+    def _queue_objects(self) -> list[Obj]:
+        return self._api.items("list queues", self._custom.list_cluster_custom_object, *SCHEDULING, "queues")
+
     def queue(self, name: str) -> QueueSnapshot:
-        """One queue with its demand counted from PodGroups."""
-        return k8s_status.queue_snapshot(self.queue_object(name), self._podgroups(None))
+        """One queue with its demand counted from PodGroups and its place in the queue tree."""
+        queue = self.queue_object(name)
+        return k8s_status.queue_snapshot(queue, self._podgroups(None), self._queue_objects())
 
     def queues(self) -> list[QueueSnapshot]:
         """Every queue, by name."""
-        queues = self._api.items("list queues", self._custom.list_cluster_custom_object, *SCHEDULING, "queues")
+        queues = self._queue_objects()
         podgroups = self._podgroups(None)
-        return sorted((k8s_status.queue_snapshot(q, podgroups) for q in queues), key=lambda q: q.name)
+        return sorted((k8s_status.queue_snapshot(q, podgroups, queues) for q in queues), key=lambda q: q.name)
 
     def nodes(self) -> list[NodeInfo]:
         """Every node with readiness and the GPUs of the pods bound to it."""

@@ -38,6 +38,7 @@ from components.volcano.cluster import (
     QueueSnapshot,
     StateDamaged,
     Timeout,
+    queue_family,
 )
 from components.volcano.localcontroller import Controller, Transition
 from components.volcano.localstate import SCHEMA, JobRow
@@ -593,6 +594,18 @@ class LocalCluster:
         if row is None:
             raise QueueNotFound(f"queue {name!r} does not exist.")
         spec = json.loads(row["spec"])
+        specs = {r["name"]: json.loads(r["spec"] or "{}") for r in self._db.execute("SELECT name, spec FROM queues")}
+        usage = self._ctl.queue_usage()
+        # A parent holds what its subtree holds, as Volcano's session writes a parent queue's status.allocated.
+        held: dict[str, dict[str, float]] = {}
+        for queue, used in usage.items():
+            seen: set[str] = set()
+            while queue and queue not in seen:
+                seen.add(queue)
+                into = held.setdefault(queue, {})
+                for resource, amount in used.items():
+                    into[resource] = into.get(resource, 0.0) + amount
+                queue = (specs.get(queue) or {}).get("parent") or ("root" if queue != "root" else "")
         demand = []
         for job_row in self._db.execute(
             "SELECT * FROM jobs WHERE phase NOT IN ('Completed','Failed','Aborted','Terminated')"
@@ -606,7 +619,8 @@ class LocalCluster:
             state=row["state"],
             weight=int(spec.get("weight") or 1),
             capability=parse_resources(spec.get("capability")),
-            allocated=self._ctl.queue_usage().get(name, {}),
+            allocated=usage.get(name, {}),
+            **queue_family(name, specs, held),
         )
 
     def _info(self, job: JobRow) -> JobInfo:

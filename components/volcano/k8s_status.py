@@ -16,12 +16,13 @@ recorded objects. Two readings are worth knowing:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from components.volcano.cluster import Event, JobInfo, NodeInfo, PodInfo, QueueSnapshot
+from components.volcano.cluster import Event, JobInfo, NodeInfo, PodInfo, QueueSnapshot, queue_family
 from components.volcano.resources import GPU, parse_quantity, parse_resources
 
 __all__ = [
@@ -90,14 +91,31 @@ def podgroup_name(job: Mapping[str, Any]) -> str:
     return f"{_meta(job).get('name')}-{_meta(job).get('uid')}"
 
 
+def _container_gpus(container: Mapping[str, Any]) -> float:
+    """One container's GPU request; its limit stands in for a missing request, as the API server defaults it."""
+    resources = container.get("resources") or {}
+    return parse_quantity((resources.get("requests") or {}).get(GPU, (resources.get("limits") or {}).get(GPU, 0)))
+
+
 def pod_gpus(pod_spec: Mapping[str, Any]) -> int:
-    """GPUs a pod asks for: the sum over its containers, a container's limits standing in for missing requests."""
-    total = 0.0
-    for container in pod_spec.get("containers") or []:
-        resources = container.get("resources") or {}
-        amount = (resources.get("requests") or {}).get(GPU, (resources.get("limits") or {}).get(GPU, 0))
-        total += parse_quantity(amount)
-    return int(total)
+    """GPUs a pod holds on its node for its whole life, as the schedulers count them.
+
+    Kubernetes' `PodRequests` (k8s.io/component-helpers resource/helpers.go, which kube-scheduler's fit filter
+    and Volcano's `GetPodResourceRequest` use): the containers' sum, sidecars (init containers with restartPolicy
+    Always) added; at least what any init container asks together with the sidecars started before it; plus the
+    pod's `overhead`. A pod of a default-scheduler Deployment counts the same as one of ours.
+    """
+    total = sum(_container_gpus(c) for c in pod_spec.get("containers") or [])
+    sidecars = init_peak = 0.0
+    for container in pod_spec.get("initContainers") or []:
+        if container.get("restartPolicy") == "Always":
+            total += _container_gpus(container)
+            sidecars += _container_gpus(container)
+            init_peak = max(init_peak, sidecars)
+        else:
+            init_peak = max(init_peak, sidecars + _container_gpus(container))
+    overhead = parse_quantity((pod_spec.get("overhead") or {}).get(GPU, 0))
+    return int(max(total, init_peak) + overhead)
 
 
 def expected_pods(job: Mapping[str, Any]) -> dict[str, tuple[str, int, int]]:
@@ -299,25 +317,52 @@ def job_info(
     )
 
 
-def queue_snapshot(queue: Mapping[str, Any], podgroups: Iterable[Mapping[str, Any]]) -> QueueSnapshot:
-    """A queue with its demand counted from the PodGroups that name it, by phase (GPUs from `minResources`)."""
+def queue_snapshot(
+    queue: Mapping[str, Any], podgroups: Iterable[Mapping[str, Any]], queues: Iterable[Mapping[str, Any]] = ()
+) -> QueueSnapshot:
+    """A queue with its demand counted from the PodGroups that name it, by phase (GPUs from `minResources`).
+
+    `queues` are every queue (this one among them or not), for its place in the queue tree (`queue_family`).
+    A PodGroup without a phase is Pending, as Volcano's `JobInfo.IsPending` reads it.
+    """
     meta, spec, status = _meta(queue), queue.get("spec") or {}, _status(queue)
-    name = meta.get("name")
+    name = str(meta.get("name"))
     demand = []
     for pg in podgroups:
         pg_spec = pg.get("spec") or {}
         if (pg_spec.get("queue") or "default") != name or _meta(pg).get("deletionTimestamp"):
             continue
         gpus = int(parse_quantity((pg_spec.get("minResources") or {}).get(GPU, 0)))
-        demand.append((_status(pg).get("phase") or "Pending", gpus))
+        phase = _status(pg).get("phase") or "Pending"
+        demand.append((phase, _lacking(pg, gpus) if phase == "Unknown" else gpus))
+    specs = {str(_meta(q).get("name")): q.get("spec") or {} for q in queues}
+    specs[name] = spec
+    allocated = {str(_meta(q).get("name")): parse_resources(_status(q).get("allocated")) for q in queues}
     return QueueSnapshot.counted(
         demand,
-        name=str(name),
+        name=name,
         state=status.get("state") or "Open",
         weight=int(spec.get("weight") or 1),
         capability=parse_resources(spec.get("capability")),
         allocated=parse_resources(status.get("allocated")),
+        **queue_family(name, specs, allocated),
     )
+
+
+def _lacking(podgroup: Mapping[str, Any], gpus: int) -> int:
+    """GPUs an Unknown gang's waiting pods lack, at its `gpus` ÷ minMember a pod.
+
+    Volcano's session marks a PodGroup Unknown when some of its pods run and others found no node this session
+    (framework/session.go `getPodGroupPhase`); the running ones hold their GPUs already. The members short of
+    minMember wait, and at least one pod does: with minMember met, a task below its minTaskMember (or a pod
+    beyond minMember) is what keeps it Unknown.
+    """
+    members = int((podgroup.get("spec") or {}).get("minMember") or 0)
+    if members <= 0:
+        return 0
+    status = _status(podgroup)
+    placed = int(status.get("running") or 0) + int(status.get("succeeded") or 0)
+    return min(gpus, math.ceil(gpus * max(members - placed, 1) / members))
 
 
 def _ready(node: Mapping[str, Any]) -> bool:

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import copy
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 import pytest
 import urllib3
+from fake_apiserver import FakeApiServer
 from kubernetes.client.exceptions import ApiException
 
 from components.volcano.cluster import Cluster, ClusterError, Conflict, Invalid, JobNotFound, Timeout
@@ -610,78 +608,6 @@ def test_a_stored_spec_matches_what_was_submitted_despite_server_defaults():
 # ---- against a fake API server --------------------------------------------------------------------------------
 
 
-class FakeApiServer:
-    """Answers the few requests KubeCluster makes, from scripted responses; records what it was asked."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, str, dict[str, list[str]]]] = []
-        self.routes: dict[tuple[str, str], list[Any]] = {}  # (method, path) -> answers, the last one repeats
-        self.watches: list[list[Any]] = []  # one script per watch request
-        self.created: list[dict[str, Any]] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _answer(self, method: str) -> None:
-                url = urlparse(self.path)
-                query = parse_qs(url.query)
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                server.requests.append((method, url.path, query))
-                if "watch" in query:
-                    return self._watch(server.watches.pop(0))
-                if method == "POST":
-                    server.created.append(json.loads(body))
-                answers = server.routes.get((method, url.path)) or [
-                    (404, {"kind": "Status", "code": 404, "message": "not found"})
-                ]
-                status, payload, *headers = answers.pop(0) if len(answers) > 1 else answers[0]
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                for key, value in (headers[0] if headers else {}).items():
-                    self.send_header(key, value)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _watch(self, script: list[Any]) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                for step in script:
-                    if step == "drop":  # the connection dies mid-stream
-                        self.wfile.flush()
-                        self.connection.shutdown(2)
-                        return
-                    line = json.dumps(step).encode() + b"\n"
-                    self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
-                    self.wfile.flush()
-                self.wfile.write(b"0\r\n\r\n")
-
-            def do_GET(self) -> None:
-                self._answer("GET")
-
-            def do_POST(self) -> None:
-                self._answer("POST")
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 JOB_PATH = "/apis/batch.volcano.sh/v1alpha1/namespaces/team-a/jobs/flaky"
 
 
@@ -695,23 +621,11 @@ def with_phase(phase: str, version: str) -> dict[str, Any]:
 @pytest.fixture
 def fake(tmp_path: Path) -> Iterator[tuple[FakeApiServer, KubeCluster, list[float]]]:
     server = FakeApiServer()
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "fake", "cluster": {"server": server.url}}],
-                "users": [{"name": "fake", "user": {"token": "t"}}],
-                "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
-                "current-context": "fake",
-            }
-        )
-    )
     slept: list[float] = []
-    cluster = KubeCluster(kubeconfig, sleep=slept.append)
+    cluster = KubeCluster(server.kubeconfig(tmp_path), sleep=slept.append)
     server.routes[("GET", "/api/v1/namespaces/team-a/pods")] = [(200, {"items": [FAILED_POD]})]
     server.routes[("GET", "/api/v1/namespaces/team-a/events")] = [(200, {"items": []})]
+    server.routes[("GET", "/apis/scheduling.volcano.sh/v1beta1/queues")] = [(200, {"items": []})]
     yield server, cluster, slept
     cluster.close()
     server.stop()
