@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from agent.actions import Abort, Action, Downscale, RetryFromCheckpoint, Wait, action_schema, parse_action
+from agent.capacity import QueueRoom
 from agent.exchange import Check, CheckName, Exchange, Round, ToolCall
 from agent.failures import classify_failure
 from agent.guardrails import Guardrails, GuardrailViolation
@@ -69,9 +70,10 @@ def check_answer(action: Action, observation: Observation, stage: Stage) -> None
     """Raise a one-sentence ValueError unless `action` is allowed at `stage` and keeps the request's invariants.
 
     The invariants: the global batch is unchanged, the GPUs stay within [gpus_min, gpus] in whole pods, the queue
-    is the request's or its fallback, the priority class is not raised, a downscale starts from the request's
-    GPUs, and a retry keeps off the nodes already avoided and resumes only from the checkpoint observed. An attempt
-    that found its checkpoint volume full (agent.failures, kind "storage") takes nothing but an abort.
+    is the request's or its fallback and, at plan, one Volcano admits jobs into (`QueueRoom.refusal`: Open, a
+    leaf), the priority class is not raised, a downscale starts from the request's GPUs, and a retry keeps off the
+    nodes already avoided and resumes only from the checkpoint observed. An attempt that found its checkpoint volume
+    full (agent.failures, kind "storage") takes nothing but an abort.
     """
     if action.kind not in ALLOWED_KINDS[stage]:
         raise ValueError(f"{action.kind} is not allowed at {stage}, which takes {_either(stage)}")
@@ -94,6 +96,9 @@ def check_answer(action: Action, observation: Observation, stage: Stage) -> None
         raise ValueError(f"the action's queue {action.queue!r} is neither the request's queue nor its fallback")
     if action.priority_class not in ("", request.priority_class):
         raise ValueError(f"the action raises the priority class to {action.priority_class!r}")
+    seen = {q.name: q for q in (observation.queue, observation.fallback_queue) if q is not None}
+    if stage == "plan" and action.queue in seen and (refusal := QueueRoom.of(action.queue, seen[action.queue]).refusal):
+        raise ValueError(f"the action's queue cannot take the job: {refusal}")
     if action.kind == "proceed" and action.gpus != request.gpus:
         raise ValueError(
             f"a proceed must use the {request.gpus} GPUs asked for, not {action.gpus}; that is a downscale"

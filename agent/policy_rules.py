@@ -6,28 +6,27 @@ fallback queue, finish = expected wait for the gang + remaining work ÷ throughp
 time, the failed pods' reasons and exit codes tell an infrastructure fault (retried from the latest complete
 checkpoint, off the bad nodes, smaller when the healthy GPUs no longer suffice) from a deterministic failure
 (aborted the second time it happens the same way) and from a full checkpoint volume (stopped at once: a retry would
-fail the same way; the abort says how to continue from the latest complete checkpoint once there is room).
+fail the same way; the abort says how to continue from the latest complete checkpoint once there is room). What
+the nodes and queues offer a gang is `agent.capacity`'s reading of them.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.actions import Abort, Action, Candidate, Downscale, Proceed, RetryFromCheckpoint, Wait
+from agent.capacity import Pool, QueueRoom, left_out, say_gpus, usable_nodes, whole_pods
 from agent.failures import Failure, attempt_record, classify_failure, same_failure
 from agent.observation import Observation, PlanRequest
 from agent.policy import Decision, Stage
-from components.volcano.cluster import NodeInfo, QueueSnapshot
-from components.volcano.resources import GPU
+from components.volcano.cluster import NodeInfo
 
 __all__ = ["LLAMA3_NODE_MTBF_S", "RulePolicy", "RulesConfig", "allowed_sizes", "checkpoint_interval_s", "usable_nodes"]
 
-_BLOCKING_TAINTS = ("NoSchedule", "NoExecute")
 # The published fault rate the checkpoint interval assumes unless told the cluster's own: Meta's Llama 3 405B
 # pre-training saw 419 unexpected interruptions in 54 days on 16,384 GPUs (2,048 nodes of 8), about half of them
 # GPU or HBM faults; each taken as one node fault, a node fails every ~264 days.
@@ -109,18 +108,6 @@ def allowed_sizes(request: PlanRequest) -> list[int]:
     ]
 
 
-def usable_nodes(nodes: Sequence[NodeInfo], avoid: Sequence[str]) -> list[NodeInfo]:
-    """Nodes a training pod can land on: ready, schedulable, without a blocking taint, not avoided."""
-    return [
-        node
-        for node in nodes
-        if node.ready
-        and not node.unschedulable
-        and node.name not in avoid
-        and not any(taint.get("effect") in _BLOCKING_TAINTS for taint in node.taints)
-    ]
-
-
 class RulePolicy:
     """The `Policy` that decides by the rules of docs/agent.md; the LLM policy falls back to it."""
 
@@ -146,7 +133,7 @@ class RulePolicy:
             seen = "; ".join(observation.notes) or "no nodes were observed"
             return Proceed(
                 **_shape(request, request.gpus, request.queue),
-                rationale=f"the cluster could not be observed ({seen}): training at {_gpus(request.gpus)} asked "
+                rationale=f"the cluster could not be observed ({seen}): training at {say_gpus(request.gpus)} asked "
                 f"for in queue {request.queue} and letting Volcano queue it",
             )
         candidates = self.candidates(observation)
@@ -164,7 +151,7 @@ class RulePolicy:
             soonest = min(feasible, key=lambda c: c.wait_s)
             recheck = max(1.0, min(self.config.recheck_s, soonest.wait_s))
             reason = (
-                f"nothing can start now ({situation}); the soonest, {_gpus(soonest.gpus)} in queue {soonest.queue}, "
+                f"nothing can start now ({situation}); the soonest, {say_gpus(soonest.gpus)} in queue {soonest.queue}, "
                 f"should start in ~{_duration(soonest.wait_s)}"
             )
             return Wait(
@@ -191,9 +178,9 @@ class RulePolicy:
         queues = [(request.queue, observation.queue)]
         if request.fallback_queue and request.fallback_queue != request.queue:
             queues.append((request.fallback_queue, observation.fallback_queue))
-        pool = _Pool.of(observation.nodes, request)
+        pool = Pool.of(observation.nodes, request)
         return [
-            self._estimate(observation, n, _QueueState.of(name, snapshot), pool)
+            self._estimate(observation, n, QueueRoom.of(name, snapshot, observation.nodes), pool)
             for name, snapshot in queues
             for n in allowed_sizes(request)
         ]
@@ -226,7 +213,7 @@ class RulePolicy:
         step_s = self.run_s(observation, gpus) / max(1, request.max_steps - _done(observation))
         return max(1, min(request.max_steps, math.ceil(interval_s / step_s)))
 
-    def _estimate(self, observation: Observation, n: int, queue: _QueueState, pool: _Pool) -> Candidate:
+    def _estimate(self, observation: Observation, n: int, queue: QueueRoom, pool: Pool) -> Candidate:
         request = observation.request
         accum = request.global_batch // (n * request.micro_batch)
         run_s = self.run_s(observation, n)
@@ -241,31 +228,34 @@ class RulePolicy:
 
     def _situation(self, observation: Observation) -> str:
         request = observation.request
-        queue = _QueueState.of(request.queue, observation.queue)
+        queue = QueueRoom.of(request.queue, observation.queue, observation.nodes)
         facts = []
         if queue.ahead:
-            facts.append(f"{_gpus(queue.ahead)} pending ahead")
+            facts.append(f"{say_gpus(queue.ahead)} pending ahead")
         if queue.capability is not None:
             facts.append(f"{queue.allocated:g} of its {queue.capability:g} GPUs allocated")
-        free = _Pool.of(observation.nodes, request).free
+        if queue.tight:
+            facts.append(queue.tight)
+        free = Pool.of(observation.nodes, request).free
         queued = _join(facts or ["nothing pending ahead"])
-        return f"queue {request.queue} has {queued}; {_gpus(free)} free on healthy nodes"
+        told = f"queue {request.queue} has {queued}; {say_gpus(free)} free on healthy nodes"
+        return told + _left_out(observation.nodes, request.avoid_nodes)
 
     def _comparison(self, best: Candidate, candidates: Sequence[Candidate], request: PlanRequest) -> str:
         def where(c: Candidate) -> str:
             return "" if c.queue == request.queue else f" in queue {c.queue}"
 
         start = "now" if best.wait_s == 0 else f"after ~{_duration(best.wait_s)} waiting"
-        told = f"{_gpus(best.gpus)}{where(best)} {start} finishes in ~{_duration(best.finish_s)}"
+        told = f"{say_gpus(best.gpus)}{where(best)} {start} finishes in ~{_duration(best.finish_s)}"
         wanted = next(c for c in candidates if c.gpus == request.gpus and c.queue == request.queue)
         if wanted == best:
             runner_up = [c for c in candidates if c.feasible and c != best]
             if not runner_up:
                 return told
             other = min(runner_up, key=lambda c: c.finish_s)
-            return f"{told}, the fastest (next: {_gpus(other.gpus)}{where(other)} in ~{_duration(other.finish_s)})"
+            return f"{told}, the fastest (next: {say_gpus(other.gpus)}{where(other)} in ~{_duration(other.finish_s)})"
         if not wanted.feasible:
-            return f"{told}; {_gpus(request.gpus)} can never run here: {wanted.note}"
+            return f"{told}; {say_gpus(request.gpus)} can never run here: {wanted.note}"
         if wanted.wait_s > 0:
             return f"{told} vs ~{_duration(wanted.finish_s)} waiting for {request.gpus}"
         return f"{told} vs ~{_duration(wanted.finish_s)} at {request.gpus}"
@@ -304,13 +294,13 @@ class RulePolicy:
         checkpoint = observation.checkpoint.path if observation.checkpoint else request.resume_checkpoint
         step = observation.checkpoint.step if observation.checkpoint else 0
         healthy = usable_nodes(observation.nodes, avoid)
-        capacity = sum(_whole_pods(node.gpu_allocatable, request.gpus_per_pod) for node in healthy)
+        capacity = sum(whole_pods(node.gpu_allocatable, request.gpus_per_pod) for node in healthy)
         gpus, size_note = request.gpus, ""
         candidates: list[Candidate] = []
         if observation.nodes:
             for n in allowed_sizes(request):
                 fits = n <= capacity
-                note = "fits the healthy nodes" if fits else f"the healthy nodes offer only {_gpus(capacity)}"
+                note = "fits the healthy nodes" if fits else f"the healthy nodes offer only {say_gpus(capacity)}"
                 candidates.append(
                     Candidate(
                         gpus=n,
@@ -325,15 +315,16 @@ class RulePolicy:
             fitting = [c.gpus for c in candidates if c.feasible]
             if not fitting:
                 reason = (
-                    f"{failure.cause}, and the healthy nodes now offer only {_gpus(capacity)}, fewer than "
-                    f"gpus-min {request.gpus_min}"
+                    f"{failure.cause}, and the healthy nodes now offer only {say_gpus(capacity)}"
+                    f"{_left_out(observation.nodes, ())}, fewer than gpus-min {request.gpus_min}"
                 )
                 return Abort(
                     reason=reason, rationale=f"{reason}; recover the nodes and run again", candidates=candidates
                 )
             if request.gpus not in fitting:
                 gpus = fitting[0]
-                size_note = f" at {_gpus(gpus)} (the healthy nodes offer only {capacity}; grad-accum raised to keep "
+                size_note = f" at {say_gpus(gpus)} (the healthy nodes offer only {capacity}"
+                size_note += f"{_left_out(observation.nodes, ())}; grad-accum raised to keep "
                 size_note += f"global batch {request.global_batch})"
         start = f"from step {step} ({checkpoint})" if checkpoint else "from scratch (no complete checkpoint)"
         off = f" off {', '.join(avoid)}" if avoid else ""
@@ -362,90 +353,6 @@ def _storage_full(failure: Failure, observation: Observation) -> str:
     )
 
 
-# ---- the cluster as the estimates see it ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Pool:
-    """The GPUs of the nodes a training pod may use, in whole pods."""
-
-    free: int  # unallocated now
-    capacity: int  # the most they could ever give one job
-    busy: int  # allocated now, to be freed as running jobs end
-
-    @classmethod
-    def of(cls, nodes: Sequence[NodeInfo], request: PlanRequest) -> _Pool:
-        usable = usable_nodes(nodes, request.avoid_nodes)
-        per_pod = request.gpus_per_pod
-        return cls(
-            free=sum(_whole_pods(n.gpu_allocatable - n.gpu_allocated, per_pod) for n in usable),
-            capacity=sum(_whole_pods(n.gpu_allocatable, per_pod) for n in usable),
-            busy=sum(n.gpu_allocated for n in usable),
-        )
-
-    def never(self, gpus: int) -> str:
-        """Why `gpus` GPUs can never be placed here ("" when they can)."""
-        if gpus > self.capacity:
-            return f"the healthy nodes offer at most {_gpus(self.capacity)} in whole pods"
-        return ""
-
-
-@dataclass(frozen=True)
-class _QueueState:
-    """A queue's room and the demand queued ahead in it; an unobserved queue is taken as open and unlimited."""
-
-    name: str
-    open: bool = True
-    capability: float | None = None
-    allocated: float = 0.0
-    ahead: int = 0  # GPUs of PodGroups pending or inqueue
-    ahead_groups: int = 0
-
-    @classmethod
-    def of(cls, name: str, snapshot: QueueSnapshot | None) -> _QueueState:
-        if snapshot is None:
-            return cls(name=name)
-        return cls(
-            name=name,
-            open=snapshot.state == "Open",
-            capability=snapshot.capability.get(GPU),
-            allocated=snapshot.allocated.get(GPU, 0.0),
-            ahead=snapshot.pending_gpus + snapshot.inqueue_gpus,
-            ahead_groups=snapshot.pending + snapshot.inqueue,
-        )
-
-    def never(self, gpus: int) -> str:
-        """Why `gpus` GPUs can never run in this queue ("" when they can)."""
-        if not self.open:
-            return f"queue {self.name} is closed"
-        if self.capability is not None and gpus > self.capability:
-            return f"queue {self.name}'s capability is {self.capability:g} GPUs"
-        return ""
-
-    def wait_s(self, gpus: int, pool: _Pool, mean_remaining_s: float) -> float:
-        """Expected seconds until a gang of `gpus` is admitted and placed (see docs/agent.md).
-
-        Now, when it fits in what is free (within the queue's room) after the gangs ahead that fit there; else
-        the GPUs it lacks, the gangs ahead included, free up at `busy / mean_remaining_s` per second.
-        """
-        room = math.inf if self.capability is None else self.capability - self.allocated
-        available = min(pool.free, room)
-        taken = 0.0
-        if self.ahead_groups:
-            # Only totals are known: gangs of the average size ahead take the free GPUs first, as many as fit;
-            # one that does not fit does not block the smaller ones behind it (Volcano does not hold a place).
-            size = self.ahead / self.ahead_groups
-            taken = size * min(self.ahead_groups, math.floor(available / size)) if size else 0.0
-        if gpus <= available - taken:
-            return 0.0
-        lack_nodes = gpus + self.ahead - pool.free
-        lack_queue = gpus + self.ahead - room
-        return mean_remaining_s * max(
-            lack_nodes / max(pool.busy, 1) if lack_nodes > 0 else 0.0,
-            lack_queue / max(self.allocated, 1.0) if lack_queue > 0 else 0.0,
-        )
-
-
 # ---- helpers --------------------------------------------------------------------------------------------
 
 
@@ -465,12 +372,13 @@ def _done(observation: Observation) -> int:
     return observation.checkpoint.step if observation.checkpoint else 0
 
 
-def _whole_pods(gpus: int, per_pod: int) -> int:
-    return max(0, gpus) // per_pod * per_pod
-
-
-def _gpus(count: float) -> str:
-    return f"{count:g} GPU" if count == 1 else f"{count:g} GPUs"
+def _left_out(nodes: Sequence[NodeInfo], avoid: Sequence[str], shown: int = 5) -> str:
+    """` (left out: node-3 cordoned, node-5 NotReady)`: the GPU nodes a training pod cannot use; "" when none."""
+    reasons = [f"{name} {why}" for name, why in left_out(nodes, avoid).items()]
+    if not reasons:
+        return ""
+    more = f" and {len(reasons) - shown} more" if len(reasons) > shown else ""
+    return f" (left out: {', '.join(reasons[:shown])}{more})"
 
 
 def _join(parts: Sequence[str]) -> str:
