@@ -81,7 +81,7 @@ def node_vars(prefix: str, name: str, node: NodeStatus) -> dict[str, Any]:
         if outputs.result is not None:
             out[f"{base}.outputs.result"] = outputs.result
         if outputs.exit_code is not None:
-            out[f"{base}.outputs.exitCode"] = outputs.exit_code
+            out[f"{base}.exitCode"] = outputs.exit_code  # Argo v4: steps.NAME.exitCode (util/variables/keys)
         for p in outputs.parameters or []:
             if p.value is not None:
                 out[f"{base}.outputs.parameters.{p.name}"] = p.value

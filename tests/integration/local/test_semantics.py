@@ -503,3 +503,19 @@ def test_output_artifacts_are_kept_in_the_run_and_passed_by_reference(run, home:
     ran = run(workflow([bad, make, use]))
     assert ran.phase == "Failed" and ran.phases["[1].b"] == "Error"
     assert ran.message("[1].b") == "artifact argument 'f' points outside the run's directory."
+
+
+def test_a_step_and_a_task_exit_code_is_steps_name_exit_code(run) -> None:
+    """Argo v4's node variable is `steps.NAME.exitCode` (util/variables/keys/noderef.go), upstream's
+    exit-code-output-variable reads it after a failed step it continues on."""
+    echo = sh("echo", "echo {{inputs.parameters.code}}", inputs={"parameters": [{"name": "code"}]})
+    code = {"parameters": [{"name": "code", "value": "{{steps.fail.exitCode}}"}]}
+    steps = [[{"name": "fail", "template": "fail", "continueOn": {"failed": True}}],
+             [{"name": "show", "template": "echo", "arguments": code}]]  # fmt: skip
+    ran = run(workflow([{"name": "main", "steps": steps}, sh("fail", "exit 123"), echo]))
+    assert ran.phase == "Succeeded" and ran.out("[1].show") == "123"
+    tasks = [{"name": "fail", "template": "fail", "continueOn": {"failed": True}},
+             {"name": "show", "template": "echo", "depends": "fail.Failed",
+              "arguments": {"parameters": [{"name": "code", "value": "{{tasks.fail.exitCode}}"}]}}]  # fmt: skip
+    ran = run(workflow([{"name": "main", "dag": {"tasks": tasks}}, sh("fail", "exit 7"), echo]))
+    assert ran.phase == "Succeeded" and ran.out(".show") == "7"
