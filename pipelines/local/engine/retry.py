@@ -20,6 +20,7 @@ from pipelines.local.engine.node_runner import NodeRunner
 from pipelines.local.engine.scope import substitute_tree
 from pipelines.local.engine.status import NodeStatus, parse_rfc3339
 from pipelines.local.expressions import evaluate_expr
+from pipelines.local.expressions.govalues import format_float_g
 from pipelines.local.workflow import WorkflowError, parse_duration
 
 __all__ = ["run_retries"]
@@ -146,7 +147,8 @@ def _last_retry(last: NodeStatus | None, default_exit: str) -> dict[str, str]:
     return {
         "lastRetry.exitCode": exit_code,
         "lastRetry.status": last.phase,
-        "lastRetry.duration": str(float((finished or 0) - (started or 0))),
+        # Go's fmt.Sprint(d.Seconds()): "2", not Python's "2.0", which asInt refuses (upstream retry-conditional)
+        "lastRetry.duration": format_float_g(float((finished or 0) - (started or 0))),
         "lastRetry.message": last.message or "",
     }
 

@@ -519,3 +519,13 @@ def test_a_step_and_a_task_exit_code_is_steps_name_exit_code(run) -> None:
               "arguments": {"parameters": [{"name": "code", "value": "{{tasks.fail.exitCode}}"}]}}]  # fmt: skip
     ran = run(workflow([{"name": "main", "dag": {"tasks": tasks}}, sh("fail", "exit 7"), echo]))
     assert ran.phase == "Succeeded" and ran.out(".show") == "7"
+
+
+def test_last_retry_duration_is_go_seconds_which_as_int_reads(run, tmp_path: Path) -> None:
+    """fmt.Sprint(d.Seconds()) is "0" or "2", never "0.0": upstream retry-conditional's asInt(lastRetry.duration)."""
+    counter = "{{workflow.parameters.path}}"
+    script = f'echo x >> {counter}; echo "took {{{{lastRetry.duration}}}}"; [ $(wc -l < {counter}) -ge 3 ] || exit 2'
+    strategy = {"limit": 5, "expression": "asInt(lastRetry.exitCode) > 1 && asInt(lastRetry.duration) < 120"}
+    ran = run(with_path(workflow([sh("main", script, retryStrategy=strategy)]), tmp_path / "count"))
+    assert ran.phase == "Succeeded" and set(ran.phases) == {"", "(0)", "(1)", "(2)"}
+    assert ran.out("(0)") == "took 0" and ran.out("(2)") in ("took 0", "took 1")
