@@ -57,8 +57,9 @@ SCHEDULED_TIME = "workflows.argoproj.io/scheduled-time"
 # What `argo submit --from workflowtemplate/NAME` (or clusterworkflowtemplate/NAME) runs: a Workflow of its spec.
 _TEMPLATE_KINDS = ("WorkflowTemplate", "ClusterWorkflowTemplate")
 _RUNNABLE_KINDS = ("Workflow", *_TEMPLATE_KINDS, "CronWorkflow")
-TEMPLATE_TYPES = ("container", "script", "resource", "dag", "steps", "suspend")
-_UNSUPPORTED_TYPES = ("containerSet", "data", "http", "plugin")
+TEMPLATE_TYPES = ("container", "script", "containerSet", "resource", "dag", "steps", "suspend")
+_UNSUPPORTED_TYPES = ("data", "http", "plugin")
+_LEAF_TYPES = ("container", "script", "containerSet")  # a pod: its files are in its node's directory
 _RETRY_POLICIES = ("Always", "OnFailure", "OnError", "OnTransientError")
 # The longest wait Python's timers can hold (a Go duration's own limit, about 292 years, is parse_go_duration's).
 _DURATION_MAX_S = min(threading.TIMEOUT_MAX, 2**63 / 1e9)
@@ -565,9 +566,11 @@ def _check_runnable(template: Mapping[str, Any], where: str) -> None:
     kind = template_type(template)
     if kind in ("container", "script") and not template[kind].get("command"):
         raise WorkflowError(f"{where} has a {kind} with {NO_COMMAND}: give it a command.")
+    if kind == "containerSet":
+        _check_container_set(template["containerSet"], where)
     if kind == "resource":
         _check_resource(template, where)
-    leaf = kind in ("container", "script")
+    leaf = kind in _LEAF_TYPES
     for artifact in (template.get("outputs") or {}).get("artifacts") or []:
         here = f"{where} output artifact {artifact['name']!r}"
         if leaf:
@@ -581,6 +584,45 @@ def _check_runnable(template: Mapping[str, Any], where: str) -> None:
         _check_artifact_source(artifact, here)
         if leaf:
             _check_artifact_path(artifact, here)
+
+
+def _check_container_set(spec: Any, where: str) -> None:
+    """Argo's ContainerSetTemplate.Validate, and a command for each container (the runner cannot read an image's)."""
+    containers = spec.get("containers") if isinstance(spec, Mapping) else None
+    if not isinstance(containers, list) or not containers or not all(isinstance(c, Mapping) for c in containers):
+        raise WorkflowError(f"{where} containerSet needs containers: a list of at least one container.")
+    names = [c.get("name") for c in containers]
+    for name in names:
+        if not isinstance(name, str) or not re.fullmatch(r"[a-zA-Z0-9][-a-zA-Z0-9]*", name) or len(name) > 128:
+            raise WorkflowError(
+                f"{where} containerSet container name {name!r} is not a name: letters, digits and '-' (up to 128), "
+                "not starting with '-'."
+            )
+    _check_unique(names, f"{where} containerSet", "containers")
+    mounts = [m.get("mountPath") for m in spec.get("volumeMounts") or [] if isinstance(m, Mapping)]
+    if len(set(mounts)) != len(mounts):
+        raise WorkflowError(f"{where} containerSet mounts the same mountPath twice in its volumeMounts.")
+    graph = {c["name"]: list(c.get("dependencies") or []) for c in containers}
+    for name, dependencies in graph.items():
+        for dependency in dependencies:
+            if dependency not in graph:
+                raise WorkflowError(f"{where} containerSet container {name!r} depends on {dependency!r}, not defined.")
+    done: set[str] = set()
+
+    def visit(name: str, path: list[str]) -> None:
+        if name in path:
+            raise WorkflowError(f"{where} containerSet has a dependency cycle: {' -> '.join([*path, name])}.")
+        if name not in done:
+            for dependency in graph[name]:
+                visit(dependency, [*path, name])
+            done.add(name)
+
+    for name in graph:
+        visit(name, [])
+    for container in containers:
+        if not container.get("command"):
+            here = f"{where} containerSet container {container['name']!r}"
+            raise WorkflowError(f"{here} has {NO_COMMAND}: give it a command.")
 
 
 def _check_artifact_path(artifact: Mapping[str, Any], where: str) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.local.engine.calls import Call, Prepared, exit_hook
+from pipelines.local.engine.container_set import Report, run_container_set
 from pipelines.local.engine.dag import run_dag
 from pipelines.local.engine.executors import (
     DEADLINE_MESSAGE,
@@ -309,7 +310,7 @@ class Engine:
 
     def prepare(self, template: dict[str, Any], call: Call) -> Prepared:
         """Argo's ProcessArgs + SubstituteParams: bind inputs to arguments and substitute what is known."""
-        if template.get("container") is not None or template.get("script") is not None:
+        if template_type(template) in ("container", "script", "containerSet"):
             template = mark_paths(template)  # before values arrive: only the template's own paths move
         base = self.globals()
         base.update(call.locals)
@@ -475,9 +476,35 @@ class Engine:
         }
         ctx = LeafContext(node.id, node_dir, self.cwd, env, deadline_s)
         exempt = call.on_exit
+        if kind == "containerSet":
+            return run_container_set(template, ctx, self.table, exempt, self._containers(node, template))
         if kind == "script":
             return run_script(template, ctx, self.table, exempt)
         return run_container(template, ctx, self.table, exempt)
+
+    def _containers(self, pod: NodeStatus, template: Mapping[str, Any]) -> Report:
+        """A containerSet pod's Container nodes, Pending and linked as its graph (executeContainerSet); their report."""
+        containers = template["containerSet"]["containers"]
+        nodes: dict[str, NodeStatus] = {}
+        for container in containers:
+            name = f"{pod.name}.{container['name']}"
+            node = self.state.by_name(name)
+            if node is None:
+                node = self.state.init_node(
+                    name, "Container", template_name=pod.template_name, boundary_id=pod.id, phase="Pending"
+                )
+            else:  # a resumed pod runs again from the start
+                self.state.update(node, phase="Pending", message=None, finished_at=None)
+            nodes[container["name"]] = node
+        for container in containers:
+            child = nodes[container["name"]].name
+            for parent in container.get("dependencies") or [None]:
+                self.state.add_child(pod.name if parent is None else f"{pod.name}.{parent}", child)
+
+        def report(container: str, phase: str, message: str | None) -> None:
+            self.state.mark(nodes[container], phase, None if phase == "Running" else message or "")
+
+        return report
 
     def publish(self, outputs: Outputs | None) -> None:
         """Argo's addOutputsToGlobalScope: parameters and artifacts with a `globalName` become workflow outputs."""

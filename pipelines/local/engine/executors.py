@@ -78,6 +78,16 @@ class LeafContext:
     cwd: str
     env: Mapping[str, str]  # variables every node gets (VCPILOT_HOME, ARGO_POD_NAME, ...)
     deadline_s: float | None = None  # the template's activeDeadlineSeconds / timeout
+    container: str = "main"  # which container of the pod: a containerSet's run side by side in one node directory
+
+    @property
+    def log(self) -> Path:
+        """Where this container's stdout and stderr go: `main.log`, `<container>.log`."""
+        return self.node_dir / f"{self.container}.log"
+
+    def file(self, name: str) -> Path:
+        """The node directory's `name` (`pid`, `stderr.tail`) for this container: `<container>.<name>` but main's."""
+        return self.node_dir / (name if self.container == "main" else f"{self.container}.{name}")
 
 
 @dataclass
@@ -153,7 +163,7 @@ def mark_paths(template: Mapping[str, Any]) -> dict[str, Any]:
         return value
 
     out = dict(template)
-    for kind in ("container", "script"):
+    for kind in ("container", "script", "containerSet"):
         if isinstance(out.get(kind), Mapping):
             out[kind] = mark(out[kind])
     outputs = out.get("outputs")
@@ -182,6 +192,11 @@ def _declared(template: Mapping[str, Any], start: str = "/") -> list[str]:
         *((p.get("valueFrom") or {}).get("path") for p in (template.get("outputs") or {}).get("parameters") or []),
         *(a.get("path") for key in ("inputs", "outputs") for a in (template.get(key) or {}).get("artifacts") or []),
     ]
+    container_set = template.get("containerSet")
+    if isinstance(container_set, Mapping):  # the volumes its containers share: the pod's own, as under /tmp
+        mounts = [*(container_set.get("volumeMounts") or [])]
+        mounts += [m for c in container_set.get("containers") or [] for m in c.get("volumeMounts") or []]
+        declared += [m.get("mountPath") for m in mounts if isinstance(m, Mapping)]
     cut = len(start.rstrip("/"))
     return [p[cut:] for p in declared if isinstance(p, str) and p.startswith(start.rstrip("/") + "/") and p[cut + 1 :]]
 
@@ -301,7 +316,7 @@ def _run(
     table: ProcessTable,
     exempt: bool,
 ) -> LeafResult:
-    log_path = ctx.node_dir / "main.log"
+    log_path = ctx.log
     tail = bytearray()  # the end of stdout: what becomes the result
     said = bytearray()  # the end of stderr: why a failed step failed (STDERR_TAIL)
     writing = threading.Lock()
@@ -331,7 +346,7 @@ def _run(
 
         errors = threading.Thread(target=pump_stderr, daemon=True)
         errors.start()
-        (ctx.node_dir / "pid").write_text(f"{proc.pid} {_start_token(proc.pid) or ''}")
+        ctx.file("pid").write_text(f"{proc.pid} {_start_token(proc.pid) or ''}")
         entry = table.add(proc, exempt)
         timer = None
         if ctx.deadline_s is not None:
@@ -352,7 +367,7 @@ def _run(
             timer.cancel()
         table.remove(entry)
     if said.strip():
-        (ctx.node_dir / STDERR_TAIL).write_bytes(bytes(said))
+        ctx.file(STDERR_TAIL).write_bytes(bytes(said))
     if code < 0:
         code = 128 - code
     if tail.endswith(b"\n"):
@@ -369,7 +384,7 @@ def _run(
             return LeafResult("Error", str(err), outputs)
     if code != 0:
         # Argo names the container whose exit failed the pod, and the kubelet's reason for it.
-        return LeafResult("Failed", f"main: Error (exit code {code})", outputs)
+        return LeafResult("Failed", f"{ctx.container}: Error (exit code {code})", outputs)
     return LeafResult("Succeeded", None, outputs)
 
 
@@ -477,11 +492,12 @@ def _start_token(pid: int) -> str | None:
 
 def kill_stale(node_dir: Path) -> None:
     """Kill what a previous runner left running for this node (it was SIGKILLed; the node runs again)."""
-    try:
-        pid_text, _, token = (node_dir / "pid").read_text().partition(" ")
-        pid = int(pid_text)
-    except (OSError, ValueError):
-        return
-    if token and _start_token(pid) == token.strip():
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
+    for path in [node_dir / "pid", *node_dir.glob("*.pid")]:  # a containerSet's containers: one each
+        try:
+            pid_text, _, token = path.read_text().partition(" ")
+            pid = int(pid_text)
+        except (OSError, ValueError):
+            continue
+        if token and _start_token(pid) == token.strip():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
