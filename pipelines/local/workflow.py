@@ -57,8 +57,8 @@ SCHEDULED_TIME = "workflows.argoproj.io/scheduled-time"
 # What `argo submit --from workflowtemplate/NAME` (or clusterworkflowtemplate/NAME) runs: a Workflow of its spec.
 _TEMPLATE_KINDS = ("WorkflowTemplate", "ClusterWorkflowTemplate")
 _RUNNABLE_KINDS = ("Workflow", *_TEMPLATE_KINDS, "CronWorkflow")
-TEMPLATE_TYPES = ("container", "script", "containerSet", "resource", "dag", "steps", "suspend")
-_UNSUPPORTED_TYPES = ("data", "http", "plugin")
+TEMPLATE_TYPES = ("container", "script", "containerSet", "resource", "dag", "steps", "suspend", "http")
+_UNSUPPORTED_TYPES = ("data", "plugin")
 _LEAF_TYPES = ("container", "script", "containerSet")  # a pod: its files are in its node's directory
 _RETRY_POLICIES = ("Always", "OnFailure", "OnError", "OnTransientError")
 # The longest wait Python's timers can hold (a Go duration's own limit, about 292 years, is parse_go_duration's).
@@ -568,6 +568,8 @@ def _check_runnable(template: Mapping[str, Any], where: str) -> None:
         raise WorkflowError(f"{where} has a {kind} with {NO_COMMAND}: give it a command.")
     if kind == "containerSet":
         _check_container_set(template["containerSet"], where)
+    if kind == "http":
+        _check_http(template["http"], where)
     if kind == "resource":
         _check_resource(template, where)
     leaf = kind in _LEAF_TYPES
@@ -623,6 +625,21 @@ def _check_container_set(spec: Any, where: str) -> None:
         if not container.get("command"):
             here = f"{where} containerSet container {container['name']!r}"
             raise WorkflowError(f"{here} has {NO_COMMAND}: give it a command.")
+
+
+def _check_http(spec: Any, where: str) -> None:
+    """What an http template needs to be sent from here: a URL, headers with values (no Secrets here)."""
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("url"), str) or not spec["url"]:
+        raise WorkflowError(f"{where} http needs a url.")
+    timeout = spec.get("timeoutSeconds")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int)):
+        raise WorkflowError(f"{where} http.timeoutSeconds {timeout!r} is not a whole number of seconds.")
+    for header in _named_mappings(spec, "headers", f"{where} http"):
+        if (header.get("valueFrom") or {}).get("secretKeyRef") is not None:
+            raise WorkflowError(
+                f"{where} http header {header['name']!r} takes its value from a Secret, which the local runner "
+                "does not have: give it a value."
+            )
 
 
 def _check_artifact_path(artifact: Mapping[str, Any], where: str) -> None:

@@ -41,6 +41,7 @@ from pipelines.local.engine.executors import (
     run_script,
     run_suspend,
 )
+from pipelines.local.engine.http_template import run_http
 from pipelines.local.engine.resources import ObjectCluster, OwnedObject, run_resource
 from pipelines.local.engine.resume_marker import read_request
 from pipelines.local.engine.retry import run_retries
@@ -402,7 +403,7 @@ class Engine:
         if node is None:
             node = self.state.init_node(
                 call.name,
-                "Suspend" if kind == "suspend" else "Pod",
+                {"suspend": "Suspend", "http": "HTTP"}.get(kind, "Pod"),
                 template_name=prepared.name,
                 boundary_id=call.boundary_id,
                 phase="Pending",
@@ -417,7 +418,7 @@ class Engine:
         if self.cancel.is_set() and not call.on_exit:
             self.state.mark(node, "Failed", DEADLINE_MESSAGE)
             return node
-        with self._pod_slot(kind != "suspend"):
+        with self._pod_slot(kind not in ("suspend", "http")):
             if self.stopped.is_set():
                 result = LeafResult("Failed", SHUTDOWN_MESSAGE)
             elif self.cancel.is_set() and not call.on_exit:
@@ -445,6 +446,8 @@ class Engine:
             if (template.get("suspend") or {}).get("duration") in (None, ""):
                 self.state.update(node, message=f"suspended: vcpilot resume {self.wf.name} resumes it")
             return run_suspend(template, started, cancel, functools.partial(read_request, self.run_dir))
+        if kind == "http":
+            return run_http(template, cancel)
         key = "activeDeadlineSeconds" if template.get("activeDeadlineSeconds") is not None else "timeout"
         deadline = template.get(key)
         try:
