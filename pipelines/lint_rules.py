@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Iterator
 from typing import Any
 
-from pipelines.lint_when import expression_error, substitute_tags
-from pipelines.local.globals import WorkflowGlobals
+from pipelines.lint_explain import hint
+from pipelines.lint_scope import scope_findings
+from pipelines.lint_when import DEPENDS_WORD, ancestors, expression_error, substitute_tags
+from pipelines.local.globals import WorkflowGlobals, any_string
 from pipelines.local.workflow import API_VERSION, WorkflowError, check_timing
 
 __all__ = ["KINDS", "Finding", "controller_findings"]
@@ -22,12 +22,7 @@ _RUNS_IN = ("Workflow", "CronWorkflow")  # kinds whose arguments are final: temp
 _FIELD_NAME = re.compile(r"[a-zA-Z0-9][-a-zA-Z0-9]*")
 _PARAM_NAME = re.compile(r"[-a-zA-Z0-9_]+")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-# common/ancestry.go: a word in `depends` is a task name, optionally followed by `.Result`.
-_DEPENDS_WORD = re.compile(r"([a-zA-Z0-9][-a-zA-Z0-9]*?\.[A-Z][a-zA-Z]+)|([a-zA-Z0-9][-a-zA-Z0-9]*)")
 _RESULTS = ("Succeeded", "Failed", "Errored", "Skipped", "Omitted", "Daemoned", "AnySucceeded", "AllFailed")
-_NODE_REF = re.compile(r"{{\s*(tasks|steps)\.([-a-zA-Z0-9_]+)((?:\.[^.}\s]+)*)\s*}}")
-_INPUT_REF = re.compile(r"{{\s*inputs\.parameters\.([^}\s]+?)\s*}}")
-_NO_RESULT = ("resource", "dag", "steps", "suspend")
 _CRON_DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 _ARTIFACT_SOURCES = ("s3", "git", "http", "artifactory", "hdfs", "raw", "oss", "gcs", "azure", "plugin")
 
@@ -46,33 +41,6 @@ def _str(value: Any) -> str:
 
 def _indexed(items: Any, path: str) -> list[tuple[str, Any]]:
     return [(f"{path}[{i}]", item) for i, item in enumerate(_list(items))]
-
-
-def _any_string(value: Any) -> str:
-    """A scalar as Argo's AnyString reads it: `true`, `3`, `1.5`."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _hint(name: str, known: Any) -> str:
-    close = difflib.get_close_matches(name, [str(k) for k in known], n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
-    """Every string inside `value` with its path, leaving out inline templates (checked on their own)."""
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if key != "inline":
-                yield from _strings(item, f"{path}.{key}")
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _strings(item, f"{path}[{index}]")
 
 
 def _name_problem(name: str, pattern: re.Pattern[str]) -> str | None:
@@ -95,7 +63,6 @@ class _Rules:
         self.doc, self.kind, self.schema_checked = doc, doc.get("kind"), schema_checked
         self.found: list[Finding] = []
         self.templates: dict[str, dict[str, Any]] = {}
-        self.globals: WorkflowGlobals | None = None  # None: a workflowTemplateRef's template sets them
 
     def add(self, path: str, message: str) -> None:
         self.found.append((path, message))
@@ -165,9 +132,6 @@ class _Rules:
         referenced = spec.get("workflowTemplateRef") is not None
         if referenced and templates:
             self.add(f"{path}.templates", "a workflow with a workflowTemplateRef cannot define templates")
-        if not referenced:
-            meta = _dict(self.doc.get("metadata"))
-            self.globals = WorkflowGlobals(str(self.kind), meta, spec, alone=self.kind not in _RUNS_IN)
         entrypoint = _str(spec.get("entrypoint"))
         if not entrypoint and self.kind in _RUNS_IN and not referenced:
             self.add(f"{path}.entrypoint", "entrypoint is required: name the template the workflow starts with")
@@ -179,6 +143,9 @@ class _Rules:
         for i, template in enumerate(templates):
             if isinstance(template, dict):
                 self.template(template, f"{path}.templates[{i}]")
+        if not referenced:  # the `{{...}}` tags each template names, in the scopes Argo's validator builds
+            meta, alone = _dict(self.doc.get("metadata")), self.kind not in _RUNS_IN
+            self.found += scope_findings(spec, path, WorkflowGlobals(str(self.kind), meta, spec, alone=alone))
 
     def workflow_arguments(self, arguments: dict[str, Any], path: str) -> None:
         for i, param in enumerate(_list(arguments.get("parameters"))):
@@ -192,12 +159,12 @@ class _Rules:
             enum, value = param.get("enum"), param.get("value")
             if isinstance(enum, list) and not enum:
                 self.add(f"{where}.enum", "enum needs at least one value")
-            elif isinstance(enum, list) and value is not None and _any_string(value) not in map(_any_string, enum):
+            elif isinstance(enum, list) and value is not None and any_string(value) not in map(any_string, enum):
                 self.add(f"{where}.value", f"value {value!r} is not one of its enum {enum}")
 
     def template_named(self, name: str, path: str) -> dict[str, Any] | None:
         if name not in self.templates:
-            self.add(path, f"template {name!r} is not defined in this workflow{_hint(name, self.templates)}")
+            self.add(path, f"template {name!r} is not defined in this workflow{hint(name, self.templates)}")
         return self.templates.get(name)
 
     def hooks(self, hooks: dict[str, Any], path: str) -> None:
@@ -221,29 +188,10 @@ class _Rules:
         inputs = _dict(template.get("inputs"))
         self.io_names(inputs, f"{path}.inputs", "input")
         self.io_names(_dict(template.get("outputs")), f"{path}.outputs", "output")
-        declared = {_str(_dict(p).get("name")) for p in _list(inputs.get("parameters"))}
-        for where, text in _strings(template, path):
-            for param in _INPUT_REF.findall(text):
-                if param not in declared:
-                    owner = f"template {name!r}{_hint(param, declared)}"
-                    self.add(where, f"{{{{inputs.parameters.{param}}}}} is not declared in {owner}")
-            if self.globals is not None:
-                self.workflow_variables(self.globals, where, text)
         if isinstance(template.get("steps"), list):
             self.steps(template, path)
         if isinstance(template.get("dag"), dict):
             self.dag(template, path)
-
-    def workflow_variables(self, globals_: WorkflowGlobals, where: str, text: str) -> None:
-        for tag in globals_.unresolved(text):
-            parameter = tag.removeprefix("workflow.parameters.")
-            if parameter != tag:
-                hint = _hint(parameter, globals_.params)
-            else:  # a label or annotation by name is the workflow's to have, not a misspelt variable
-                hint = (
-                    "" if tag.startswith(("workflow.labels.", "workflow.annotations.")) else _hint(tag, globals_.known)
-                )
-            self.add(where, globals_.problem(tag) + hint)
 
     def call(self, call: dict[str, Any], path: str, what: str) -> None:
         """Checks shared by steps and DAG tasks: the template they call, its inputs, `when`, loops, hooks."""
@@ -298,31 +246,6 @@ class _Rules:
             ):
                 self.add(path, f"{caller} does not pass input artifact {art.get('name')!r} of template {name!r}")
 
-    def node_refs(self, value: Any, path: str, kind: str, nodes: dict[str, dict[str, Any]], unseen: set[str]) -> None:
-        """`{{tasks.X...}}` / `{{steps.X...}}`: X must be a sibling that has run, and have the output named."""
-        label = "task" if kind == "tasks" else "step"
-        for where, text in _strings(value, path):
-            for ref_kind, node, rest in _NODE_REF.findall(text):
-                if ref_kind != kind or node == "name":
-                    continue
-                ref = f"{{{{{kind}.{node}{rest}}}}}"
-                if node not in nodes:
-                    self.add(
-                        where, f"{ref} refers to {label} {node!r}, which is not in this template{_hint(node, nodes)}"
-                    )
-                    continue
-                if node in unseen:
-                    self.add(where, f"{ref} refers to {label} {node!r}, which does not run before this one")
-                target = self.templates.get(_str(nodes[node].get("template")))
-                if target is None:
-                    continue
-                parts = rest.split(".")
-                outputs = {_str(_dict(p).get("name")) for p in _list(_dict(target.get("outputs")).get("parameters"))}
-                if parts[1:3] == ["outputs", "parameters"] and len(parts) > 3 and parts[3] not in outputs:
-                    self.add(where, f"{ref}: template {nodes[node]['template']!r} has no output parameter {parts[3]!r}")
-                elif parts[1:3] == ["outputs", "result"] and any(target.get(key) is not None for key in _NO_RESULT):
-                    self.add(where, f"{ref}: template {nodes[node]['template']!r} produces no outputs.result")
-
     def steps(self, template: dict[str, Any], path: str) -> None:
         entries = [
             (f"{path}.steps[{g}][{j}]", s)
@@ -330,15 +253,9 @@ class _Rules:
             for j, s in enumerate(_list(group))
         ]
         self.names(entries, "step", _FIELD_NAME, True)
-        nodes = {_str(s.get("name")): s for group in template["steps"] for s in _list(group) if isinstance(s, dict)}
-        unseen = set(nodes)
-        for g, group in enumerate(template["steps"]):
-            for j, step in enumerate(_list(group)):
-                if isinstance(step, dict):
-                    self.call(step, f"{path}.steps[{g}][{j}]", "step")
-                    self.node_refs(step, f"{path}.steps[{g}][{j}]", "steps", nodes, unseen - {_str(step.get("name"))})
-            unseen -= {_str(_dict(step).get("name")) for step in _list(group)}
-        self.node_refs(template.get("outputs"), f"{path}.outputs", "steps", nodes, set())
+        for where, step in entries:
+            if isinstance(step, dict):
+                self.call(step, where, "step")
 
     def dag(self, template: dict[str, Any], path: str) -> None:
         name, dag, tasks_path = template.get("name"), template["dag"], f"{path}.dag.tasks"
@@ -367,16 +284,16 @@ class _Rules:
                     "Argo rejects continueOn in a DAG that uses 'depends': write 'X.Failed' there",
                 )
             self.call(task, where, "task")
-            self.node_refs(task, where, "tasks", nodes, set())
-            ancestors = _ancestors(task_name, graph)
+            # Argo's validateDAGTaskArgumentDependency: an argument that starts with a task's variable needs it.
+            before = ancestors(task_name, graph)
             arguments = _dict(task.get("arguments"))
             for key, field in (("parameters", "value"), ("artifacts", "from")):
                 for k, arg in enumerate(map(_dict, _list(arguments.get(key)))):
-                    ref = _NODE_REF.match(_str(arg.get(field)))
-                    if ref and ref.group(1) == "tasks" and ref.group(2) in nodes and ref.group(2) not in ancestors:
+                    value = any_string(arg.get(field)) if arg.get(field) is not None else ""
+                    used = value.split(".")[1] if value.startswith("{{tasks.") else None
+                    if used in nodes and used not in before:
                         self.add(
-                            f"{where}.arguments.{key}[{k}].{field}",
-                            f"uses task {ref.group(2)!r} but does not depend on it",
+                            f"{where}.arguments.{key}[{k}].{field}", f"uses task {used!r} but does not depend on it"
                         )
         cycle = _cycle(graph)
         if cycle:
@@ -384,13 +301,12 @@ class _Rules:
         for target in _str(dag.get("target")).split():
             if "{{" not in target and target not in nodes:
                 self.add(f"{path}.dag.target", f"target {target!r} is not a task of DAG template {name!r}")
-        self.node_refs(template.get("outputs"), f"{path}.outputs", "tasks", nodes, set())
 
     def dependencies(self, task: dict[str, Any], path: str, nodes: dict[str, dict[str, Any]]) -> set[str]:
         """The names a task waits for, reporting unknown names, unknown results and bad `depends` syntax."""
         names: set[str] = set()
         depends = _str(task.get("depends"))
-        for match in _DEPENDS_WORD.finditer(depends):
+        for match in DEPENDS_WORD.finditer(depends):
             node, _, result = match.group(0).partition(".")
             names.add(node)
             if result and result not in _RESULTS:
@@ -399,8 +315,8 @@ class _Rules:
                 if not any(nodes[node].get(key) for key in ("withItems", "withParam", "withSequence")):
                     self.add(f"{path}.depends", f"{match.group(0)!r} needs task {node!r} to loop over items")
             if node not in nodes:
-                self.add(f"{path}.depends", f"depends on task {node!r}, which is not in this DAG{_hint(node, nodes)}")
-        error = expression_error(_DEPENDS_WORD.sub("true", depends)) if depends.strip() else None
+                self.add(f"{path}.depends", f"depends on task {node!r}, which is not in this DAG{hint(node, nodes)}")
+        error = expression_error(DEPENDS_WORD.sub("true", depends)) if depends.strip() else None
         if error:
             self.add(f"{path}.depends", f"depends {depends!r} does not parse: {error}")
         for i, node in enumerate(_list(task.get("dependencies"))):
@@ -408,17 +324,6 @@ class _Rules:
             if _str(node) not in nodes:
                 self.add(f"{path}.dependencies[{i}]", f"depends on task {node!r}, which is not in this DAG")
         return names & set(nodes)
-
-
-def _ancestors(name: str, graph: dict[str, set[str]]) -> set[str]:
-    seen: set[str] = set()
-    todo = list(graph.get(name, ()))
-    while todo:
-        node = todo.pop()
-        if node not in seen:
-            seen.add(node)
-            todo.extend(graph.get(node, ()))
-    return seen
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:

@@ -1,10 +1,15 @@
-"""Syntax check for `when` and `depends` expressions, which Argo hands to govaluate only at run time."""
+"""`when` and `depends`: their syntax, which Argo hands to govaluate only at run time, and the DAG they draw."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["expression_error", "substitute_tags"]
+__all__ = ["DEPENDS_WORD", "ancestors", "expression_error", "substitute_tags", "task_dependencies", "topological"]
+
+DEPENDS_WORD = re.compile(r"([a-zA-Z0-9][-a-zA-Z0-9]*?\.[A-Z][a-zA-Z]+)|([a-zA-Z0-9][-a-zA-Z0-9]*)")
+"""A word of `depends` (common/ancestry.go): a task name, optionally followed by `.Result`."""
 
 # Argo replaces every {{...}} tag before govaluate sees the text; `true` stands in for the value, as the one
 # token that may go wherever a value of any kind could (after `!`, a string could not).
@@ -47,6 +52,38 @@ class _SyntaxProblem(Exception):
 def substitute_tags(text: str, placeholder: str = "true") -> str:
     """The expression as govaluate would see it, with every `{{...}}` tag replaced by `placeholder`."""
     return _TAG.sub(placeholder, text)
+
+
+def ancestors(name: str, graph: Mapping[str, set[str]]) -> set[str]:
+    """Every task `name` waits for, directly or through others (graph: task -> the tasks it depends on)."""
+    seen: set[str] = set()
+    todo = list(graph.get(name, ()))
+    while todo:
+        node = todo.pop()
+        if node not in seen:
+            seen.add(node)
+            todo.extend(graph.get(node, ()))
+    return seen
+
+
+def task_dependencies(task: dict[str, Any], names: set[str]) -> set[str]:
+    """The tasks of `names` a DAG task waits for, by `depends` or `dependencies`."""
+    depends, listed = task.get("depends"), task.get("dependencies")
+    words = {match.group(0).partition(".")[0] for match in DEPENDS_WORD.finditer(str(depends or ""))}
+    return (words | {str(name) for name in (listed if isinstance(listed, list) else [])}) & names
+
+
+def topological(graph: Mapping[str, set[str]]) -> list[str] | None:
+    """The tasks in an order that runs each after those it depends on (Argo's sortDAGTasks); None for a cycle."""
+    waiting = {name: len(deps) for name, deps in graph.items()}
+    order = [name for name, count in waiting.items() if not count]
+    for name in order:  # grows as it goes
+        for other, deps in graph.items():
+            if name in deps:
+                waiting[other] -= 1
+                if not waiting[other]:
+                    order.append(other)
+    return order if len(order) == len(graph) else None
 
 
 def expression_error(text: str) -> str | None:

@@ -4,10 +4,11 @@ Argo v4.1.2 (workflow/validate/validate.go) refuses a workflow whose templates n
 not set: "failed to resolve {{workflow.X}}". It sets name, namespace, uid, mainEntrypoint, serviceAccountName,
 status, the labels and annotations (all, as JSON, and by name: the workflow's own and its workflowMetadata's),
 the parameters when there are any (all, as JSON, by name), priority when `spec.priority` is set, failures when
-there is an `onExit`, the global outputs the templates declare (`globalName`), and lets through the ones it knows
-only when the workflow runs: creationTimestamp, scheduledTime and duration. A WorkflowTemplate linted on its own
-may name any parameter: the workflow that runs it gives them. One definition for the local runner's load
-(pipelines.local.workflow) and `vcpilot lint` (pipelines.lint_rules).
+there is a `spec.onExit` (an exit hook in `spec.hooks` is not enough), the global outputs the templates declare
+(`globalName`), and lets through the ones it knows only when the workflow runs: creationTimestamp, scheduledTime
+and duration. A WorkflowTemplate linted on its own may name any parameter: the workflow that runs it gives them.
+One definition for the local runner's load (pipelines.local.workflow) and `vcpilot lint` (pipelines.lint_scope,
+which also holds Argo to when in its walk failures and each global output become known).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from pipelines.local import CRON_LABEL
 from pipelines.local.workflow import SCHEDULED_TIME
 
-__all__ = ["WorkflowGlobals"]
+__all__ = ["WorkflowGlobals", "any_string"]
 
 # A simple tag (not an `{{=expression}}`, which Argo's validator does not resolve) naming a workflow variable.
 _TAG = re.compile(r"{{\s*(workflow\.[^{}=]*?)\s*}}")
@@ -46,6 +47,15 @@ def _keys(holder: Any, key: str) -> set[str]:
     return {str(k) for k in value} if isinstance(value, Mapping) else set()
 
 
+def any_string(value: Any) -> str:
+    """A scalar as Argo's AnyString prints it: `true`, `3`."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def _items(holder: Any, key: str) -> list[Mapping[str, Any]]:
     value = holder.get(key) if isinstance(holder, Mapping) else None
     return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
@@ -61,14 +71,24 @@ class WorkflowGlobals:
         annotations = _keys(metadata, "annotations") | _keys(extra, "annotations")
         if kind == "CronWorkflow":  # its runs' metadata: the workflowMetadata and what the cron controller adds
             labels, annotations = labels | {CRON_LABEL}, annotations | {SCHEDULED_TIME}
-        params = [str(p.get("name")) for p in _items(spec.get("arguments"), "parameters") if p.get("name")]
+        arguments = _items(spec.get("arguments"), "parameters")
+        params = [str(p.get("name")) for p in arguments if p.get("name")]
         known = set(_ALWAYS)
         known |= {f"workflow.labels.{k}" for k in labels} | {f"workflow.annotations.{k}" for k in annotations}
         if params:
             known |= {"workflow.parameters", "workflow.parameters.json", *(f"workflow.parameters.{p}" for p in params)}
         if spec.get("priority") is not None:
             known.add("workflow.priority")
-        if spec.get("onExit") or _keys(spec, "hooks") & {"exit"}:
+        # What Argo substitutes for each variable it sets before the templates are walked: a parameter's own value
+        # when it has one (a tag inside it is then resolved where it lands), else None for a stand-in.
+        self.values: dict[str, str | None] = dict.fromkeys(known)
+        for param in arguments:
+            if param.get("name") and param.get("value") is not None:
+                self.values[f"workflow.parameters.{param['name']}"] = any_string(param["value"])
+        if spec.get("priority") is not None:
+            self.values["workflow.priority"] = any_string(spec["priority"])
+        self.on_exit = bool(spec.get("onExit"))
+        if self.on_exit:
             known.add("workflow.failures")
         self.outputs_any = False
         for template in _items(spec, "templates"):
@@ -81,6 +101,7 @@ class WorkflowGlobals:
         self.known = frozenset(known)
         self.prefixes = (*_AT_RUN_TIME, *(("workflow.parameters.",) if alone else ()))
         self.params = frozenset(params)
+        self.alone = alone
 
     def resolves(self, tag: str) -> bool:
         """Tell whether Argo's validator resolves `{{tag}}`."""

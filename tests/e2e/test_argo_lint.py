@@ -107,12 +107,95 @@ GOOD["the workflow variables Argo sets"] = {
     "metadata": {"generateName": "case-", "labels": {"team": "ml"}},
 }
 
+
+def steps(*groups: list[dict[str, Any]], name: str = "main", **fields: Any) -> dict[str, Any]:
+    return {"name": name, "steps": [list(group) for group in groups], **fields}
+
+
+def echo(name: str, *args: str, **fields: Any) -> dict[str, Any]:
+    """A container template named `name` that echoes `args`."""
+    return {"name": name, "container": {"image": "alpine", "command": ["echo", *args]}, **fields}
+
+
+def passing(name: str, value: str, **fields: Any) -> dict[str, Any]:
+    """A step or task that passes `value` to SAY."""
+    return {"name": name, "template": "say", "arguments": {"parameters": [{"name": "text", "value": value}]}, **fields}
+
+
+SAY = {**echo("say", "{{inputs.parameters.text}}"), "inputs": {"parameters": [{"name": "text"}]}}
+RESOURCE = {"name": "create", "resource": {"action": "create", "manifest": "kind: ConfigMap\n"}}
+PRODUCES_G = echo("g", outputs={"parameters": [{"name": "p", "value": "1", "globalName": "G"}]})
+
+# The scopes of Argo's validator (pipelines/lint_scope.py): "failed to resolve {{...}}", or resolved.
+BAD |= {
+    "a misspelt pod variable": workflow([echo("main", "{{pod.nme}}")]),
+    "an input artifact not declared": workflow(
+        [
+            echo(
+                "main",
+                "{{inputs.artifacts.zz.path}}",
+                inputs={"artifacts": [{"name": "a", "path": "/a", "raw": {"data": "x"}}]},
+            )
+        ]
+    ),
+    "pod.name in a steps template": workflow([steps([passing("a", "{{pod.name}}")]), SAY]),
+    "a loop item in a container template": workflow([echo("main", "{{item.x}}")]),
+    "a key no item of withItems has": workflow(
+        [steps([passing("a", "{{item.nope}}", withItems=[{"os": "debian"}])]), SAY]
+    ),
+    "the exit code of a resource step": workflow(
+        [steps([task("a", template="create")], [passing("b", "{{steps.a.exitCode}}")]), RESOURCE, SAY]
+    ),
+    "the status of a task it does not depend on": workflow([dag(task("a"), task("b", when="{{tasks.a.status}} == x"))]),
+    "workflow.failures in a template the entrypoint runs": workflow(
+        [echo("main", "{{workflow.failures}}")], onExit="echo"
+    ),
+    "workflow.failures with an exit hook but no onExit": workflow(
+        [echo("main", "x"), echo("bye", "{{workflow.failures}}")], hooks={"exit": {"template": "bye"}}
+    ),
+    "a global output named before the step that sets it": workflow(
+        [steps([passing("b", "{{workflow.outputs.parameters.G}}")], [task("a", template="g")]), PRODUCES_G, SAY]
+    ),
+}
+GOOD |= {
+    "what Argo's validator does not check": workflow(
+        [echo("main", "{{ pod.name }}", "{{node.name}}", "{{retries}}", "{{item}}", "{{=inputs.parameters.x}}")]
+    ),
+    "a withParam item, a step's own status": workflow(
+        [steps([passing("a", "{{item.anything}}", withParam="[1]")], [passing("b", "{{steps.b.status}}")]), SAY]
+    ),
+    "the status of a task it depends on": workflow(
+        [dag(task("a"), task("b", depends="a", when="{{tasks.a.status}} == x"))]
+    ),
+    "workflow.failures in the onExit handler": workflow(
+        [echo("main", "x"), echo("bye", "{{workflow.failures}}")], onExit="bye"
+    ),
+    "a global output after the step that sets it": workflow(
+        [steps([task("a", template="g")], [passing("b", "{{workflow.outputs.parameters.G}}")]), PRODUCES_G, SAY]
+    ),
+    "step names made of inputs": workflow(
+        [
+            steps(
+                [task("a-{{inputs.parameters.d}}")],
+                [passing("b", "{{steps.a-{{inputs.parameters.d}}.status}}")],
+                inputs={"parameters": [{"name": "d", "value": "x"}]},
+            ),
+            SAY,
+        ]
+    ),
+}
+
 # Refused by `vcpilot lint` on purpose though `argo lint` (and so the controller's submit-time validation, the
-# same code) accepts them: Argo parses `depends` and `when` only when it evaluates them, so such a workflow is
-# admitted and fails at that node, hours into a run. Checked on v4.1.2 by this test.
+# same code) accepts them: Argo parses `depends` and `when` only when it evaluates them, and resolves a step's
+# variables from the groups before it only when the step starts, so such a workflow is admitted and fails at that
+# node, hours into a run. Checked on v4.1.2 by this test.
 STRICTER = {
     "a depends that does not parse": workflow([dag(task("a"), task("b", depends="a &&"))]),
     "a when that does not parse": workflow([dag(task("a", when="{{workflow.name}} =="))]),
+    # The step starts beside the one it names, whose outputs are not there yet: the run fails at that step.
+    "a step naming a step of its own parallel group": workflow(
+        [steps([task("a"), passing("b", "{{steps.a.outputs.result}}")]), SAY]
+    ),
 }
 
 

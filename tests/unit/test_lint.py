@@ -386,9 +386,12 @@ def test_undeclared_parameters_cannot_be_referenced(tmp_path: Path) -> None:
     assert [(p.path, p.message) for p in problems] == [
         (
             "spec.templates[1].container.command[1]",
-            "{{inputs.parameters.txt}} is not declared in template 'say' (did you mean 'text'?)",
+            "template 'say': {{inputs.parameters.txt}} is not declared in the template's inputs (did you mean 'text'?)",
         ),
-        ("spec.templates[1].container.command[2]", "{{workflow.parameters.x}} is not declared in spec.arguments"),
+        (
+            "spec.templates[1].container.command[2]",
+            "template 'say': {{workflow.parameters.x}} is not declared in spec.arguments",
+        ),
     ]
 
 
@@ -399,12 +402,12 @@ def test_a_workflow_variable_argo_does_not_set_is_a_problem(tmp_path: Path) -> N
     assert [(p.path, p.message) for p in problems] == [
         (
             "spec.templates[0].container.command[1]",
-            "{{workflow.nmae}} is not a variable Argo sets for this workflow (Argo: failed to resolve it) (did you "
-            "mean 'workflow.name'?)",
+            "template 'echo': {{workflow.nmae}} is not a variable Argo sets for this workflow (Argo: failed to resolve "
+            "it) (did you mean 'workflow.name'?)",
         ),
         (
             "spec.templates[0].container.command[2]",
-            "{{workflow.labels.x}} names no label of the workflow (metadata or spec.workflowMetadata)",
+            "template 'echo': {{workflow.labels.x}} names no label of the workflow (metadata or spec.workflowMetadata)",
         ),
     ]
     cron_run = {
