@@ -62,7 +62,8 @@ def test_unresolvable_templates_are_refused() -> None:
     assert "spec.entrypoint refers to template 'other'" in refused(wf(entrypoint="other"))
     ref = [{"name": "main", "dag": {"tasks": [{"name": "a", "templateRef": {"name": "x", "template": "y"}}]}}]
     assert "uses templateRef" in refused(wf(templates=ref))
-    assert "is a http template" in refused(wf(templates=[{"name": "main", "http": {"url": "x"}}]))
+    assert "is a data template" in refused(wf(templates=[{"name": "main", "data": {"source": {}}}]))
+    assert "is a plugin template" in refused(wf(templates=[{"name": "main", "plugin": {"hello": {}}}]))
 
 
 def test_dag_cycles_and_unknown_dependencies() -> None:
