@@ -621,6 +621,13 @@ def _check_container_set(spec: Any, where: str) -> None:
 
     for name in graph:
         visit(name, [])
+    strategy = spec.get("retryStrategy")
+    if strategy is not None:
+        retries = strategy.get("retries") if isinstance(strategy, Mapping) else None
+        if retries is None or not re.fullmatch(r"[0-9]+", str(retries)) or isinstance(retries, bool):
+            raise WorkflowError(f"{where} containerSet.retryStrategy.retries {retries!r} is not a whole number.")
+        if strategy.get("duration") not in (None, ""):
+            parse_duration(strategy["duration"], f"{where} containerSet.retryStrategy.duration")
     for container in containers:
         if not container.get("command"):
             here = f"{where} containerSet container {container['name']!r}"

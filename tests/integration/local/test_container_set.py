@@ -118,6 +118,12 @@ def test_the_inner_retry_strategy_reruns_a_failing_container(tmp_path: Path) -> 
             "dependency cycle: a -> b -> a",
         ),
         ({"containers": [{"name": "a", "image": "argoproj/argosay:v2"}]}, "container 'a' has no command"),
+        ({"retryStrategy": {"retries": "abc"}, "containers": [sh("a", "true")]}, "retries 'abc' is not a whole"),
+        ({"retryStrategy": {}, "containers": [sh("a", "true")]}, "retries None is not a whole number"),
+        (
+            {"retryStrategy": {"retries": 2, "duration": "5x"}, "containers": [sh("a", "true")]},
+            "containerSet.retryStrategy.duration",
+        ),
         (
             {
                 "volumeMounts": [{"name": "w", "mountPath": "/w"}, {"name": "v", "mountPath": "/w"}],
