@@ -118,6 +118,8 @@ def _mined(line: SourceLine, malformed: Malformed, tokenizer: LineTokenizer) -> 
     if entry is None:
         return None
     text = entry.prompt if isinstance(entry, RequestRecord) else entry.message
+    if "\n" in text or "\r" in text:  # a JSON string may hold line breaks; a row of the CSV holds one line
+        text = " ".join(text.splitlines())
     return (text, *shown_tokens(text, tokenizer.max_tokens))
 
 

@@ -22,7 +22,8 @@ from components.logs.reader import MAX_LINE_BYTES, Malformed, SourceLine, read_l
 __all__ = ["LATENCY_KEYS", "TIME_KEYS", "Entry", "LogEvent", "RequestRecord", "classify", "read_entries"]
 
 Feedback = Literal["positive", "negative", "none"]
-_MESSAGE_KEYS = ("message", "msg", "log")
+# structlog's JSONRenderer writes its message as `event`; it is the last tried, as other logs name a kind of event so.
+_MESSAGE_KEYS = ("message", "msg", "log", "event")
 _LEVEL_KEYS = ("level", "severity", "levelname")
 TIME_KEYS = ("timestamp", "time", "ts", "@timestamp")
 """The fields of a JSON line that say when it was written, the first present wins."""
@@ -120,10 +121,22 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
     if message is None:
         malformed.add("invalid_record", line.where, "neither a request (no 'prompt') nor a log event (no 'message')")
         return None
-    level = next((str(data[key]).upper() for key in _LEVEL_KEYS if data.get(key)), None)
+    level = next((_level_name(data[key]) for key in _LEVEL_KEYS if data.get(key)), None)
     stamp = next((data[key] for key in TIME_KEYS if isinstance(data.get(key), str | int | float)), None)
     latency = next((data[key] for key in LATENCY_KEYS if _is_latency(data.get(key))), None)
-    return LogEvent(message, level or level_of("", message), stamp, latency)
+    # A container runtime's `{"log": "2026-12-05 08:49:42,123 ERROR app: ...\n"}` holds the program's whole line.
+    header, message = split_header(message)
+    return LogEvent(message.strip(), level or level_of(header, message), stamp, latency)
+
+
+# pino and bunyan write levels as numbers.
+_NUMBERED_LEVELS = {10: "TRACE", 20: "DEBUG", 30: "INFO", 40: "WARN", 50: "ERROR", 60: "FATAL"}
+
+
+def _level_name(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value in _NUMBERED_LEVELS:
+        return _NUMBERED_LEVELS[value]
+    return str(value).upper()
 
 
 def _is_latency(value: Any) -> bool:  # finite: `1e999` reads as inf, which no request took

@@ -187,3 +187,27 @@ def test_rows_carry_loghubs_structured_columns_content_parameters_and_source(tmp
     # A line without a date or time up front is all message: its `error:` is part of its template.
     assert rows[2]["Content"] == rows[2]["EventTemplate"] == "error: disk full"
     assert rows[2]["ParameterList"] == "[]"
+
+
+def test_a_json_message_with_a_line_break_gets_one_row_and_loses_its_inner_header(tmp_path: Path) -> None:
+    # A container runtime's `{"log": "<the program's line>\n"}` stopped the parse (ValueError: not enough values to
+    # unpack): the line break split the pending row in two.
+    log = tmp_path / "container.jsonl"
+    lines = [
+        {"log": "2026-12-05 08:49:42,123 ERROR web.app: lookup of 42 failed\n", "stream": "stderr"},
+        {"log": "2026-12-05 08:49:43,500 ERROR web.app: lookup of 7 failed\n", "stream": "stderr"},
+        {"message": "Traceback (most recent call last):\n  File \"x.py\", line 3\nKeyError: 'a'", "level": "error"},
+        {"prompt": "first line\nsecond line", "completion": "ok"},
+    ]
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    out = tmp_path / "parsed.csv"
+    assert parse_files([log], out).lines == 4
+    with out.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [row["Content"] for row in rows] == [
+        "lookup of 42 failed",
+        "lookup of 7 failed",
+        "Traceback (most recent call last):   File \"x.py\", line 3 KeyError: 'a'",
+        "first line second line",
+    ]
+    assert rows[0]["EventId"] == rows[1]["EventId"] and rows[0]["EventTemplate"] == "lookup of <*> failed"

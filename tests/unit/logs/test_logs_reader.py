@@ -115,3 +115,21 @@ def test_json_log_events_and_blank_lines(tmp_path: Path) -> None:
     path.write_text('{"level": "error", "message": "db down"}\n\n   \n{"msg": "ok"}\n')
     entries, malformed = _entries(path)
     assert entries == [LogEvent("db down", "ERROR"), LogEvent("ok", None)] and malformed.total == 0
+
+
+def test_json_lines_of_structlog_pino_and_a_container_runtime(tmp_path: Path) -> None:
+    # structlog names its message `event` (each line was counted invalid_record), pino writes levels as numbers, and
+    # a container runtime's `log` holds the program's whole line, header and all.
+    path = tmp_path / "events.jsonl"
+    path.write_text(
+        '{"event": "user 7 logged in", "level": "info", "timestamp": "2026-12-05T08:49:42Z"}\n'
+        '{"level": 50, "time": 1764924582000, "msg": "db down"}\n'
+        '{"log": "2026-12-05 08:49:42,123 ERROR web.app: lookup failed\\n", "stream": "stderr"}\n'
+    )
+    entries, malformed = _entries(path)
+    assert malformed.total == 0
+    assert entries == [
+        LogEvent("user 7 logged in", "INFO", "2026-12-05T08:49:42Z"),
+        LogEvent("db down", "ERROR", 1764924582000),
+        LogEvent("lookup failed", "ERROR"),
+    ]
