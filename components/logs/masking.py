@@ -1,16 +1,18 @@
 """Turn a raw log line into what template mining compares: its message without the header, variables masked.
 
-One generic configuration serves every log format we read: a header is a leading run of fields that look like
-timestamps, levels, bracketed fields, process ids or a `component:` tag, and a variable is a token holding a
-number, hex value, IP address, UUID, path or timestamp. Masking whole tokens (not just the digits inside them)
-and collapsing repeated lists (`blk_1 blk_2 blk_3`) is what lets Drain group lines of one event together without
-per-dataset regular expressions.
+One generic configuration serves every log format we read: the header is cut where `header.split_header` says
+(timestamps, levels, fields and a component around a date or a time), and a variable is a token holding a number
+(with a unit or not), hex value, IP address, UUID, path, version or timestamp. Masking whole tokens (not just the
+digits inside them) and collapsing repeated lists (`blk_1 blk_2 blk_3`) is what lets Drain group lines of one event
+together without per-dataset regular expressions.
 """
 
 from __future__ import annotations
 
 import re
 from collections import OrderedDict
+
+from components.logs.header import ERROR_LEVELS, level_of, split_header
 
 __all__ = [
     "ERROR_LEVELS",
@@ -28,82 +30,39 @@ __all__ = [
 MASK = "<*>"
 """What a variable becomes; Drain3 treats exactly this token as a wildcard."""
 
-_LEVELS = (
-    "TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|SEVERE|FATAL|CRITICAL|CRIT|ALERT|EMERG|PANIC|"
-    "trace|debug|info|notice|warn|warning|error|err|severe|fatal|critical|crit|alert|emerg|panic"
-)
-ERROR_LEVELS = frozenset({"ERROR", "ERR", "SEVERE", "FATAL", "CRITICAL", "CRIT", "ALERT", "EMERG", "PANIC"})
-"""Levels (upper-cased) whose lines count as errors."""
-
-_BRACKETED = r"\[(?:[^\[\]]++|\[[^\[\]]*+\])*+\]"  # [main], [Sun Dec 04 04:47:44 2005], [QuorumPeer[myid=1]/0:...]
-_FIELD = (
-    r"(?:"
-    + _BRACKETED
-    + r"|\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?"  # ISO date / timestamp
-    r"|\d{1,4}/\d{1,2}/\d{1,4}"  # 17/06/09
-    r"|\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?"  # 20:10:40,978
-    r"|\d+"  # 081109, a pid
-    r"|(?:" + _LEVELS + r")"
-    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
-    r"|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
-    r"|-)"
-)
-_HEADER = re.compile(r"\s*(?:" + _FIELD + r"(?:\s+|$))+")
-# `dfs.DataNode$PacketResponder:`, `org.apache.Foo:`, or syslog's `host prog[pid]:` right after the header fields.
-_COMPONENT = re.compile(r"(?:[\w.\-]+\s+)?[\w.$\-/]+(?:\[\d+\])?:(?:\s+|$)")
-# What makes a leading run of fields a header: a date or a time of day in it. A line that opens without one (the
-# Loghub benchmark's Content column, a bare message) is all message: `error: ...`, `3 more ...` stay in it.
-_STAMP = re.compile(r"\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}|\d{1,4}/\d{1,2}/\d{1,4}|^\s*\d{6,}\s+\d{6}\b")
-_LEVEL = re.compile(r"\b(" + _LEVELS + r")\b")
-_MESSAGE_LEVEL = re.compile(r"\b(ERROR|FATAL|CRITICAL|Exception|Traceback)\b")
-
 VARIABLE_PATTERNS: tuple[tuple[str, str], ...] = (
     ("uuid", r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
     ("timestamp", r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"),
     ("ip", r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.])"),  # a port is a number of its own: `<*>:<*>`
-    ("path", r"(?<![\w/.:])/[\w.\-]+(?:/[\w.\-]*)+"),
+    # 1.4.1, v6.1.7601.23505, curl/8.5.0; not a package's own (`jetty-6.1.26`), which names what runs
+    ("version", r"(?<![\w.\-])v?\d+(?:\.\d+){2,}(?![\w.])"),
+    # /var/log/x, C:\\Windows\\x.dll; one segment (`/health`) is no path: masking it cost Loghub's LODO 0.4 points
+    ("path", r"(?<![\w/.:])/[\w.\-]+(?:/[\w.\-]*)+|\b[A-Za-z]:\\[^\s]*"),
     ("hex", r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{4,}\b"),
-    ("number", r"(?<![A-Za-z0-9.])[-+]?\d+(?:\.\d+)?(?![\w.])"),
+    # 12, -3, 0.25, `core.529`'s number after a name; a number with its unit (12ms, 1.5s, 512k, 22m0s) is masked but
+    # its unit kept, as Loghub's templates write it (`<*>ms`)
+    (
+        "number",
+        r"(?:(?<![A-Za-z0-9.])[-+]?|(?<=[A-Za-z]\.))\d+(?:\.\d+)?(?![\w.])"
+        r"|(?<![\w.])[-+]?\d+(?:\.\d+)?(?=[A-Za-zµ]{1,3}(?:\d+(?:\.\d+)?[A-Za-zµ]{1,3})*(?![\w.]))",
+    ),
 )
 """The variables we mask, in the order they are tried: (name, regular expression)."""
 
 _VARIABLES = re.compile("|".join(f"(?:{pattern})" for _, pattern in VARIABLE_PATTERNS))
-_MAYBE_VARIABLE = re.compile(r"[0-9/]")
+_MAYBE_VARIABLE = re.compile(r"[0-9/\\]")
+# A date written in words inside a message (`at Sun Jul 10 03:55:15 2005`, `since Jul 10 03:55:15`) is one variable,
+# though it spans several words; it is masked before the message is split into words.
+_SPACED_DATE = re.compile(
+    r"(?<!\S)(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[ \t]+)?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[ \t]+"
+    r"\d{1,2}[ \t]+\d{1,2}:\d{2}:\d{2}(?:[ \t]+\d{4})?(?!\S)"
+)
+_MONTH_DAY = re.compile(r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[ \t]+\d")
 _DIGITS_AS_ONE = bytes.maketrans(b"0123456789", b"1111111111")
 _ASCII_DIGIT = re.compile(r"[0-9]")
 SHAPES_CACHED = 8192
 """How many line shapes (a line with every digit read as 1) a `LineTokenizer` remembers."""
 _TRIAL, _PAUSE = 4096, 65536  # lines a tokenizer judges its hit rate over, and lines it then goes uncached
-
-
-def split_header(line: str) -> tuple[str, str]:
-    """Split a raw log line into (header, message): leading timestamps, levels, bracketed fields, component.
-
-    Only a run of fields with a date or a time in it is a header; any other line is all message.
-    """
-    match = _HEADER.match(line)
-    end = match.end() if match else 0
-    header = line[:end]
-    if not _STAMP.search(header):
-        return "", line
-    # After a ` - ` separator (Zookeeper, Python logging) the message starts; `word:` there is part of it.
-    if not header.rstrip().endswith("-") or not header.strip():
-        component = _COMPONENT.match(line, end)
-        if component and component.end() < len(line.rstrip()):
-            end = component.end()
-    return line[:end], line[end:]
-
-
-def level_of(header: str, message: str) -> str | None:
-    """The line's level, upper-cased: from its header, or (if the header has none) an error word in the message.
-
-    A line without a header (no date or time up front) may still open with its level: `WARN disk 91% full`.
-    """
-    found = _LEVEL.search(header) if header else _LEVEL.match(message.lstrip())
-    if found:
-        return found.group(1).upper()
-    spotted = _MESSAGE_LEVEL.search(message)
-    return "ERROR" if spotted else None
 
 
 def mask_variables(text: str) -> str:
@@ -139,7 +98,7 @@ def _tokenize(message: str, max_tokens: int) -> tuple[list[str], list[str], list
     previous = ""
     # Every variable holds a digit or a slash: most words are settled without running the masks. Lists that
     # collapse can shrink a line, so a few more words than `max_tokens` are looked at before the final cut.
-    for index, word in enumerate(message.split()[: 4 * max_tokens]):
+    for index, word in enumerate(_words(message)[: 4 * max_tokens]):
         form = sub(MASK, word) if search(word) else word
         if form == word:
             tokens.append(word)
@@ -151,6 +110,13 @@ def _tokenize(message: str, max_tokens: int) -> tuple[list[str], list[str], list
         shown.append(form)
         origin.append(index)
     return tokens[:max_tokens], shown[:max_tokens], origin[:max_tokens]
+
+
+def _words(message: str) -> list[str]:
+    """The words of a message, a date written in words (`Sun Jul 10 03:55:15 2005`) taken as one `<*>`."""
+    if _MONTH_DAY.search(message):  # cheaper to look for than the whole date
+        message = _SPACED_DATE.sub(MASK, message)
+    return message.split()
 
 
 _Shape = tuple[int, list[str] | None, list[str] | None, list[tuple[int, int]]]
@@ -199,7 +165,7 @@ class LineTokenizer:
         if tokens is None or shown is None:
             tokens, shown = shown_tokens(message, self.max_tokens)
         elif fixes:
-            words, tokens, shown = message.split(), tokens.copy(), shown.copy()
+            words, tokens, shown = _words(message), tokens.copy(), shown.copy()
             for position, index in fixes:
                 if tokens[position] == MASK:
                     shown[position] = mask_variables(words[index])  # it holds a digit: what `_tokenize` does
@@ -233,7 +199,7 @@ class LineTokenizer:
         last token of a line shorter than `max_tokens`), or kept with a variable and a digit too.
         """
         variables = {position for position, _ in fixes if tokens[position] == MASK}
-        words = min(len(message.split()), 4 * self.max_tokens)
+        words = min(len(_words(message)), 4 * self.max_tokens)
         for position in variables:
             following = origin[position] + 1
             if position + 1 < len(origin):

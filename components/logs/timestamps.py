@@ -46,10 +46,15 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ("spark", r"^\s*(\d{2})/(\d{2})/(\d{2})\s" + _HMS),
     # HDFS: 081109 203615
     ("hdfs", r"^\s*(\d{2})(\d{2})(\d{2})\s(\d{2})(\d{2})(\d{2})(?!\d)"),
-    # Android logcat: 03-17 16:13:38.811 (no year); Proxifier: [10.30 16:49:06] (no year)
-    ("month_day", r"^\s*\[?(\d{2})[-.](\d{2})\s+" + _HMS + _FRACTION),
+    # Android logcat: 03-17 16:13:38.811 (no year); Proxifier: [10.30 16:49:06] (no year); vLLM after its level and
+    # process: (APIServer pid=7) INFO 03-17 16:13:38
+    ("month_day", r"^\s*(?:\([^()]*\)\s+)?(?:[A-Z]+\s+)?\[?(\d{2})[-.](\d{2})\s+" + _HMS + _FRACTION),
+    # klog (Kubernetes): I0317 16:13:38.811234 (no year), its level glued to the date
+    ("klog", r"^\s*[IWEF](\d{2})(\d{2})\s+" + _HMS + _FRACTION),
 )
 _EACH = {name: re.compile(pattern) for name, pattern in _PATTERNS}
+# The formats that only open a line, tried there first: searched near a time of day further on, `^` would not match.
+_OPENING = tuple(_EACH[name] for name in ("hdfs", "month_day", "klog"))
 _NAMES = {pattern: name for name, pattern in _EACH.items()}
 # Every format but HDFS's holds a time of day: only near one are the formats tried (one search each is slow).
 _CLOCK = re.compile(r"\d{2}:\d{2}|\d{2}\.\d{2}\.\d{2}")
@@ -109,7 +114,7 @@ def _convert(name: str, g: tuple[str, ...], reference: datetime) -> float:
         return _full(int(g[2]), _MONTHS[g[1]], int(g[0]), g[3:6], 0, _offset(g[6]))
     if name in ("spark", "hdfs"):
         return _full(2000 + int(g[0]), int(g[1]), int(g[2]), g[3:6], 0, 0.0)
-    month = _MONTHS[g[0]] if name == "syslog" else int(g[0])  # syslog, month_day
+    month = _MONTHS[g[0]] if name == "syslog" else int(g[0])  # syslog, month_day, klog
     return _yearless(month, int(g[1]), g[2:5], _micro(g[5]), reference)
 
 
@@ -140,8 +145,9 @@ class TimeReader:
             seconds = self._seconds(found)
             if seconds is not None:
                 return seconds
-        if (found := _EACH["hdfs"].match(head)) and (seconds := self._seconds(found)) is not None:
-            return seconds
+        for opening in _OPENING:
+            if (found := opening.match(head)) and (seconds := self._seconds(found)) is not None:
+                return seconds
         for clock in _CLOCK.finditer(head):
             low, high = max(0, clock.start() - _BEFORE_CLOCK), clock.end() + _AFTER_CLOCK
             near = [m for m in (p.search(head, low, high) for p in _EACH.values()) if m is not None]

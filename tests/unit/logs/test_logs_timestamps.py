@@ -36,6 +36,10 @@ REFERENCE = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
         ("20171223-22:15:29:606|Step_LSC|30002312|onStandStepChanged 3579", "2017-12-23T22:15:29Z"),
         ("03-17 16:13:38.811  1702  2395 D WindowManager: printFreezingDisplayLogs", "2026-03-17T16:13:38Z"),
         ("2026/11/03 12:00:01 listening on :8080", "2026-11-03T12:00:01Z"),
+        # klog and vLLM's own lines: no time was read from either
+        ("I1103 12:00:01.123456   12345 controller.go:123] Starting", "2026-11-03T12:00:01Z"),
+        ("(APIServer pid=7) INFO 11-03 12:00:01 [async_llm.py:431] Added request chatcmpl-1.", "2026-11-03T12:00:01Z"),
+        ("WARNING 11-03 12:00:01 scheduler.py:1592] Sequence group 3 is preempted", "2026-11-03T12:00:01Z"),
         # a shape that is no date (month 13) is passed over for the next time on the line
         ("2026-13-45 10:00:00 then 2026-11-01 10:00:00", "2026-11-01T10:00:00Z"),
     ],

@@ -1,0 +1,118 @@
+"""The header rule on formats it was not tuned on: each line's message starts where its format's does.
+
+Every case here failed before the rule read headers token by token (a leftover header, or message words eaten).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from components.logs.header import level_of, split_header
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (  # BGL: a node between two times, then upper-case fields up to the level
+            "- 1117838570 2005.06.03 R02-M1-N0-C:J12-U11 2005-06-03-15.42.50.675872 R02-M1-N0-C:J12-U11 RAS KERNEL "
+            "INFO instruction cache parity error corrected",
+            "instruction cache parity error corrected",
+        ),
+        (  # Thunderbird: a host between the dates, `host/host prog(x)[pid]:`
+            "- 1131566461 2005.11.09 dn228 Nov 9 12:01:01 dn228/dn228 crond(pam_unix)[2915]: session closed for "
+            "user root",
+            "session closed for user root",
+        ),
+        ("Jun 14 15:16:01 combo kernel: klogd 1.4.1, log source = /proc/kmsg started.", "klogd 1.4.1, log source ="),
+        (
+            "Jul  1 09:00:55 authorMacBook-Pro Google Chrome Helper[231]: Libnotify: notify_register failed with "
+            "code 9",
+            "Libnotify: notify_register failed with code 9",
+        ),
+        (
+            "Jul  1 09:01:05 calvisitor-10-105-160-95 com.apple.xpc.launchd[1] (com.apple.WebContent.35433): "
+            "Service exited with abnormal code: 1",
+            "Service exited with abnormal code: 1",
+        ),
+        ("03-17 16:13:38.811  1702  2395 D WindowManager: printFreezingDisplayLogs", "printFreezingDisplayLogs"),
+        (
+            "2016-09-28 04:30:30, Info                  CBS    Loaded Servicing Stack v6.1.7601.23505 with Core",
+            "Loaded Servicing Stack v6.1.7601.23505 with Core",
+        ),
+        ("20171223-22:15:29:606|Step_LSC|30002312|onStandStepChanged 3579", "onStandStepChanged 3579"),
+        (
+            "nova-api.log.1.2017-05-16_13:53:08 2017-05-16 00:00:00.008 25746 INFO nova.osapi_compute.wsgi.server "
+            '[req-38101a0b-2096-447d-96ea-a692162415ae 113d3a99c3da401f 54fdadf6f69b4ff1 - - -] 10.11.10.1 "GET /v2"',
+            '10.11.10.1 "GET /v2"',
+        ),
+        ("[10.30 16:49:06] chrome.exe *64 - proxy.cse.cuhk.edu.hk:5070 close, 0 bytes sent", "proxy.cse.cuhk.edu.hk:"),
+        ('time="2026-12-05T08:49:42Z" level=info msg="request served" status=200', 'msg="request served" status=200'),
+        ("I1205 08:49:42.123456   12345 controller.go:123] Starting: controller", "Starting: controller"),
+        ("2026-12-05 08:49:42,123 - app.worker - INFO - Epoch 3 - loss 0.5", "Epoch 3 - loss 0.5"),
+        ("2026-12-05 08:49:42.123 [main] INFO  c.e.shop.Application - Started in 3.2 s", "Started in 3.2 s"),
+        (
+            "2026-12-05T08:49:42.123Z  INFO 4242 --- [           main] o.s.b.w.e.tomcat.TomcatWebServer         : "
+            "Tomcat started on port 8080",
+            "Tomcat started on port 8080",
+        ),
+        ("2026/12/05 08:49:42 [error] 31#31: *7 open() failed (2: No such file)", "open() failed (2: No such file)"),
+        ("2026-12-05T08:49:42.123456789Z stderr F panic: runtime error", "panic: runtime error"),
+        ("2026-12-05T08:49:42.1Z stdout F 2026-12-05 08:49:42,100 INFO app.db: connected", "connected"),
+        (
+            '<34>1 2026-12-05T08:49:42Z web-1 su 1234 ID47 [origin ip="10.0.0.1"] failed for lonvick',
+            "failed for lonvick",
+        ),
+        ("<38>1 2026-12-05T08:49:42.1Z db1 sshd 1234 - - Accepted password for bob", "Accepted password for bob"),
+        (
+            '10.0.0.1 - alice [05/Dec/2026:08:49:42 +0000] "GET /api/v1/items/42 HTTP/1.1" 200 512',
+            '"GET /api/v1/items/42',
+        ),
+        ("(APIServer pid=7) INFO 12-05 08:49:42 [async_llm.py:431] Added request chatcmpl-1a2b.", "Added request"),
+        ('INFO:     10.0.0.1:5678 - "POST /v1/completions HTTP/1.1" 200 OK', '10.0.0.1:5678 - "POST'),
+        ('(APIServer pid=7) INFO:     10.0.0.1:5678 - "POST /v1/chat/completions HTTP/1.1" 200 OK', "10.0.0.1:5678 - "),
+    ],
+)
+def test_the_header_of_a_format_we_were_not_tuned_on_is_cut_where_its_message_starts(line: str, message: str) -> None:
+    header, rest = split_header(line)
+    assert header + rest == line
+    assert rest.startswith(message), (header, rest)
+    assert not header or not rest.startswith(" ")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        # Go's log package writes no component: `http:` and `open /path:` are the message's own words.
+        ("2026/12/05 08:49:42 http: TLS handshake error from 10.0.0.1:5678: EOF", "http: TLS handshake error"),
+        ("2026/12/05 08:49:42 open /etc/app/config.yaml: no such file or directory", "open /etc/app/config.yaml:"),
+        ("2026/12/05 08:49:42 connection refused: retrying in 5s", "connection refused: retrying"),
+        # BGL's level ends its header: `ciod:` begins the message.
+        (
+            "- 1117838570 2005.06.03 R02-M1-N0-C:J12-U11 2005-06-03-15.42.50.6 R02-M1 RAS APP FATAL ciod: failed",
+            "ciod:",
+        ),
+        # A padded column ends a fixed-width header: `Session:` begins the message.
+        ("2016-09-28 04:30:31, Info                  CBS    Session: 30546173_1 initialized", "Session: 30546173_1"),
+        # After Zookeeper's ` - ` separator, and a line without a time, as before.
+        ("2015-07-29 19:04:12,394 - WARN  [QuorumPeer:Learner@233] - Unexpected Exception:", "Unexpected Exception:"),
+        ("error: Received disconnect from 10.0.0.1: 11: Bye Bye", "error: Received disconnect"),
+    ],
+)
+def test_words_of_a_message_that_look_like_a_header_stay_in_it(line: str, message: str) -> None:
+    assert split_header(line)[1].startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("line", "level"),
+    [
+        ("E1205 08:49:42.123456   12345 pod_workers.go:1298] Error syncing pod", "ERROR"),
+        ("03-17 16:13:38.811  1702  2395 E ActivityManager: ANR in com.android.phone", "ERROR"),
+        ("2016-09-28 04:30:30, Error                 CBS    Failed to internally open package.", "ERROR"),
+        ("- 1117838570 2005.06.03 R02-M1 2005-06-03-15.42.50.675872 R02-M1 RAS KERNEL FATAL data TLB error", "FATAL"),
+        ("2026-12-05T08:49:42.123456789Z stdout F all good here", None),  # CRI's F says the line is whole
+        ("ERROR:    Exception in ASGI application", "ERROR"),
+        ('time=2026-12-05T08:49:42Z level=warn msg="slow query"', "WARN"),
+    ],
+)
+def test_the_level_of_these_formats_is_read_from_their_header(line: str, level: str | None) -> None:
+    assert level_of(*split_header(line)) == level
