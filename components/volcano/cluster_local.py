@@ -218,7 +218,7 @@ class LocalCluster:
         with self._tx() as db:
             for pod in db.execute("SELECT pid, token FROM pods WHERE phase = 'Running'").fetchall():
                 localpods.kill(pod["pid"], pod["token"])
-            for table in ("pods", "jobs", "events", "nodes", "queues", "priority_classes", "meta"):
+            for table in ("pods", "jobs", "events", "nodes", "queues", "priority_classes", "meta", "delayed_actions"):
                 db.execute(f"DELETE FROM {table}")
             self._install(chosen)
 
@@ -396,6 +396,7 @@ class LocalCluster:
             self._ctl.kill_pods(namespace, name)
             db.execute("DELETE FROM pods WHERE namespace = ? AND job = ?", (namespace, name))
             db.execute("DELETE FROM jobs WHERE namespace = ? AND name = ?", (namespace, name))
+            self._ctl.delayed.forget_job(namespace, name)
             self._ctl.event(namespace, name, f"Job/{name}", "Deleted", "job deleted")
             self._ctl.reconcile()
 
@@ -607,19 +608,20 @@ class LocalCluster:
                     into[resource] = into.get(resource, 0.0) + amount
                 queue = (specs.get(queue) or {}).get("parent") or ("root" if queue != "root" else "")
         demand = []
+        priorities = {r["name"]: r["value"] for r in self._db.execute("SELECT name, value FROM priority_classes")}
         for job_row in self._db.execute(
             "SELECT * FROM jobs WHERE phase NOT IN ('Completed','Failed','Aborted','Terminated')"
         ):
             job = JobRow.from_row(job_row)
             if job.queue == name:
-                demand.append((job.pg_phase, int(job.min_resources().get(GPU, 0))))
+                demand.append((job.pg_phase, int(job.min_resources(priorities).get(GPU, 0))))
         return QueueSnapshot.counted(
             demand,
             name=name,
             state=row["state"],
             weight=int(spec.get("weight") or 1),
             capability=parse_resources(spec.get("capability")),
-            allocated=usage.get(name, {}),
+            allocated=held.get(name, {}),
             **queue_family(name, specs, held),
         )
 

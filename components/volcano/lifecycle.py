@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from components.durations import parse_go_duration
+
 if TYPE_CHECKING:
     from components.volcano.models import JobSpec, LifecyclePolicy
 
@@ -21,9 +23,12 @@ __all__ = [
     "GangShape",
     "PodCounts",
     "TaskShape",
+    "action_scope",
     "count_pods",
-    "max_retry",
+    "delay_s",
     "match_action",
+    "match_policy",
+    "max_retry",
     "phase_from_pods",
 ]
 
@@ -102,17 +107,38 @@ def _matches(policy: LifecyclePolicy, event: str, exit_code: int | None) -> bool
     return event in events or "*" in events
 
 
-def match_action(spec: JobSpec, task: str | None, event: str, exit_code: int | None = None) -> str | None:
-    """The action Volcano takes for `event` on a pod of `task`, or None to just sync the job."""
+def match_policy(spec: JobSpec, task: str | None, event: str, exit_code: int | None = None) -> LifecyclePolicy | None:
+    """The policy Volcano's controller applies to `event` on a pod of `task`, or None to just sync the job."""
     for t in spec.tasks:
         if t.name == task:
             for policy in t.policies or []:
                 if _matches(policy, event, exit_code):
-                    return policy.action
+                    return policy
     for policy in spec.policies or []:
         if _matches(policy, event, exit_code):
-            return policy.action
+            return policy
     return None
+
+
+def match_action(spec: JobSpec, task: str | None, event: str, exit_code: int | None = None) -> str | None:
+    """The action Volcano takes for `event` on a pod of `task`, or None to just sync the job."""
+    policy = match_policy(spec, task, event, exit_code)
+    return policy.action if policy else None
+
+
+def delay_s(policy: LifecyclePolicy) -> float:
+    """How long the controller waits before it takes the policy's action: its `timeout`, in seconds.
+
+    Volcano's applyPolicies hands the policy's timeout to the action (`delayAct.delay`), and processNextReq takes it
+    at once only when that is 0; any other one, a negative one included, goes through AddDelayActionForJob, whose
+    timer fires at once for a negative one (pkg/controllers/job/job_controller.go).
+    """
+    return parse_go_duration(policy.timeout) if policy.timeout else 0.0
+
+
+def action_scope(action: str) -> str:
+    """What an action acts on, for cancelling delayed ones (job_controller_util.go `GetActionType`)."""
+    return {"RestartTask": "task", "RestartPod": "pod", "RestartPartition": "partition"}.get(action, "job")
 
 
 def phase_from_pods(spec: GangShape, current: str, counts: PodCounts) -> str:

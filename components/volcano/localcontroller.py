@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 from components.volcano import localpods
 from components.volcano.cluster import FINISHED_PHASES, JobNotFound, NodeNotFound
-from components.volcano.lifecycle import RESTART_ACTIONS, count_pods, match_action, max_retry, phase_from_pods
+from components.volcano.lifecycle import RESTART_ACTIONS, count_pods, delay_s, match_policy, max_retry, phase_from_pods
+from components.volcano.localdelays import DelayedAction, DelayedActions
 from components.volcano.localstate import JobRow, pod_requests
 from components.volcano.resources import parse_resources
 
@@ -22,6 +24,9 @@ __all__ = ["Controller", "Transition"]
 
 # A pod event the job controller must act on: (namespace, job, task, pod, event, exit code).
 Transition = tuple[str, str, str, str, str, int | None]
+
+# Actions that cancel no waiting action when they run (job_controller_util.go `isInternalAction`).
+INTERNAL_ACTIONS = frozenset({"SyncJob", "EnqueueJob", "SyncQueue", "OpenQueue", "CloseQueue"})
 
 
 class Controller:
@@ -33,6 +38,7 @@ class Controller:
         self._clock = clock
         self._hook = hook
         self._launches: list[Path] = []  # launch records of this transaction's binds (localpods.adopt)
+        self.delayed = DelayedActions(db, clock)
 
     def reconcile(self, transitions: list[Transition] | None = None) -> None:
         """One pass of Volcano's controllers and scheduler; runs inside a write transaction."""
@@ -44,12 +50,33 @@ class Controller:
             job = self.find(namespace, job_name)
             if job is None or job.phase in FINISHED_PHASES:
                 continue
-            action = match_action(job.spec, task, event, exit_code)
-            if action and self.apply_action(job, action, task, pod, event):
-                handled.add((namespace, job_name))
-            elif action is None and event == "PodEvicted":
+            policy = match_policy(job.spec, task, event, exit_code)
+            action = policy.action if policy else None
+            delay = delay_s(policy) if policy else 0.0
+            if policy and action and delay:
+                # Volcano's controller waits the policy's timeout first; the job syncs meanwhile.
+                self.event(
+                    namespace,
+                    job_name,
+                    f"Job/{job_name}",
+                    "ExecuteAction",
+                    f"Execute action {action} after {policy.timeout}",
+                )
+                self.delayed.add(DelayedAction(namespace, job_name, task, pod, event, action), delay)
+            elif action:
+                if self.apply_action(job, action, task, pod, event):
+                    handled.add((namespace, job_name))
+                if action not in INTERNAL_ACTIONS:
+                    self.delayed.cancel_like(namespace, job_name, action, task, pod)
+            elif event == "PodEvicted":
                 # Eviction deletes the pod, and Volcano's controller recreates what a live job is missing.
                 self.recreate_pod(namespace, pod)
+        for due in self.delayed.take_due():
+            job = self.find(due.namespace, due.job)
+            if job is None or job.phase in FINISHED_PHASES:
+                continue  # a finished job only has its pods killed, and it has none left (state/finished.go)
+            self.apply_action(job, due.action, due.task, due.pod, due.event)
+            self.delayed.cancel_like(due.namespace, due.job, due.action, due.task, due.pod)
         self.sync_phases()
         # A session that admits gangs is followed by another, as Volcano's next period: proportion counts a gang's
         # pods in its queue's request only once they exist (the job controller makes them after enqueue).
@@ -173,24 +200,28 @@ class Controller:
                 (job.namespace, job.name),
             ).fetchall()
             if job.pg_phase == "Pending":
-                waiting = pod_requests(job)
+                waiting = pod_requests(job, priorities)
             else:
                 todo = {f"{job.namespace}/{p['name']}" for p in pods if p["node"] is None}
-                waiting = [p for p in pod_requests(job) if p.name in todo]
+                waiting = [p for p in pod_requests(job, priorities) if p.name in todo]
                 if not waiting:
                     continue
             jobs[job.key] = job
+            bound = Counter(p["task"] for p in pods if p["phase"] in ("Running", "Succeeded"))
             gangs.append(
                 scheduler.Gang(
                     key=job.key,
                     queue=job.queue,
                     phase=job.pg_phase,
                     min_member=job.min_available,
-                    min_resources=job.min_resources(),
+                    min_resources=job.min_resources(priorities),
                     pods=waiting,
-                    bound=sum(1 for p in pods if p["phase"] in ("Running", "Succeeded")),
+                    bound=bound.total(),
                     priority=priorities.get(job.priority_class_name, 0),
                     order=job.seq,
+                    min_task_member=job.min_task_member(),
+                    bound_by_task=bound,
+                    size=len(pods) if pods else len(waiting),
                 )
             )
         if not gangs:
@@ -262,7 +293,7 @@ class Controller:
         self._db.execute(
             "UPDATE jobs SET pg_phase = 'Inqueue' WHERE namespace = ? AND name = ?", (job.namespace, job.name)
         )
-        for pod in pod_requests(job):
+        for pod in pod_requests(job):  # resources and names only: no priorities needed
             pod_name = pod.name.split("/", 1)[1]
             task, index = job.pod_task(pod_name)
             self._db.execute(
@@ -308,6 +339,7 @@ class Controller:
                 "UPDATE jobs SET pg_phase = 'Running' WHERE namespace = ? AND name = ?", (job.namespace, job.name)
             )
         self.event(job.namespace, job.name, f"Pod/{pod_name}", "Scheduled", f"assigned to {node}")
+        self.delayed.pod_running(job.namespace, job.name, pod_name)
 
     def committed(self) -> None:
         """The transaction's binds are on record: their launch records are no longer needed."""
@@ -327,6 +359,7 @@ class Controller:
             if ttl is not None and now - row["finished_at"] >= ttl:
                 self._db.execute("DELETE FROM pods WHERE namespace = ? AND job = ?", (row["namespace"], row["name"]))
                 self._db.execute("DELETE FROM jobs WHERE namespace = ? AND name = ?", (row["namespace"], row["name"]))
+                self.delayed.forget_job(row["namespace"], row["name"])
 
     # -- small helpers --------------------------------------------------------------------------------
 
@@ -363,7 +396,7 @@ class Controller:
         )
 
     def set_phase(self, job: JobRow, phase: str, reason: str, message: str) -> None:
-        """Kill the job's running pods, marking them Failed/Terminated."""
+        """Move a job to `phase`, with its event; a finished job's PodGroup is Completed."""
         finished = self._clock() if phase in FINISHED_PHASES else None
         pg_phase = "Completed" if finished else job.pg_phase
         self._db.execute(
@@ -381,26 +414,26 @@ class Controller:
         )
 
     def event(self, namespace: str, job: str, obj: str, reason: str, message: str, kind: str = "Normal") -> None:
-        """Move a job to `phase`, with its event; a finished job's PodGroup is Completed."""
+        """Record a Kubernetes-style event about a job or one of its pods."""
         self._db.execute(
             "INSERT INTO events(time, namespace, job, object, type, reason, message) VALUES (?,?,?,?,?,?,?)",
             (self._clock(), namespace, job, obj, kind, reason, message),
         )
 
     def find(self, namespace: str, name: str) -> JobRow | None:
-        """Record a Kubernetes-style event about a job or one of its pods."""
+        """The stored job, or None."""
         row = self._db.execute("SELECT * FROM jobs WHERE namespace = ? AND name = ?", (namespace, name)).fetchone()
         return JobRow.from_row(row) if row else None
 
     def job(self, namespace: str, name: str) -> JobRow:
-        """The stored job, or None."""
+        """The stored job; JobNotFound names it."""
         job = self.find(namespace, name)
         if job is None:
             raise JobNotFound(f"job {namespace}/{name} does not exist.")
         return job
 
     def node(self, name: str) -> sqlite3.Row:
-        """The stored job; JobNotFound names it."""
+        """A node row; NodeNotFound lists the nodes there are."""
         row = self._db.execute("SELECT * FROM nodes WHERE name = ?", (name,)).fetchone()
         if row is None:
             known = ", ".join(r["name"] for r in self._db.execute("SELECT name FROM nodes ORDER BY name"))
@@ -408,7 +441,7 @@ class Controller:
         return row
 
     def node_usage(self) -> dict[str, dict[str, float]]:
-        """A node row; NodeNotFound lists the nodes there are."""
+        """Requests of running pods, summed per node."""
         usage: dict[str, dict[str, float]] = {}
         for pod in self._db.execute("SELECT node, resources FROM pods WHERE phase = 'Running' AND node IS NOT NULL"):
             into = usage.setdefault(pod["node"], {})
@@ -417,7 +450,7 @@ class Controller:
         return usage
 
     def queue_usage(self) -> dict[str, dict[str, float]]:
-        """Requests of running pods, summed per node."""
+        """Requests of running pods, summed per queue (the queue's own jobs; a parent's subtree is not added)."""
         usage: dict[str, dict[str, float]] = {}
         for pod in self._db.execute(
             "SELECT j.manifest AS manifest, p.resources AS resources FROM pods p JOIN jobs j "

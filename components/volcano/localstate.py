@@ -41,6 +41,9 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, time REAL, namespace TEXT,"
     " job TEXT, object TEXT, type TEXT, reason TEXT, message TEXT)",
     "CREATE INDEX IF NOT EXISTS events_by_job ON events (namespace, job)",
+    # A policy action waiting for its timeout (localdelays.py).
+    "CREATE TABLE IF NOT EXISTS delayed_actions (namespace TEXT, job TEXT, pod TEXT, task TEXT, event TEXT,"
+    " action TEXT, due REAL, PRIMARY KEY (namespace, job, pod, action))",
 )
 
 
@@ -85,6 +88,7 @@ class StoredTask:
     node_selector: dict[str, str]
     affinity: dict[str, Any] | None
     tolerations: tuple[dict[str, Any], ...]
+    priority_class_name: str = ""  # the pod template's own
 
     @classmethod
     def from_stored(cls, task: Mapping[str, Any]) -> StoredTask:
@@ -98,7 +102,13 @@ class StoredTask:
             node_selector=dict(pod.get("nodeSelector") or {}),
             affinity=pod.get("affinity"),
             tolerations=tuple(pod.get("tolerations") or ()),
+            priority_class_name=str(pod.get("priorityClassName") or ""),
         )
+
+    @property
+    def min_member(self) -> int:
+        """The task's minimum in the PodGroup's spec.minTaskMember: its minAvailable, else its replicas."""
+        return self.replicas if self.min_available is None else self.min_available
 
 
 @dataclass(frozen=True)
@@ -219,15 +229,39 @@ class JobRow:
                 return task, index
         raise KeyError(pod_name)
 
-    def min_resources(self) -> Resources:
-        """The PodGroup's minResources: the requests of the first `minAvailable` pods, task by task."""
+    def min_task_member(self) -> dict[str, int]:
+        """The PodGroup's spec.minTaskMember: each task's minimum (job_controller_actions.go `getMinTaskMember`)."""
+        return {task.name: task.min_member for task in self.tasks}
+
+    def min_resources(self, priorities: Mapping[str, int] | None = None) -> Resources:
+        """The PodGroup's minResources, as Volcano's job controller sums them (calcPGMinResources).
+
+        Tasks go by their template's PriorityClass value, highest first (`priorities` by name; an unknown class
+        counts 0), the spec's order among equals. Where `minAvailable` is below the sum of the tasks' minima, it is
+        the requests of the first `minAvailable` pods of those tasks, replicas by replicas
+        (`CalcFirstCountResources`); otherwise each task's minimum, then the tasks' other replicas up to
+        `minAvailable` (`CalcPGMinResources`).
+        """
+        values = priorities or {}
+        tasks = sorted(self.tasks, key=lambda task: -values.get(task.priority_class_name, 0))
+        counts: list[int] = []
         remaining = self.min_available
+        if self.min_available < sum(task.min_member for task in tasks):
+            for task in tasks:
+                counts.append(min(task.replicas, max(remaining, 0)))
+                remaining -= counts[-1]
+        else:
+            for task in tasks:
+                counts.append(min(task.min_member, max(remaining, 0)))
+                remaining -= counts[-1]
+            for i, task in enumerate(tasks):
+                extra = min(task.replicas - task.min_member, max(remaining, 0))
+                counts[i] += max(extra, 0)
+                remaining -= max(extra, 0)
         out: Resources = {}
-        for task in self.tasks:
-            take = min(task.replicas if task.min_available is None else task.min_available, remaining)
+        for task, count in zip(tasks, counts, strict=True):
             for name, amount in task.resources.items():
-                out[name] = out.get(name, 0.0) + amount * take
-            remaining -= take
+                out[name] = out.get(name, 0.0) + amount * count
         return out
 
     def pod_ip(self, pod_name: str) -> str:
@@ -311,9 +345,12 @@ class _PodRequests(Sequence["PodRequest"]):
     cannot admit costs nothing here either, where a list of them took seconds and gigabytes every reconcile.
     """
 
-    def __init__(self, job: JobRow) -> None:
+    def __init__(self, job: JobRow, priorities: Mapping[str, int]) -> None:
         self._job = job
         self._tasks = [(task, task.replicas) for task in job.tasks]
+        # A pod's priority: its template's PriorityClass, else the job's (createJobPod), by value; unknown is 0.
+        job_class = job.priority_class_name
+        self._priority = {task.name: priorities.get(task.priority_class_name or job_class, 0) for task in job.tasks}
 
     def __len__(self) -> int:
         return sum(replicas for _, replicas in self._tasks)
@@ -347,9 +384,15 @@ class _PodRequests(Sequence["PodRequest"]):
             node_selector=task.node_selector,
             affinity=task.affinity,
             tolerations=task.tolerations,
+            task=task.name,
+            index=index,
+            priority=self._priority[task.name],
         )
 
 
-def pod_requests(job: JobRow) -> Sequence[PodRequest]:
-    """Every pod the job's run will have, as the scheduler sees it (named `namespace/pod`), built as it is read."""
-    return _PodRequests(job)
+def pod_requests(job: JobRow, priorities: Mapping[str, int] | None = None) -> Sequence[PodRequest]:
+    """Every pod the job's run will have, as the scheduler sees it (named `namespace/pod`), built as it is read.
+
+    `priorities`: PriorityClass values by name, for the pods' priority.
+    """
+    return _PodRequests(job, priorities or {})

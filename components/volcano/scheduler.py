@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.volcano.gang import GangProgress, task_order
 from components.volcano.resources import GPU
 
 __all__ = [
@@ -65,11 +66,18 @@ class PodRequest:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     affinity: Mapping[str, Any] | None = None
     tolerations: tuple[Mapping[str, Any], ...] = ()
+    task: str = ""  # the job's task it belongs to ("" none): its minimum is the gang's `min_task_member`
+    index: int = 0  # its index in the task, the <index> of <job>-<task>-<index>
+    priority: int = 0  # its PriorityClass value: the template's, else the job's
 
 
 @dataclass(frozen=True)
 class Gang:
-    """A PodGroup with the pods of its job still to bind; `bound` pods already count toward `min_member`."""
+    """A PodGroup with the pods of its job still to bind; `bound` pods already count toward `min_member`.
+
+    `min_task_member` is the PodGroup's spec.minTaskMember (each task's minAvailable): the gang binds only when every
+    task has that many pods bound or placed too, as long as `min_member` is at least their sum (`gang.GangProgress`).
+    """
 
     key: str
     queue: str
@@ -80,6 +88,9 @@ class Gang:
     bound: int = 0
     priority: int = 0
     order: int = 0
+    min_task_member: Mapping[str, int] = field(default_factory=dict)
+    bound_by_task: Mapping[str, int] = field(default_factory=dict)  # `bound`, by task
+    size: int = 0  # every pod of the job, whatever its phase (0: `bound` + the pods to bind)
 
 
 @dataclass(frozen=True)
@@ -102,8 +113,10 @@ def schedule(
     """Run the actions enqueue then allocate once over the whole state, as one Volcano session does.
 
     Gangs are all-or-nothing: a gang's pods are bound only when `bound` plus the pods placed reach
-    `min_member`; a gang's pods are tried in the order given and placement stops at the first that fits
-    nowhere. `reasons` is keyed by gang key. The result depends on the input alone; ties go by name.
+    `min_member` and every task its `min_task_member`. A gang's pods are tried in Volcano's task order (priority,
+    then index; `gang.task_order`); once one fits nowhere the others of its task are not tried, and the gang goes
+    on with its other tasks only where Volcano's allocate would (`gang.GangProgress.fail`). `reasons` is keyed by
+    gang key. The result depends on the input alone; ties go by name.
 
     `overcommit_factor` None is a scheduler without the overcommit plugin: enqueue checks the queue's capability
     only, not the idle cluster. `proportion` adds what Volcano's proportion plugin does in allocate: each queue
@@ -310,10 +323,23 @@ class _Allocator:
         return ""
 
     def _place_gang(self, gang: Gang) -> list[tuple[str, int]]:
-        """Place the gang's pods one by one; keep them only if the gang reaches minMember."""
+        """Place the gang's pods one by one; keep them only if the gang is ready (minMember and task minima)."""
         need = gang.min_member - gang.bound
         total_pods = gang.bound + len(gang.pods)
         prefix = f"{{}}/{total_pods} pods of the gang could be placed, minMember is {gang.min_member}: "
+        pods = task_order(gang.pods)
+        progress = GangProgress(
+            gang.min_member,
+            gang.min_task_member,
+            gang.bound,
+            gang.bound_by_task,
+            (pod.task for pod in pods),
+            gang.size or total_pods,
+        )
+        short_task = progress.short_task()  # the gang plugin's JobValid: CheckTaskValid, then ValidTaskNum
+        if short_task:
+            self.reasons[gang.key] = f"{short_task}; the gang waits for more pods"
+            return []
         if need > len(gang.pods):
             self.reasons[gang.key] = (
                 f"the gang has {total_pods} pods but minMember is {gang.min_member}; it waits for more pods"
@@ -328,24 +354,34 @@ class _Allocator:
         saved_nodes: dict[int, dict[str, float]] = {}
         placed: list[tuple[str, int, dict[str, float]]] = []
         reason = ""
-        for pod in gang.pods:
+        for pod in pods:
+            if progress.skips(pod.task):
+                continue
             request = {r: q for r, q in pod.resources.items() if q > 0}
             over = _capability_excess(self.queues[gang.queue], queue_alloc, request)
             over = over or self._past_deserved(gang.queue, request)
-            if over:
+            if over:  # proportion's Allocatable refuses this pod; allocate goes on with the next
                 reason = over
-                break
+                continue
             index, why = self._best_node(pod, request, fresh=not placed)
             if index < 0:
-                reason = prefix.format(gang.bound + len(placed)) + why
+                lacking = progress.lacking() if gang.bound + len(placed) >= gang.min_member else ""
+                reason = (
+                    f"{gang.bound + len(placed)}/{total_pods} pods of the gang could be placed, but {lacking}: {why}"
+                    if lacking
+                    else prefix.format(gang.bound + len(placed)) + why
+                )
+                if progress.fail(pod.task):
+                    continue
                 break
             saved_nodes.setdefault(index, dict(self.used[index]))
             _add_into(self.used[index], request)
             _add_into(queue_alloc, request)
             placed.append((pod.name, index, request))
+            progress.place(pod.task)
         if reason:
             self.reasons[gang.key] = reason
-        if not placed or gang.bound + len(placed) < gang.min_member:
+        if not placed or not progress.ready():
             for index, used in saved_nodes.items():  # gang: no partial placement ever survives
                 self.used[index] = used
             self.queue_alloc[gang.queue] = saved_queue

@@ -1,6 +1,14 @@
 from vcjob_factory import vcjob, vcjob_task
 
-from components.volcano.lifecycle import count_pods, match_action, max_retry, phase_from_pods
+from components.volcano.lifecycle import (
+    action_scope,
+    count_pods,
+    delay_s,
+    match_action,
+    match_policy,
+    max_retry,
+    phase_from_pods,
+)
 from components.volcano.models import parse_job
 
 
@@ -56,3 +64,18 @@ def test_phase_follows_pods():
 def test_min_success_completes_early():
     s = spec(minSuccess=1)
     assert phase_from_pods(s, "Running", count_pods([("master", "Succeeded"), ("worker", "Running")])) == "Completed"
+
+
+def test_a_policys_timeout_is_how_long_the_controller_waits_and_zero_or_less_is_no_wait():
+    # applyPolicies hands the timeout to the action; processNextReq acts at once only on 0, and the timer of a
+    # negative one fires at once.
+    policies = [{"event": "PodFailed", "action": "AbortJob", "timeout": t} for t in ("1h30m", "0", "-1s")]
+    s = spec(policies=[*policies, {"event": "PodEvicted", "action": "RestartJob"}])
+    assert [delay_s(p) for p in s.policies or []] == [5400.0, 0.0, -1.0, 0.0]
+    assert match_policy(s, "worker", "PodFailed", 1) is (s.policies or [])[0]
+    assert [action_scope(a) for a in ("AbortJob", "RestartJob", "RestartTask", "RestartPod")] == [
+        "job",
+        "job",
+        "task",
+        "pod",
+    ]

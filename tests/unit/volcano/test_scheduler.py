@@ -303,3 +303,53 @@ def test_same_state_in_any_order_gives_the_same_session():
     shuffled = schedule(rng.sample(nodes, len(nodes)), queues[::-1], rng.sample(gangs, len(gangs)))
     assert first == again == shuffled
     assert first.bindings and first.reasons
+
+
+# --- minTaskMember: each task's minAvailable --------------------------------------------------------------------
+
+
+def tasks_gang(key: str, tasks: dict[str, tuple[int, int]], min_member: int, **kwargs) -> Gang:
+    """A gang of tasks {name: (pods, minAvailable)}, 1 GPU a pod; `kwargs` by task name: that task's pod fields."""
+    pods = [
+        PodRequest(f"{key}-{task}-{i}", {GPU: 1}, task=task, index=i, **kwargs.get(task, {}))
+        for task, (count, _) in tasks.items()
+        for i in range(count)
+    ]
+    return Gang(
+        key=key,
+        queue="default",
+        phase="Inqueue",
+        min_member=min_member,
+        min_resources={},
+        pods=tuple(pods),
+        min_task_member={task: minimum for task, (_, minimum) in tasks.items()},
+    )
+
+
+def test_a_gang_binds_only_when_every_task_has_its_minimum():
+    # gang.go JobReady = CheckTaskReady && IsReady; pods go by index: a-0, b-0, a-1 fill the node, b-1 finds none.
+    session = schedule([node("n1", gpus=3)], QUEUES, [tasks_gang("pair", {"a": (3, 1), "b": (2, 2)}, min_member=3)])
+    assert session.bindings == {}
+    assert session.reasons["pair"].startswith("3/5 pods of the gang could be placed, but only 1 of task 'b', whose")
+
+
+def test_below_the_sum_of_the_task_minima_only_min_member_counts():
+    # job_info.go: with minMember under the tasks' sum, CheckTaskReady passes whatever each task holds.
+    session = schedule([node("n1", gpus=2)], QUEUES, [tasks_gang("pair", {"a": (2, 2), "b": (2, 2)}, min_member=2)])
+    assert sorted(session.bindings) == ["pair-a-0", "pair-b-0"]
+
+
+def test_a_task_that_fits_nowhere_leaves_the_others_to_try_while_the_gang_can_still_be_ready():
+    # NeedContinueAllocating: a's pods fit nowhere, but b's 3 still reach minMember 3; the rest of a is not tried.
+    nowhere = {"node_selector": {"pool": "none"}}
+    gang_ = tasks_gang("mixed", {"a": (2, 2), "b": (3, 3)}, min_member=3, a=nowhere)
+    session = schedule([node("n1", gpus=8)], QUEUES, [gang_])
+    assert sorted(session.bindings) == ["mixed-b-0", "mixed-b-1", "mixed-b-2"]
+
+
+def test_a_gang_short_of_a_tasks_pods_waits_for_them():
+    # CheckTaskValid: b has one pod to bind and none bound, below its minAvailable of 2.
+    short = tasks_gang("short", {"a": (2, 1), "b": (1, 2)}, min_member=3)
+    session = schedule([node("n1", gpus=8)], QUEUES, [short])
+    assert session.bindings == {}
+    assert session.reasons["short"] == "task 'b' has 1 pod but its minAvailable is 2; the gang waits for more pods"
