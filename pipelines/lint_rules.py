@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from pipelines.lint_explain import hint
-from pipelines.lint_scope import scope_findings
+from pipelines.lint_scope import _dict, _list, _str, scope_findings  # the one definition of these readers
 from pipelines.lint_when import DEPENDS_WORD, ancestors, expression_error, substitute_tags
 from pipelines.local.globals import WorkflowGlobals, any_string
 from pipelines.local.workflow import API_VERSION, WorkflowError, check_timing
@@ -25,18 +25,6 @@ _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 _RESULTS = ("Succeeded", "Failed", "Errored", "Skipped", "Omitted", "Daemoned", "AnySucceeded", "AllFailed")
 _CRON_DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 _ARTIFACT_SOURCES = ("s3", "git", "http", "artifactory", "hdfs", "raw", "oss", "gcs", "azure", "plugin")
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def _indexed(items: Any, path: str) -> list[tuple[str, Any]]:
