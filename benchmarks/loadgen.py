@@ -15,8 +15,10 @@ chunks, usage, [DONE]): a raw asyncio HTTP/1.1 server (as fast as Python serves)
 - added latency at p50 over one connection: our end-to-end p50 minus wrk's p50, and minus the server's own
   handling time (which each server measures and reports at GET /stats);
 - where our CPU per request goes, layer by layer, at `--concurrency` connections: a bare asyncio-streams loop
-  that writes the request and reads the response without looking at it; our HTTP/1.1 client reading the
-  response's lines; `send_request` (that plus SSE and JSON parsing, timestamps and the request record).
+  that writes the request and reads the response without looking at it, and the same on asyncio's callbacks
+  (`bare_asyncio_protocol`); our HTTP/1.1 client reading the response's lines; `send_request` on it (that plus
+  SSE and JSON parsing, timestamps and the request record); `sse_client`, `SseClient.send`, the same work on
+  callbacks, which is what `run_loadtest` uses for http://.
 
 With two CPUs or more the server is pinned to the first and the clients to the others. Best of `--rounds`.
 Prints one JSON document. wrk comes from the distribution (`apt-get install -y wrk`); without it the wrk figures
@@ -53,6 +55,7 @@ from components.loadtest.client import encode_request, parse_target, send_reques
 from components.loadtest.http1 import Http1Client  # noqa: E402
 from components.loadtest.records import RequestSpec  # noqa: E402
 from components.loadtest.session import build_config, run_loadtest_sync  # noqa: E402
+from components.loadtest.sse import SseClient  # noqa: E402
 
 PIECES = ["The", " model", " is", " fine", "."]
 BODY = "".join(
@@ -216,6 +219,38 @@ def breakdown(url: str, *, connections: int, requests: int) -> dict[str, float]:
             await reader.readexactly(int(length.group(1)))
         writer.close()
 
+    class Bare(asyncio.Protocol):
+        """Write the request, take in the response by its Content-Length, write the next: callbacks only."""
+
+        def __init__(self, count: int, done: asyncio.Future[None]) -> None:
+            self.count, self.done, self.data, self.need = count, done, b"", -1
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            assert isinstance(transport, asyncio.Transport)
+            self.transport = transport
+            transport.write(raw_request)
+
+        def data_received(self, data: bytes) -> None:
+            self.data += data
+            if self.need < 0:
+                end = self.data.find(b"\r\n\r\n")
+                length = re.search(rb"(?i)content-length:\s*(\d+)", self.data[:end])
+                assert end >= 0 and length, self.data
+                self.data, self.need = self.data[end + 4 :], int(length.group(1))
+            if len(self.data) >= self.need:
+                self.data, self.need, self.count = b"", -1, self.count - 1
+                if self.count:
+                    self.transport.write(raw_request)
+                else:
+                    self.transport.close()
+                    self.done.set_result(None)
+
+    async def bare_protocol(count: int) -> None:
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        await loop.create_connection(lambda: Bare(count, done), "127.0.0.1", port)
+        await done
+
     async def client_lines(count: int) -> None:
         async with Http1Client() as client:
             for _ in range(count):
@@ -229,12 +264,25 @@ def breakdown(url: str, *, connections: int, requests: int) -> dict[str, float]:
                 record = await send_request(client, target, spec, clock=time.perf_counter, body=body)
                 assert record.ok, record.error
 
+    async def sse_client(count: int) -> None:
+        client = SseClient()
+        for _ in range(count):
+            record = await client.send(target, spec, clock=time.perf_counter, body=body)
+            assert record.ok, record.error
+        await client.aclose()
+
     async def drive(layer: Any) -> float:
         cpu = time.process_time()
         await asyncio.gather(*(layer(requests // connections) for _ in range(connections)))
         return (time.process_time() - cpu) / (requests // connections * connections) * 1e6
 
-    layers = {"bare_asyncio_streams": bare, "our_http1_client_lines": client_lines, "send_request": requests_measured}
+    layers = {
+        "bare_asyncio_streams": bare,
+        "bare_asyncio_protocol": bare_protocol,
+        "our_http1_client_lines": client_lines,
+        "send_request": requests_measured,
+        "sse_client": sse_client,
+    }
     return {name: round(min(asyncio.run(drive(layer)) for _ in range(2)), 1) for name, layer in layers.items()}
 
 

@@ -2,8 +2,10 @@
 
 `send_request` never raises for a failed request: a refused connection, an HTTP error status, a timeout, a
 stream the server cut short or an error event all become a record with `error` set, so one bad request cannot
-end a load test. The HTTP client is anything with httpx's streaming interface (`HttpClient`): our lean HTTP/1.1
-client (`components.loadtest.http1`) for http://, an `httpx.AsyncClient` for https:// and in tests.
+end a load test. The HTTP client is anything with httpx's streaming interface (`HttpClient`): an
+`httpx.AsyncClient` for https:// and in tests, our lean HTTP/1.1 client (`components.loadtest.http1`). A load test
+of an http:// server sends through `sse.SseClient` instead, which reads the same `Completion` on asyncio's
+callbacks and makes the same records.
 """
 
 from __future__ import annotations
@@ -136,7 +138,7 @@ def _chunk_text(chunk: dict[str, Any], chat: bool) -> str:
     return text if isinstance(text, str) else ""
 
 
-def _error_message(body: bytes) -> str:
+def error_message(body: bytes) -> str:
     try:
         message = loads_json(body)["error"]["message"]
     except (ValueError, KeyError, TypeError):
@@ -144,12 +146,21 @@ def _error_message(body: bytes) -> str:
     return str(message)[:200]
 
 
-def _describe(err: BaseException) -> str:
+def _count(value: object) -> int | None:
+    """A token count from the server's usage; None for anything but a whole number of at least 0 (`"12"`, -1, 1.5)."""
+    return value if type(value) is int and value >= 0 else None
+
+
+_UNFINISHED = "the stream ended without [DONE]"
+
+
+def describe(err: BaseException) -> str:
+    """A failed request's error: the exception's type, then its message."""
     text = str(err).strip()
     return f"{type(err).__name__}: {text}"[:200] if text else type(err).__name__
 
 
-class _Completion:
+class Completion:
     """A streamed completion as its lines arrive: text pieces with their arrival times, usage, [DONE], errors.
 
     Fed whole lines in batches (all that one read brought, stamped with when it arrived), so that a read of many
@@ -184,11 +195,11 @@ class _Completion:
             if not isinstance(chunk, dict):
                 self.failure, self.done = f"the server sent a chunk that is not a JSON object: {data[:80]}", True
             elif "error" in chunk:
-                self.failure, self.done = f"error event: {_error_message(data.encode())}", True
+                self.failure, self.done = f"error event: {error_message(data.encode())}", True
             else:
                 if (usage := chunk.get("usage")) and isinstance(usage, dict):
-                    self.usage_tokens = usage.get("completion_tokens")
-                    self.prompt_tokens = usage.get("prompt_tokens") or 0
+                    self.usage_tokens = _count(usage.get("completion_tokens"))
+                    self.prompt_tokens = _count(usage.get("prompt_tokens")) or 0
                 if text := _chunk_text(chunk, self.chat):
                     if self.pieces:
                         self.itl.append((now - self.last) * 1000)
@@ -196,6 +207,26 @@ class _Completion:
                         self.ttft = (now - self.start) * 1000
                     self.last = now
                     self.pieces.append(text)
+
+    def record(self, index: int, t0: float, clock: Clock) -> RequestRecord:
+        """The request's record, once its response has been read to the end (`clock` times an empty completion)."""
+        if self.failure is not None or not self.done:
+            return RequestRecord(index=index, start_s=self.start - t0, error=self.failure or _UNFINISHED)
+        pieces, start = self.pieces, self.start
+        ttft, latency = self.ttft, (self.last - start) * 1000
+        if not pieces:  # an empty completion: the first (and last) token is the end of the stream
+            ttft = latency = (clock() - start) * 1000
+        tokens = self.usage_tokens
+        return RequestRecord(
+            index=index,
+            start_s=start - t0,
+            ttft_ms=ttft,
+            itl_ms=tuple(self.itl),
+            latency_ms=latency,
+            prompt_tokens=self.prompt_tokens,
+            output_tokens=tokens if tokens is not None else len(pieces),
+            output_text="".join(pieces),
+        )
 
 
 async def send_request(
@@ -216,7 +247,7 @@ async def send_request(
     if body is None:
         body = encode_request(target, spec)
     start = clock()
-    stream = _Completion(target.chat, start)
+    stream = Completion(target.chat, start)
 
     def failed(error: str) -> RequestRecord:
         return RequestRecord(index=index, start_s=start - t0, error=error)
@@ -224,7 +255,7 @@ async def send_request(
     try:
         async with client.stream("POST", target.endpoint, content=body, headers=_JSON) as response:
             if response.status_code != 200:
-                return failed(f"HTTP {response.status_code}: {_error_message(await response.aread())}")
+                return failed(f"HTTP {response.status_code}: {error_message(await response.aread())}")
             pending = b""
             async for data in response.aiter_bytes():
                 now = clock()
@@ -240,25 +271,8 @@ async def send_request(
             if pending and not stream.done:
                 stream.feed(pending.decode("utf-8", "replace"), clock())
     except _FAILURES as err:
-        return failed(_describe(err))
-    if stream.failure is not None:
-        return failed(stream.failure)
-    if not stream.done:
-        return failed("the stream ended without [DONE]")
-    pieces = stream.pieces
-    ttft, latency = stream.ttft, (stream.last - start) * 1000
-    if not pieces:  # an empty completion: the first (and last) token is the end of the stream
-        ttft = latency = (clock() - start) * 1000
-    return RequestRecord(
-        index=index,
-        start_s=start - t0,
-        ttft_ms=ttft,
-        itl_ms=tuple(stream.itl),
-        latency_ms=latency,
-        prompt_tokens=stream.prompt_tokens,
-        output_tokens=stream.usage_tokens if stream.usage_tokens is not None else len(pieces),
-        output_text="".join(pieces),
-    )
+        return failed(describe(err))
+    return stream.record(index, t0, clock)
 
 
 async def discover_model(client: HttpClient, target: Target) -> str | None:
@@ -266,7 +280,7 @@ async def discover_model(client: HttpClient, target: Target) -> str | None:
     try:
         response = await client.get(f"{target.origin}/v1/models")
     except _TRANSPORT as err:
-        reason = _describe(err)
+        reason = describe(err)
         raise Unreachable(f"cannot reach {target.origin} ({reason}); check --url and that the server runs") from None
     try:
         models = response.json()["data"] if response.status_code == 200 else []

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json as jsonlib
-import os
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
@@ -28,6 +27,7 @@ from components.loadtest.wire import (
     ReadError,
     ReadTimeout,
     RemoteProtocolError,
+    connect_failure,
 )
 
 __all__ = [
@@ -39,6 +39,8 @@ __all__ = [
     "ReadError",
     "ReadTimeout",
     "RemoteProtocolError",
+    "client_headers",
+    "route",
 ]
 
 
@@ -46,8 +48,15 @@ def _render(headers: Mapping[str, str]) -> str:
     return "".join(f"{name.lower()}: {value}\r\n" for name, value in headers.items())
 
 
+def client_headers(headers: Mapping[str, str] | None) -> str:
+    """The header lines every request of a client carries: ours (user-agent, accept), then the caller's `headers`."""
+    extra = {"user-agent": "vcpilot-loadtest", "accept": "*/*"}
+    extra.update({name.lower(): value for name, value in (headers or {}).items()})
+    return _render(extra)
+
+
 @functools.lru_cache(maxsize=256)
-def _route(method: str, url: str, common: str, own: tuple[tuple[str, str], ...]) -> tuple[tuple[str, int], bytes]:
+def route(method: str, url: str, common: str, own: tuple[tuple[str, str], ...]) -> tuple[tuple[str, int], bytes]:
     """Where `url` goes, and the request head up to its Content-Length with the client's and the request's headers.
 
     Cached across clients: a load test makes one client per request in flight.
@@ -104,10 +113,8 @@ class Http1Client:
         self._slots = asyncio.Semaphore(connections)
         self._timeout_s = timeout_s
         self._connect_timeout_s = connect_timeout_s
-        extra = {"user-agent": "vcpilot-loadtest", "accept": "*/*"}
-        extra.update({name.lower(): value for name, value in (headers or {}).items()})
         # Rendered once: the head of every request is this client's headers plus the request's own.
-        self._extra = _render(extra)
+        self._extra = client_headers(headers)
         self._idle: dict[tuple[str, int], list[Connection]] = {}
         self._closed = False
 
@@ -116,12 +123,8 @@ class Http1Client:
         try:
             async with asyncio.timeout(self._connect_timeout_s):
                 reader, writer = await asyncio.open_connection(host, port, limit=READ_SIZE)
-        except TimeoutError:  # before OSError, whose subclass it is
-            limit = self._connect_timeout_s
-            raise ConnectTimeout(f"{host}:{port} did not accept a connection within {limit:g} s") from None
-        except OSError as err:  # asyncio words a refusal "Connect call failed (...)": say what errno says
-            reason = os.strerror(err.errno) if isinstance(err.errno, int) and err.errno > 0 else err.strerror or err
-            raise ConnectError(f"cannot connect to {host}:{port} ({reason})") from None
+        except OSError as err:  # TimeoutError too
+            raise connect_failure(host, port, err, self._connect_timeout_s) from None
         return Connection(origin, reader, writer, self._timeout_s)
 
     def _take_idle(self, origin: tuple[str, int]) -> Connection | None:
@@ -138,7 +141,7 @@ class Http1Client:
     ) -> tuple[Connection, Http1Response]:
         if self._closed:
             raise RuntimeError("the client is closed")
-        origin, head = _route(method, url, self._extra, headers)
+        origin, head = route(method, url, self._extra, headers)
         if body or method not in ("GET", "HEAD"):
             request = b"%scontent-length: %d\r\n\r\n%s" % (head, len(body), body)
         else:

@@ -3,7 +3,7 @@
 The runner only sends and records; everything it measured is in the returned records, and the figures are
 computed afterwards by `metrics.calculate_metrics`. Each request in flight has an HTTP client with one kept-alive
 connection of its own, so the connections in use are exactly the requests in flight: for http:// that is our
-lean HTTP/1.1 client (`http1.Http1Client`); for https:// it is httpx, whose pool would otherwise scan all of its
+callback-driven HTTP/1.1 client (`sse.SseClient`); for https:// it is httpx, whose pool would otherwise scan all of its
 connections for every request, which with dozens of connections costs more than the request itself.
 """
 
@@ -16,7 +16,8 @@ import random
 import ssl
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any
 
 import certifi
 import httpx
@@ -26,10 +27,12 @@ from components.loadtest.arrivals import arrival_offsets, paced
 from components.loadtest.client import HttpClient, Target, encode_request, send_request
 from components.loadtest.http1 import Http1Client
 from components.loadtest.records import RequestRecord, RequestSpec
+from components.loadtest.sse import SseClient
 
-__all__ = ["MAX_REQUESTS", "Connect", "LoadPlan", "LoadResult", "connector", "run_load"]
+__all__ = ["MAX_REQUESTS", "Connect", "LoadPlan", "LoadResult", "connector", "probe_client", "run_load"]
 
-Connect = Callable[[], HttpClient]
+Client = HttpClient | SseClient
+Connect = Callable[[], Client]
 
 
 MAX_REQUESTS = 1_000_000
@@ -68,23 +71,33 @@ class LoadResult(BaseModel):
     duration_s: float
 
 
-def connector(*, timeout_s: float = 300.0, api_key: str = "", connections: int = 1, tls: bool = False) -> Connect:
-    """A factory of HTTP clients with `connections` kept-alive connections each, the request timeout and auth.
+def connector(*, timeout_s: float = 300.0, api_key: str = "", tls: bool = False) -> Connect:
+    """A factory of clients with one kept-alive connection each, the request timeout and auth.
 
-    Plain HTTP gets our lean HTTP/1.1 client; `tls` (an https:// server) gets httpx, which speaks TLS.
+    Plain HTTP gets our callback-driven client (`sse.SseClient`); `tls` (an https:// server) gets httpx, which
+    speaks TLS.
     """
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
-    connect_timeout_s = min(timeout_s, 10.0)
+    headers, connect_timeout_s = _auth(api_key), min(timeout_s, 10.0)
     if not tls:
-        return lambda: Http1Client(
-            connections=connections, timeout_s=timeout_s, connect_timeout_s=connect_timeout_s, headers=headers
-        )
-    return _httpx_connector(timeout_s, connect_timeout_s, headers, connections)
+        return lambda: SseClient(timeout_s=timeout_s, connect_timeout_s=connect_timeout_s, headers=headers)
+    return _httpx_connector(timeout_s, connect_timeout_s, headers)
+
+
+def probe_client(*, timeout_s: float = 300.0, api_key: str = "", tls: bool = False) -> HttpClient:
+    """A client for what a run asks before it starts (the server's health, its model): `connector`'s settings."""
+    headers, connect_timeout_s = _auth(api_key), min(timeout_s, 10.0)
+    if not tls:
+        return Http1Client(timeout_s=timeout_s, connect_timeout_s=connect_timeout_s, headers=headers)
+    return _httpx_connector(timeout_s, connect_timeout_s, headers)()
+
+
+def _auth(api_key: str) -> dict[str, str] | None:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else None
 
 
 def _httpx_connector(
-    timeout_s: float, connect_timeout_s: float, headers: dict[str, str] | None, connections: int
-) -> Connect:
+    timeout_s: float, connect_timeout_s: float, headers: dict[str, str] | None
+) -> Callable[[], HttpClient]:
     if importlib.util.find_spec("sniffio") is None:
         # httpcore tries `import sniffio` on every request; a module that is absent is searched for on disk each
         # time. Recording the absence makes that failed import instant (and changes nothing else).
@@ -95,7 +108,7 @@ def _httpx_connector(
     def connect() -> httpx.AsyncClient:
         return httpx.AsyncClient(
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s, pool=None),
-            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
             headers=headers,
             verify=tls,
         )
@@ -108,17 +121,17 @@ class _Clients:
 
     def __init__(self, connect: Connect):
         self._connect = connect
-        self._idle: list[HttpClient] = []
-        self._made: list[HttpClient] = []
+        self._idle: list[Client] = []
+        self._made: list[Client] = []
 
-    def take(self) -> HttpClient:
+    def take(self) -> Client:
         if self._idle:
             return self._idle.pop()
         client = self._connect()
         self._made.append(client)
         return client
 
-    def give(self, client: HttpClient) -> None:
+    def give(self, client: Client) -> None:
         self._idle.append(client)
 
     async def aclose(self) -> None:
@@ -154,9 +167,11 @@ async def run_load(
         client = clients.take()
         try:
             at = index % len(specs)
-            records[index] = await send_request(
-                client, target, specs[at], index=index, t0=t0, clock=clock, body=bodies[at]
-            )
+            if isinstance(client, SseClient):
+                record = await client.send(target, specs[at], index=index, t0=t0, clock=clock, body=bodies[at])
+            else:
+                record = await send_request(client, target, specs[at], index=index, t0=t0, clock=clock, body=bodies[at])
+            records[index] = record
         finally:
             clients.give(client)
         ended += 1
@@ -187,21 +202,36 @@ async def _closed_loop(count: int, concurrency: int, one: Callable[[int], Awaita
 
 async def _open_loop(
     plan: LoadPlan,
-    one: Callable[[int], Awaitable[None]],
+    one: Callable[[int], Coroutine[Any, Any, None]],
     clock: Callable[[], float],
     sleep: Callable[[float], Awaitable[object]],
 ) -> None:
-    """Requests start at their arrival times whether or not earlier ones finished (up to the concurrency cap)."""
+    """Requests start at their arrival times whether or not earlier ones finished (up to the concurrency cap).
+
+    Uncapped, each request is a task of its own. Capped at C, C workers take the requests in arrival order as
+    they become due, each as soon as it is free: a task, a semaphore and a gather over every request cost more
+    than the request itself at thousands a second.
+    """
     rate = plan.rate if plan.rate is not None else math.inf
-    offsets = arrival_offsets(plan.requests, rate, plan.burstiness, random.Random(plan.seed))
-    cap = asyncio.Semaphore(plan.concurrency) if plan.concurrency else None
+    arrivals = paced(
+        arrival_offsets(plan.requests, rate, plan.burstiness, random.Random(plan.seed)), clock=clock, sleep=sleep
+    )
+    if plan.concurrency is None:
+        await asyncio.gather(*[asyncio.create_task(one(index)) async for index in arrivals])
+        return
+    due: asyncio.Queue[int | None] = asyncio.Queue()
 
-    async def limited(index: int) -> None:
-        if cap is None:
-            await one(index)
-            return
-        async with cap:
+    async def worker() -> None:
+        while (index := await due.get()) is not None:
             await one(index)
 
-    tasks = [asyncio.create_task(limited(index)) async for index in paced(offsets, clock=clock, sleep=sleep)]
-    await asyncio.gather(*tasks)
+    workers = [asyncio.create_task(worker()) for _ in range(min(plan.concurrency, plan.requests))]
+    try:
+        async for index in arrivals:
+            due.put_nowait(index)
+        for _ in workers:
+            due.put_nowait(None)  # no more: each worker ends after the requests it took
+        await asyncio.gather(*workers)
+    finally:
+        for task in workers:
+            task.cancel()

@@ -22,7 +22,7 @@ from components.loadtest.dataset import DatasetError, load_requests, synthetic_r
 from components.loadtest.gate import SloVerdict, check_slo
 from components.loadtest.metrics import LoadMetrics, Slo, calculate_metrics, report_fields
 from components.loadtest.records import RequestRecord
-from components.loadtest.runner import LoadPlan, connector, run_load
+from components.loadtest.runner import LoadPlan, connector, probe_client, run_load
 
 __all__ = [
     "LoadtestConfig",
@@ -131,8 +131,8 @@ async def run_loadtest(config: LoadtestConfig, on_done: Callable[[int], None] | 
             specs = synthetic_requests(config.plan.requests, max_tokens=config.max_tokens, seed=config.plan.seed)
     except DatasetError as err:
         raise LoadtestError(str(err)) from None
-    connect = connector(timeout_s=config.timeout_s, api_key=config.api_key, tls=target.origin.startswith("https:"))
-    client = connect()
+    timeout_s, api_key, tls = config.timeout_s, config.api_key, target.origin.startswith("https:")
+    client = probe_client(timeout_s=timeout_s, api_key=api_key, tls=tls)
     try:
         if config.wait_healthy_s > 0:
             await wait_healthy(client, target.origin, config.wait_healthy_s)
@@ -142,7 +142,9 @@ async def run_loadtest(config: LoadtestConfig, on_done: Callable[[int], None] | 
     finally:
         await client.aclose()
     target = target.model_copy(update={"model": model})
-    result = await run_load(config.plan, specs, target, connect, on_done=on_done)
+    result = await run_load(
+        config.plan, specs, target, connector(timeout_s=timeout_s, api_key=api_key, tls=tls), on_done=on_done
+    )
     metrics = calculate_metrics(result.records, result.duration_s, config.slo)
     return Outcome(
         config=config,

@@ -11,21 +11,27 @@ response ended). `http1.Http1Client` puts these connections in a pool.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json as jsonlib
 import math
+import os
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "READ_SIZE",
     "ConnectError",
     "ConnectTimeout",
     "Connection",
+    "Head",
     "Http1Response",
     "HttpError",
     "ReadError",
     "ReadTimeout",
     "RemoteProtocolError",
+    "connect_failure",
+    "parse_head",
+    "read_failure",
 ]
 
 READ_SIZE = 65536  # the most one read asks for (also the longest response head or chunk-size line)
@@ -96,12 +102,7 @@ class Connection:
 
     def failure(self, err: BaseException | None, what: str) -> HttpError:
         """The error to raise for a read that failed (`err`) or hit the end of the stream (None) while `what`."""
-        if self.timed_out:
-            return ReadTimeout(f"the server sent nothing for {self.timeout_s:g} s while {what}")
-        if err is None:
-            return RemoteProtocolError(f"the server closed the connection while {what}")
-        reason = getattr(err, "strerror", None) or str(err) or type(err).__name__
-        return ReadError(f"the connection broke while {what} ({reason})")
+        return read_failure(self.timed_out, self.timeout_s, err, what)
 
     def close(self) -> None:
         """Close the socket now (nothing waits for the peer)."""
@@ -110,6 +111,59 @@ class Connection:
             self._timer = None
         self.busy = False
         self.writer.close()
+
+
+def read_failure(timed_out: bool, timeout_s: float, err: BaseException | None, what: str) -> HttpError:
+    """The error for a read that failed (`err`), hit the end of the stream (None) or was timed out, while `what`."""
+    if timed_out:
+        return ReadTimeout(f"the server sent nothing for {timeout_s:g} s while {what}")
+    if err is None:
+        return RemoteProtocolError(f"the server closed the connection while {what}")
+    reason = getattr(err, "strerror", None) or str(err) or type(err).__name__
+    return ReadError(f"the connection broke while {what} ({reason})")
+
+
+def connect_failure(host: str, port: int, err: OSError, limit_s: float) -> ConnectError:
+    """The error for a connection that timed out (`TimeoutError`) or was refused, unresolvable, unreachable."""
+    if isinstance(err, TimeoutError):
+        return ConnectTimeout(f"{host}:{port} did not accept a connection within {limit_s:g} s")
+    # asyncio words a refusal "Connect call failed (...)": say what errno says
+    reason = os.strerror(err.errno) if isinstance(err.errno, int) and err.errno > 0 else err.strerror or err
+    return ConnectError(f"cannot connect to {host}:{port} ({reason})")
+
+
+class Head(NamedTuple):
+    """What frames a response's body, from its head: the status, how the body ends, its length, keep-alive."""
+
+    status_code: int
+    framing: str  # "empty", "chunked", "length" or "close" (the body ends when the server closes the connection)
+    length: int
+    keep: bool
+
+
+@functools.lru_cache(maxsize=256)
+def parse_head(head: bytes, method: str) -> Head:
+    """The framing of a response whose head (status line and headers, CRLF-separated) is `head`.
+
+    Cached: a server sends the same head again and again (or one per second, with a Date).
+    """
+    line = head[: head.find(b"\r\n")]
+    if not (line.startswith(b"HTTP/1.") and line[8:9] == b" " and line[9:12].isdigit()):
+        shown = line[:60].decode("latin-1")
+        raise RemoteProtocolError(f"the server answered {shown!r}, not an HTTP/1.1 status line")
+    status = int(line[9:12])
+    lower = head.lower()
+    connection = _field(lower, b"connection") or b""
+    keep = b"close" not in connection if line[7:8] == b"1" else b"keep-alive" in connection
+    if method == "HEAD" or status in (204, 304) or status < 200:
+        return Head(status, "empty", 0, keep)
+    if b"chunked" in (_field(lower, b"transfer-encoding") or b""):
+        return Head(status, "chunked", 0, keep)
+    if (length := _field(lower, b"content-length")) is not None:
+        if not length.isdigit():
+            raise RemoteProtocolError(f"the server sent a Content-Length of {length[:20].decode('latin-1')!r}")
+        return Head(status, "length", int(length), keep)
+    return Head(status, "close", 0, False)
 
 
 def _field(head: bytes, name: bytes) -> bytes | None:
@@ -131,29 +185,11 @@ class Http1Response:
     __slots__ = ("status_code", "complete", "_head", "_conn", "_framing", "_length", "_content", "_keep")
 
     def __init__(self, conn: Connection, head: bytes, method: str) -> None:
-        line = head[: head.find(b"\r\n")]
-        if not (line.startswith(b"HTTP/1.") and line[8:9] == b" " and line[9:12].isdigit()):
-            shown = line[:60].decode("latin-1")
-            raise RemoteProtocolError(f"the server answered {shown!r}, not an HTTP/1.1 status line")
-        self.status_code = int(line[9:12])
+        self.status_code, self._framing, self._length, self._keep = parse_head(head, method)
         self.complete = False
         self._head = head
         self._conn = conn
         self._content: bytes | None = None
-        self._length = 0
-        lower = head.lower()
-        connection = _field(lower, b"connection") or b""
-        self._keep = b"close" not in connection if line[7:8] == b"1" else b"keep-alive" in connection
-        if method == "HEAD" or self.status_code in (204, 304) or self.status_code < 200:
-            self._framing = "empty"
-        elif b"chunked" in (_field(lower, b"transfer-encoding") or b""):
-            self._framing = "chunked"
-        elif (length := _field(lower, b"content-length")) is not None:
-            if not length.isdigit():
-                raise RemoteProtocolError(f"the server sent a Content-Length of {length[:20].decode('latin-1')!r}")
-            self._framing, self._length = "length", int(length)
-        else:
-            self._framing, self._keep = "close", False  # the body ends when the server closes the connection
 
     @property
     def headers(self) -> dict[str, str]:

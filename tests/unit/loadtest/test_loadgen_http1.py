@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import queue
 import threading
@@ -16,6 +17,7 @@ from components.loadtest.http1 import ConnectError, Http1Client, RemoteProtocolE
 from components.loadtest.records import RequestSpec
 from components.loadtest.runner import connector
 from components.loadtest.session import Outcome, build_config, run_loadtest, run_loadtest_sync
+from components.loadtest.sse import SseClient
 
 SPEC = RequestSpec(prompt="hi", max_tokens=8)
 
@@ -91,25 +93,36 @@ def chunked(*pieces, pause=0.0):
     return respond
 
 
-def measure(respond, *, timeout_s=5.0, requests=1):
-    """Send `requests` streaming requests one after another through one client; the records and the server."""
+@pytest.fixture(params=["streams", "callbacks"])
+def measure(request):
+    """Send `requests` streaming requests one after another through one client; the records and the server.
 
-    async def go():
-        async with Server(respond) as server:
-            client = Http1Client(timeout_s=timeout_s)
-            try:
+    Each test runs twice: through `send_request` on `Http1Client` (asyncio streams) and through `SseClient.send`
+    (asyncio callbacks, what a load test of an http:// server uses), which must agree.
+    """
+
+    def measure(respond, *, timeout_s=5.0, requests=1):
+        async def go():
+            async with Server(respond) as server:
                 target = parse_target(server.url)
-                records = [
-                    await send_request(client, target, SPEC, index=i, clock=time.perf_counter) for i in range(requests)
-                ]
-            finally:
-                await client.aclose()
-            return records, server
+                if request.param == "streams":
+                    client = Http1Client(timeout_s=timeout_s)
+                    send = functools.partial(send_request, client, target, SPEC, clock=time.perf_counter)
+                else:
+                    client = SseClient(timeout_s=timeout_s)
+                    send = functools.partial(client.send, target, SPEC, clock=time.perf_counter)
+                try:
+                    records = [await send(index=i) for i in range(requests)]
+                finally:
+                    await client.aclose()
+                return records, server
 
-    return asyncio.run(go())
+        return asyncio.run(go())
+
+    return measure
 
 
-def test_content_length_stream_is_measured_and_the_connection_is_kept():
+def test_content_length_stream_is_measured_and_the_connection_is_kept(measure):
     records, server = measure(fixed(body=SSE), requests=3)
     assert all(r.ok and r.output_text == "ab" for r in records), records
     assert (records[0].prompt_tokens, records[0].output_tokens) == (2, 2)
@@ -119,7 +132,7 @@ def test_content_length_stream_is_measured_and_the_connection_is_kept():
     assert json.loads(body)["stream"] is True and json.loads(body)["prompt"] == "hi"
 
 
-def test_chunked_stream_with_extensions_and_trailers():
+def test_chunked_stream_with_extensions_and_trailers(measure):
     records, server = measure(chunked(event("x"), event("y") + event("z"), b"data: [DONE]\n\n", pause=0.01), requests=2)
     assert [r.output_text for r in records] == ["xyz", "xyz"]
     assert records[0].output_tokens == 3
@@ -128,7 +141,7 @@ def test_chunked_stream_with_extensions_and_trailers():
     assert server.connections == 1
 
 
-def test_sse_events_split_across_tcp_reads_are_put_together_and_timed_on_arrival():
+def test_sse_events_split_across_tcp_reads_are_put_together_and_timed_on_arrival(measure):
     first, second = event("He"), event("llo")
 
     async def respond(writer, number, request):
@@ -149,7 +162,7 @@ def test_sse_events_split_across_tcp_reads_are_put_together_and_timed_on_arrival
     assert record.ttft_ms + record.itl_ms[0] >= 85
 
 
-def test_a_500_is_a_request_error_and_the_connection_serves_the_next_request():
+def test_a_500_is_a_request_error_and_the_connection_serves_the_next_request(measure):
     error, stream = fixed(500, b'{"error": {"message": "boom"}}'), fixed(body=SSE)
 
     async def respond(writer, number, request):
@@ -161,7 +174,7 @@ def test_a_500_is_a_request_error_and_the_connection_serves_the_next_request():
 
 
 @pytest.mark.parametrize("framing", ["content-length", "chunked"])
-def test_a_server_closing_the_connection_mid_stream_is_an_error(framing):
+def test_a_server_closing_the_connection_mid_stream_is_an_error(framing, measure):
     async def respond(writer, number, request):
         if framing == "chunked":
             writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n%x\r\n%s" % (100, event("a")))
@@ -175,7 +188,7 @@ def test_a_server_closing_the_connection_mid_stream_is_an_error(framing):
     assert record.error.startswith("RemoteProtocolError: the server closed the connection while sending")
 
 
-def test_a_body_that_ends_with_the_connection_is_read_to_its_end():
+def test_a_body_that_ends_with_the_connection_is_read_to_its_end(measure):
     async def respond(writer, number, request):
         writer.write(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n" + SSE)
         await writer.drain()
@@ -186,7 +199,7 @@ def test_a_body_that_ends_with_the_connection_is_read_to_its_end():
     assert server.connections == 2, "the server said close: a new connection for the second request"
 
 
-def test_a_silent_server_times_out_as_a_request_error():
+def test_a_silent_server_times_out_as_a_request_error(measure):
     async def respond(writer, number, request):
         writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
         await writer.drain()
@@ -196,6 +209,102 @@ def test_a_silent_server_times_out_as_a_request_error():
     (record,), _ = measure(respond, timeout_s=0.2)
     assert record.error == "ReadTimeout: the server sent nothing for 0.2 s while sending a chunk's size"
     assert time.perf_counter() - started < 3
+
+
+def test_an_interim_response_is_skipped_for_the_real_one(measure):
+    async def respond(writer, number, request):
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        await fixed(body=SSE)(writer, number, request)
+
+    records, server = measure(respond, requests=2)
+    assert [r.output_text for r in records] == ["ab", "ab"] and server.connections == 1
+
+
+@pytest.mark.parametrize("count", ['"2"', "-1", "1.5", "true", "null", '{"n": 1}'])
+def test_a_usage_count_that_is_not_a_whole_number_is_not_believed(count, measure):
+    usage = b'data: {"choices":[],"usage":{"prompt_tokens":%s,"completion_tokens":%s}}\n\n' % ((count.encode(),) * 2)
+    (record,), _ = measure(fixed(body=event("a") + event("b") + event("c") + usage + b"data: [DONE]\n\n"))
+    assert record.ok, record.error
+    assert (record.output_tokens, record.prompt_tokens) == (3, 0), "the text chunks counted instead"
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (b"zz\r\n", "RemoteProtocolError: the server sent a bad chunk size b'zz\\r\\n'"),
+        (b"2\r\nabcd\r\n", "RemoteProtocolError: the server sent a chunk longer than its size"),
+    ],
+)
+def test_a_malformed_chunk_is_a_protocol_error(body, error, measure):
+    async def respond(writer, number, request):
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n" + body)
+        await writer.drain()
+        await asyncio.sleep(0.2)
+        return False
+
+    (record,), _ = measure(respond)
+    assert record.error == error
+
+
+def test_a_chunk_that_is_not_json_fails_its_request_and_the_next_one_gets_a_new_connection(measure):
+    bad, good = fixed(body=b"data: {not json\n\n" + SSE), fixed(body=SSE)
+
+    async def respond(writer, number, request):
+        await (bad if number == 1 else good)(writer, number, request)
+
+    (failed, ok), server = measure(respond, requests=2)
+    assert failed.error.startswith("JSONDecodeError: ") and ok.ok
+    assert server.connections == 2, "a response left half read cannot carry the next request"
+
+
+def test_an_error_event_fails_its_request_and_the_connection_is_kept(measure):
+    error = b'data: {"error": {"message": "overloaded"}}\n\n'
+    records, server = measure(fixed(body=event("a") + error + SSE), requests=2)
+    assert [r.error for r in records] == ["error event: overloaded"] * 2 and server.connections == 1
+
+
+def test_a_server_that_closes_after_each_response_gets_a_new_connection_each_time(measure):
+    async def respond(writer, number, request):
+        await fixed(body=SSE)(writer, number, request)
+        return False  # closes without saying so
+
+    records, server = measure(respond, requests=3)
+    assert [r.error for r in records] == [None] * 3 and server.connections == 3
+
+
+def test_a_server_that_hangs_up_without_answering_fails_the_request(measure):
+    async def respond(writer, number, request):
+        return False
+
+    (record,), server = measure(respond)
+    assert record.error == "RemoteProtocolError: the server closed the connection without answering"
+    assert server.connections == 1, "a fresh connection is not sent again"
+
+
+def test_the_callback_client_connects_refuses_and_cancels_cleanly(unused_port):
+    async def slow(writer, number, request):
+        if number == 1:  # the head, then silence
+            writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+            await writer.drain()
+            await asyncio.sleep(5)
+        await chunked(event("o"), b"data: [DONE]\n\n")(writer, number, request)
+
+    async def go():
+        refused = await SseClient().send(parse_target(f"http://127.0.0.1:{unused_port}"), SPEC, clock=time.perf_counter)
+        async with Server(slow) as server:
+            client, target = SseClient(), parse_target(server.url)
+            task = asyncio.create_task(client.send(target, SPEC, clock=time.perf_counter))
+            await asyncio.sleep(0.1)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            record = await client.send(target, SPEC, clock=time.perf_counter)
+            await client.aclose()
+            return refused, record, server
+
+    refused, record, server = asyncio.run(go())
+    assert refused.error.startswith(f"ConnectError: cannot connect to 127.0.0.1:{unused_port} (")
+    assert record.ok and server.connections == 2, "the cancelled request's connection was not used again"
 
 
 def test_a_refused_connection_is_a_connect_error(unused_port):
@@ -281,7 +390,7 @@ def test_only_http_is_spoken_and_https_goes_through_httpx():
 
     asyncio.run(go())
     assert isinstance(connector(tls=True)(), httpx.AsyncClient)
-    assert isinstance(connector()(), Http1Client)
+    assert isinstance(connector()(), SseClient)
 
 
 def test_a_whole_load_test_runs_on_the_lean_client():
