@@ -60,8 +60,7 @@ CurrentWindow = Annotated[
 def _skipped(malformed: Malformed) -> str:
     if not malformed.total:
         return ""
-    kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(malformed.counts.items()))
-    return f" ({malformed.total} malformed skipped: {kinds})"
+    return f" ({malformed.total} malformed skipped: {malformed.describe()})"
 
 
 @app.command("parse")

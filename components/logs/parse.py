@@ -65,7 +65,7 @@ def parse_files(
     malformed = Malformed()
     made = make_dirs(out.parent)  # removed again when the sources turn out to be unusable
     ids = out.with_name(f".{out.name}.ids")
-    lines = 0
+    lines = mined_lines = 0
     names: dict[str, int] = {}  # each source file's place in `files`, which the pending rows refer to
     examples: dict[int, str] | None = {} if refiner is not None else None  # a line of each template, to show
     try:
@@ -80,13 +80,16 @@ def parse_files(
                 if mined is None:
                     write(f"0\t{source}\t\n")
                 else:
+                    mined_lines += 1
                     text, tokens, shown = mined
                     cluster = add(tokens, shown)
                     if examples is not None and cluster not in examples:
                         examples[cluster] = text
                     write(f"{cluster}\t{source}\t{text}\n")
-        if lines == 0:
-            raise LogSourceError(f"{', '.join(map(str, sources))} holds no log lines: nothing to parse")
+        if lines == 0 or not mined_lines:
+            where = ", ".join(map(str, sources))
+            skipped = f" ({malformed.total} malformed skipped: {malformed.describe()})" if malformed.total else ""
+            raise LogSourceError(f"{where} holds no log lines{skipped}: nothing to parse")
         events = miner.events()
         if refiner is not None:
             events = refiner.refine(events, examples or {})

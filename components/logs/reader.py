@@ -57,6 +57,10 @@ class Malformed(BaseModel):
         """How many lines and files were skipped, all kinds together."""
         return sum(self.counts.values())
 
+    def describe(self) -> str:
+        """How many of each kind, as `26 binary, 3 invalid_utf8`."""
+        return ", ".join(f"{count} {kind}" for kind, count in sorted(self.counts.items()))
+
     def add(self, kind: MalformedKind, where: str, detail: str = "") -> None:
         """Count one bad line or file at `where` (`file:line`), keeping the first few as examples."""
         self.counts[kind] = self.counts.get(kind, 0) + 1

@@ -91,6 +91,25 @@ def test_parse_rejects_a_missing_file_and_an_empty_one_with_one_sentence(tmp_pat
     assert not (tmp_path / "new").exists(), "a refused input creates no directory"
 
 
+def test_a_source_whose_every_line_is_malformed_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    # A compressed or binary file given by mistake: before, `parse` wrote a CSV of `<malformed line>` rows and
+    # exited 0 (detect refuses the same input); now one sentence, exit 1, no output and no state.
+    (tmp_path / "app.log").write_bytes(b"\x89PNG\r\n\x00\x01\n\xff\xfe\n" * 2)
+    out, state = tmp_path / "new" / "o.csv", tmp_path / "state" / "drain3.bin"
+    result = CliRunner().invoke(
+        app, ["parse", str(tmp_path / "app.log"), "--out", str(out), "--state", str(state.parent)]
+    )
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        f"error: {tmp_path / 'app.log'} holds no log lines (6 malformed skipped: 2 binary, 4 invalid_utf8): "
+        "nothing to parse"
+    ]
+    assert not (tmp_path / "new").exists() and not state.parent.exists(), "a refused input writes nothing"
+    (tmp_path / "mixed.log").write_bytes(b"INFO started\n\x00\x01\n")
+    mixed = parse_files([tmp_path / "mixed.log"], tmp_path / "mixed.csv")
+    assert (mixed.lines, mixed.templates, mixed.malformed.counts) == (2, 1, {"binary": 1}), "one readable line will do"
+
+
 def test_the_template_state_carries_ids_across_runs(tmp_path: Path) -> None:
     state = tmp_path / "state" / "drain3.bin"
     (tmp_path / "day1.log").write_text("INFO user 1 logged in\nINFO disk 90% full\n")
