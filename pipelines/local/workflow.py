@@ -27,8 +27,8 @@ from components import kubeyaml
 from components.durations import DurationError, DurationTooLong, parse_go_duration
 from components.errors import InputError
 from components.files import MANIFEST_MAX_BYTES, describe_yaml_error, kind_of, read_text
-from components.names import is_dns1123_subdomain
-from pipelines.local import CRON_LABEL
+from components.names import is_dns1123_label, is_dns1123_subdomain
+from pipelines.local import CRON_LABEL, volumes
 
 __all__ = [
     "API_VERSION",
@@ -445,7 +445,7 @@ def _check_templates(spec: Mapping[str, Any]) -> None:
         _check_artifact_arguments(holder, where)
     named = [(f"template {t.get('name')!r}", t) for t in templates if t.get("name") in used]
     for where, template in [*named, *inline]:
-        _check_runnable(_merge_defaults(template, defaults) if defaults else template, where)
+        _check_runnable(_merge_defaults(template, defaults) if defaults else template, where, spec)
     for where, holder in holders:
         if holder.get("templateRef"):
             raise WorkflowError(
@@ -558,10 +558,10 @@ def _check_kind(template: Mapping[str, Any], where: str = "") -> None:
         raise WorkflowError(f"{where} has no container, script, resource, dag, steps or suspend.")
 
 
-def _check_runnable(template: Mapping[str, Any], where: str) -> None:
-    """Refuse what a template that may run needs and the local runner does not have.
+def _check_runnable(template: Mapping[str, Any], where: str, spec: Mapping[str, Any]) -> None:
+    """Refuse what a template that may run needs and the local runner does not have, or its pod could not have.
 
-    An image's entrypoint, an artifact repository, an artifact from outside.
+    An image's entrypoint, an artifact repository, an artifact from outside, a volume that is not there.
     """
     kind = template_type(template)
     if kind in ("container", "script") and not template[kind].get("command"):
@@ -573,10 +573,14 @@ def _check_runnable(template: Mapping[str, Any], where: str) -> None:
     if kind == "resource":
         _check_resource(template, where)
     leaf = kind in _LEAF_TYPES
+    mounted: list[str] = []
+    if leaf:
+        _check_volumes(template, spec, where)
+        mounted = list(volumes.moved_mounts(template, spec))
     for artifact in (template.get("outputs") or {}).get("artifacts") or []:
         here = f"{where} output artifact {artifact['name']!r}"
         if leaf:
-            _check_artifact_path(artifact, here)
+            _check_artifact_path(artifact, here, mounted)
         elif not artifact.get("from") and not artifact.get("fromExpression"):
             raise WorkflowError(f"{here} needs from or fromExpression: the artifact of which step it is.")
         else:
@@ -585,7 +589,48 @@ def _check_runnable(template: Mapping[str, Any], where: str) -> None:
         here = f"{where} input artifact {artifact['name']!r}"
         _check_artifact_source(artifact, here)
         if leaf:
-            _check_artifact_path(artifact, here)
+            _check_artifact_path(artifact, here, mounted)
+
+
+def _check_volumes(template: Mapping[str, Any], spec: Mapping[str, Any], where: str) -> None:
+    """Each volume a leaf template mounts, as Argo's controller and Kubernetes take it when they make the pod.
+
+    On Argo the step errs when its turn comes ("volume 'x' not found in workflow spec") or Kubernetes refuses its
+    pod; here the workflow is refused before anything runs.
+    """
+    for mount in volumes.mounts(template):
+        name = stringify(mount.get("name") or "")
+        if "{{" in name:
+            continue
+        volume = volumes.find_volume(name, template, spec)
+        if volume is None:
+            raise WorkflowError(
+                f"{where} volumeMounts: volume {name!r} is not in the template's volumes, spec.volumes or "
+                "spec.volumeClaimTemplates; define it there or mount one that is."
+            )
+        if not is_dns1123_label(name):
+            raise WorkflowError(
+                f"{where} volume {name!r} is not a volume name: lower-case letters, digits and '-', at most 63, "
+                "starting and ending with a letter or digit (a DNS-1123 label)."
+            )
+        claim = stringify((volume.get("persistentVolumeClaim") or {}).get("claimName") or "")
+        if claim and "{{" not in claim and not is_dns1123_subdomain(claim):
+            raise WorkflowError(
+                f"{where} volume {name!r} persistentVolumeClaim.claimName {claim!r} is not a claim name: lower-case "
+                "letters, digits, '-' and '.', starting and ending with a letter or digit (a DNS-1123 subdomain)."
+            )
+        sub = stringify(mount.get("subPath") or "")
+        if sub.startswith("/") or ".." in sub.split("/"):
+            raise WorkflowError(
+                f"{where} volumeMounts subPath {sub!r} of volume {name!r} leaves the volume: Kubernetes takes only "
+                "a relative path without '..'."
+            )
+        moved = volumes.place(volume) is not None
+        if moved and ("{{" in sub or mount.get("subPathExpr")):
+            raise WorkflowError(
+                f"{where} volumeMounts of volume {name!r} take their subPath from a variable, which the local runner "
+                "cannot place inside the volume: spell the subPath out."
+            )
 
 
 def _check_container_set(spec: Any, where: str) -> None:
@@ -649,13 +694,16 @@ def _check_http(spec: Any, where: str) -> None:
             )
 
 
-def _check_artifact_path(artifact: Mapping[str, Any], where: str) -> None:
+def _check_artifact_path(artifact: Mapping[str, Any], where: str, mounted: list[str]) -> None:
+    """An artifact's path is in the step's own directory or on a volume that moved (`mounted`), never the host's."""
     path = artifact.get("path")
     parts = path.split("/") if isinstance(path, str) else []
-    if len(parts) < 2 or parts[0] or parts[1] in HOST_ROOTS or ".." in parts:
+    on_volume = isinstance(path, str) and any(path == m or path.startswith(f"{m}/") for m in mounted)
+    if len(parts) < 2 or parts[0] or ".." in parts or (parts[1] in HOST_ROOTS and not on_volume):
         raise WorkflowError(
-            f"{where} is at {path!r}; the local runner keeps artifacts in the step's own directory, so it takes "
-            "an absolute path outside this machine's system directories (/etc, /usr, /home, /mnt, ...): use /tmp."
+            f"{where} is at {path!r}; the local runner keeps artifacts in the step's own directory or its volumes, "
+            "so it takes an absolute path outside this machine's system directories (/etc, /usr, /home, /mnt, ...) "
+            "unless a claim or emptyDir is mounted there: use /tmp."
         )
 
 

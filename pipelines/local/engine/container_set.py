@@ -17,10 +17,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-from pipelines.local.engine.executors import LeafContext, LeafResult, ProcessTable, _Running, localize, run_container
+from pipelines.local.engine.executors import LeafContext, LeafResult, ProcessTable, _Running, run_container
 from pipelines.local.engine.status import Outputs
 from pipelines.local.workflow import parse_duration
 
@@ -71,10 +70,6 @@ def run_container_set(
         attempts, pause_s = _backoff(template)
     except ValueError as err:
         return LeafResult("Error", str(err))
-    for mount in [*shared, *(m for c in containers for m in c.get("volumeMounts") or [])]:
-        path = Path(localize(str(mount.get("mountPath") or ""), ctx.node_dir))
-        if path.is_relative_to(ctx.node_dir):  # the pod's own volume: there once mounted, as emptyDir
-            path.mkdir(parents=True, exist_ok=True)
     pod = _PodTable(run=table)
     results: dict[str, LeafResult] = {}
     ended = {str(c["name"]): threading.Event() for c in containers}

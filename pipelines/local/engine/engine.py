@@ -312,7 +312,7 @@ class Engine:
     def prepare(self, template: dict[str, Any], call: Call) -> Prepared:
         """Argo's ProcessArgs + SubstituteParams: bind inputs to arguments and substitute what is known."""
         if template_type(template) in ("container", "script", "containerSet"):
-            template = mark_paths(template)  # before values arrive: only the template's own paths move
+            template = mark_paths(template, self.wf.spec)  # before values arrive: only the template's own paths move
         base = self.globals()
         base.update(call.locals)
         base["node.name"] = call.name

@@ -4,11 +4,12 @@ Images are ignored: a command starting with `python`/`python3` runs this environ
 else runs from the host's PATH. Absolute paths under `/tmp` and `/argo` that the template itself spells out
 (the script at `/argo/staging/script`, output files such as `/tmp/result.txt`, Hera's `/tmp/hera-outputs`) are
 rewritten into the node's own directory — in the command, args, env values, script source and output paths —
-so parallel nodes never share a file; values that arrive through parameters are host paths and stay as they
-are. A node's stdout and stderr go to `main.log` in that directory (the end of stderr to `stderr.tail` too);
+so parallel nodes never share a file, and so are the literal paths of mounted claims and emptyDirs, into their
+volume's directory (`pipelines.local.volumes`); values that arrive through parameters are host paths and stay as
+they are. A node's stdout and stderr go to `main.log` in that directory (the end of stderr to `stderr.tail` too);
 stdout, less one trailing newline, is `outputs.result` (its last 256 kB, as Argo's executor keeps of a longer
 one). All three are redacted a line at a time as they are written (`components.redact`): a secret a step
-prints is stored masked. Volumes, resources and env variables taken `valueFrom` a Secret or ConfigMap are
+prints is stored masked. Other volumes, resources and env variables taken `valueFrom` a Secret or ConfigMap are
 ignored: steps share the host's filesystem.
 """
 
@@ -31,6 +32,7 @@ from typing import Any
 from components.redact import LogRedactor
 from pipelines.local.engine.resume_marker import supplied_outputs
 from pipelines.local.engine.status import Artifact, Outputs, Parameter
+from pipelines.local.volumes import NODE_DIR, localize, mounts, moved_mounts
 from pipelines.local.workflow import HOST_ROOTS, NO_COMMAND, parse_duration, stringify
 
 __all__ = [
@@ -42,7 +44,6 @@ __all__ = [
     "ProcessTable",
     "STDERR_TAIL",
     "kill_stale",
-    "localize",
     "mark_paths",
     "read_output_parameters",
     "run_container",
@@ -65,8 +66,8 @@ MAX_RESULT_BYTES = 256 * 1024  # Argo's executor keeps the last 256 kB of a long
 # path the template declares for an output parameter or an artifact (`/outputs/x/data` moves /outputs), as
 # each pod has its own filesystem; never the host's own directories, which the local process needs as they are.
 _OWN_ROOTS = ("tmp", "argo")
-# Stands for the node's directory in a template until the node runs (no parameter value can contain it).
-NODE_DIR = "\x00node-dir\x00"
+# Where an output artifact on a volume shared beyond the pod (a claim) is copied as its step ends, in its node dir.
+_SNAPSHOTS = ".artifacts"
 
 
 @dataclass
@@ -149,18 +150,30 @@ class ProcessTable:
                 entry.kill(reason)
 
 
-def mark_paths(template: Mapping[str, Any]) -> dict[str, Any]:
-    """A container/script template whose own `/tmp/...` and `/argo/...` paths point into the node's directory."""
-    roots = _roots(template)
+def mark_paths(template: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A container/script template whose own paths point where they are kept here (before parameters arrive).
+
+    `/tmp/...`, `/argo/...` and the top directory of each declared output path move into the node's directory;
+    the mount paths of claims and emptyDirs of `spec` (the workflow's) into their volume's. One pattern marks them
+    all, longest first, so a rewritten path is never rewritten again. Output parameters and artifacts keep the
+    path the template declares as `_declared_path`, the one Argo records and messages name.
+    """
+    targets = {f"/{root}": f"{NODE_DIR}/{root}" for root in _roots(template)}
+    targets.update(moved_mounts(template, spec))
+    alternatives = "|".join(map(re.escape, sorted(targets, key=len, reverse=True)))
+    pattern = re.compile(rf"(?<![\w.~/$-])({alternatives})(?=/|[^\w.-]|$)")
 
     def mark(value: Any) -> Any:
         if isinstance(value, str):
-            return roots.sub(lambda m: f"{NODE_DIR}/{m.group(1)}", value) if "/" in value else value
+            return pattern.sub(lambda m: targets[m.group(1)], value) if "/" in value else value
         if isinstance(value, Mapping):
             return {k: mark(v) for k, v in value.items()}
         if isinstance(value, list):
             return [mark(v) for v in value]
         return value
+
+    def mark_path(holder: Mapping[str, Any]) -> dict[str, Any]:
+        return {**holder, "path": mark(holder["path"]), "_declared_path": holder["path"]}
 
     out = dict(template)
     for kind in ("container", "script", "containerSet"):
@@ -169,7 +182,7 @@ def mark_paths(template: Mapping[str, Any]) -> dict[str, Any]:
     outputs = out.get("outputs")
     if isinstance(outputs, Mapping) and outputs.get("parameters"):
         params = [
-            {**p, "valueFrom": {**p["valueFrom"], "path": mark(p["valueFrom"]["path"])}}
+            {**p, "valueFrom": mark_path(p["valueFrom"])}
             if isinstance(p.get("valueFrom"), Mapping) and p["valueFrom"].get("path")
             else p
             for p in outputs["parameters"]
@@ -178,7 +191,7 @@ def mark_paths(template: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("inputs", "outputs"):
         block = out.get(key)
         if isinstance(block, Mapping) and block.get("artifacts"):
-            artifacts = [{**a, "path": mark(a["path"])} if a.get("path") else a for a in block["artifacts"]]
+            artifacts = [mark_path(a) if a.get("path") else a for a in block["artifacts"]]
             out[key] = {**block, "artifacts": artifacts}
     return out
 
@@ -192,24 +205,13 @@ def _declared(template: Mapping[str, Any], start: str = "/") -> list[str]:
         *((p.get("valueFrom") or {}).get("path") for p in (template.get("outputs") or {}).get("parameters") or []),
         *(a.get("path") for key in ("inputs", "outputs") for a in (template.get(key) or {}).get("artifacts") or []),
     ]
-    container_set = template.get("containerSet")
-    if isinstance(container_set, Mapping):  # the volumes its containers share: the pod's own, as under /tmp
-        mounts = [*(container_set.get("volumeMounts") or [])]
-        mounts += [m for c in container_set.get("containers") or [] for m in c.get("volumeMounts") or []]
-        declared += [m.get("mountPath") for m in mounts if isinstance(m, Mapping)]
     cut = len(start.rstrip("/"))
     return [p[cut:] for p in declared if isinstance(p, str) and p.startswith(start.rstrip("/") + "/") and p[cut + 1 :]]
 
 
-def _roots(template: Mapping[str, Any]) -> re.Pattern[str]:
-    tops = {path.split("/")[1] for path in _declared(template)}
-    roots = sorted((tops - HOST_ROOTS) | set(_OWN_ROOTS))
-    return re.compile(rf"(?<![\w.~/$-])/({'|'.join(map(re.escape, roots))})(?=/|[^\w.-]|$)")
-
-
-def localize(text: str, node_dir: Path) -> str:
-    """Resolve the paths `mark_paths` marked to this node's directory."""
-    return text.replace(NODE_DIR, str(node_dir)) if NODE_DIR in text else text
+def _roots(template: Mapping[str, Any]) -> set[str]:
+    """The top directories that move into the node's directory: /tmp, /argo and those of declared paths."""
+    return ({path.split("/")[1] for path in _declared(template)} - HOST_ROOTS) | set(_OWN_ROOTS)
 
 
 def _argv(spec: Mapping[str, Any], ctx: LeafContext, kind: str) -> list[str]:
@@ -236,13 +238,17 @@ def _env(spec: Mapping[str, Any], ctx: LeafContext) -> dict[str, str]:
 
 
 def _prepare_dir(template: Mapping[str, Any], node_dir: Path) -> None:
-    """The node's own /tmp and /argo/staging, and its input artifacts where it reads them.
+    """The node's own /tmp and /argo/staging, its volumes' directories, and its input artifacts where it reads them.
 
     As Argo's init container does: `raw` data is written, another step's artifact (`_source`) copied; the loader
     refused artifacts from anywhere else.
     """
     (node_dir / "tmp").mkdir(parents=True, exist_ok=True)
     (node_dir / "argo" / "staging").mkdir(parents=True, exist_ok=True)
+    for mount in mounts(template):  # a volume that moved exists once mounted; a host path is never made here
+        path = str(mount.get("mountPath") or "")
+        if path != localize(path, node_dir):
+            Path(localize(path, node_dir)).mkdir(parents=True, exist_ok=True)
     for artifact in (template.get("inputs") or {}).get("artifacts") or []:
         target = Path(localize(str(artifact["path"]), node_dir))
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -410,8 +416,9 @@ def read_output_parameters(template: Mapping[str, Any], ctx: LeafContext) -> lis
                 value = value[:-1] if value.endswith("\n") else value
             except OSError:
                 if default is None:
+                    shown = source.get("_declared_path", source["path"])
                     raise _LeafError(
-                        f"output parameter {param['name']!r}: {source['path']} does not exist and has no default."
+                        f"output parameter {param['name']!r}: {shown} does not exist and has no default."
                     ) from None
                 value = stringify(default)
         elif default is not None:
@@ -425,20 +432,38 @@ def read_output_parameters(template: Mapping[str, Any], ctx: LeafContext) -> lis
 
 
 def read_output_artifacts(template: Mapping[str, Any], ctx: LeafContext) -> list[Artifact]:
-    """The output artifacts the step wrote, kept where it wrote them in its node's directory."""
+    """The output artifacts the step wrote, kept in its node's directory.
+
+    One on a volume shared beyond the pod (a claim) is copied there as the step ends, as Argo uploads it then:
+    a later step that changes the volume does not change the artifact.
+    """
     out: list[Artifact] = []
     run_dir = ctx.node_dir.parent.parent
     for artifact in (template.get("outputs") or {}).get("artifacts") or []:
         path = Path(localize(str(artifact["path"]), ctx.node_dir))
+        declared = str(artifact.get("_declared_path", artifact["path"]))
         if not path.exists():
             if artifact.get("optional"):
                 continue
-            shown = str(artifact["path"]).replace(NODE_DIR, "")
-            raise _LeafError(f"output artifact {artifact['name']!r}: {shown} does not exist.")
-        declared = str(artifact["path"]).replace(NODE_DIR, "")
+            raise _LeafError(f"output artifact {artifact['name']!r}: {declared} does not exist.")
+        if not path.is_relative_to(ctx.node_dir):
+            path = _snapshot(path, ctx.node_dir / _SNAPSHOTS / str(artifact["name"]))
         local = str(path.relative_to(run_dir))
         out.append(Artifact(name=artifact["name"], path=declared, local=local, globalName=artifact.get("globalName")))
     return out
+
+
+def _snapshot(source: Path, target: Path) -> Path:
+    """A copy of the file or directory `source` at `target`."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True)
+        else:
+            shutil.copyfile(source, target)
+    except OSError as err:
+        raise _LeafError(f"output artifact {target.name!r}: {err.strerror or err}.") from None
+    return target
 
 
 def run_suspend(
