@@ -66,11 +66,13 @@ def plan_within(
     fallback: str = "",
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    say: Callable[[str], None] | None = None,
 ) -> Decision:
     """Plan, and while the answer is Wait look again after its recheck time, for at most `max_wait_s` in all.
 
     When the time is up and the answer is still Wait, the rules take the best candidate anyway (Volcano queues
-    the job): a run is never stuck in planning. `look` observes the cluster afresh each time.
+    the job): a run is never stuck in planning. `look` observes the cluster afresh each time; `say` is told each
+    wait in one line (the plan step's log, so a long wait shows why).
     """
     started = clock()
     decision = decide(policy, look(), "plan", fallback)
@@ -78,7 +80,11 @@ def plan_within(
         left = max_wait_s - (clock() - started)
         if left <= 0:
             break
-        sleep(min(decision.action.recheck_s, left))
+        pause = min(decision.action.recheck_s, left)
+        if say is not None:
+            left_s = f"{left:.0f} s of max-plan-wait-s left"
+            say(f"waiting: {decision.action.reason}; looking again in {pause:.0f} s ({left_s})")
+        sleep(pause)
         decision = decide(policy, look(), "plan", fallback)
     if not isinstance(decision.action, Wait):
         return decision

@@ -59,6 +59,12 @@ class RulesConfig(BaseModel):
     mean_remaining_s: float = Field(default=7200.0, gt=0)
     # How soon a Wait looks again (never later than the wait it expects).
     recheck_s: float = Field(default=60.0, gt=0)
+    # How long planning may answer Wait in all before the best candidate is submitted anyway (the pipeline's
+    # `max-plan-wait-s`, `agent.policies.plan_within`). A gang submitted while it must wait holds its place in
+    # Volcano's queue, but commits the run to that size and queue; one that waits for something to start now
+    # keeps every choice open. 24 h: the best mean on the agent benchmark's Sep/Oct 2017 windows (60 s cost 4.5%;
+    # docs/agent-benchmark.md, "The plan's wait bound").
+    max_plan_wait_s: float = Field(default=86400.0, ge=0)
     # The start deadline of a submitted attempt (`start_deadline_s`): a gang still pending after this many times
     # the wait the plan expected for it is deleted and planned again (nothing ran, nothing is lost), ...
     # (1.5, 15 min, one re-plan: the best mean on the Sep/Oct 2017 windows of docs/agent-benchmark.md)

@@ -16,7 +16,7 @@ from agent.actions import Abort, Downscale, Proceed, RetryFromCheckpoint, Wait
 from agent.failures import attempt_record
 from agent.observation import AttemptRecord, CheckpointInfo, Observation, PlanRequest, Throughput
 from agent.policy import Policy
-from agent.policy_rules import RulesConfig
+from agent.policy_rules import RulePolicy, RulesConfig
 from benchmarks.agent_sim import SimJob, Simulation
 from benchmarks.agent_trace import FALLBACK_QUEUE, TARGET_QUEUE, Request
 from components.volcano.cluster import Event, JobInfo, PodInfo
@@ -299,7 +299,8 @@ class Rules(Training):
     ) -> None:
         super().__init__(sim, request, efficiency, costs)
         self.policy = policy
-        self.config = config or RulesConfig()  # its start deadline, as the pipeline's plan step reads it
+        self.config = config or RulesConfig()  # its start deadline and wait bound, as the plan step reads them
+        self.planning_since: float | None = None  # when the plan step now running began (it may Wait a while)
         self.replans = 0  # attempts deleted at their start deadline: neither failures nor in the retry budget
         self.avoid: list[str] = []
         self.resume = ""
@@ -311,9 +312,22 @@ class Rules(Training):
         self.sim.at(self.sim.now + STEP_S, self.plan)
 
     def plan(self) -> None:
-        """Ask the policy how to train now; a Wait asks again later."""
+        """Ask the policy how to train now; a Wait asks again later, for at most `max_plan_wait_s` in all, then the
+        rules take the best candidate anyway: the plan step's `agent.policies.plan_within`."""
+        if self.planning_since is None:
+            self.planning_since = self.sim.now
         observation = self.observe()
         action = self.policy.decide(observation, "plan").action
+        if isinstance(action, Wait):
+            deadline = self.planning_since + self.config.max_plan_wait_s  # absolute: the clock is the trace's epoch
+            if self.sim.now < deadline:
+                self.kinds[action.kind] += 1
+                self.sim.at(min(self.sim.now + action.recheck_s, deadline), self.plan)
+                return
+            rules = self.policy if isinstance(self.policy, RulePolicy) else RulePolicy(self.config)
+            action = rules.plan(observation, may_wait=False)
+            self.kinds["waited_out"] += 1
+        self.planning_since = None
         self.kinds[action.kind] += 1
         if isinstance(action, Proceed | Downscale):
             self.batch = action.global_batch
@@ -325,8 +339,6 @@ class Rules(Training):
             if deadline_s:
                 job = self.sim.jobs[f"default/{self.request.name}-{self.out.attempts}"]
                 self.sim.at(self.sim.now + deadline_s, lambda: self.start_deadline(job))
-        elif isinstance(action, Wait):
-            self.sim.at(self.sim.now + action.recheck_s, self.plan)
         elif isinstance(action, Abort):
             self.end("aborted", action.reason)
         else:

@@ -15,6 +15,7 @@ from hera.workflows import Parameter
 from pydantic import ValidationError
 
 from agent.observation import PlanRequest
+from agent.policy_rules import RulesConfig
 from components.errors import InputError
 from components.finetune.base_model import check_base_model
 from components.images import check_image
@@ -72,7 +73,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     _param("agent-policy", "rules", "Who decides plan and diagnose: the rules, or an LLM (VCPILOT_LLM_URL)", POLICIES),
     _param(
         "max-plan-wait-s",
-        "60",
+        f"{RulesConfig().max_plan_wait_s:g}",
         "Longest the planner waits for the cluster to free up before it takes the best size it can get",
     ),
     _param("mlflow-tracking-uri", "", "MLflow tracking server; empty for MLflow's default (sqlite under VCPILOT_HOME)"),

@@ -172,6 +172,7 @@ def plan_training(inputs: TrainingPlanInput) -> TrainingPlan:
         policy,
         inputs.max_plan_wait_s,
         fallback=fallback,
+        say=lambda line: print(line, flush=True),
     )
     if inputs.replan_reason:
         why = f"{inputs.replan_reason}; {decision.action.rationale}"

@@ -338,6 +338,33 @@ def test_a_reclaimed_run_checkpoints_on_sigterm_and_loses_nothing(bench: ModuleT
     assert all(o.status == "finished" for o in found)
 
 
+def test_planning_waits_at_most_max_plan_wait_s_then_submits_the_best_as_the_plan_step_does(bench: ModuleType) -> None:
+    # every GPU of both queues is held for ten hours when the requests arrive: nothing can start now
+    busy = (
+        TenantJob("ml-team-0", TARGET_QUEUE, -60.0, 2, 8, 10 * HOUR, 0),
+        TenantJob("ml-spare-0", FALLBACK_QUEUE, -60.0, 1, 8, 10 * HOUR, 0),
+    )
+    trace = tiny_trace(busy)
+    from agent.policy_rules import RulePolicy, RulesConfig
+
+    def run(max_plan_wait_s: float) -> tuple[list, dict]:
+        config = RulesConfig(max_plan_wait_s=max_plan_wait_s)
+        found, kinds, _ = bench.simulate(
+            trace, "rules", efficiency=0.9, costs=Costs.for_model(1e9), policy=RulePolicy(config), config=config
+        )
+        return found, kinds
+
+    # agent.policies.plan_within: look again after recheck_s (60 s) while the bound allows, then take the best;
+    # each plan step (a re-plan after a start deadline too) waits afresh
+    _, kinds = run(60.0)
+    assert kinds["wait"] == kinds["waited_out"] == kinds["proceed"] + kinds["downscale"] >= 3
+    _, kinds = run(0.0)
+    assert kinds["wait"] == 0 and kinds["waited_out"] == kinds["proceed"] + kinds["downscale"] >= 3
+    found, kinds = run(RulesConfig().max_plan_wait_s)  # the default outlasts the tenants: it waits them out
+    assert kinds["waited_out"] == 0 and kinds["wait"] > 3 * 9 * 60
+    assert all(o.status == "finished" and o.first_start_s >= 10 * HOUR - 60 for o in found)
+
+
 # -- the command -------------------------------------------------------------------------------------------------
 
 

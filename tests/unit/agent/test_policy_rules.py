@@ -9,6 +9,7 @@ import pytest
 from agent.actions import Abort, Downscale, Proceed, RetryFromCheckpoint, Wait
 from agent.failures import attempt_record, classify_failure
 from agent.observation import AttemptRecord, CheckpointInfo, Observation, PlanRequest, Throughput
+from agent.policies import plan_within
 from agent.policy_rules import LLAMA3_NODE_MTBF_S, RulePolicy, RulesConfig, allowed_sizes, checkpoint_interval_s
 from components.volcano.cluster import Event, JobInfo, NodeInfo, PodInfo, QueueSnapshot
 
@@ -337,3 +338,49 @@ def test_by_default_busy_gpus_free_in_two_hours_so_a_long_wait_for_the_full_size
     assert isinstance(action, Downscale) and (action.gpus, action.grad_accum, action.global_batch) == (4, 2, 32)
     by_size = {c.gpus: c for c in action.candidates if c.queue == "gpu-a"}
     assert by_size[8].wait_s == pytest.approx(2400) and by_size[4].wait_s == 0
+
+
+# ---- plan_within: the plan step's wait ------------------------------------------------------------------------
+
+
+class FakeTime:
+    """A clock that moves only when the plan step sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_a_wait_looks_again_and_takes_what_starts_once_the_cluster_frees_up():
+    busy, idle = observation(queue=queue(), nodes=nodes(4, 4)), observation(queue=queue(), nodes=nodes(0, 0))
+    looks = iter([busy, busy, idle])
+    time, said = FakeTime(), []
+    decision = plan_within(lambda: next(looks), POLICY, 3600, sleep=time.sleep, clock=lambda: time.now, say=said.append)
+    assert isinstance(decision.action, Proceed) and decision.action.gpus == 8
+    assert time.sleeps == [60, 60] and len(said) == 2
+    assert said[0].startswith("waiting: nothing can start now (queue gpu-a has nothing pending ahead")
+    assert said[0].endswith("; looking again in 60 s (3600 s of max-plan-wait-s left)")
+
+
+def test_a_wait_that_outlasts_max_plan_wait_s_takes_the_best_candidate_and_says_so():
+    busy = observation(queue=queue(), nodes=nodes(4, 4))
+    time = FakeTime()
+    decision = plan_within(lambda: busy, POLICY, 150, sleep=time.sleep, clock=lambda: time.now)
+    assert time.sleeps == [60, 60, 30]  # never past the bound
+    assert isinstance(decision.action, Proceed | Downscale) and decision.action.global_batch == 32
+    waited = "waited 150 s, as long as max-plan-wait-s 150 allows, then took the best"
+    assert decision.action.rationale.startswith(waited)
+    time = FakeTime()
+    at_once = plan_within(lambda: busy, POLICY, 0, sleep=time.sleep, clock=lambda: time.now)
+    assert time.sleeps == [] and isinstance(at_once.action, Proceed | Downscale)
+
+
+def test_the_default_bound_is_the_pipelines_parameter():
+    from agent.policy_rules import RulesConfig
+    from pipelines.parameters import DEFAULTS
+
+    assert float(DEFAULTS["max-plan-wait-s"]) == RulesConfig().max_plan_wait_s == 86400
