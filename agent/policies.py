@@ -71,8 +71,10 @@ def plan_within(
     """Plan, and while the answer is Wait look again after its recheck time, for at most `max_wait_s` in all.
 
     When the time is up and the answer is still Wait, the rules take the best candidate anyway (Volcano queues
-    the job): a run is never stuck in planning. `look` observes the cluster afresh each time; `say` is told each
-    wait in one line (the plan step's log, so a long wait shows why).
+    the job): a run is never stuck in planning. `look` observes the cluster afresh each time; a look that finds
+    the cluster as the last one did keeps that answer without asking the policy again (an LLM would be asked the
+    same question once a minute for as long as the wait lasts). `say` is told each wait in one line (the plan
+    step's log, so a long wait shows why).
     """
     started = clock()
     decision = decide(policy, look(), "plan", fallback)
@@ -85,7 +87,11 @@ def plan_within(
             left_s = f"{left:.0f} s of max-plan-wait-s left"
             say(f"waiting: {decision.action.reason}; looking again in {pause:.0f} s ({left_s})")
         sleep(pause)
-        decision = decide(policy, look(), "plan", fallback)
+        seen = look()
+        if _unchanged(seen, decision.observation):
+            decision = decision.model_copy(update={"observation": seen})
+        else:
+            decision = decide(policy, seen, "plan", fallback)
     if not isinstance(decision.action, Wait):
         return decision
     rules = policy if isinstance(policy, RulePolicy) else RulePolicy()
@@ -103,3 +109,8 @@ def plan_within(
         refusals=decision.refusals,
         exchange=decision.exchange,  # the LLM's last say (a wait), so the trace shows what was overruled
     )
+
+
+def _unchanged(seen: Observation, before: Observation) -> bool:
+    """Whether two looks found the same cluster: everything but the time they were taken equal."""
+    return seen.model_copy(update={"time": before.time}) == before

@@ -10,6 +10,7 @@ from agent.actions import Abort, Downscale, Proceed, RetryFromCheckpoint, Wait
 from agent.failures import attempt_record, classify_failure
 from agent.observation import AttemptRecord, CheckpointInfo, Observation, PlanRequest, Throughput
 from agent.policies import plan_within
+from agent.policy import Decision
 from agent.policy_rules import LLAMA3_NODE_MTBF_S, RulePolicy, RulesConfig, allowed_sizes, checkpoint_interval_s
 from components.volcano.cluster import Event, JobInfo, NodeInfo, PodInfo, QueueSnapshot
 
@@ -384,3 +385,29 @@ def test_the_default_bound_is_the_pipelines_parameter():
     from pipelines.parameters import DEFAULTS
 
     assert float(DEFAULTS["max-plan-wait-s"]) == RulesConfig().max_plan_wait_s == 86400
+
+
+def test_a_look_that_finds_the_cluster_unchanged_keeps_the_answer_without_asking_again():
+    class Counting:
+        name = "counting"
+
+        def __init__(self) -> None:
+            self.asked = 0
+
+        def decide(self, observation: Observation, stage: str) -> Decision:
+            self.asked += 1
+            return POLICY.decide(observation, stage)  # type: ignore[arg-type]
+
+    busy = observation(queue=queue(), nodes=nodes(4, 4))
+    later = busy.model_copy(update={"time": busy.time + 60})  # the same cluster, a minute on
+    freer = observation(queue=queue(), nodes=nodes(4, 2)).model_copy(update={"time": busy.time + 120})  # 2 GPUs free
+    looks = iter([busy, later, later, freer])
+    policy, time = Counting(), FakeTime()
+    decision = plan_within(lambda: next(looks), policy, 600, sleep=time.sleep, clock=lambda: time.now)
+    assert policy.asked == 2 and time.sleeps == [60, 60, 60]
+    assert isinstance(decision.action, Downscale) and decision.observation == freer
+    # waiting out the bound on an unchanged cluster takes the best from the latest look
+    looks = iter([busy, later, later])
+    policy, time = Counting(), FakeTime()
+    decision = plan_within(lambda: next(looks), policy, 120, sleep=time.sleep, clock=lambda: time.now)
+    assert policy.asked == 1 and decision.observation == later and isinstance(decision.action, Proceed | Downscale)
