@@ -21,7 +21,7 @@ from components.entry import new_app
 from components.errors import InputError
 
 if TYPE_CHECKING:  # rich, the progress display and the runner are imported where they are used: `--help` needs none
-    from rich.console import Group
+    from rich.console import Console, ConsoleOptions, Group, RenderResult
     from rich.text import Text
     from rich.tree import Tree
 
@@ -185,8 +185,12 @@ def report_run(start: Start, json_output: bool) -> None:
     try:
         with interrupts(stop):
             if progress.mode == "live":
+
+                def logs(node_id: str) -> Path | None:
+                    return stop.run_dir / "nodes" / node_id / "main.log" if stop.run_dir else None
+
                 with progress.display(Text("starting…")) as show:
-                    result = start(lambda status: show(render_status(status)), stop, progress)
+                    result = start(lambda status: show(render_status(status, logs)), stop, progress)
             else:
                 events = NodeEvents(progress.event, lambda: stop.run_name) if progress.mode == "plain" else None
                 result = start(events, stop, progress)
@@ -262,8 +266,12 @@ def _next_steps(name: str) -> Text:
     )
 
 
-def render_status(status: dict[str, Any]) -> Group:
-    """The nodes of a status as a tree: each node under its step group, loop, retry or DAG."""
+def render_status(status: dict[str, Any], logs: Callable[[str], Path | None] | None = None) -> Group:
+    """The nodes of a status as a tree: each node under its step group, loop, retry or DAG.
+
+    With `logs` (a node id to its log), a running step shows the last line it wrote, read again each time the
+    live display draws: the plan step's `waiting: …`, the trainer's steps.
+    """
     from rich.console import Group
     from rich.tree import Tree
 
@@ -283,20 +291,51 @@ def render_status(status: dict[str, Any]) -> Group:
         kids.setdefault(parents[nid], []).append(nid)
     trees = []
     for root in kids.get(None, []):
-        tree = Tree(_label(nodes[root]))
-        _grow(tree, root, nodes, kids)
+        tree = Tree(_label(nodes[root], logs))
+        _grow(tree, root, nodes, kids, logs)
         trees.append(tree)
     return Group(*trees)
 
 
-def _grow(tree: Tree, nid: str, nodes: dict[str, dict[str, Any]], kids: dict[str | None, list[str]]) -> None:
+def _grow(
+    tree: Tree,
+    nid: str,
+    nodes: dict[str, dict[str, Any]],
+    kids: dict[str | None, list[str]],
+    logs: Callable[[str], Path | None] | None,
+) -> None:
     for child in kids.get(nid, []):
-        _grow(tree.add(_label(nodes[child])), child, nodes, kids)
+        _grow(tree.add(_label(nodes[child], logs)), child, nodes, kids, logs)
 
 
-def _label(node: dict[str, Any]) -> Text:
+class _LastLine:
+    """A running step's label and the last line of its log, read when drawn (escaped: a step writes anything)."""
+
+    def __init__(self, label: Text, log: Path) -> None:
+        self.label, self.log = label, log
+        self._seen: tuple[tuple[int, int], str] | None = None  # (mtime, size) of the log and its last line then
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from components.untrusted import printable
+        from pipelines.local.runner import last_line
+
+        try:
+            stat = self.log.stat()
+            version = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            version = (0, 0)
+        if self._seen is None or self._seen[0] != version:  # drawn 8 times a second: read only what changed
+            self._seen = (version, last_line(self.log))
+        text = self.label.copy()
+        if self._seen[1]:
+            text.append(f"  · {printable(self._seen[1], 160)}", style="dim")
+        yield text
+
+
+def _label(node: dict[str, Any], logs: Callable[[str], Path | None] | None = None) -> Text | _LastLine:
     from rich.text import Text
 
+    from components.untrusted import printable
     from pipelines.local.engine.status import parse_rfc3339
 
     icon, style = _ICONS.get(node.get("phase", ""), ("?", ""))
@@ -312,7 +351,9 @@ def _label(node: dict[str, Any]) -> Text:
     elif node.get("type") == "Pod" and (result := str((node.get("outputs") or {}).get("result") or "")):
         # Deciding steps print their reason as their result: show it, so the tree explains the run.
         first = result.strip().splitlines()[0] if result.strip() else ""
-        text.append(f"  → {first[:160]}{'…' if len(first) > 160 else ''}", style="italic")
+        text.append(f"  → {printable(first, 160)}", style="italic")
+    if node.get("type") == "Pod" and node.get("phase") == "Running" and logs and (log := logs(str(node.get("id")))):
+        return _LastLine(text, log)
     return text
 
 

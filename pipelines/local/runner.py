@@ -60,6 +60,7 @@ class StopRequest:
     def __init__(self) -> None:
         self._event = threading.Event()
         self.run_name: str | None = None
+        self.run_dir: Path | None = None  # runs/<name>, where each step's log is (the live display reads them)
 
     def set(self) -> None:
         """Ask the run to stop (it stops within a fraction of a second)."""
@@ -178,7 +179,7 @@ def run_workflow(
     document = {**workflow.document(), "local": {"cwd": os.getcwd(), "owned": []}}
     with _exclusive(run_dir, workflow.name):
         if stop is not None:
-            stop.run_name = workflow.name
+            stop.run_name, stop.run_dir = workflow.name, run_dir
         state = RunState(run_dir / "status.json", document, on_update=on_update)
         return _drive(workflow, state, home_path, cluster, stop)
 
@@ -245,7 +246,7 @@ def resume(
             return RunResult(name, str(status.get("phase") or "Running"), status, home_path, resumed=tuple(suspended))
         document["spec"].pop("shutdown", None)
         if stop is not None:
-            stop.run_name = name
+            stop.run_name, stop.run_dir = name, path.parent
         state = RunState(path, document, on_update=on_update)
         for node in state.nodes():
             if stopped and node.phase == "Failed" and node.message in (SHUTDOWN_MESSAGE, STOPPED_MESSAGE):

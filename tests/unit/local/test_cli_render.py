@@ -31,3 +31,37 @@ def test_tree_nests_groups_retries_and_hooks() -> None:
         "└── ✖ B  No more retries left",
         "    └── ✖ B(0)",
     ]
+
+
+def test_a_running_step_shows_the_last_line_of_its_log_each_time_the_tree_is_drawn(tmp_path) -> None:
+    logs = {nid: tmp_path / nid / "main.log" for nid in ("plan", "done")}
+    for log in logs.values():
+        log.parent.mkdir()
+    logs["plan"].write_text("observing\nwaiting: nothing can start now; looking again in 60 s\n\n")
+    logs["done"].write_text("what it said while it ran\n")
+    status = {
+        "nodes": {
+            "wf": node("wf", "wf", "DAG", "Running", ["plan", "done"]),
+            "plan": node("plan", "plan", "Pod", "Running", boundaryID="wf"),
+            "done": node(
+                "done", "detect", "Pod", "Succeeded", boundaryID="wf", outputs={"result": "drift \x1b[31mred"}
+            ),
+        }
+    }
+
+    def draw(tree) -> list[str]:
+        console = Console(record=True, width=120)
+        console.print(tree)
+        return [line.rstrip() for line in console.export_text().splitlines()]
+
+    tree = render_status(status, lambda nid: logs.get(nid))
+    assert draw(tree) == [
+        "● wf",
+        "├── ● plan  · waiting: nothing can start now; looking again in 60 s",
+        "└── ✔ detect  → drift \\x1b[31mred",  # a step's output is quoted escaped: no terminal control from a step
+    ]
+    logs["plan"].write_text(
+        "took 4 GPUs in queue gpu-a \x1b]0;title\x07\n"
+    )  # the same tree, drawn again, reads it again
+    assert draw(tree)[1] == "├── ● plan  · took 4 GPUs in queue gpu-a \\x1b]0;title\\x07"
+    assert draw(render_status(status))[1] == "├── ● plan"  # after the run (no logs given): the label alone
