@@ -154,16 +154,18 @@ def _start_filter(source: int, log: int, done: int) -> int:
     if pid:
         return pid
     try:  # the child never returns into the caller's code
-        os.setsid()
-        for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(stop, signal.SIG_IGN)
-        os.write(done, b"\n")  # the pod waits for this word
+        # First, close what it inherited: a copy of the caller's descriptors holds their locks too (a runner's
+        # run lock would outlive a killed runner for as long as this filter ran).
         gc.disable()  # nothing of the caller's is collected here: its objects may own file descriptors
         low = 0
         for fd in sorted({source, log, done}):
             os.closerange(low, fd)
             low = fd + 1
         os.closerange(low, os.sysconf("SC_OPEN_MAX"))
+        os.setsid()
+        for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(stop, signal.SIG_IGN)
+        os.write(done, b"\n")  # the pod waits for this word
         redact.pump(source, log)
     finally:
         os._exit(0)

@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -241,9 +242,11 @@ def resume(
         try:
             held.enter_context(_exclusive(path.parent, name))
         except RunBusy:
-            if not suspended:
-                raise
-            return RunResult(name, str(status.get("phase") or "Running"), status, home_path, resumed=tuple(suspended))
+            if suspended:  # its runner goes on and takes the request
+                return RunResult(
+                    name, str(status.get("phase") or "Running"), status, home_path, resumed=tuple(suspended)
+                )
+            held.enter_context(_exclusive(path.parent, name, _LOCK_GRACE_S))  # a runner killed a moment ago
         document["spec"].pop("shutdown", None)
         if stop is not None:
             stop.run_name, stop.run_dir = name, path.parent
@@ -304,7 +307,7 @@ def delete_run(name: str, *, home: str | Path | None = None, cluster: Any = None
     local = document.get("local") if isinstance(document, dict) else None
     listed = local.get("owned") if isinstance(local, dict) else None
     owned = [o for o in listed or [] if isinstance(o, dict) and isinstance(o.get("name"), str)]
-    with _exclusive(run_dir, name):
+    with _exclusive(run_dir, name, _LOCK_GRACE_S):
         if owned:
             with _session(home_path, cluster)() as c:
                 for obj in owned:
@@ -327,15 +330,30 @@ def is_running(name: str, *, home: str | Path | None = None) -> bool:
         return False
 
 
+# A pod's log filter is a fork of the runner (components.volcano.localpods): for the instant before it closes the
+# descriptors it inherited, it holds the run's lock too, so a runner killed just then leaves its lock held that long.
+_LOCK_GRACE_S = 2.0
+
+
 @contextlib.contextmanager
-def _exclusive(run_dir: Path, name: str) -> Iterator[None]:
-    """Hold the run's lock file: one runner per run; a killed runner's lock goes with its process."""
+def _exclusive(run_dir: Path, name: str, grace_s: float = 0.0) -> Iterator[None]:
+    """Hold the run's lock file: one runner per run; a killed runner's lock goes with its process.
+
+    `grace_s`: how long to wait for a lock that a runner killed a moment ago may still leave held.
+    """
     run_dir.mkdir(parents=True, exist_ok=True)
     with open(run_dir / "runner.lock", "w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise RunBusy(f"run {name!r} is still running in another process; wait for it or stop it.") from None
+        deadline = time.monotonic() + grace_s
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise RunBusy(
+                        f"run {name!r} is still running in another process; wait for it or stop it."
+                    ) from None
+                time.sleep(0.02)
         yield
 
 
