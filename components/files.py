@@ -10,8 +10,10 @@ of one.
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +32,7 @@ __all__ = [
     "kind_of",
     "load_document",
     "load_documents",
+    "lock_within",
     "make_dirs",
     "read_dataset",
     "read_text",
@@ -236,3 +239,20 @@ def dump_yaml(data: Any) -> str:
 def write_json(path: str | Path, data: Any) -> Path:
     """Write `data` as indented JSON (one trailing newline) at `path`, atomically."""
     return write_text(path, json.dumps(data, indent=2) + "\n")
+
+
+def lock_within(fd: int, wait_s: float) -> bool:
+    """Take an exclusive flock on `fd`, trying for up to `wait_s` seconds; False when another process keeps it.
+
+    The lock goes with the process that holds it, killed or not; `wait_s` covers one killed a moment ago whose
+    children (a fork that has not yet closed what it inherited) still hold it.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)

@@ -22,14 +22,13 @@ import hashlib
 import json
 import os
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from components.files import write_json
+from components.files import lock_within, write_json
 
 __all__ = ["Cursor", "Spool", "SpoolBusy", "SpooledLine"]
 
@@ -132,15 +131,8 @@ class Spool:
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            deadline = time.monotonic() + wait_s
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise SpoolBusy(f"another process is sending {self.path}") from None
-                    time.sleep(0.05)
+            if not lock_within(fd, wait_s):
+                raise SpoolBusy(f"another process is sending {self.path}")
             try:
                 yield
             finally:

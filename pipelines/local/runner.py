@@ -14,12 +14,10 @@ a run like a killed one: the stopped leaves run again.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from components.files import lock_within
 from components.volcano.cluster import ClusterError
 from components.volcano.cluster_local import LocalCluster, default_home
 from pipelines.local import TRIGGER_LABEL
@@ -321,13 +320,8 @@ def is_running(name: str, *, home: str | Path | None = None) -> bool:
     lock_path = _home(home) / "runs" / check_run_name(name) / "runner.lock"
     if not lock_path.is_file():
         return False
-    with open(lock_path, "a") as lock:  # "a": probing must not truncate or create anything
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(lock, fcntl.LOCK_UN)
-        return False
+    with open(lock_path, "a") as lock:  # "a": probing must not truncate or create anything; closing unlocks
+        return not lock_within(lock.fileno(), 0.0)
 
 
 # A pod's log filter is a fork of the runner (components.volcano.localpods): for the instant before it closes the
@@ -343,17 +337,8 @@ def _exclusive(run_dir: Path, name: str, grace_s: float = 0.0) -> Iterator[None]
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     with open(run_dir / "runner.lock", "w") as lock:
-        deadline = time.monotonic() + grace_s
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise RunBusy(
-                        f"run {name!r} is still running in another process; wait for it or stop it."
-                    ) from None
-                time.sleep(0.02)
+        if not lock_within(lock.fileno(), grace_s):
+            raise RunBusy(f"run {name!r} is still running in another process; wait for it or stop it.")
         yield
 
 

@@ -5,6 +5,7 @@ The readers all go through `components.files`; this pins the class, reader by re
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from pydantic import BaseModel
 from agent.guardrails import Guardrails
 from agent.records import read_decision
 from components.errors import VcpilotError
-from components.files import MANIFEST_MAX_BYTES, load_document, load_documents, read_text, write_bytes
+from components.files import MANIFEST_MAX_BYTES, load_document, load_documents, lock_within, read_text, write_bytes
 from components.finetune.data import load_examples
 from components.loadtest.dataset import load_requests
 from components.volcano.localconfig import load_config
@@ -127,3 +128,15 @@ def test_a_write_that_fails_names_the_file_and_leaves_no_temporary_file(tmp_path
     with pytest.raises(IsADirectoryError) as caught:
         write_bytes(target, b"{}")
     assert caught.value.filename == str(target) and sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]
+
+
+def test_lock_within_waits_its_time_for_a_lock_held_elsewhere_then_takes_it_once_let_go(tmp_path):
+    path = tmp_path / "run.lock"
+    path.touch()
+    with open(path) as holder, open(path) as other:  # two opens: two locks that exclude each other, as two processes
+        assert lock_within(holder.fileno(), 0.0)
+        began = time.monotonic()
+        assert not lock_within(other.fileno(), 0.1)
+        assert time.monotonic() - began >= 0.1
+        holder.close()  # closing lets go, as a process's death does
+        assert lock_within(other.fileno(), 0.0)
