@@ -8,11 +8,13 @@ ask for 1.5 CPUs instead of 2, because a real node here has 2 CPUs and the in-cl
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from agent import observe as observe_module
 from agent import policy_rules
 from agent.actions import Proceed, RetryFromCheckpoint
 from agent.observation import PlanRequest
+from agent.policies import plan_within
 from pipelines.rules import EvaluationReport, LoadtestReport, decide_release
 from pipelines.steps_training import DIAGNOSE_SETTLE_S
 from pipelines.vcjobs import JobContext, TrainingShape, build_loadtest_job, build_training_job_for
@@ -36,6 +39,7 @@ STEPS, EVERY = 24, 4
 GLOBAL_BATCH, MICRO_BATCH = 8, 2
 WORKSPACE = "/workspace"
 WORKFLOW = "e2e-real"
+PLAN_WAIT_S = 120.0  # the plan's max-plan-wait-s here: a preemptor still Pending has started well within it
 PAIRS = [(f"Q: price of item {i}?\nA:", f" ${10 + 7 * i % 80}") for i in range(12)]
 
 
@@ -76,8 +80,14 @@ def plan_request(namespace: str) -> PlanRequest:
 
 
 def planned_training(cluster: Any, namespace: str, image: str, pvc: str, mlflow_uri: str, **shape: Any) -> Any:
-    """What `plan-training` does: the agent decides on the cluster as it is, the pipeline renders the VCJob."""
-    action = policy_rules.RulePolicy().plan(observe_module.observe(cluster, plan_request(namespace)))
+    """What `plan-training` does: the agent decides on the cluster as it is, the pipeline renders the VCJob.
+
+    As the plan step, it looks again while the answer is Wait (every 2 s here, not every minute): right after a
+    preemption the victim has failed while the preemptor may still be Pending ahead, and the plan rightly waits
+    behind it until it runs.
+    """
+    look = functools.partial(observe_module.observe, cluster, plan_request(namespace))
+    action = plan_within(look, policy_rules.RulePolicy(), PLAN_WAIT_S, sleep=_look_again_soon).action
     assert isinstance(action, Proceed) and action.gpus == 2, action.rationale
     context = JobContext(
         workflow=WORKFLOW,
@@ -105,6 +115,10 @@ def planned_training(cluster: Any, namespace: str, image: str, pvc: str, mlflow_
         context, training, base_model="tiny", dataset_dir=f"{WORKSPACE}/data", max_steps=STEPS, checkpoint_every=EVERY
     )
     return context, job.to_dict()
+
+
+def _look_again_soon(recheck_s: float) -> None:
+    time.sleep(min(recheck_s, 2.0))
 
 
 def single_process_summary(data: Path, out: Path) -> dict[str, Any]:
@@ -317,13 +331,6 @@ def test_a_preempted_training_checkpoints_on_sigterm_and_resumes_from_that_check
     print(f"preemption at step {reached}: {lost_with} steps lost with the SIGTERM checkpoint, {lost_without} without")
     assert lost_with <= 1
 
-    # The preemptor may still be Pending the moment the victim fails; the plan rightly waits behind it then (the
-    # pipeline's plan step looks again a minute later), so the retry is planned once it has its place.
-    eventually(
-        "the high-priority job runs",
-        lambda: cluster.get("urgent", namespace=namespace).phase in ("Running", "Completed"),
-        120,
-    )
     resume = in_pod(host, retry.checkpoint)
     _, again = planned_training(
         cluster, namespace, step_image, pvc, "", attempt=2, resume_checkpoint=resume, priority_class="vcpilot-low"
