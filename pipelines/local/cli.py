@@ -184,16 +184,19 @@ def report_run(start: Start, json_output: bool) -> None:
     stop = StopRequest()
     try:
         with interrupts(stop):
+
+            def logs(node_id: str) -> Path | None:
+                return stop.run_dir / "nodes" / node_id / "main.log" if stop.run_dir else None
+
             if progress.mode == "live":
-
-                def logs(node_id: str) -> Path | None:
-                    return stop.run_dir / "nodes" / node_id / "main.log" if stop.run_dir else None
-
                 with progress.display(Text("starting…")) as show:
                     result = start(lambda status: show(render_status(status, logs)), stop, progress)
+            elif progress.mode == "plain":
+                events = NodeEvents(progress.event, lambda: stop.run_name, logs)
+                with events.saying():
+                    result = start(events, stop, progress)
             else:
-                events = NodeEvents(progress.event, lambda: stop.run_name) if progress.mode == "plain" else None
-                result = start(events, stop, progress)
+                result = start(None, stop, progress)
     except Interrupted:
         typer.echo("stopped before the workflow started: nothing ran, nothing to resume", err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
