@@ -177,27 +177,14 @@ def _print_run(run: PodLog, text: str) -> None:
 
 def _follow(cluster: LocalCluster, name: str, namespace: str, pod: str | None, tail: int | None) -> None:
     """Print each run's lines as they are written, new runs as they start, until the job is finished."""
-    from components.volcano.locallogs import tail_lines, whole_lines
+    from components.volcano.locallogs import Follower
 
-    printed: dict[Path, int] = {}
-    current: Path | None = None
+    follower = Follower(tail)
     while True:
         # Finished before reading: whatever the pods wrote is then on disk, and this pass prints the rest of it.
         finished = cluster.get(name, namespace).finished
         for run in cluster.pod_logs(name, namespace, pod):
-            first = run.path not in printed
-            chunk = whole_lines(run.read(printed.get(run.path, 0)), finished)
-            printed[run.path] = printed.get(run.path, 0) + len(chunk)
-            text = chunk.decode(errors="replace")
-            if first:
-                text = tail_lines(text, tail)
-            if not text:
-                continue
-            if run.path != current:
-                sys.stdout.write(f"==> {run.path.name} <==\n")
-                current = run.path
-            sys.stdout.write(text if text.endswith("\n") or not finished else text + "\n")
-            sys.stdout.flush()
+            follower.show(run.path, f"==> {run.path.name} <==", finished)
         if finished:
             return
         time.sleep(FOLLOW_POLL_S)

@@ -78,15 +78,29 @@ def show_command(name: NameArgument, json_output: JsonOption = False) -> None:
 def logs_command(
     name: NameArgument,
     step: Annotated[str | None, typer.Argument(help="A step's display or template name (default: every step).")] = None,
+    tail: Annotated[int | None, typer.Option("--tail", min=0, help="Only the last N lines of each log.")] = None,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            "-f",
+            help="Keep printing new lines, and steps as they start, until the run ends (Ctrl-C stops).",
+        ),
+    ] = False,
 ) -> None:
     """Print a step's log, or every step's log in the order they ran."""
-    from pipelines.runs import step_logs
+    from components.volcano.locallogs import tail_lines
+    from pipelines.runs import follow_step_logs, log_header, step_logs
 
-    chosen = step_logs(default_home(), name, step)
+    home = default_home()
+    if follow:
+        follow_step_logs(home, name, step, tail)
+        return
+    chosen = step_logs(home, name, step)
     for view, log in chosen:
         if len(chosen) > 1 or step is None:
-            typer.secho(f"── {view.name} ({view.template}, {view.phase}) {log}", dim=True)
-        sys.stdout.write(log.read_text(errors="replace"))
+            typer.secho(log_header(view, log), dim=True)
+        sys.stdout.write(tail_lines(log.read_text(errors="replace"), tail))
         sys.stdout.flush()
 
 

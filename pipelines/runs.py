@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from pydantic import BaseModel
 from agent.records import read_decision
 from components.errors import InputError
 from components.tracking.spool import Spool
+from components.volcano.locallogs import Follower
 from pipelines.local.engine.status import parse_rfc3339
 from pipelines.local.runner import delete_run, is_running, last_line, read_run_record, step_reason
 from pipelines.local.workflow import WorkflowError, check_run_name
@@ -34,7 +36,9 @@ __all__ = [
     "RunSummary",
     "StepView",
     "check_name",
+    "follow_step_logs",
     "list_runs",
+    "log_header",
     "load_run",
     "remove_run",
     "show_run",
@@ -140,12 +144,60 @@ def show_run(home: Path, name: str) -> RunDetail:
 def step_logs(home: Path, name: str, step: str | None = None) -> list[tuple[StepView, Path]]:
     """The steps' logs, in the order they ran: all of them, or those whose display or template name is `step`."""
     detail = show_run(home, name)
-    steps = [s for s in detail.steps if s.log or s.pod_logs]
-    chosen = steps if step is None else [s for s in steps if step in (s.name, s.template)]
+    chosen = _logs_of(detail, step)
     if step is not None and not chosen:
+        steps = [s for s in detail.steps if s.log or s.pod_logs]
         names = sorted({s.name for s in steps} | {s.template for s in steps if s.template})
         raise InputError(f"run {name!r} has no step {step!r} with a log; its steps: {', '.join(names) or 'none'}")
-    return [(s, Path(log)) for s in chosen for log in ([s.log] if s.log else []) + s.pod_logs]
+    return chosen
+
+
+def follow_step_logs(home: Path, name: str, step: str | None, tail: int | None, poll_s: float = 0.5) -> None:
+    """Print the steps' logs as they are written, steps as they start, until no runner holds the run.
+
+    `step` may name a step that has not started yet, but it must be one the workflow has (a display name seen,
+    a template, or a step or task of one): a typo is refused at once instead of waiting for the run to end.
+    """
+    document = load_run(home, name)
+    if step is not None and step not in (known := _step_names(document)):
+        raise InputError(f"run {name!r} has no step {step!r}; its steps and templates: {', '.join(sorted(known))}")
+    follower = Follower(tail)
+    while True:
+        # Read before the pass: once no runner holds the run, everything its steps wrote is on disk.
+        running = is_running(name, home=home)
+        for view, log in _logs_of(show_run(home, name), step):
+            ended = not running or view.phase not in ("Pending", "Running")
+            follower.show(log, log_header(view, log), ended)
+        if not running:
+            return
+        time.sleep(poll_s)
+
+
+def _logs_of(detail: RunDetail, step: str | None) -> list[tuple[StepView, Path]]:
+    steps = [s for s in detail.steps if (s.log or s.pod_logs) and step in (None, s.name, s.template)]
+    return [(s, Path(log)) for s in steps for log in ([s.log] if s.log else []) + s.pod_logs]
+
+
+def log_header(view: StepView, log: Path) -> str:
+    """The line above a step's log: which step, its template and phase, and the file."""
+    return f"── {view.name} ({view.template}, {view.phase}) {log}"
+
+
+def _step_names(document: dict[str, Any]) -> set[str]:
+    """Every name `runs logs STEP` may be given for a run.
+
+    Its nodes' display names and templates, and the templates, steps and tasks its workflow declares (those not
+    started yet included).
+    """
+    names: set[str] = set()
+    for node in ((document.get("status") or {}).get("nodes") or {}).values():
+        names.update(str(node[key]) for key in ("displayName", "templateName") if node.get(key))
+    for template in (document.get("spec") or {}).get("templates") or []:
+        names.add(str(template.get("name", "")))
+        for group in template.get("steps") or []:
+            names.update(str(s.get("name", "")) for s in group or [] if isinstance(s, dict))
+        names.update(str(t.get("name", "")) for t in (template.get("dag") or {}).get("tasks") or [])
+    return names - {""}
 
 
 def remove_run(home: Path, name: str) -> Removed:

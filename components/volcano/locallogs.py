@@ -9,10 +9,12 @@ alone do not say which ran first, so runs are ordered by generation, then pod (n
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PodLog", "pod_logs", "tail_lines", "whole_lines"]
+__all__ = ["Follower", "PodLog", "pod_logs", "tail_lines", "whole_lines"]
 
 _RUN = re.compile(r"^(?P<pod>.+)\.run(?P<generation>\d+)-[0-9a-f]+$")
 
@@ -74,3 +76,41 @@ def whole_lines(chunk: bytes, final: bool) -> bytes:
     A line half written waits for its end, so a multi-byte character is never split across two prints.
     """
     return chunk if final else chunk[: chunk.rfind(b"\n") + 1]
+
+
+class Follower:
+    """Prints log files as they grow (`logs --follow`): what each gained since it was last shown.
+
+    The first time a file is shown only its last `tail` lines are (all when None); a line half written waits for
+    its end unless the file is `final` (its writer is done); `header` is printed whenever the output switches to
+    another file, as `tail -f` does for several.
+    """
+
+    def __init__(self, tail: int | None, write: Callable[[str], object] | None = None) -> None:
+        self.tail = tail
+        self._write = write  # None: sys.stdout as it is when printing (a test may have replaced it)
+        self._shown: dict[Path, int] = {}  # bytes of each file printed (or skipped by the tail) so far
+        self._current: Path | None = None
+
+    def show(self, path: Path, header: str, final: bool) -> None:
+        """Print what `path` gained since the last call (nothing when it is missing or unchanged)."""
+        first = path not in self._shown
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(self._shown.get(path, 0))
+                chunk = whole_lines(handle.read(), final)
+        except FileNotFoundError:
+            return
+        self._shown[path] = self._shown.get(path, 0) + len(chunk)
+        text = chunk.decode(errors="replace")
+        if first:
+            text = tail_lines(text, self.tail)
+        if not text:
+            return
+        write = self._write or sys.stdout.write
+        if path != self._current:
+            write(f"{header}\n")
+            self._current = path
+        write(text if text.endswith("\n") or not final else text + "\n")
+        if self._write is None:
+            sys.stdout.flush()

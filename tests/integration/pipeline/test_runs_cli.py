@@ -186,6 +186,63 @@ def test_logs_prints_one_step_or_all_and_names_the_steps_when_unknown(cli: CliRu
     )
 
 
+def test_logs_follow_prints_steps_as_they_start_and_lines_as_they_come_until_the_run_ends(
+    cli: CliRunner, ran, tmp_path: Path
+) -> None:
+    go = tmp_path / "go"
+    # The path comes as a parameter: a /tmp path spelled out in a script is the pod's own /tmp, kept elsewhere.
+    waits = "import pathlib, time\nprint('b line 1', flush=True)\nend = time.time() + 60\n"  # bounded if the test fails
+    waits += "while not pathlib.Path('{{workflow.parameters.go}}').exists() and time.time() < end:\n"
+    waits += "    time.sleep(0.05)\nprint('b line 2')\nprint('b partial', end='')\n"
+    steps = [("a", "print('a says hi')"), ("b", waits)]
+    templates = [{"name": n, "script": {"image": "python", "command": ["python"], "source": src}} for n, src in steps]
+    tasks = [{"name": "a", "template": "a"}, {"name": "b", "template": "b", "depends": "a"}]
+    workflow = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": "followed"},
+        "spec": {
+            "entrypoint": "main",
+            "arguments": {"parameters": [{"name": "go", "value": str(go)}]},
+            "templates": [{"name": "main", "dag": {"tasks": tasks}}, *templates],
+        },
+    }
+    home = ran["home"]
+    runner = threading.Thread(target=run_workflow, args=(workflow,), kwargs={"home": home})
+    runner.start()
+    env = {**os.environ, "VCPILOT_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "pipelines.cli", "runs", "logs", "followed", "--follow"]
+    try:
+        deadline = time.monotonic() + 30
+        while not (home / "runs" / "followed" / "status.json").is_file() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        typo = cli.invoke(app, ["runs", "logs", "followed", "bee", "-f"])  # refused at once, not at the run's end
+        assert typo.exit_code == 1 and "has no step 'bee'; its steps and templates: a, b, followed, main" in typo.stderr
+        follower = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen = []
+        while "b line 1\n" not in seen:  # b waits for `go` until the follower has shown its first line
+            line = follower.stdout.readline() if follower.stdout else ""
+            assert line, f"the follower ended before b's first line: {seen}"
+            seen.append(line)
+        go.touch()
+        rest, err = follower.communicate(timeout=60)
+    finally:
+        go.touch()
+        runner.join()
+    assert follower.returncode == 0, err
+    log = home / "runs" / "followed" / "nodes"
+    assert [line for line in seen + rest.splitlines(keepends=True) if not line.startswith("──")] == [
+        "a says hi\n",
+        "b line 1\n",
+        "b line 2\n",
+        "b partial\n",  # its last line, unended, once the run is over
+    ]
+    headers = [line for line in seen + rest.splitlines() if line.startswith("──")]
+    assert [h.split(" (")[0] for h in headers] == ["── a", "── b"] and all(str(log) in h for h in headers)
+    tail = cli.invoke(app, ["runs", "logs", "followed", "b", "--tail", "2"])
+    assert tail.exit_code == 0 and tail.stdout == "b line 2\nb partial"
+
+
 def test_unknown_and_escaping_names_are_refused_in_one_sentence(cli: CliRunner, ran) -> None:
     for command in (["show"], ["logs"], ["delete", "--yes"]):
         out = cli.invoke(app, ["runs", *command, "../good-run"])
