@@ -10,6 +10,7 @@
 # Uses from up.sh: start, wait_for, all_alive, kubectl, log, die, $run, $pki, $bin, $kubeconfig, $api_port.
 
 real_nodes=${VCPILOT_E2E_REAL_NODES:-2}
+device_plugin_socket=/var/lib/kubelet/device-plugins/kubelet.sock # kubelet's pluginapi.KubeletSocket, fixed
 real_gpus=${VCPILOT_E2E_REAL_GPUS:-2}
 REAL_TAINT=vcpilot.io/real-node
 # docker-archives (directories or tars) to import into every node's containerd, and the sandbox image's name: by
@@ -309,7 +310,14 @@ start_real_nodes() {
     started+=($!)
   done
   for i in "${started[@]}"; do wait "$i" || die "a real node's runtime did not start (above)."; done
-  for ((i = 0; i < real_nodes; i++)); do start_kubelet "$i"; done
+  # Every kubelet of a machine serves device plugins at one path, not under its --root-dir: on start it clears that
+  # directory, then listens there, so two kubelets starting at once can both clear and one then fails to listen
+  # (EADDRINUSE; CI saw it). One at a time: the next starts once this one listens (and clears that socket itself).
+  for ((i = 0; i < real_nodes; i++)); do
+    rm -f "$device_plugin_socket"
+    start_kubelet "$i"
+    wait_for "the kubelet of real-node-$i listening for device plugins" 60 test -S "$device_plugin_socket"
+  done
   wait_for "$real_nodes real nodes Ready" 120 real_nodes_ready
   for ((i = 0; i < real_nodes; i++)); do advertise_gpus "$i"; done
   wait_for "nvidia.com/gpu on the real nodes" 30 real_gpus_advertised
