@@ -9,7 +9,13 @@ from pipelines.lint_explain import hint
 from pipelines.lint_scope import _dict, _list, _str, scope_findings  # the one definition of these readers
 from pipelines.lint_when import DEPENDS_WORD, ancestors, expression_error, substitute_tags
 from pipelines.local.globals import WorkflowGlobals, any_string
-from pipelines.local.workflow import API_VERSION, WorkflowError, check_timing
+from pipelines.local.workflow import (
+    API_VERSION,
+    WorkflowError,
+    check_argument_enums,
+    check_output_sources,
+    check_timing,
+)
 
 __all__ = ["KINDS", "Finding", "controller_findings"]
 
@@ -169,10 +175,11 @@ class _Rules:
         if len(types) != 1:
             which = f"several types ({', '.join(types)}): keep one" if types else "no type: give it one"
             self.add(path, f"template {name!r} has {which} of {', '.join(_TYPES)}")
-        try:
-            check_timing(template, f"template {name!r}")
-        except WorkflowError as error:
-            self.add(path, str(error).rstrip("."))
+        for check in (check_timing, check_output_sources):  # the runner's checks, which are Argo's validator's
+            try:
+                check(template, f"template {name!r}")
+            except WorkflowError as error:
+                self.add(path, str(error).rstrip("."))
         inputs = _dict(template.get("inputs"))
         self.io_names(inputs, f"{path}.inputs", "input")
         self.io_names(_dict(template.get("outputs")), f"{path}.outputs", "output")
@@ -197,6 +204,10 @@ class _Rules:
             self.add(path, f"{what} {name!r} names no template: set template, templateRef or inline")
         arguments = _dict(call.get("arguments"))
         self.io_names(arguments, f"{path}.arguments", "argument")
+        try:
+            check_argument_enums(arguments, f"{what} {name!r}")
+        except WorkflowError as refused:
+            self.add(f"{path}.arguments", str(refused).rstrip("."))
         for i, param in enumerate(_list(arguments.get("parameters"))):
             if isinstance(param, dict) and param.get("value") is None and param.get("valueFrom") is None:
                 self.add(

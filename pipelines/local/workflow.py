@@ -40,6 +40,8 @@ __all__ = [
     "TEMPLATE_TYPES",
     "Workflow",
     "WorkflowError",
+    "check_argument_enums",
+    "check_output_sources",
     "check_run_name",
     "check_timing",
     "label_of",
@@ -420,6 +422,11 @@ def _check_templates(spec: Mapping[str, Any]) -> None:
     if duplicated:
         raise WorkflowError(f"template names must be unique; {', '.join(map(str, duplicated))} appear more than once.")
     known = set(names)
+    if spec.get("synchronization"):
+        raise WorkflowError(
+            f"spec has synchronization ({_NOT_RUN['synchronization']}), which the local runner cannot run: "
+            "remove it to run here."
+        )
     entrypoint = spec.get("entrypoint")
     if not entrypoint:
         raise WorkflowError("spec.entrypoint is missing: name the template the workflow starts with.")
@@ -428,6 +435,7 @@ def _check_templates(spec: Mapping[str, Any]) -> None:
     for template in templates:
         _check_kind(template)
         check_timing(template, f"template {template.get('name')!r}")
+        check_output_sources(template, f"template {template.get('name')!r}")
         holders += list(_refs(template))
         if template.get("dag") is not None:
             _check_dag(template)
@@ -437,6 +445,7 @@ def _check_templates(spec: Mapping[str, Any]) -> None:
     for where, template in inline:
         _check_kind(template, where)
         check_timing(template, where)
+        check_output_sources(template, where)
     used = {h.get("template") for _, h in holders}
     defaults = spec.get("templateDefaults") or {}
     check_timing(defaults, "spec.templateDefaults")
@@ -456,9 +465,12 @@ def _check_templates(spec: Mapping[str, Any]) -> None:
     _check_supplied(spec, "spec.arguments", {"template": entrypoint}, "the entrypoint", spec.get("arguments"))
     if spec.get("onExit"):
         _check_supplied(spec, "spec.arguments", {"template": spec["onExit"]}, "spec.onExit", spec.get("arguments"))
+    _check_only_exit_hooks(spec, "spec")
     for template in templates:
         for where, call in _calls(template):
             _check_supplied(spec, "its arguments", call, where, call.get("arguments"))
+            check_argument_enums(call.get("arguments"), where)
+            _check_only_exit_hooks(call, where)
 
 
 def _calls(template: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -492,6 +504,41 @@ def _check_supplied(
                 f"{where} gives no value for input parameter {param['name']!r} of {name}, which has no default: "
                 f"add it to {field}.parameters."
             )
+
+
+def _check_only_exit_hooks(holder: Mapping[str, Any], where: str) -> None:
+    """Refuse a lifecycle hook other than `exit`: Argo runs it when its expression holds, the runner never did."""
+    for name in holder.get("hooks") or {}:
+        if name != "exit":
+            raise WorkflowError(
+                f"{where} has lifecycle hook {name!r}, which the local runner cannot run (it runs exit hooks only): "
+                "remove it to run here."
+            )
+
+
+def _mappings(holder: Any, key: str) -> list[Mapping[str, Any]]:
+    """The mappings in `holder[key]`, for checks that lint runs on files the schema may not have passed."""
+    items = holder.get(key) if isinstance(holder, Mapping) else None
+    return [item for item in items if isinstance(item, Mapping)] if isinstance(items, list) else []
+
+
+def check_argument_enums(arguments: Mapping[str, Any] | None, where: str) -> None:
+    """Argo's validateArgumentsValues: a step's or task's argument with an `enum` holds one of it, as written.
+
+    Argo compares the value before substitution, so a `{{...}}` value never matches a literal enum.
+    """
+    for param in _mappings(arguments, "parameters"):
+        enum = param.get("enum")
+        if not isinstance(enum, list):
+            continue
+        field_ = f"{where}: arguments.parameters.{param.get('name')}"
+        if not enum:
+            raise WorkflowError(f"{field_}.enum is empty: give it at least one value.")
+        if param.get("value") is None:
+            raise WorkflowError(f"{field_} has an enum but no value: give it one of {', '.join(map(stringify, enum))}.")
+        value, allowed = stringify(param["value"]), ", ".join(map(stringify, enum))
+        if value not in map(stringify, enum):
+            raise WorkflowError(f"{field_}.value {value!r} is not one of its enum {allowed}.")
 
 
 def _int_or_variable(value: Any) -> bool:
@@ -558,11 +605,66 @@ def _check_kind(template: Mapping[str, Any], where: str = "") -> None:
         raise WorkflowError(f"{where} has no container, script, resource, dag, steps or suspend.")
 
 
+# Where each kind of template takes an output parameter from (Argo's validateOutputs); a source it has no use for
+# would be dropped without a word, so Argo's validator refuses it.
+_OUTPUT_SOURCES = {
+    "container": ("path",),
+    "script": ("path",),
+    "containerSet": ("path",),
+    "resource": ("jqFilter", "jsonPath"),
+    "dag": ("parameter", "expression"),
+    "steps": ("parameter", "expression"),
+}
+_VALUE_FROM = ("path", "jqFilter", "jsonPath", "parameter", "expression", "supplied")
+
+
+def check_output_sources(template: Mapping[str, Any], where: str) -> None:
+    """Refuse an output parameter as Argo's validateOutputParameter and validateOutputs do, naming it."""
+    kind = template_type(template)
+    for param in _mappings(template.get("outputs"), "parameters"):
+        field_ = f"{where}: outputs.parameters.{param.get('name')}"
+        source = param.get("valueFrom")
+        if source is not None and not isinstance(source, Mapping):
+            continue  # the shape check (the runner's or lint's schema) names it
+        if source is not None and param.get("value") is not None:
+            raise WorkflowError(f"{field_} has both valueFrom and value: choose one.")
+        if source is None:
+            if param.get("value") is None:
+                raise WorkflowError(f"{field_} has neither valueFrom nor value.")
+            continue
+        given = [key for key in _VALUE_FROM if source.get(key) not in (None, "")]
+        if len(given) != 1:
+            raise WorkflowError(
+                f"{field_}.valueFrom must name one of path, jqFilter, jsonPath, parameter, expression, supplied"
+                f"{'' if not given else ', not ' + ' and '.join(given)}."
+            )
+        allowed = _OUTPUT_SOURCES.get(kind or "")
+        if allowed and given[0] not in allowed:
+            raise WorkflowError(
+                f"{field_}.valueFrom.{given[0]} is not read in a {kind} template: use {' or '.join(allowed)}."
+            )
+
+
+# What Argo runs beside or around a step and the runner has no means for; ignoring it would change what the step
+# sees (a sidecar's server, an init container's files) or when it runs (a daemon, a lock another workflow holds).
+_NOT_RUN = {
+    "daemon": "a pod that serves until its steps or DAG ends",
+    "sidecars": "containers that run beside main",
+    "initContainers": "containers that run before main",
+    "synchronization": "a mutex or semaphore that Argo's controller holds",
+}
+
+
 def _check_runnable(template: Mapping[str, Any], where: str, spec: Mapping[str, Any]) -> None:
     """Refuse what a template that may run needs and the local runner does not have, or its pod could not have.
 
     An image's entrypoint, an artifact repository, an artifact from outside, a volume that is not there.
     """
+    for key, what in _NOT_RUN.items():
+        if template.get(key):
+            raise WorkflowError(
+                f"{where} has {key} ({what}), which the local runner cannot run: remove it to run here."
+            )
     kind = template_type(template)
     if kind in ("container", "script") and not template[kind].get("command"):
         raise WorkflowError(f"{where} has a {kind} with {NO_COMMAND}: give it a command.")

@@ -526,3 +526,28 @@ def test_an_api_version_argo_does_not_serve_is_a_problem_without_the_schema_too(
     document = {**workflow(ECHO), "apiVersion": "argoproj.io/v2"}
     problem = only(lint(tmp_path, document, schema_path=tmp_path / "schema.json"))
     assert problem.path == "apiVersion" and problem.message == "must be 'argoproj.io/v1alpha1'"
+
+
+def test_an_output_parameter_from_a_source_its_template_does_not_read_is_a_problem(tmp_path: Path) -> None:
+    # Argo's validateOutputs: a container's output comes from a path; run-workflow refuses it with the same words.
+    writer = {**SAY, "outputs": {"parameters": [{"name": "o", "valueFrom": {"expression": "'x'"}}]}}
+    problem = only(lint(tmp_path, workflow(writer, arguments={"parameters": [{"name": "text", "value": "hi"}]})))
+    assert problem.path == "spec.templates[0]"
+    assert problem.message == (
+        "template 'say': outputs.parameters.o.valueFrom.expression is not read in a container template: use path"
+    )
+
+
+def test_a_step_argument_outside_its_own_enum_is_a_problem(tmp_path: Path) -> None:
+    # Argo's validateArgumentsValues compares the value as written.
+    argument = {"name": "text", "value": "purple", "enum": ["red", "blue"]}
+    doc = workflow(dag({"name": "a", "template": "say", "arguments": {"parameters": [argument]}}), SAY)
+    problem = only(lint(tmp_path, doc))
+    assert problem.path == "spec.templates[0].dag.tasks[0].arguments"
+    assert "'purple' is not one of its enum red, blue" in problem.message
+
+
+@pytest.mark.parametrize("outputs", [[], {"parameters": "p"}, {"parameters": ["p"]}])
+def test_outputs_of_the_wrong_shape_are_shape_problems_not_crashes(tmp_path: Path, outputs: Any) -> None:
+    doc = workflow({**SAY, "outputs": outputs}, arguments={"parameters": [{"name": "text", "value": "x"}]})
+    assert only(lint(tmp_path, doc)).message.startswith("expected ")

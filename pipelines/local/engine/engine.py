@@ -6,7 +6,7 @@ the order of decisions follow Argo v4.1.2 (workflow/controller/operator.go). Sim
 
 - a reference to a task/step output that does not exist errors the node, where Argo would wait forever;
 - `timeout`/`activeDeadlineSeconds` apply to leaf templates only (Argo's validator refuses them elsewhere);
-- lifecycle hooks other than `exit` (those with an `expression`) are not run;
+- lifecycle hooks other than `exit` (those with an `expression`) are refused when the workflow loads;
 - `retryPolicy: OnTransientError` never retries (a local process has no transient Kubernetes errors);
 - `terminate()` is `argo terminate` (nothing more runs, exit handlers neither) recorded at once: the status
   written is the one of the moment of the stop, so that `resume` continues from there.
@@ -331,9 +331,8 @@ class Engine:
             text = stringify(value)
             if "{{" in text:
                 text = substitute(text, base, strict=False)
+            # kept on the node, not enforced: Argo's controller runs a step whose input is outside its enum
             enum = [stringify(e) for e in spec.get("enum") or []]
-            if enum and text not in enum:
-                raise WorkflowError(f"inputs.parameters.{name} is {text!r}, which is not one of {', '.join(enum)}.")
             default = spec.get("default")
             params.append(
                 Parameter(

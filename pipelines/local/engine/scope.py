@@ -14,6 +14,7 @@ from typing import Any
 from components.untrusted import loads_json
 from pipelines.local.engine.status import ARTIFACT_MARK, Artifact, NodeStatus, Outputs, Parameter
 from pipelines.local.expressions import ExpressionError, evaluate_expr, substitute
+from pipelines.local.expressions.govalues import go_sprint
 from pipelines.local.workflow import WorkflowError, stringify
 
 __all__ = [
@@ -318,6 +319,7 @@ def template_outputs(template: Mapping[str, Any], scope: Mapping[str, Any]) -> O
                 value = evaluate_expr(str(source["expression"]), scope)
                 if value is None:
                     raise ExpressionError(f"failed to evaluate expression {source['expression']!r}")
+                value = go_sprint(value)  # Argo's ParseAnyString: fmt's %v, so a map reads `map[k:v]`
             elif source.get("parameter"):
                 value = substitute(str(source["parameter"]), scope, strict=True)
             else:

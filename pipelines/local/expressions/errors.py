@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ExpressionError", "UnresolvedVariable", "quote_expression"]
+__all__ = ["ExpressionError", "Unsupported", "UnresolvedVariable", "quote_expression"]
 
 _MAX_SHOWN = 160
 
@@ -13,6 +13,10 @@ class ExpressionError(ValueError):
     def __init__(self, message: str) -> None:
         # One line whatever the expression held: messages end up in node status and CLI output.
         super().__init__(" ".join(message.split()))
+
+
+class Unsupported(ExpressionError):
+    """An expression calls what local runs refuse (the clock, randomness, the host): never left as written."""
 
 
 class UnresolvedVariable(ExpressionError):

@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pipelines.local.expressions.errors import ExpressionError
+from pipelines.local.expressions.errors import ExpressionError, Unsupported
 from pipelines.local.expressions.expr.functions import from_json, go_split
 from pipelines.local.expressions.expr.runtime import deep_equal, regex
 from pipelines.local.expressions.govalues import go_json, go_sprint, go_type
@@ -219,7 +219,7 @@ def _round(value: Any, places: Any, round_on: float = 0.5) -> float:
 
 def _refuse(name: str) -> Callable[..., Any]:
     def call(*_: Any) -> Any:
-        raise ExpressionError(f"sprig.{name} depends on the clock, randomness or the host, which local runs refuse")
+        raise Unsupported(f"sprig.{name} depends on the clock, randomness or the host, which local runs refuse")
 
     return call
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from pipelines.local.expressions.errors import ExpressionError, UnresolvedVariable, quote_expression
+from pipelines.local.expressions.errors import ExpressionError, UnresolvedVariable, Unsupported, quote_expression
 from pipelines.local.expressions.expr.evaluator import evaluate, free_names
 from pipelines.local.expressions.expr.functions import from_json
 from pipelines.local.expressions.expr.nodes import Binary, Ident, Let, Literal, Member, Node, children
@@ -220,9 +220,10 @@ def _replace_expression(expression: str, scope: Mapping[str, Any], strict: bool)
     try:
         value = evaluate(_parse_expression(expression), env)
     except ExpressionError as error:
-        if not strict:
+        if not strict and not isinstance(error, Unsupported):  # left as written, Argo would have had a value
             return None
-        raise ExpressionError(f"expression {quote_expression(expression)} failed: {error}") from None
+        kind = Unsupported if isinstance(error, Unsupported) else ExpressionError
+        raise kind(f"expression {quote_expression(expression)} failed: {error}") from None
     if value is None:
         if not strict:
             return None

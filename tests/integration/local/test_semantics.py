@@ -134,6 +134,19 @@ def _arg(value: str) -> dict[str, Any]:
     return {"arguments": {"parameters": [{"name": "v", "value": value}]}}
 
 
+def test_an_input_outside_its_templates_enum_still_runs_as_on_argo(run) -> None:
+    # Argo's controller never checks a template input's enum (only its validator an argument's own enum): the
+    # runner errored the step with "not one of" before
+    leaf = {
+        "name": "leaf",
+        "inputs": {"parameters": [{"name": "v", "enum": ["red", "blue"]}]},
+        "container": {"image": "x", "command": ["echo", "{{inputs.parameters.v}}"]},
+    }
+    ran = run(workflow([{"name": "main", "steps": [[{"name": "a", "template": "leaf", **_arg("purple")}]]}, leaf]))
+    assert ran.phase == "Succeeded" and ran.out("[0].a") == "purple"
+    assert ran.nodes["[0].a"]["inputs"]["parameters"][0]["enum"] == ["red", "blue"]
+
+
 def test_global_outputs_and_exit_code(run) -> None:
     producer = {
         "name": "produce",

@@ -92,6 +92,13 @@ def test_a_malformed_expression_is_an_error_even_when_not_strict() -> None:
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("expression", ["sprig.randAlpha(3)", "sprig.upper(sprig.uuidv4())", "now()"])
+def test_a_refused_function_is_an_error_even_when_not_strict(expression: str) -> None:
+    # left as written before: the step received the literal `{{=sprig.randAlpha(3)}}` and the run succeeded
+    with pytest.raises(ExpressionError, match="refuse|do not support"):
+        substitute("{{=" + expression + "}}", {}, strict=False)
+
+
 def test_an_absent_optional_output_cannot_be_substituted() -> None:
     # Argo marks a skipped node's output without default as absent (nil): a simple tag on it is an error...
     scope = {"tasks.B.outputs.parameters.p": None}

@@ -118,5 +118,21 @@ def test_template_outputs_from_children() -> None:
         template_outputs({"outputs": {"parameters": [{"name": "p", "valueFrom": {"parameter": "{{nope}}"}}]}}, {})
 
 
+def test_an_expression_output_is_printed_as_argo_prints_any_value() -> None:
+    # Argo's ParseAnyString is fmt's %v: a loop's `steps.s.outputs.parameters` map reads `map[k:v]`, not JSON
+    def value(expression: str) -> str | None:
+        template = {"outputs": {"parameters": [{"name": "p", "valueFrom": {"expression": expression}}]}}
+        outputs = template_outputs(
+            template, {"steps.s.outputs.parameters.o": '["3","2"]', "steps.s.outputs.parameters": "[]"}
+        )
+        assert outputs is not None and outputs.parameters
+        return outputs.parameters[0].value
+
+    assert value("steps.s.outputs.parameters") == 'map[o:["3","2"]]'
+    assert value("[1, 'a', true]") == "[1 a true]"
+    assert value("1.5 * 2") == "3"
+    assert value("1e21") == "1e+21"
+
+
 def test_unresolved_refs() -> None:
     assert unresolved_refs({"a": ["{{tasks.x.outputs.result}} and {{item}}"]}) == ["tasks.x.outputs.result"]

@@ -684,3 +684,101 @@ def test_inputs_given_every_way_argo_takes_still_load(tmp_path: Path) -> None:
     assert load_workflow(path)
     path.write_text(yaml.safe_dump(wf(templates=[dag(ref)])))
     assert "of template 'lib.echo', which has no default" in refused(path)
+
+
+def _output(**param: object) -> dict:
+    return {"outputs": {"parameters": [{"name": "p", **param}]}}
+
+
+@pytest.mark.parametrize(
+    ("template", "says"),
+    [  # Argo's validateOutputs: the runner dropped such a parameter from the node's outputs without a word
+        (
+            {**LEAF, **_output(valueFrom={"expression": "'x'"})},
+            "template 'leaf': outputs.parameters.p.valueFrom.expression is not read in a container template: use path.",
+        ),
+        (
+            {**dag({"name": "a", "template": "leaf"}), **_output(valueFrom={"path": "/tmp/p"})},
+            "template 'main': outputs.parameters.p.valueFrom.path is not read in a dag template: use parameter or "
+            "expression.",
+        ),
+        (  # validateOutputParameter: one source, and not beside a value
+            {**LEAF, **_output(valueFrom={"path": "/tmp/p", "jsonPath": "{.a}"})},
+            "outputs.parameters.p.valueFrom must name one of path, jqFilter, jsonPath, parameter, expression, "
+            "supplied, not path and jsonPath.",
+        ),
+        ({**LEAF, **_output(valueFrom={"default": "d"})}, "valueFrom must name one of path"),
+        ({**LEAF, **_output(value="v", valueFrom={"path": "/tmp/p"})}, "has both valueFrom and value: choose one."),
+        ({**LEAF, **_output()}, "outputs.parameters.p has neither valueFrom nor value."),
+    ],
+)
+def test_an_output_parameter_its_template_cannot_give_is_refused(template: dict, says: str) -> None:
+    templates = [template] if template["name"] == "leaf" else [template, LEAF]
+    assert says in refused(wf(entrypoint=templates[0]["name"], templates=templates))
+
+
+def test_output_parameters_argo_takes_still_load() -> None:
+    leaf = {**LEAF, **_output(valueFrom={"path": "/tmp/p", "default": "d"})}
+    main = {**dag({"name": "a", "template": "leaf"}), **_output(valueFrom={"expression": "tasks.a.outputs.result"})}
+    suspend = {"name": "wait", "suspend": {}, **_output(valueFrom={"supplied": {}})}
+    literal = {**LEAF, "name": "lit", **_output(value="v")}
+    assert load_workflow(wf(templates=[main, leaf, suspend, literal]))
+
+
+@pytest.mark.parametrize(
+    ("argument", "says"),
+    [  # Argo's validateArgumentsValues on a step's or task's arguments; the runner ran such a step
+        (
+            {"value": "purple", "enum": ["red", "blue"]},
+            "task 'a': arguments.parameters.msg.value 'purple' is not one of its enum red, blue.",
+        ),
+        ({"value": "{{workflow.name}}", "enum": ["red"]}, "value '{{workflow.name}}' is not one of its enum red."),
+        ({"value": "red", "enum": []}, "arguments.parameters.msg.enum is empty"),
+    ],
+)
+def test_a_step_argument_outside_its_own_enum_is_refused(argument: dict, says: str) -> None:
+    task = {"name": "a", "template": "echo", "arguments": {"parameters": [{"name": "msg", **argument}]}}
+    assert says in refused(wf(templates=[dag(task), ECHO]))
+
+
+def test_a_step_argument_in_its_enum_loads() -> None:
+    task = {"name": "a", "template": "echo", "arguments": {"parameters": [{"name": "msg", "value": 1, "enum": [1]}]}}
+    assert load_workflow(wf(templates=[dag(task), ECHO]))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("daemon", True),
+        ("sidecars", [{"name": "db", "image": "x", "command": ["serve"]}]),
+        ("initContainers", [{"name": "fetch", "image": "x", "command": ["true"]}]),
+        ("synchronization", {"mutexes": [{"name": "m"}]}),
+    ],
+)
+def test_what_argo_runs_around_a_step_is_refused_before_anything_runs(field: str, value: object) -> None:
+    # the runner ran the step without it: a daemon's server blocked the run, a sidecar's was never there
+    step = {"name": "b", "container": {"image": "x", "command": ["true"]}, field: value}
+    says = refused(wf(templates=[dag({"name": "a", "template": "b"}), step]))
+    assert says.startswith(f"template 'b' has {field} (") and "which the local runner cannot run" in says
+    assert load_workflow(wf(templates=[dag({"name": "a", "template": "b"}), {**step, field: type(value)()}]))
+
+
+def test_a_workflow_wide_lock_is_refused_before_anything_runs() -> None:
+    semaphore = {"semaphores": [{"configMapKeyRef": {"name": "c", "key": "k"}}]}
+    assert refused(wf(synchronization=semaphore)).startswith("spec has synchronization (")
+
+
+def test_a_lifecycle_hook_other_than_exit_is_refused_before_anything_runs() -> None:
+    # the runner ran the workflow without it: a `running` or `success` hook's step never ran
+    hook = {"expression": "steps.a.status == 'Running'", "template": "leaf"}
+    steps = {"name": "main", "steps": [[{"name": "a", "template": "leaf", "hooks": {"running": hook}}]]}
+    assert refused(wf(templates=[steps, LEAF])) == (
+        "template 'main' step 'a' has lifecycle hook 'running', which the local runner cannot run (it runs exit hooks "
+        "only): remove it to run here."
+    )
+    assert refused(wf(hooks={"success": {"expression": "workflow.status == 'Succeeded'", "template": "main"}}))
+    exit_hook = {
+        "name": "main",
+        "steps": [[{"name": "a", "template": "leaf", "hooks": {"exit": {"template": "leaf"}}}]],
+    }
+    assert load_workflow(wf(templates=[exit_hook, LEAF], hooks={"exit": {"template": "leaf"}}))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from pipelines.local.expressions.errors import ExpressionError
+from pipelines.local.expressions.errors import ExpressionError, Unsupported
 from pipelines.local.expressions.expr.checker import check_types
 from pipelines.local.expressions.expr.functions import BUILTINS, sort_values
 from pipelines.local.expressions.expr.nodes import (
@@ -199,7 +199,8 @@ class _Evaluator:
             return function(*args)
         except ExpressionError as error:
             message = str(error)
-            raise ExpressionError(message if message.startswith(name) else f"{name}: {message}") from None
+            kind = Unsupported if isinstance(error, Unsupported) else ExpressionError
+            raise kind(message if message.startswith(name) else f"{name}: {message}") from None
         except (TypeError, ValueError, ArithmeticError, LookupError) as error:
             raise ExpressionError(f"{name}: {error}") from None
 

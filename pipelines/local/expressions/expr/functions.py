@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from components.untrusted import loads_json
-from pipelines.local.expressions.errors import ExpressionError
+from pipelines.local.expressions.errors import ExpressionError, Unsupported
 from pipelines.local.expressions.expr.runtime import equal, fetch, to_float, to_int
 from pipelines.local.expressions.govalues import go_json, go_sprint, go_type, is_number
 
@@ -301,7 +301,7 @@ def _bits(name: str, function: Callable[[int, int], int]) -> Callable[[list[Any]
 
 def _impure(name: str) -> Callable[[list[Any]], Any]:
     def call(args: list[Any]) -> Any:
-        raise ExpressionError(f"{name}() reads the clock, which the local runner's expressions do not support")
+        raise Unsupported(f"{name}() reads the clock, which the local runner's expressions do not support")
 
     return call
 
