@@ -402,6 +402,8 @@ def _bound(value: float) -> str:
 
 def _fail(sentence: str, code: int, as_json: bool) -> int:
     sentence = redact_text(sentence)  # an error may quote a URL or a header: never their credentials
+    # one line, whatever it quotes: a name typed with a newline in it (`$'x\ny'`) shows as `x\ny`
+    sentence = sentence.replace("\r", "\\r").replace("\n", "\\n")
     if as_json:
         print(json.dumps({"error": sentence, "exit_code": code}), flush=True)
     print(f"error: {sentence}", file=sys.stderr, flush=True)

@@ -113,7 +113,10 @@ class LocalCluster:
         try:
             self.home.mkdir(parents=True, exist_ok=True)
         except OSError as err:
-            raise InputError(f"cannot use {self.home} as the LocalCluster's home: {err.strerror or err}") from None
+            raise InputError(
+                f"cannot use {self.home} as the LocalCluster's home: {err.strerror or err}; "
+                "set VCPILOT_HOME to a directory you can write"
+            ) from None
         try:
             self._db = sqlite3.connect(self.home / "cluster.db", timeout=60, isolation_level=None)
         except sqlite3.Error as err:

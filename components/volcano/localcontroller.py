@@ -293,9 +293,10 @@ class Controller:
         self._db.execute(
             "UPDATE jobs SET pg_phase = 'Inqueue' WHERE namespace = ? AND name = ?", (job.namespace, job.name)
         )
+        tasks = {name: (task, index) for name, task, index in job.pod_names()}  # once: a gang may have 100,000 pods
         for pod in pod_requests(job):  # resources and names only: no priorities needed
             pod_name = pod.name.split("/", 1)[1]
-            task, index = job.pod_task(pod_name)
+            task, index = tasks[pod_name]
             self._db.execute(
                 "INSERT INTO pods(namespace, job, name, task, idx, generation, phase, resources) "
                 "VALUES (?,?,?,?,?,?, 'Pending', ?)",

@@ -222,13 +222,6 @@ class JobRow:
         """(pod name, task, index) for every replica, Volcano-style `<job>-<task>-<index>`."""
         return [(f"{self.name}-{task.name}-{i}", task.name, i) for task in self.tasks for i in range(task.replicas)]
 
-    def pod_task(self, pod_name: str) -> tuple[str, int]:
-        """The task and index of one of this job's pods."""
-        for name, task, index in self.pod_names():
-            if name == pod_name:
-                return task, index
-        raise KeyError(pod_name)
-
     def min_task_member(self) -> dict[str, int]:
         """The PodGroup's spec.minTaskMember: each task's minimum (job_controller_actions.go `getMinTaskMember`)."""
         return {task.name: task.min_member for task in self.tasks}

@@ -369,3 +369,22 @@ def test_a_gang_of_millions_of_replicas_waits_without_costing_the_cluster(cluste
     cluster.submit(make_job("small", "true", gpus=1))
     assert cluster.wait("small", timeout=30).phase == "Completed"
     assert cluster.get("huge").phase == "Pending"
+
+
+def test_an_admitted_gang_of_many_replicas_creates_its_pods_at_once(cluster, make_job):
+    # Admitting a gang creates every replica's pod; finding each pod's task once scanned all of them (O(replicas²)):
+    # `replicas: 20000` kept `vcpilot cluster submit` busy for minutes. 5 GPUs a pod: one is admitted, none fits.
+    many = make_job("many", "true", pods=20_000, gpus=5, min_available=1)
+
+    def too_long(*_: object) -> None:
+        raise AssertionError("admitting a gang of 20,000 replicas did not return within 30 s")
+
+    before = signal.signal(signal.SIGALRM, too_long)  # a guard against the O(replicas²) admit, not a timing
+    signal.alarm(30)
+    try:
+        cluster.submit(many)
+        admitted = cluster.get("many")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+    assert admitted.phase == "Pending" and len(admitted.pods) == 20_000

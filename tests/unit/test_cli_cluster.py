@@ -140,6 +140,15 @@ def test_unknown_names(run):
     one_sentence_error(run("fail-node", "gpu-9"), "node 'gpu-9' does not exist")
 
 
+def test_a_home_that_is_a_file_says_to_set_vcpilot_home(run, tmp_path, monkeypatch):
+    # it said "cannot use … as the LocalCluster's home: File exists", and not what to do
+    (tmp_path / "afile").write_text("x")
+    for home in (tmp_path / "afile", tmp_path / "afile" / "below"):
+        monkeypatch.setenv("VCPILOT_HOME", str(home))
+        one_sentence_error(run("status"), f"cannot use {home} as", "set VCPILOT_HOME to a directory")
+    assert (tmp_path / "afile").read_text() == "x"
+
+
 def test_fail_and_recover_node(run):
     assert run("fail-node", "node-1").exit_code == 0
     nodes = {n["name"]: n["ready"] for n in json.loads(run("status", "--json").stdout)["nodes"]}

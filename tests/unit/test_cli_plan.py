@@ -163,6 +163,8 @@ def test_plan_in_a_fresh_process_imports_no_hera(cluster: LocalCluster, tmp_path
         # names Argo takes for a workflow, which the VCJob's Service cannot carry (a DNS-1035 label)
         (["--workflow", "a.b"], 1, ("--workflow 'a.b' cannot name the training's VCJob", "starts with a letter")),
         (["--workflow", "1abc"], 1, ("--workflow '1abc' cannot name the training's VCJob",)),
+        # a VCJob name shortened to fit, but a label value Argo and the VCJob's labels refuse: it said "labels: value"
+        (["--workflow", "w" * 64], 1, ("--workflow 'wwww", "is not a run name", "at most 63")),
         (["--namespace", "Bad"], 1, ("--namespace 'Bad' is not a namespace name",)),
     ],
 )

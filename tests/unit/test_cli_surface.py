@@ -131,6 +131,13 @@ def test_a_user_error_is_one_sentence_exit_1_and_a_json_object_with_json(run):
     assert json.loads(done.stdout) == {"error": sentence, "exit_code": EXIT_INPUT}
 
 
+def test_an_error_quoting_a_line_break_stays_one_line(run):
+    # `vcpilot cluster get $'x\ny'` printed "error: job default/x" and then "y does not exist." on a line of its own
+    one_line_error(run("cluster", "get", "x\ny"), EXIT_INPUT, "job default/x\\ny does not exist")
+    done = run("cluster", "get", "x\r\ny", "--json")
+    assert json.loads(done.stdout)["error"] == one_line_error(done, EXIT_INPUT, "default/x\\r\\ny")
+
+
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
