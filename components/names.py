@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "MAX_RUN_NAME",
     "QUALIFIED_NAME",
     "check_label_key",
     "check_label_value",
@@ -13,6 +14,7 @@ __all__ = [
     "is_dns1123_subdomain",
     "is_port_name",
     "is_qualified_name",
+    "run_name_problem",
 ]
 
 # Patterns, not compiled ones: `re` compiles each on first use and keeps it, and a command that checks no name
@@ -32,6 +34,26 @@ def is_dns1123_label(value: str) -> bool:
 def is_dns1123_subdomain(value: str) -> bool:
     """Tell whether `value` is a lowercase RFC 1123 subdomain: labels joined by '.', at most 253 long."""
     return len(value) <= 253 and re.fullmatch(_DNS1123_SUBDOMAIN, value) is not None
+
+
+# Argo's controller refuses a longer workflow name (validate.go maxCharsInObjectName: it becomes a label value).
+MAX_RUN_NAME = 63
+
+
+def run_name_problem(name: str) -> str | None:
+    """Why Argo would not take `name` as a workflow's name, in one sentence; None when it would.
+
+    The one rule for run names, wherever one is given or read (run-workflow, run, resume, runs, plan --workflow): a
+    DNS-1123 subdomain of at most 63 characters, so no name holds a '/' or '..' and reaches outside
+    `VCPILOT_HOME/runs/`.
+    """
+    if len(name) <= MAX_RUN_NAME and is_dns1123_subdomain(name):
+        return None
+    shown = name if len(name) <= 80 else name[:77] + "..."
+    return (
+        f"{shown!r} is not a run name: workflow names are lower-case letters, digits, '-' and '.', "
+        f"at most {MAX_RUN_NAME} of them, starting and ending with a letter or digit (DNS-1123)."
+    )
 
 
 def is_port_name(value: str) -> bool:

@@ -12,6 +12,7 @@ import hashlib
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from components.names import run_name_problem
 from components.tracking.adapter import (
     ATTEMPT_ENV,
     EXPERIMENT_ENV,
@@ -193,19 +194,16 @@ def check_workflow_name(workflow: str) -> str:
     """`workflow` when its steps' VCJobs can be named after it (`job_name`); ValueError in one sentence otherwise.
 
     Argo takes `a.b` or `1abc` as a workflow's name; the VCJob `a.b-train-1` cannot carry it (its Service needs a
-    DNS-1035 label), so the run would fail at its plan step; and a name Argo refuses (`check_run_name`: one too long
+    DNS-1035 label), so the run would fail at its plan step; and a name Argo refuses (`run_name_problem`: one too long
     to be a label value) is refused too, though `job_name` would shorten it.
     """
-    from pipelines.local.workflow import WorkflowError, check_run_name  # imported here: `plan` reads no workflow
-
     try:
         check_job_name(job_name(workflow, "train-1"))
     except ValueError as err:
         raise ValueError(f"{workflow!r} cannot name the training's VCJob: {err}") from None
-    try:
-        check_run_name(workflow)
-    except WorkflowError as err:
-        raise ValueError(str(err).rstrip(".")) from None
+    problem = run_name_problem(workflow)
+    if problem:
+        raise ValueError(problem.rstrip("."))
     return workflow
 
 

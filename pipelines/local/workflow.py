@@ -27,7 +27,7 @@ from components import kubeyaml
 from components.durations import DurationError, DurationTooLong, parse_go_duration
 from components.errors import InputError
 from components.files import MANIFEST_MAX_BYTES, describe_yaml_error, kind_of, read_text
-from components.names import is_dns1123_label, is_dns1123_subdomain
+from components.names import MAX_RUN_NAME, is_dns1123_label, is_dns1123_subdomain, run_name_problem
 from pipelines.local import CRON_LABEL, volumes
 
 __all__ = [
@@ -85,22 +85,11 @@ class WorkflowError(InputError):
     """The workflow cannot run as given; the message is one sentence that says what to fix."""
 
 
-# Argo's controller refuses a longer workflow name (validate.go maxCharsInObjectName: it becomes a label value).
-MAX_RUN_NAME = 63
-
-
 def check_run_name(name: str) -> str:
-    """`name` when Argo would take it as a workflow's name; WorkflowError otherwise.
-
-    The one rule for run names, wherever one is given or read (run-workflow, run, resume, runs …): a DNS-1123
-    subdomain of at most 63 characters, so no name holds a '/' or '..' and reaches outside `VCPILOT_HOME/runs/`.
-    """
-    if len(name) > MAX_RUN_NAME or not is_dns1123_subdomain(name):
-        shown = name if len(name) <= 80 else name[:77] + "..."
-        raise WorkflowError(
-            f"{shown!r} is not a run name: workflow names are lower-case letters, digits, '-' and '.', "
-            f"at most {MAX_RUN_NAME} of them, starting and ending with a letter or digit (DNS-1123)."
-        )
+    """`name` when Argo would take it as a workflow's name (`components.names.run_name_problem`); WorkflowError else."""
+    problem = run_name_problem(name)
+    if problem:
+        raise WorkflowError(problem)
     return name
 
 
