@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import fcntl
 import json
 import os
 import shlex
@@ -660,11 +661,40 @@ class LocalCluster:
         )
 
 
+def reconcile_after_pod_end(home: Path) -> None:
+    """The hook a pod runs when it ends: reconcile once for any number of pods that end together.
+
+    Each hook leaves a mark (`reconcile.pending`); only the one holding `reconcile.lock` reconciles, again while
+    marks come. One that finds the lock held leaves its mark to the holder, which looks for marks again after it
+    lets go, so no end is missed. A gang of many short pods thus keeps one process writing the state, not one per
+    pod, and a command the user types waits behind that one alone.
+    """
+    mark = home / "reconcile.pending"
+    mark.touch()
+    with open(home / "reconcile.lock", "a") as lock:
+        while mark.exists():
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # the holder sees the mark
+            try:
+                cluster = LocalCluster(home)
+                while mark.exists():
+                    mark.unlink(missing_ok=True)
+                    try:
+                        cluster.reconcile()
+                    except BaseException:
+                        mark.touch()  # for the next hook or command: this end is not seen to yet
+                        raise
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _main(argv: list[str]) -> int:
     """`python -m components.volcano.cluster_local reconcile --home DIR`: the hook a pod runs when it ends."""
     if len(argv) >= 1 and argv[0] == "reconcile":
         home = argv[argv.index("--home") + 1] if "--home" in argv else None
-        LocalCluster(home).reconcile()
+        reconcile_after_pod_end(Path(home).resolve() if home else default_home())
         return 0
     print("usage: python -m components.volcano.cluster_local reconcile [--home DIR]", file=sys.stderr)
     return 2

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -15,6 +17,7 @@ import pytest
 
 from components.volcano.builder import TrainingRequest, build_training_job
 from components.volcano.cluster import Conflict, Invalid, JobNotFound
+from components.volcano.cluster_local import reconcile_after_pod_end
 
 pytestmark = pytest.mark.integration
 
@@ -227,6 +230,33 @@ def test_pod_end_is_noticed_without_anyone_watching(cluster, make_job, tmp_path)
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert marker.exists()
+
+
+def test_pods_ending_together_are_seen_to_by_one_hook_and_none_is_missed(cluster, make_job, tmp_path):
+    """Many short pods: each end's hook leaves a mark, one holder reconciles, and the job still finishes unwatched."""
+    cluster.submit(make_job("many", "true", pods=40, gpus=1, min_available=1))
+    db = sqlite3.connect(cluster.home / "cluster.db", timeout=30)  # read directly: a LocalCluster call reconciles
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        phases = [row[0] for row in db.execute("SELECT phase FROM pods WHERE job = 'many'")]
+        if phases.count("Succeeded") == 40:
+            break
+        time.sleep(0.1)
+    assert phases.count("Succeeded") == 40, phases
+    assert not (cluster.home / "reconcile.pending").exists(), "the last mark was seen to"
+
+
+def test_a_hook_that_finds_the_reconcile_lock_held_leaves_its_mark_to_the_holder(cluster, make_job, tmp_path):
+    lock = open(cluster.home / "reconcile.lock", "a")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        reconcile_after_pod_end(cluster.home)  # returns at once: the holder will look
+        assert (cluster.home / "reconcile.pending").exists()
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()
+    reconcile_after_pod_end(cluster.home)
+    assert not (cluster.home / "reconcile.pending").exists()
 
 
 def test_ddp_job_with_the_pytorch_plugin_completes(cluster, tmp_path):
