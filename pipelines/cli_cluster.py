@@ -6,6 +6,7 @@ import functools
 import json
 import sys
 import time
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -19,6 +20,7 @@ from components.files import dump_yaml, kind_of, load_documents
 if TYPE_CHECKING:  # imported where they are used: pydantic, sqlite and rich take a while, `--help` needs none
     from rich.console import Console
 
+    from components.volcano.cluster import JobInfo
     from components.volcano.cluster_local import LocalCluster
     from components.volcano.locallogs import PodLog
 
@@ -79,10 +81,21 @@ def status(as_json: JsonFlag = False) -> None:
     lines += section("Queues", columns(rows))
     rows = [["NAME", "QUEUE", "PHASE", "RETRIES", "PODS", "MESSAGE"]]
     for j in jobs:
-        pods = ", ".join(f"{p.name}:{p.phase}" + (f"@{p.node}" if p.node else "") for p in j.pods) or "-"
-        rows.append([f"{j.namespace}/{j.name}", j.queue, j.phase, str(j.retry_count), pods, j.message or ""])
+        rows.append([f"{j.namespace}/{j.name}", j.queue, j.phase, str(j.retry_count), _pods(j), j.message or ""])
     lines += section("Jobs", columns(rows) if jobs else ["<none>"])
     print("\n".join(lines))
+
+
+# More pods than this in a job are counted by phase in `status` (`cluster get NAME` lists them), as vcctl's job list
+# counts them: a gang of thousands would otherwise be one line of thousands of names.
+STATUS_PODS_LISTED = 4
+
+
+def _pods(job: JobInfo) -> str:
+    if len(job.pods) > STATUS_PODS_LISTED:
+        counts = Counter(p.phase for p in job.pods)
+        return f"{len(job.pods)}: " + ", ".join(f"{n} {phase}" for phase, n in sorted(counts.items()))
+    return ", ".join(f"{p.name}:{p.phase}" + (f"@{p.node}" if p.node else "") for p in job.pods) or "-"
 
 
 def submit(

@@ -466,3 +466,17 @@ def test_timeouts_go_parses_are_taken_kept_as_written_and_acted_on(run, tmp_path
     assert cluster.wait("ok", timeout=20).phase == "Completed"
     spec = cluster.get_object("ok")["spec"]
     assert spec["policies"][0]["timeout"] == "1h30m" and spec["tasks"][0]["policies"][0]["timeout"] == "500ms"
+
+
+def test_status_counts_the_pods_of_a_big_job_by_phase_and_lists_a_small_ones(run, tmp_path):
+    for job in (vcjob("big", pods=6, min_available=1), vcjob("small", pods=2)):
+        path = tmp_path / f"{job['metadata']['name']}.yaml"
+        path.write_text(yaml.safe_dump(job))
+        assert run("submit", str(path)).exit_code == 0
+    cluster = LocalCluster(tmp_path / "home")
+    cluster.wait("big", timeout=30)
+    cluster.wait("small", timeout=30)
+    out = run("status").stdout
+    big = next(line for line in out.splitlines() if "default/big" in line)
+    assert " 6: 6 Succeeded " in big and "big-main-0" not in big
+    assert "small-main-0:Succeeded@node-" in out and "small-main-1:Succeeded@node-" in out
