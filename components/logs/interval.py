@@ -85,5 +85,6 @@ def parse_window(text: str, now: datetime, *, option: str = "the window") -> Tim
     if start is None or end is None:
         raise InputError(f"{option} {text!r} is not a time window: write {WINDOW_HELP}")
     if start >= end:
-        raise InputError(f"{option} {text!r} ends before it starts ({start.isoformat()} to {end.isoformat()})")
+        says = "is empty: it ends when it starts" if start == end else "ends before it starts"
+        raise InputError(f"{option} {text!r} {says} ({start.isoformat()} to {end.isoformat()})")
     return TimeWindow(start=start.timestamp(), end=end.timestamp())

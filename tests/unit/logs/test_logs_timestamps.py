@@ -97,6 +97,7 @@ def test_windows_read_as_iso_intervals_or_relative_to_now(text: str, expected: s
     [
         ("yesterday", "--current-window 'yesterday' is not a time window: write START/END"),
         ("2026-11-02/2026-11-01", "--current-window '2026-11-02/2026-11-01' ends before it starts"),
+        ("0h", "--current-window '0h' is empty: it ends when it starts"),
         ("P1D/PT1H", "--current-window 'P1D/PT1H' is not a time window"),
         ("9999-12-31/P2D", "--current-window '9999-12-31/P2D' is not a time window"),
     ],
