@@ -28,6 +28,7 @@ from pipelines.local.engine.scope import (
     item_vars,
     node_vars,
     resolve_artifact_arguments,
+    result_referenced,
     substitute_tree,
     template_outputs,
     unresolved_refs,
@@ -204,8 +205,12 @@ class _Dag:
 
     # -- resolving and launching a task ----------------------------------------------------------------
 
-    def scope(self, name: str | None = None) -> dict[str, Any]:
-        """The DAG's scope plus `tasks.*` of the task's ancestors (every task when `name` is None)."""
+    def scope(self, name: str | None = None, strict: bool = True) -> dict[str, Any]:
+        """The DAG's scope plus `tasks.*` of the task's ancestors (every task when `name` is None).
+
+        `strict`: a loop's result that is not JSON, where the DAG names that result, is an ExpressionError (Argo
+        errs the task that reads it, or the DAG); an exit hook's scope is not strict.
+        """
         scope = dict(self.prepared.scope)
         scope.update(self.engine.globals())
         for dep in self.tasks if name is None else self._ancestry(name):
@@ -213,7 +218,8 @@ class _Dag:
             if node is None:
                 continue
             if node.type == "TaskGroup":
-                scope.update(aggregate_vars("tasks", dep, self._children(node)))
+                strict_here = strict and result_referenced("tasks", dep, self.prepared.template)
+                scope.update(aggregate_vars("tasks", dep, self._children(node), strict_here))
             scope.update(node_vars("tasks", dep, node))
             template = self.engine.wf.templates.get(str(self.tasks[dep].get("template")))
             scope.update(absent_outputs("tasks", dep, node, template))
@@ -315,7 +321,7 @@ class _Dag:
             if self._tripped():
                 return  # failFast: no new children once one failed
             node = self.engine.execute(call)
-        scope = self.scope(name)
+        scope = self.scope(name, strict=False)
         self.engine.run_exit_hook(self.tasks[name], node, self.node.id, scope, "tasks", name, self.call.depth + 1)
 
     def _hook_pending(self, name: str, node: NodeStatus) -> bool:

@@ -27,6 +27,7 @@ __all__ = [
     "item_vars",
     "node_vars",
     "resolve_artifact_arguments",
+    "result_referenced",
     "substitute_tree",
     "template_outputs",
     "unresolved_refs",
@@ -122,10 +123,40 @@ def drop_absent_arguments(holder: Mapping[str, Any], scope: Mapping[str, Any]) -
     return {**holder, "arguments": {**holder["arguments"], "parameters": kept}}
 
 
-def aggregate_vars(prefix: str, name: str, children: list[NodeStatus]) -> dict[str, Any]:
+def result_referenced(prefix: str, name: str, parent: Mapping[str, Any]) -> bool:
+    """Argo's hasOutputResultRef: whether the steps or DAG template `parent` names `{prefix}.{name}.outputs.result`.
+
+    Argo has a step's stdout captured as its result only then, and so aggregates a loop's results only then.
+    """
+    text = json.dumps(parent)
+    quoted = re.escape(name)
+    return (
+        re.search(rf"{prefix}\.{quoted}\.outputs\.result", text) is not None
+        # as Argo's, on the template as JSON: `steps['x']` matches, `steps["x"]` (its quotes escaped) does not
+        or re.search(rf"{prefix}\[['\"]{quoted}['\"]\]\.outputs.result", text) is not None
+    )
+
+
+def _go_json_error(text: str) -> str:
+    """What Go's encoding/json says of a text that is not JSON (its common cases; others in Python's words)."""
+    stripped = text.lstrip(" \t\r\n")
+    if not stripped:
+        return "unexpected end of JSON input"
+    if stripped[0] not in '{["-0123456789tfn':
+        return f"invalid character {stripped[0]!r} looking for beginning of value"
+    try:
+        json.loads(text)
+    except ValueError as err:
+        return f"invalid JSON: {err}"
+    return "invalid JSON"
+
+
+def aggregate_vars(prefix: str, name: str, children: list[NodeStatus], strict: bool = False) -> dict[str, Any]:
     """Argo's processAggregateNodeOutputs: the outputs of an expanded task/step as JSON lists, in loop order.
 
-    Unlike Argo, a `result` that is not JSON is aggregated as a string instead of failing the template.
+    With `strict` (the parent names the loop's result: `result_referenced`), a `result` that is not JSON is an
+    ExpressionError in Go's words, as Argo errs the template; otherwise it is aggregated as a string (Argo has not
+    captured it, and nothing reads it).
     """
     kept = sorted((c for c in children if not c.hooked and not c.retried), key=lambda c: _loop_index(c.name))
     params: list[dict[str, str]] = []
@@ -143,6 +174,8 @@ def aggregate_vars(prefix: str, name: str, children: list[NodeStatus]) -> dict[s
             try:
                 results.append(loads_json(child.outputs.result))
             except ValueError:
+                if strict:
+                    raise ExpressionError(_go_json_error(child.outputs.result)) from None
                 results.append(child.outputs.result)
     base = f"{prefix}.{name}.outputs"
     out: dict[str, Any] = {f"{base}.result": _json(results), f"{base}.parameters": _json(params)}

@@ -25,6 +25,7 @@ from pipelines.local.engine.scope import (
     item_vars,
     node_vars,
     resolve_artifact_arguments,
+    result_referenced,
     substitute_tree,
     template_outputs,
     unresolved_refs,
@@ -81,8 +82,12 @@ class _Steps:
                 self._set_outbound(sg)
                 self.state.mark(node, "Failed", sg.message or "")
                 return node
-            for step in group or []:
-                scope.update(self._step_vars(step, sg))
+            try:
+                for step in group or []:
+                    scope.update(self._step_vars(step, sg))
+            except ExpressionError as err:  # a loop's result the template names is not JSON: Argo errs it
+                self.state.mark(node, "Error", str(err))
+                return node
         last = self.state.by_name(f"{call.name}[{len(groups) - 1}]") if groups else None
         if last is not None:
             self._set_outbound(last)
@@ -128,7 +133,8 @@ class _Steps:
             for cid in sg.children or []
             if (c := self.state.get(cid)) is not None and c.name.startswith(prefix) and c.type != "Skipped"
         ]
-        out = aggregate_vars("steps", name, children) if children else {}
+        strict = result_referenced("steps", name, self.prepared.template)
+        out = aggregate_vars("steps", name, children, strict) if children else {}
         out.update({k: v for k, v in node_vars("steps", name, sg).items() if ".outputs." not in k})
         return out
 

@@ -542,3 +542,29 @@ def test_last_retry_duration_is_go_seconds_which_as_int_reads(run, tmp_path: Pat
     ran = run(with_path(workflow([sh("main", script, retryStrategy=strategy)]), tmp_path / "count"))
     assert ran.phase == "Succeeded" and set(ran.phases) == {"", "(0)", "(1)", "(2)"}
     assert ran.out("(0)") == "took 0" and ran.out("(2)") in ("took 0", "took 1")
+
+
+@pytest.mark.parametrize("kind", ["steps", "dag"])
+def test_a_loops_result_that_is_not_json_errs_only_where_the_template_reads_it(run, kind: str) -> None:
+    """Argo captures a step's stdout as its result only when its steps/DAG template names that result
+    (operator.go hasOutputResultRef), and then unmarshals each looped result as JSON (processAggregateNodeOutputs):
+    plain text errs the steps node, or the task that reads it."""
+    say = {"name": "say", "inputs": {"parameters": [{"name": "w"}]},
+           "script": {"image": "alpine", "command": ["sh"], "source": "echo {{inputs.parameters.w}}"}}  # fmt: skip
+    show = sh("show", "echo {{inputs.parameters.all}}", inputs={"parameters": [{"name": "all"}]})
+    loop = {"name": "gen", "template": "say", "withItems": ["hello", "world"],
+            "arguments": {"parameters": [{"name": "w", "value": "{{item}}"}]}}  # fmt: skip
+
+    def main(reads: bool) -> dict[str, Any]:
+        value = f"{{{{{'steps' if kind == 'steps' else 'tasks'}.gen.outputs.result}}}}" if reads else "none"
+        use = {"name": "use", "template": "show", "arguments": {"parameters": [{"name": "all", "value": value}]}}
+        if kind == "steps":
+            return {"name": "main", "steps": [[loop], [use]]}
+        return {"name": "main", "dag": {"tasks": [loop, {**use, "depends": "gen"}]}}
+
+    ran = run(workflow([main(reads=True), say, show]))
+    assert ran.phase == "Error"
+    where = "" if kind == "steps" else ".use"
+    assert ran.phases[where] == "Error" and ran.message(where) == "invalid character 'h' looking for beginning of value"
+    ran = run(workflow([main(reads=False), say, show]))
+    assert ran.phase == "Succeeded"

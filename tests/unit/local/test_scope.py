@@ -15,6 +15,7 @@ from pipelines.local.engine.scope import (
     item_name,
     item_vars,
     node_vars,
+    result_referenced,
     template_outputs,
     unresolved_refs,
 )
@@ -136,3 +137,29 @@ def test_an_expression_output_is_printed_as_argo_prints_any_value() -> None:
 
 def test_unresolved_refs() -> None:
     assert unresolved_refs({"a": ["{{tasks.x.outputs.result}} and {{item}}"]}) == ["tasks.x.outputs.result"]
+
+
+@pytest.mark.parametrize(
+    ("text", "referenced"),
+    [
+        ("{{steps.gen.outputs.result}}", True),
+        ("{{=steps['gen'].outputs.result}}", True),
+        ('{{=steps["gen"].outputs.result}}', False),  # Argo's regex runs on the template as JSON, quotes escaped
+        ("{{steps.gen.outputs.parameters.x}}", False),
+        ("{{steps.generate.outputs.result}}", False),
+        ("{{tasks.gen.outputs.result}}", False),
+    ],
+)
+def test_a_result_is_referenced_as_argos_has_output_result_ref_finds_it(text: str, referenced: bool) -> None:
+    parent = {"name": "main", "steps": [[{"name": "use", "arguments": {"parameters": [{"name": "p", "value": text}]}}]]}
+    assert result_referenced("steps", "gen", parent) is referenced
+
+
+def test_a_loops_result_that_is_not_json_is_gos_error_only_when_strict() -> None:
+    children = [node("x.gen(0:a)", "Succeeded", "hello")]
+    assert aggregate_vars("steps", "gen", children)["steps.gen.outputs.result"] == '["hello"]'
+    with pytest.raises(ExpressionError, match="^invalid character 'h' looking for beginning of value$"):
+        aggregate_vars("steps", "gen", children, strict=True)
+    children = [node("x.gen(0:a)", "Succeeded", "")]
+    with pytest.raises(ExpressionError, match="^unexpected end of JSON input$"):
+        aggregate_vars("steps", "gen", children, strict=True)
