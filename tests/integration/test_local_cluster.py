@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import json
@@ -11,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,6 +34,22 @@ def hold(release: Path, marker: Path) -> str:
 
 def lines(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+@contextlib.contextmanager
+def returns_within(seconds: int, what: str) -> Iterator[None]:
+    """A guard against a path that grows too fast with the input, not a timing: fail when `what` takes `seconds`."""
+
+    def too_long(*_: object) -> None:
+        raise AssertionError(f"{what} did not return within {seconds} s")
+
+    before = signal.signal(signal.SIGALRM, too_long)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
 
 
 def wait_until(predicate, timeout: float = 10.0) -> None:
@@ -382,17 +400,9 @@ def test_a_gang_of_millions_of_replicas_waits_without_costing_the_cluster(cluste
     # reconcile here once built every replica's pod request for every read (10,000,000 replicas: ~90 s, 2 GB).
     huge = make_job("huge", "true", pods=10_000_000, gpus=1)
 
-    def too_long(*_: object) -> None:
-        raise AssertionError("submitting a Pending gang of 10,000,000 replicas did not return within 30 s")
-
-    before = signal.signal(signal.SIGALRM, too_long)  # a guard against the O(replicas) reconcile, not a timing
-    signal.alarm(30)
-    try:
+    with returns_within(30, "submitting a Pending gang of 10,000,000 replicas"):  # against an O(replicas) reconcile
         cluster.submit(huge)
         waiting = cluster.get("huge")
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, before)
     assert waiting.phase == "Pending" and waiting.pods == []
     assert "10000000 asked" in (waiting.message or "")
     # it holds no place the others need: a small job behind it in the same queue runs to completion
@@ -406,15 +416,7 @@ def test_an_admitted_gang_of_many_replicas_creates_its_pods_at_once(cluster, mak
     # `replicas: 20000` kept `vcpilot cluster submit` busy for minutes. 5 GPUs a pod: one is admitted, none fits.
     many = make_job("many", "true", pods=20_000, gpus=5, min_available=1)
 
-    def too_long(*_: object) -> None:
-        raise AssertionError("admitting a gang of 20,000 replicas did not return within 30 s")
-
-    before = signal.signal(signal.SIGALRM, too_long)  # a guard against the O(replicas²) admit, not a timing
-    signal.alarm(30)
-    try:
+    with returns_within(30, "admitting a gang of 20,000 replicas"):  # against an O(replicas²) admit
         cluster.submit(many)
         admitted = cluster.get("many")
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, before)
     assert admitted.phase == "Pending" and len(admitted.pods) == 20_000
