@@ -28,7 +28,8 @@ __all__ = [
 
 class _Frozen(BaseModel):
     # Built when first validated: most of these are only ever fields of another model (benchmarks/cli.py).
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    # Finite numbers only: a model's 1e999 is inf, which a decision record stores as null and cannot read back.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False)
 
 
 class Candidate(_Frozen):

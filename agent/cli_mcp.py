@@ -89,6 +89,7 @@ def mcp_command(
     if read_only:
         rules = rules.model_copy(update={"read_only": True})
     cluster = connect(kubeconfig or None, context)
+    _sdk_logs_to_stderr()  # before build_server, whose SDK would otherwise log tracebacks through rich
     root = checkpoints_root or Path(os.environ.get("VCPILOT_HOME") or ".vcpilot") / "workspace"
     server = build_server(ToolContext(cluster=cluster, guardrails=rules, checkpoints_root=root.resolve()))
     where = _describe(cluster)
@@ -115,6 +116,26 @@ def _audit_to_stderr(audit: logging.Logger) -> None:
     audit.addHandler(handler)
     audit.setLevel(logging.INFO)
     audit.propagate = False
+
+
+class _OneLine(logging.Formatter):
+    """A log record as one redacted line, without the traceback of a client's bad request or dropped connection."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from components.redact import redact_text
+
+        message = record.getMessage()
+        err = record.exc_info[1] if record.exc_info else None
+        if err is not None:
+            message += f": {type(err).__name__}" + (f": {err}" if str(err) else "")
+        return redact_text(" ".join(f"{record.levelname.lower()}: {message}".split()))
+
+
+def _sdk_logs_to_stderr() -> None:
+    """The SDK's warnings and errors on stderr, one line each; stdout belongs to the stdio transport."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])  # MCPServer's own basicConfig is then a no-op
 
 
 def _describe(cluster: Cluster) -> str:

@@ -46,7 +46,8 @@ class GuardrailViolation(VcpilotError, ValueError):
 class Guardrails(BaseModel):
     """What the agent may do. Lists of names take "*" for anything; a priority class "" means none at all."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Finite numbers only: YAML's `.inf` as llm_deadline_s would lift the bound on an LLM's decision.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     namespaces: list[str] = Field(default_factory=lambda: ["default"])
     queues: list[str] = Field(default_factory=lambda: ["default"])

@@ -34,7 +34,7 @@ def load_token(token_file: Path | None, environ: Mapping[str, str] | None = None
     """The bearer token from `token_file`, else from VCPILOT_MCP_TOKEN; an InputError when there is none."""
     if token_file is not None:
         try:
-            token = token_file.read_text().strip()
+            token = token_file.read_text(encoding="utf-8", errors="replace").strip()  # not UTF-8: refused below
         except OSError as err:
             raise InputError(f"the token file {token_file} cannot be read: {err.strerror}") from None
         where = f"the token file {token_file}"
@@ -51,8 +51,12 @@ def load_token(token_file: Path | None, environ: Mapping[str, str] | None = None
             "the MCP server over HTTP needs a bearer token: pass --token-file FILE or set "
             f"{TOKEN_ENV} (e.g. {TOKEN_ENV}=$(openssl rand -hex 32))"
         )
-    if len(token) < _MIN_TOKEN or any(c.isspace() for c in token):
-        raise InputError(f"the bearer token in {where} must be at least {_MIN_TOKEN} characters without spaces")
+    # A client sends the token in an HTTP header: only visible ASCII travels there unchanged (a BOM never does).
+    if len(token) < _MIN_TOKEN or not all("!" <= c <= "~" for c in token):
+        raise InputError(
+            f"the bearer token in {where} must be at least {_MIN_TOKEN} visible ASCII characters, without spaces "
+            "(e.g. openssl rand -hex 32)"
+        )
     return token
 
 

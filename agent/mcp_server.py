@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -26,11 +27,13 @@ from pydantic import ConfigDict
 from agent.mcp_http import CALLER_KEY, Gate, RateLimit
 from agent.tools import TOOLS, Tool, ToolContext, ToolResult, call_tool, input_schema
 from components.redact import redact
+from components.untrusted import printable
 
 __all__ = ["AUDIT", "MAX_BODY_BYTES", "SERVER_NAME", "build_server", "serve_http"]
 
 AUDIT = logging.getLogger("vcpilot.mcp.audit")
 MAX_BODY_BYTES = 256 * 1024  # a training request is a few KiB; the SDK's default is 4 MiB
+_MAX_ITEMS = 100  # of one list in an audit line
 
 SERVER_NAME = "vcpilot"
 _INSTRUCTIONS = (
@@ -95,7 +98,21 @@ def _audit(mcp_ctx: Context, tool: str, arguments: dict[str, Any], result: ToolR
         verdict = f"refused by guardrail {result.rule}"
     else:
         verdict = "failed: " + result.error
-    AUDIT.info(json.dumps({"caller": caller, "tool": tool, "arguments": redact(arguments), "verdict": verdict}))
+    line = {"caller": caller, "tool": tool, "arguments": _loggable(redact(arguments)), "verdict": verdict}
+    AUDIT.info(json.dumps(line, allow_nan=False))
+
+
+def _loggable(value: Any) -> Any:
+    """A client's arguments as strict JSON of bounded size: NaN and Infinity as text, long strings cut."""
+    if isinstance(value, dict):
+        return {printable(str(key), 200): _loggable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_loggable(item) for item in value[:_MAX_ITEMS]] + (["…"] if len(value) > _MAX_ITEMS else [])
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, str):
+        return printable(value, 1000)
+    return value
 
 
 def serve_http(server: MCPServer, token: str, host: str, port: int, *, rate: RateLimit | None = None) -> None:

@@ -24,6 +24,7 @@ from agent.pending import PendingExplanation, explain
 from components.errors import VcpilotError
 from components.errors import explain as explain_error
 from components.finetune.checkpoint_layout import METADATA
+from components.untrusted import printable
 from components.volcano.builder import TrainingRequest, build_training_job
 from components.volcano.cluster import Cluster, ClusterError, JobInfo, NodeInfo, QueueSnapshot
 from components.volcano.models import Job, parse_job
@@ -48,6 +49,8 @@ __all__ = [
     "openai_tools",
 ]
 
+
+_MAX_ERROR = 1000  # characters of one error sentence: a 100 KB name is not echoed back whole
 
 # ---- inputs --------------------------------------------------------------------------------------------
 
@@ -331,7 +334,7 @@ def call_tool(ctx: ToolContext, name: str, arguments: Any) -> ToolResult:
     if tool is None:
         close = difflib.get_close_matches(name, TOOLS, n=1)
         hint = f"did you mean {close[0]}?" if close else f"use one of {', '.join(TOOLS)}"
-        return ToolResult(ok=False, error=f"there is no tool {name!r}; {hint}")
+        return ToolResult(ok=False, error=_sentence(f"there is no tool {name!r}; {hint}"))
     try:
         ctx.guardrails.check_call(name, tool.mutating)
         if arguments is None:
@@ -344,13 +347,15 @@ def call_tool(ctx: ToolContext, name: str, arguments: Any) -> ToolResult:
             raise ValueError(f"bad arguments for {name}: {describe_validation_error(err, tool.input_model)}") from None
         output = tool.run(ctx, parsed)
     except GuardrailViolation as refusal:
-        return ToolResult(ok=False, error=explain_error(refusal)[0], rule=refusal.rule)
+        return ToolResult(ok=False, error=_sentence(explain_error(refusal)[0]), rule=refusal.rule)
     except VcpilotError as err:
         return ToolResult(ok=False, error=_sentence(explain_error(err)[0]))
     except ValueError as err:  # a request or manifest check (pydantic validators, components.volcano.validation)
         return ToolResult(ok=False, error=_sentence(str(err)))
     except OSError as err:
-        return ToolResult(ok=False, error=f"{name} could not read {err.filename or 'a file'}: {err.strerror}")
+        return ToolResult(
+            ok=False, error=_sentence(f"{name} could not read {err.filename or 'a file'}: {err.strerror}")
+        )
     return ToolResult(ok=True, data=as_json(output))
 
 
@@ -374,4 +379,5 @@ def input_schema(tool: Tool) -> dict[str, Any]:
 
 
 def _sentence(text: str) -> str:
-    return " ".join(text.split())
+    # An error quotes what the caller sent: one line, cut short, escaped as a terminal or a model should see it.
+    return printable(" ".join(text.split()), _MAX_ERROR)

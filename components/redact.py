@@ -107,13 +107,22 @@ def redact(value: Any) -> Any:
         # an env entry {"name": "ARGO_TOKEN", "value": "…"}: the name is in one field, the secret in the other
         env_secret = isinstance(value.get("name"), str) and secret_name(value["name"]) and "value" in value
         return {
-            key: MASK
-            if isinstance(item, str) and item and (env_secret and key == "value" or _named(key))
-            else redact(item)
+            key: _masked(item) if env_secret and key == "value" or _named(key) else redact(item)
             for key, item in value.items()
         }
     if isinstance(value, list | tuple):
         return [redact(item) for item in value]
+    return value
+
+
+def _masked(value: Any) -> Any:
+    """Every non-empty string inside a secret-named field blanked, whatever its shape (`{"TOKEN": ["…"]}` too)."""
+    if isinstance(value, str):
+        return MASK if value else value
+    if isinstance(value, dict):
+        return {key: _masked(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(item) for item in value]
     return value
 
 

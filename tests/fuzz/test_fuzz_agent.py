@@ -55,11 +55,14 @@ REPLIES = [_reply(a) for a in ACTIONS] + [_reply({"queue": "default"}, "get_queu
 @given(st.one_of(mutated_tree(ACTIONS, steps=3), JSON))
 @example({**ACTIONS[0], "gpus": 2**70})
 @example({**ACTIONS[2], "recheck_s": float("nan")})
+@example({**ACTIONS[2], "recheck_s": float("inf")})  # what json.loads makes of an LLM's 1e999
 def test_action_parser(data: Any) -> None:
     try:
-        parse_action(data)
+        action = parse_action(data)
     except ValueError as err:
         one_line(str(err))
+    else:  # an action the agent takes is written to its decision record, and read back from it
+        assert parse_action(action.model_dump_json()) == action
 
 
 @given(mutated_bytes([json.dumps(a).encode() for a in ACTIONS]))

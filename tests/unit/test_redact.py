@@ -72,6 +72,20 @@ def test_secret_named_fields_and_env_entries_are_blanked_and_numbers_kept():
     assert [secret_name(n) for n in ("MLFLOW_TRACKING_TOKEN", "tokens_per_s", "author")] == [True, False, False]
 
 
+def test_a_secret_named_field_of_any_shape_is_blanked_all_through():
+    # An MCP client may send `env: {"HF_TOKEN": ["…"]}`; the audit log records the arguments before validation.
+    record = {
+        "env": {"HF_TOKEN": ["plain-looking"], "API_KEY": {"v": "plain"}, "EMPTY_TOKEN": ""},
+        "items": [{"name": "ARGO_TOKEN", "value": ["plain-looking"]}],
+        "password": [1, "plain"],
+    }
+    assert redact(record) == {
+        "env": {"HF_TOKEN": [MASK], "API_KEY": {"v": MASK}, "EMPTY_TOKEN": ""},
+        "items": [{"name": "ARGO_TOKEN", "value": [MASK]}],
+        "password": [1, MASK],
+    }
+
+
 def test_a_long_hostile_line_is_redacted_in_linear_time():
     started = time.perf_counter()
     for text in ("A" * 50_000, "a-" * 25_000, "x:" * 25_000, "ab." * 15_000 + "://"):

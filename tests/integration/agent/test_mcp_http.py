@@ -235,6 +235,21 @@ def test_an_empty_token_file_is_named_with_what_to_write_in_it(tmp_path, content
     assert "pass --token-file" not in sentence and not (tmp_path / "home").exists()
 
 
+@pytest.mark.parametrize("content", ["\ufeff" + "a" * 32 + "\n", "é" * 20, "a" * 16 + "\x00" + "a" * 16])
+def test_a_token_no_client_could_send_in_a_header_is_refused_in_one_sentence(tmp_path, content):
+    token_file = tmp_path / "token"
+    token_file.write_text(content)  # a BOM from a Windows editor, non-ASCII, a control character
+    with socket.socket() as taken:  # were the token taken, the command would stop at the port, not serve
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        args = ["--transport", "http", "--port", str(taken.getsockname()[1]), "--token-file", str(token_file)]
+        done = CliRunner().invoke(_cli(), args, env=_server_env(tmp_path))
+    assert done.exit_code == 1 and done.stdout == ""
+    sentence = done.stderr.strip()
+    assert sentence.count("\n") == 0 and "must be at least 16 visible ASCII characters" in sentence
+    assert content.strip() not in sentence and not (tmp_path / "home").exists()
+
+
 def test_the_command_refuses_a_port_it_cannot_listen_on_in_one_sentence_before_opening_anything(tmp_path):
     env = _server_env(tmp_path, **{TOKEN_ENV: "a" * 32})
     outside = CliRunner().invoke(_cli(), ["--transport", "http", "--port", "99999"], env=env)

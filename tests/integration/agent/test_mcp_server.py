@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -165,6 +166,51 @@ def test_the_command_serves_stdio_and_refuses_a_submit_in_read_only_mode(tmp_pat
         assert home.list_jobs() == []
     finally:
         home.close()
+
+
+def test_hostile_stdio_messages_leave_strict_short_audit_lines_and_no_traceback(tmp_path):
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    messages = [
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "nope"}}),
+        '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", '
+        '"params": {"name": "get_queue_status", "arguments": {"queue": NaN}}}',  # Python's parser takes NaN
+        json.dumps(
+            {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+             "params": {"name": "get_queue_status", "arguments": {"queue": "q" * 200_000}}}
+        ),
+    ]  # fmt: skip
+    errlog = (tmp_path / "stderr").open("w")  # a file: a pipe nobody reads would stall the server
+    server = subprocess.Popen(
+        [sys.executable, "-m", "agent.mcp_server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errlog,
+        text=True,
+        env=_server_env(tmp_path),
+        cwd=str(ROOT),
+    )
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write("\n".join(messages) + "\n")
+    server.stdin.flush()
+    replies: dict[int, Any] = {}
+    while not {2, 3, 4} <= set(replies):  # every request answered before stdin closes
+        reply = json.loads(server.stdout.readline() or pytest.fail("the server stopped answering"))
+        replies[reply["id"]] = reply
+    server.communicate(timeout=60)
+    errlog.close()
+    assert server.returncode == 0
+    stderr = (tmp_path / "stderr").read_text()
+    assert "Unknown prompt" in replies[2]["error"]["message"] and replies[3]["result"]["isError"]
+    assert len(replies[4]["result"]["content"][0]["text"]) < 1100
+    lines = stderr.splitlines()
+    audits = [line.removeprefix("audit ") for line in lines if line.startswith("audit ")]
+    assert len(audits) == 2 and all(len(line) < 4000 for line in audits)
+    for line in audits:
+        json.loads(line, parse_constant=lambda name: pytest.fail(f"{name} in an audit line: not JSON"))
+    assert "error: handler for 'prompts/get' raised: ValueError: Unknown prompt: nope" in lines
+    assert "Traceback" not in stderr and len(lines) == 4  # the banner, the prompt's error, two audits
 
 
 def _cli() -> typer.Typer:

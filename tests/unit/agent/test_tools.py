@@ -156,6 +156,21 @@ def test_bad_arguments_get_one_sentence(ctx):
     assert error(ctx, "submit_job", {}) == "there is no tool 'submit_job'; did you mean submit_training_job?"
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("get_job_status", {"name": "a" * 100_000}),  # a cluster error quoting the name
+        ("get_job_status", {"name": "ft", "namespace": "a" * 100_000}),  # a guardrail refusal quoting it
+        ("plan_training_job", {**training(), "queue": "a" * 100_000}),  # a validation error quoting it
+        ("get_job_status", {"name": "ft\u202e\x1b[2J"}),  # a bidi override and an ANSI escape in the name
+    ],
+)
+def test_an_error_quotes_a_hostile_value_short_and_escaped(ctx, tool, arguments):
+    message = error(ctx, tool, arguments)
+    assert len(message) < 1100
+    assert "\u202e" not in message and "\x1b" not in message
+
+
 def test_read_only_refuses_submit_and_cancel_at_call_time(ctx, cluster):
     cluster.fail_node("node-0")
     ok(ctx, "submit_training_job", **training(name="kept"))
