@@ -3,7 +3,8 @@
 Template mining must see messages only: a header left in front of them adds tokens that are constant for every
 event (which merges events) or vary on their own (a host, a node, a program: which splits them). One rule serves
 every format. A header is found only around a date or a time (a line without one is all message, which keeps a
-bare message's leading `error:` or `3 more`); it is read token by token:
+bare message's leading `error:` or `3 more`; an epoch — HPC's, squid's — counts where a header field follows it); it
+is read token by token:
 
 - up to three tokens of any kind may come before the first date or time (an access log's client address and user,
   an OpenStack file name, vLLM's `(APIServer pid=7)`), and one more may sit between two times (BGL's node,
@@ -17,7 +18,8 @@ bare message's leading `error:` or `3 more`); it is read token by token:
   a level, or `name - ` (Python's `%(name)s - `, Proxifier's program) after which fields may come again.
 
 RFC 5424 syslog (`<34>1 TIMESTAMP HOST APP PROCID MSGID SD MSG`) is read by its grammar, and a line without a time
-that opens with `LEVEL:` and spaces (uvicorn) loses that prefix. Every rule names classes of digits, never a digit,
+that opens with `LEVEL:` and spaces (uvicorn) loses that prefix. A line that is header to its end keeps its last
+field as its message. Every rule names classes of digits, never a digit,
 so lines that differ in their digits only have their header end at the same place (`masking.LineTokenizer` relies
 on it).
 """
@@ -38,8 +40,10 @@ ERROR_LEVELS = frozenset({"ERROR", "ERR", "SEVERE", "FATAL", "CRITICAL", "CRIT",
 _LETTER_LEVELS = {"V": "TRACE", "D": "DEBUG", "I": "INFO", "W": "WARN", "E": "ERROR", "F": "FATAL"}
 
 _BRACKETED = r"\[(?:[^\[\]]++|\[[^\[\]]*+\])*+\]"  # [main], [Sun Dec 04 04:47:44 2005], [QuorumPeer[myid=1]/0:...]
-_TIME = r"\d{1,2}:\d{2}:\d{2}(?:[.,:]\d+)?"  # 20:10:40,978; HealthApp's 22:15:29:606
+_TIME = r"\d{1,2}:\d{1,2}:\d{1,2}(?:[.,:]\d+)?"  # 20:10:40,978; HealthApp's 22:15:29:606 and 22:16:0:159
 _ZONE = r"(?:Z|[+-]\d{2}:?\d{2})"
+# Epoch seconds (or milliseconds), HPC's and squid's only time: a time in a header only where a field follows it.
+_EPOCH = r"\d{10}(?:\d{3}|\.\d+)?"
 # A token that dates the line: a time of day, a date, or both.
 _STAMP = (
     r'(?:\w+=)?"?(?:'
@@ -48,11 +52,13 @@ _STAMP = (
     r"|\d{8}-" + _TIME + r"|\d{4}\.\d{2}\.\d{2}"  # HealthApp: 20171223-22:15:29:606; BGL: 2005.06.03
     r"|\d{1,4}/\d{1,2}/\d{1,4}"  # 17/06/09, 2026/12/05
     r"|" + _TIME + _ZONE + r"?"
+    r"|" + _EPOCH + r"(?!\S)"
     r')"?,?'
 )
 # A token that belongs in a header but does not date the line by itself.
 _FIELD = (
-    r"(?:" + _BRACKETED + r"|-{1,3}|\d+|[+-]\d{2}:?\d{2}|\d{2}-\d{2}"  # `---`, a pid, an epoch, a zone, Android's 03-17
+    # `---`, a pid or a signed flag (HPC's `-1`), a zone, Android's 03-17
+    r"(?:" + _BRACKETED + r"|-{1,3}|-?\d+|[+-]\d{2}:?\d{2}|\d{2}-\d{2}"
     r"|(?:" + _LEVELS + r")|[VDIWEFP]|[IWEF]\d{4}"  # levels, logcat's one letter, klog's I1205
     r"|stdout|stderr"  # a container runtime's stream (CRI: `stdout F`, F for a full line, P for a partial one)
     r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
@@ -64,9 +70,11 @@ _FIELD = (
 )
 _SEPARATOR = r"([ \t]*\|[ \t]*|\s+|$)"
 # What dates a line, wherever it is: every time token holds one, and so does a bracketed field that dates the line.
-_DATED = re.compile(r"\d{1,2}:\d{2}:\d{2}|\d{4}[-./]\d{2}[-./]\d{2}|\d{1,4}/\d{1,2}/\d{1,4}")
+_DATED = re.compile(r"\d{1,2}:\d{1,2}:\d{1,2}|\d{4}[-./]\d{2}[-./]\d{2}|\d{1,4}/\d{1,2}/\d{1,4}")
 # More than `_DATED` (an IP address too) but cheaper to look for: a line without it near its start has no header.
-_MAYBE_DATED = re.compile(r"\d{1,4}(?::\d{2}:\d{2}|[-./]\d{1,2}[-./]\d{1,4})|^\s*\d{6,}\s+\d{6}\b")
+_MAYBE_DATED = re.compile(
+    r"\d{1,4}(?::\d{1,2}:\d{1,2}|[-./]\d{1,2}[-./]\d{1,4})|^\s*\d{6,}\s+\d{6}\b|(?<!\S)" + _EPOCH + r"(?!\S)"
+)
 _DATED_WITHIN = 200  # characters: a header is short
 # A line's first tokens when each is a time or a field, in one match; the last token and its separator are kept.
 _RUN = re.compile(r"(?:(" + _STAMP + "|" + _FIELD + ")" + _SEPARATOR + ")+")
@@ -98,6 +106,8 @@ _RFC5424 = re.compile(r"\s*<\d{1,3}>\d{1,2}[ \t]+(?:\S+[ \t]+){5}(?:-|(?:" + _BR
 _START = re.compile(r"\s*(?:<\d{1,3}>)?")  # and a syslog priority glued to the first field: `<34>Oct 11 22:14:15`
 # A line without a time: uvicorn's `INFO:     message`, behind vLLM's `(APIServer pid=7)` or not.
 _LEVEL_PREFIX = re.compile(r"\s*(?:\([^()]*\)[ \t]+)?(?:" + _UPPER_LEVELS + r"):[ \t]+")
+_LAST_FIELD = re.compile(r"[^\s|]+[\s|]*\Z")
+_EPOCH_ONLY = re.compile(_EPOCH + ",?")
 _HDFS_STAMP = re.compile(r"\s*\d{6,}\s+\d{6}\b")  # HDFS: 081109 203615
 
 _HEADER_LEVELS = frozenset(f"{_LEVELS}|{_TITLE_LEVELS}".split("|"))
@@ -170,7 +180,7 @@ def _first_stamp(tokens: _Tokens, line: str, start: int) -> int | None:
         return 1
     others, index = 0, 0
     while (token := tokens.at(index)) is not None:
-        if token.kind == _STAMPED:
+        if token.kind == _STAMPED and not (_EPOCH_ONLY.fullmatch(token.text) and _followed_by_other(tokens, index)):
             return index
         if token.kind == _OTHER:
             others += 1
@@ -178,6 +188,11 @@ def _first_stamp(tokens: _Tokens, line: str, start: int) -> int | None:
                 return None
         index += 1
     return None
+
+
+def _followed_by_other(tokens: _Tokens, index: int) -> bool:
+    following = tokens.at(index + 1)
+    return following is None or following.kind == _OTHER
 
 
 def _fields(tokens: _Tokens, last: int, *, skip_one: bool) -> int:
@@ -241,8 +256,16 @@ def split_header(line: str) -> tuple[str, str]:
     """Split a raw log line into (header, message): leading timestamps, levels, fields and a component.
 
     Only a line with a date or a time near its start has a header (or one opening with `LEVEL:` and spaces); any
-    other line is all message.
+    other line is all message. A line that is fields to its end (HPC's `… 1077804742 1 warning`) keeps its last
+    one as its message: an empty message would make every such line one event.
     """
+    header, message = _split_header(line)
+    if header and not message.strip() and (last := _LAST_FIELD.search(header)) and last.start() > 0:
+        return header[: last.start()], header[last.start() :]
+    return header, message
+
+
+def _split_header(line: str) -> tuple[str, str]:
     if rfc5424 := _RFC5424.match(line):
         return line[: rfc5424.end()], line[rfc5424.end() :]
     stamped = _stamped(line)

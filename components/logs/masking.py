@@ -60,6 +60,7 @@ _SPACED_DATE = re.compile(
 _MONTH_DAY = re.compile(r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[ \t]+\d")
 _DIGITS_AS_ONE = bytes.maketrans(b"0123456789", b"1111111111")
 _ASCII_DIGIT = re.compile(r"[0-9]")
+_LETTER = re.compile(r"[^\W\d_]")
 SHAPES_CACHED = 8192
 """How many line shapes (a line with every digit read as 1) a `LineTokenizer` remembers."""
 _TRIAL, _PAUSE = 4096, 65536  # lines a tokenizer judges its hit rate over, and lines it then goes uncached
@@ -109,6 +110,10 @@ def _tokenize(message: str, max_tokens: int) -> tuple[list[str], list[str], list
         previous = form
         shown.append(form)
         origin.append(index)
+    if MASK in tokens and tokens.count(MASK) == len(tokens):
+        # Every word holds a variable (`cancelNotification,index:3`, `ready=true,policy=3,…`): matched as wholes,
+        # every such line would be one event. What stays of the words once their variables are masked is compared.
+        tokens = [form if _LETTER.search(form) else MASK for form in shown]
     return tokens[:max_tokens], shown[:max_tokens], origin[:max_tokens]
 
 
@@ -181,7 +186,10 @@ class LineTokenizer:
         if _ASCII_DIGIT.search(" ".join(shown)):
             fixes = [(position, index) for position, index in enumerate(origin) if _ASCII_DIGIT.search(shown[position])]
         known: _Shape = (len(header), tokens, shown, fixes)
-        if fixes and self._collapses_by_digits(message, tokens, origin, fixes):
+        if fixes and (
+            any(tokens[position] != MASK and MASK in tokens[position] for position, _ in fixes)  # a masked word kept
+            or self._collapses_by_digits(message, tokens, origin, fixes)
+        ):
             known = (len(header), None, None, [])
         self._shapes[shape] = known
         if len(self._shapes) > self._size:

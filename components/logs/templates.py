@@ -39,7 +39,7 @@ class MinerSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    similarity: float = Field(default=0.7, gt=0, le=1, description="share of constant tokens that must match")
+    similarity: float = Field(default=0.9, gt=0, le=1, description="share of constant tokens that must match")
     depth: int = Field(default=5, ge=3, description="Drain tree depth: the first depth-2 tokens route a line")
     max_children: int = Field(default=100, ge=2)
     max_clusters: int | None = Field(default=50_000, ge=1, description="least recently used templates are dropped")
@@ -184,6 +184,9 @@ def _check_objects(state: bytes, state_file: Path) -> None:
             stack.append(value)
 
 
+_SETTLED_KEPT = 65_536  # token lists `Miner` remembers the match of; past it, it forgets them all and starts again
+
+
 class Miner:
     """A Drain3 template miner fed with masked tokens; with a `state_file`, it resumes from and saves to it."""
 
@@ -191,6 +194,8 @@ class Miner:
         self.settings = settings or MinerSettings()
         self.state_file = state_file
         self._shown: dict[int, list[str]] = {}  # per template, its tokens as shown (not kept in the state file)
+        # Token lists whose line changed nothing (`add`), with their cluster; emptied whenever the tree changes.
+        self._settled: dict[tuple[str, ...], Any] = {}
         config = self.settings.config()
         self._miner = TemplateMiner(persistence_handler=None, config=config)
         self._miner.drain = self._drain = _ConstantTokenDrain(
@@ -219,7 +224,19 @@ class Miner:
         `shown` (the tokens as a template shows them, `blk_<*>`) lets `template` keep what is constant inside a
         token; without it a token with a variable reads `<*>`.
         """
-        cluster, _ = self._drain.add_log_message(tokens)
+        key = tuple(tokens)
+        cluster = self._settled.get(key)
+        if cluster is not None:
+            # What Drain's `add_log_message` would do: the same tokens against the same tree find the same cluster,
+            # whose template they leave as it is; its size grows and it becomes the most recently used.
+            cluster.size += 1
+            self._drain.id_to_cluster[cluster.cluster_id]  # noqa: B018  # the LRU cache's touch
+        else:
+            cluster, change = self._drain.add_log_message(tokens)
+            if change != "none" or len(self._settled) >= _SETTLED_KEPT:
+                self._settled.clear()  # a cluster created (or dropped) or a template changed: any match may differ
+            if change == "none":
+                self._settled[key] = cluster
         identity = int(cluster.cluster_id)
         if shown is not None:
             known = self._shown.get(identity)

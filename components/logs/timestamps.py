@@ -39,8 +39,8 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ("clf", r"(\d{2})/" + _MON + r"/(\d{4}):" + _HMS + r"(?:\s([+-]\d{4}))?"),
     # syslog: Nov  3 12:00:01 (no year)
     ("syslog", _MON + r"\s+(\d{1,2})\s+" + _HMS + _FRACTION),
-    # HealthApp: 20171223-22:15:29:606
-    ("compact", r"(\d{4})(\d{2})(\d{2})-" + _HMS + _FRACTION),
+    # HealthApp: 20171223-22:15:29:606, its seconds unpadded too (20171223-22:16:0:159)
+    ("compact", r"(\d{4})(\d{2})(\d{2})-(\d{1,2}):(\d{1,2}):(\d{1,2})" + _FRACTION),
     # The next three only open a line: in a message they would read an id or a ratio as a time.
     # Spark (log4j's yy/MM/dd HH:mm:ss): 17/06/09 20:10:40
     ("spark", r"^\s*(\d{2})/(\d{2})/(\d{2})\s" + _HMS),

@@ -40,6 +40,15 @@ from components.logs.header import level_of, split_header
             "Loaded Servicing Stack v6.1.7601.23505 with Core",
         ),
         ("20171223-22:15:29:606|Step_LSC|30002312|onStandStepChanged 3579", "onStandStepChanged 3579"),
+        # HealthApp writes its seconds unpadded: `22:16:0:159`; before, no header was found in such a line
+        ("20171223-22:16:0:159|Step_ExtSDM|30002312|calculateCaloriesWithCache", "calculateCaloriesWithCache"),
+        ("2026-12-05 8:4:2 INFO app: started", "started"),
+        # an epoch as the only time, a field after it: HPC (a signed flag), squid's access log
+        (
+            "134681 node-246 unix.hw state_change.unavailable 1077804742 -1 Component State Change: Component",
+            "Component State Change",
+        ),
+        ("1286536309.586    921 192.168.0.68 TCP_MISS/200 507 POST http://example.test/", "192.168.0.68 TCP_MISS"),
         (
             "nova-api.log.1.2017-05-16_13:53:08 2017-05-16 00:00:00.008 25746 INFO nova.osapi_compute.wsgi.server "
             '[req-38101a0b-2096-447d-96ea-a692162415ae 113d3a99c3da401f 54fdadf6f69b4ff1 - - -] 10.11.10.1 "GET /v2"',
@@ -96,6 +105,13 @@ def test_the_header_of_a_format_we_were_not_tuned_on_is_cut_where_its_message_st
         # After Zookeeper's ` - ` separator, and a line without a time, as before.
         ("2015-07-29 19:04:12,394 - WARN  [QuorumPeer:Learner@233] - Unexpected Exception:", "Unexpected Exception:"),
         ("error: Received disconnect from 10.0.0.1: 11: Bye Bye", "error: Received disconnect"),
+        # A ten-digit number is a time in a header only where a header field follows it.
+        ("1365301360 double-hummer alignment exceptions", "1365301360 double-hummer"),
+        ("Invalid user 1234567890 from 10.0.0.1", "Invalid user 1234567890"),
+        ("order 1234567890 shipped to 3 addresses", "order 1234567890"),
+        # A line that is header fields to its end keeps its last one as its message (HPC's one-word messages).
+        ("2286759 node-1 node status 1061219795 -1 running", "running"),
+        ("131 node-4 action start 1077 1 warning", "131 node-4"),  # no time: all message, as before
     ],
 )
 def test_words_of_a_message_that_look_like_a_header_stay_in_it(line: str, message: str) -> None:

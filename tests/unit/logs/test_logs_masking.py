@@ -112,6 +112,14 @@ def test_a_token_holding_a_variable_becomes_one_wildcard_and_lists_collapse() ->
     assert message_tokens("peer [1.2.3.4] 10.0.0.1:80 failed") == ["peer", "<*>", "<*>", "failed"]
 
 
+def test_a_message_whose_every_word_holds_a_variable_is_matched_by_what_stays_of_its_words() -> None:
+    # Matched as wholes, each would be one `<*>`, and every such message one event (Android's key=value lists).
+    assert message_tokens("cancelNotification,index:3") == ["cancelNotification,index:<*>"]
+    assert message_tokens("ready=true,policy=3,wakefulness=1") == ["ready=true,policy=<*>,wakefulness=<*>"]
+    assert message_tokens("onExtend:1514038530000 14 0 4") == ["onExtend:<*>", "<*>"]
+    assert message_tokens("12 34") == ["<*>"]  # nothing stays: a variable still
+
+
 def test_long_lines_are_cut_for_matching() -> None:
     assert len(message_tokens("word " * 500, max_tokens=100)) == 100
 
@@ -151,6 +159,9 @@ def _uncached(line: str, max_tokens: int = 100) -> tuple[str, list[str], list[st
         # A literal `<*>` word could equal the next word's masked form for one line of a shape and not for another.
         ["a <*>y1 2026-11-29T02:00:01y1 b", "a <*>y7 2026-11-29T02:00:01y3 b"],
         ["12 Ünïcödé ٣٤ 56 /a1/b2", "78 Ünïcödé ٣٤ 90 /a3/b4"],  # Arabic-Indic digits are not ASCII ones
+        # Every word holds a variable, one keeps a digit as well: matched by what stays of the words.
+        ["2026-11-29 10:00:01 INFO x: ssh2=5,port=22 id=7", "2026-11-29 10:00:01 INFO x: ssh5=5,port=22 id=8"],
+        ["2026-11-29 10:00:01 INFO x: idx:3,v2=4", "2026-11-29 10:00:01 INFO x: idx:9,v7=1"],
     ],
 )
 def test_a_tokenizer_remembers_a_shape_without_changing_any_result(lines: list[str]) -> None:

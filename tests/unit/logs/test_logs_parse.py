@@ -12,7 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from components.logs.cli import app
+from components.logs.masking import MASK
 from components.logs.parse import COLUMNS, MALFORMED_EVENT, grouping_accuracy, parse_files
+from components.logs.templates import Miner, MinerSettings, _ConstantTokenDrain
 
 # Drain's grouping accuracy on the Loghub 2k datasets, as published with Loghub's benchmark.
 DRAIN_PUBLISHED = {
@@ -230,3 +232,38 @@ def test_a_json_message_with_a_line_break_gets_one_row_and_loses_its_inner_heade
         "first line second line",
     ]
     assert rows[0]["EventId"] == rows[1]["EventId"] and rows[0]["EventTemplate"] == "lookup of <*> failed"
+
+
+@pytest.mark.parametrize("max_clusters", [None, 2])
+def test_a_miner_that_remembers_settled_lines_mines_exactly_as_drain_does(max_clusters: int | None) -> None:
+    # `Miner.add` skips Drain's tree search for token lists that changed nothing before; templates that change later,
+    # clusters created and clusters dropped by the LRU bound must still give what Drain itself gives, line by line.
+    touched = [["a", "1", "b"], ["c", "2", "d"], ["a", "1", "b"], ["c", "2", "d"], ["a", "1", "b"], ["e", "3", "f"]] * 2
+    lines = touched + [  # which of the first two the third cluster drops depends on the last `a 1 b` touching its own
+        ["user", "alice", "logged", "in"],
+        ["user", "alice", "logged", "in"],
+        ["user", "bob", "logged", "in"],  # the template becomes `user <*> logged in`
+        ["user", "alice", "logged", "in"],
+        ["disk", "<*>", "full"],
+        ["cache", "<*>", "miss"],
+        ["user", "alice", "logged", "in"],  # its cluster may have been dropped (max_clusters=2)
+        ["disk", "<*>", "full"],
+        ["disk", "<*>", "full"],
+    ] * 3
+    settings = MinerSettings(max_clusters=max_clusters)
+    miner = Miner(settings)
+    config = settings.config()
+    drain = _ConstantTokenDrain(
+        sim_th=config.drain_sim_th,
+        depth=config.drain_depth,
+        max_children=config.drain_max_children,
+        max_clusters=config.drain_max_clusters,
+        param_str=MASK,
+        parametrize_numeric_tokens=True,
+    )
+    assert [miner.add(list(tokens)) for tokens in lines] == [
+        drain.add_log_message(list(tokens))[0].cluster_id for tokens in lines
+    ]
+    ours = {c.cluster_id: (c.size, c.log_template_tokens) for c in miner._drain.clusters}
+    assert ours == {c.cluster_id: (c.size, c.log_template_tokens) for c in drain.clusters}
+    assert list(miner._drain.id_to_cluster) == list(drain.id_to_cluster)  # the same least recently used order

@@ -34,6 +34,7 @@ REFERENCE = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
         ("- 1117838570 2005.06.03 R02-M1-N0-C:J12-U11 2005-06-03-15.42.50.675872 RAS KERNEL", "2005-06-03T15:42:50Z"),
         ("134681 node-246 unix.hw state_change.unavailable 1077804742 1 Component", "2004-02-26T14:12:22Z"),
         ("20171223-22:15:29:606|Step_LSC|30002312|onStandStepChanged 3579", "2017-12-23T22:15:29Z"),
+        ("20171223-22:16:0:159|Step_ExtSDM|30002312|calculateCaloriesWithCache", "2017-12-23T22:16:00Z"),  # unpadded
         ("03-17 16:13:38.811  1702  2395 D WindowManager: printFreezingDisplayLogs", "2026-03-17T16:13:38Z"),
         ("2026/11/03 12:00:01 listening on :8080", "2026-11-03T12:00:01Z"),
         # klog and vLLM's own lines: no time was read from either
