@@ -55,17 +55,32 @@ _STAMP = (
     r"|" + _EPOCH + r"(?!\S)"
     r')"?,?'
 )
+# Where a line was logged, by a source file's extension and a line number (`worker.py:1234`, `main.go:12:`);
+# a host and port (`proxy.example.com:5070`) is not one.
+_SOURCE_FILE = (
+    r"[{(]?[\w.\-/]+\.(?:py|go|java|kt|scala|js|ts|c|cc|cpp|cxx|h|hpp|rs|rb|cs|php|swift|ex|exs|erl|lua|pl):\d+"
+    r"(?::[\w<>.]+)?[})]?:?"
+)
 # A token that belongs in a header but does not date the line by itself.
 _FIELD = (
     # `---`, a pid or a signed flag (HPC's `-1`), a zone, Android's 03-17
     r"(?:" + _BRACKETED + r"|-{1,3}|-?\d+|[+-]\d{2}:?\d{2}|\d{2}-\d{2}"
     r"|(?:" + _LEVELS + r")|[VDIWEFP]|[IWEF]\d{4}"  # levels, logcat's one letter, klog's I1205
     r"|stdout|stderr"  # a container runtime's stream (CRI: `stdout F`, F for a full line, P for a partial one)
-    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
-    r"|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
+    # a month or a day, short or long, and no other word that begins as one (`Marking`, `Monitoring`)
+    r"|Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
+    r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?"
+    r"|(?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs)?|Fri|Sat(?:ur)?|Sun)(?:day)?"
     r'|\w+="?(?:' + _LEVELS + r')"?'  # logfmt's level=info
     r"|[\w.\-/]+:\d+\]"  # klog's source location: controller.go:123]
+    r"|"
+    + _SOURCE_FILE  # a source file and line: `CassandraDaemon.java:123`, Airflow's `{taskinstance.py:12}`
+    + r"|(?:"
+    + _UPPER_LEVELS
+    + r"|LOG):"  # a level with its colon: PostgreSQL's `LOG:  `, `ERROR:  `
+    r"|UTC|GMT|[ECMP][SD]T|CES?T|BST|IST|JST|KST|AE[SD]T|EES?T|WES?T|MSK|HKT|SGT"  # a zone by its name
     r"|\d+#\d+:|\*\d+"  # nginx's pid#thread: and *connection
+    r"|[*#.]"  # Redis's level, one character (`_LEVEL_MARKS`)
     r"),?"
 )
 _SEPARATOR = r"([ \t]*\|[ \t]*|\s+|$)"
@@ -91,7 +106,8 @@ _UPPER_LEVEL = re.compile(_UPPER_LEVELS)
 _MONTH = re.compile(r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)")
 _LOWER = re.compile(r"[a-z]")
 _DOTTED_NAME = re.compile(r"[A-Za-z_][\w$\-]*(?:\.[\w$\-]+)+")
-_SOURCE = re.compile(r"\[?[\w.\-/]+:\d+\]")  # where the line was logged: `controller.go:123]`, `[engine.py:310]`
+# where the line was logged: `controller.go:123]`, `[engine.py:310]`, `worker.py:1234`
+_SOURCE = re.compile(r"\[?[\w.\-/]+:\d+(?::[\w<>.]+)?\]|" + _SOURCE_FILE)  # and DeepSpeed's `[engine.py:12:step]`
 
 # Components, tried where the header fields end.
 # `host prog[pid]:`, a program name with spaces (`Google Chrome Helper[73]:`) and launchd's `(service)` after it.
@@ -100,6 +116,10 @@ _TAGGED_WITHIN = 160  # characters: where a `[pid]` must be for `_TAGGED` to be 
 _HOST_PROGRAM = re.compile(r"[\w.\-/@]+[ \t]+[A-Za-z_][\w.$\-/()]*:(?:\s+|$)")  # syslog without a pid
 # After a level: `spark.SecurityManager:`, and a dotted logger before ` - ` (logback) or a padded ` : ` (Spring Boot).
 _LOGGER = re.compile(r"(?:[A-Za-z_][\w.$\-/()@]*:|[A-Za-z_][\w$]*(?:\.[\w$\-]+)+[ \t]+[-:])(?:\s+|$)")
+_SOURCE_WITHIN = re.compile(r":\d+(?::[\w<>.]+)?[\]})]")  # what a bracketed source location ends with
+_LEVEL_MARKS = ("*", "#", ".")
+_AFTER_SOURCE = re.compile(r"-{1,3}|\[?(?:" + _UPPER_LEVELS + r")\]?")
+_DASHED_NAME = re.compile(r"(?=[\w.$]*[a-z_])[A-Za-z_][\w.$]*[ \t]+-[ \t]+")  # a logger's name, not `FOLLOWING - `
 _DASHED = re.compile(r"(?:[\w.\-]+[ \t]+)?[\w.$\-/*]+[ \t]+-[ \t]+")  # `name - `, `chrome.exe *64 - `
 # RFC 5424: <PRI>VERSION TIMESTAMP HOSTNAME APP-NAME PROCID MSGID STRUCTURED-DATA (`-` or bracketed elements) MSG.
 _RFC5424 = re.compile(r"\s*<\d{1,3}>\d{1,2}[ \t]+(?:\S+[ \t]+){5}(?:-|(?:" + _BRACKETED + r")+)(?:\s+|$)")
@@ -208,6 +228,10 @@ def _fields(tokens: _Tokens, last: int, *, skip_one: bool) -> int:
         field = field or (previous.piped and token.piped)  # `time|component|pid|message`
         field = field or (token.padded and _TITLE_LEVEL.fullmatch(token.text) is not None)  # `Info      CBS    `
         field = field or (token.padded and previous.padded and index - 1 == last)  # the column after a padded one
+        if field and _SOURCE.fullmatch(previous.text) and not _AFTER_SOURCE.fullmatch(token.text):
+            break  # where the line was logged ends a header, bar a dash or level after it: `[engine.py:12:f] [Torch]`
+        if field and previous.text in _LEVEL_MARKS:
+            break  # so does a level written as one character: Redis's `* 261 changes in 75 seconds`
         if field:
             last = index
         elif skip_one and not token.text.endswith(":"):
@@ -240,7 +264,11 @@ def _stamped(line: str) -> tuple[_Tokens, int] | None:
     """The line's tokens and the index of the token that dates it, or None when nothing near its start dates it."""
     start = _START.match(line).end()  # type: ignore[union-attr]  # it matches the empty string too
     run = _RUN.match(line, start)
-    if run and (_DATED.search(line, start, run.end()) or _HDFS_STAMP.match(line, start)):
+    if (
+        run
+        and (_DATED.search(line, start, run.end()) or _HDFS_STAMP.match(line, start))
+        and not _SOURCE_WITHIN.search(line, start, run.end())  # read token by token: a source location ends it
+    ):
         # The common case, in one match: the line opens with times and fields; the walk goes on after them.
         text, separator = run.group(1, 2)
         seed = _Token(text, _FIELDED, run.end(), "  " in separator or "\t" in separator, "|" in separator)
@@ -299,6 +327,8 @@ def _component(line: str, end: int, tokens: _Tokens, *, has_level: bool) -> int:
     after_dash = line[:end].rstrip().endswith("-")  # after Zookeeper's ` - ` the message starts
     if has_level and not after_dash and (found := _LOGGER.match(line, end)) and found.end() < stop:
         return found.end()
+    if has_level and after_dash and (found := _DASHED_NAME.match(line, end)) and found.end() < stop:
+        return found.end()  # unless one name and ` - ` follow: `%(asctime)s - %(levelname)s - %(name)s - `
     dashed = _DASHED.match(line, end) if not has_level else None
     if dashed is None or dashed.end() >= stop:
         return end

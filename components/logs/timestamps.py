@@ -31,12 +31,16 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ("iso", r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?" + _ZONE),
     # BGL: 2005-06-03-15.42.50.675872
     ("bgl", r"(\d{4})-(\d{2})-(\d{2})-(\d{2})\.(\d{2})\.(\d{2})(?:\.(\d{1,9}))?"),
+    # the month first, as transformers and accelerate log (12/05/2026 08:49:42); the day first where it is over 12
+    ("mdy_slash", r"(?<![\d/])(\d{1,2})/(\d{1,2})/(\d{4})[ T]" + _HMS + _FRACTION),
     # Go's log package, many others: 2026/11/03 12:00:01
     ("ymd_slash", r"(\d{4})/(\d{2})/(\d{2})[ T]" + _HMS + _FRACTION),
     # Apache error log, asctime: Sun Dec 04 04:47:44 2005
     ("ctime", r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+" + _MON + r"\s+(\d{1,2})\s+" + _HMS + _FRACTION + r"\s+(\d{4})"),
     # Apache/nginx access log: 03/Nov/2026:12:00:01 +0000
     ("clf", r"(\d{2})/" + _MON + r"/(\d{4}):" + _HMS + r"(?:\s([+-]\d{4}))?"),
+    # the day first, the month by its name: Redis's 05 Dec 2026 08:49:42.123, RFC 2822's Sat, 05 Dec 2026 08:49:42 +0000
+    ("day_month_year", r"(?<!\d)(\d{1,2})\s+" + _MON + r"\s+(\d{4})\s+" + _HMS + _FRACTION + r"(?:\s+([+-]\d{4}))?"),
     # syslog: Nov  3 12:00:01 (no year)
     ("syslog", _MON + r"\s+(\d{1,2})\s+" + _HMS + _FRACTION),
     # HealthApp: 20171223-22:15:29:606, its seconds unpadded too (20171223-22:16:0:159)
@@ -110,6 +114,12 @@ def _convert(name: str, g: tuple[str, ...], reference: datetime) -> float:
         return _full(int(g[0]), int(g[1]), int(g[2]), g[3:6], _micro(g[6]), zone)
     if name == "ctime":
         return _full(int(g[6]), _MONTHS[g[0]], int(g[1]), g[2:5], _micro(g[5]), 0.0)
+    if name == "mdy_slash":
+        first, second = int(g[0]), int(g[1])
+        month, day = (first, second) if first <= 12 else (second, first)
+        return _full(int(g[2]), month, day, g[3:6], _micro(g[6]), 0.0)
+    if name == "day_month_year":
+        return _full(int(g[2]), _MONTHS[g[1]], int(g[0]), g[3:6], _micro(g[6]), _offset(g[7]))
     if name == "clf":
         return _full(int(g[2]), _MONTHS[g[1]], int(g[0]), g[3:6], 0, _offset(g[6]))
     if name in ("spark", "hdfs"):
@@ -150,7 +160,13 @@ class TimeReader:
                 return seconds
         for clock in _CLOCK.finditer(head):
             low, high = max(0, clock.start() - _BEFORE_CLOCK), clock.end() + _AFTER_CLOCK
-            near = [m for m in (p.search(head, low, high) for p in _EACH.values()) if m is not None]
+            # Found within the window, read again from where it starts: the window's end may cut its seconds off
+            # (an IP address's `72.89.10` is a clock too, and its window can end inside the time after it).
+            near = [
+                whole
+                for p in _EACH.values()
+                if (cut := p.search(head, low, high)) is not None and (whole := p.match(head, cut.start())) is not None
+            ]
             for found in sorted(near, key=lambda m: m.start()):  # stable: the earlier listed wins a tie
                 if (seconds := self._seconds(found)) is not None:
                     return seconds

@@ -3,7 +3,8 @@
 The six Loghub sets in ../shared are what the header rule and the masks were measured on; users feed other formats.
 Each format here is written from its documented line layout — the other Loghub systems, JSON lines (zap, structlog,
 a container runtime's), logfmt, klog, Go's and Python's logging, logback and Spring Boot, nginx's error log, CRI
-container logs, syslog RFC 5424, access logs, vLLM and uvicorn — with templates written by hand. No Loghub line is
+container logs, syslog RFC 5424, access logs, vLLM and uvicorn, PostgreSQL, Redis, Airflow, Cassandra, Ray,
+accelerate/transformers and DeepSpeed — with templates written by hand. No Loghub line is
 copied. Run this file to print every format's figures as JSON (docs/components.md has them):
 
     PYTHONPATH=. .venv/bin/python tests/unit/logs/logformats.py [--lines N] [--seed N]
@@ -68,7 +69,8 @@ def _windows(r: random.Random, t: datetime, e: Event, m: str) -> str:
 
 
 def _healthapp(r: random.Random, t: datetime, e: Event, m: str) -> str:
-    return f"{t:%Y%m%d-%H:%M:%S}:{int(_ms(t))}|{e.tags[0]}|{r.choice(['30002312', '30002313'])}|{m}"
+    # HealthApp pads neither its seconds nor its milliseconds: 20171223-22:16:0:159
+    return f"{t:%Y%m%d-%H:%M}:{t.second}:{int(_ms(t))}|{e.tags[0]}|{r.choice(['30002312', '30002313'])}|{m}"
 
 
 def _openstack(r: random.Random, t: datetime, e: Event, m: str) -> str:
@@ -174,6 +176,43 @@ def _vllm(r: random.Random, t: datetime, e: Event, m: str) -> str:
 
 def _uvicorn(r: random.Random, t: datetime, e: Event, m: str) -> str:
     return f"{e.tags[0] + ':':<9} {m}"
+
+
+def _postgres(r: random.Random, t: datetime, e: Event, m: str) -> str:
+    # log_line_prefix '%m [%p] ': the time with its zone's name, the pid, then the severity and two spaces
+    return f"{t:%Y-%m-%d %H:%M:%S}.{_ms(t)} UTC [{r.randint(100, 65000)}] {e.tags[0]}:  {m}"
+
+
+def _redis(r: random.Random, t: datetime, e: Event, m: str) -> str:
+    # pid:role, day month year time, then the level as a character (. - * #)
+    return f"{r.randint(1, 999)}:{r.choice('MSC')} {t:%d %b %Y %H:%M:%S}.{_ms(t)} {e.tags[0]} {m}"
+
+
+def _airflow(r: random.Random, t: datetime, e: Event, m: str) -> str:
+    stamp = f"{t:%Y-%m-%dT%H:%M:%S}.{_ms(t)}+0000"
+    return f"[{stamp}] {{{e.tags[1]}:{r.randint(10, 2999)}}} {e.tags[0]} - {m}"
+
+
+def _cassandra(r: random.Random, t: datetime, e: Event, m: str) -> str:
+    thread = r.choice(["main", "CompactionExecutor:3", "MemtableFlushWriter:1", "GossipStage:1"])
+    return f"{e.tags[0]:<5} [{thread}] {t:%Y-%m-%d %H:%M:%S},{_ms(t)} {e.tags[1]}:{r.randint(10, 999)} - {m}"
+
+
+def _ray(r: random.Random, t: datetime, e: Event, m: str) -> str:
+    line = f"{t:%Y-%m-%d %H:%M:%S},{_ms(t)}\t{e.tags[0]} {e.tags[1]}:{r.randint(10, 2999)} -- {m}"
+    if r.random() < 0.5:  # a worker's line as the driver prints it
+        ip = ".".join(str(r.randint(1, 254)) for _ in range(4))
+        line = f"(RayTrainWorker pid={r.randint(100, 65000)}, ip={ip}) {line}"
+    return line
+
+
+def _accelerate(r: random.Random, t: datetime, e: Event, m: str) -> str:
+    # transformers' and accelerate's examples: "%(asctime)s - %(levelname)s - %(name)s - %(message)s"
+    return f"{t:%m/%d/%Y %H:%M:%S} - {e.tags[0]} - {e.tags[1]} - {m}"
+
+
+def _deepspeed(r: random.Random, t: datetime, e: Event, m: str) -> str:
+    return f"[{t:%Y-%m-%d %H:%M:%S},{_ms(t)}] [{e.tags[0]}] [{e.tags[1]}:{r.randint(10, 2999)}:{e.tags[2]}] {m}"
 
 
 def _events(*rows: tuple[str, ...]) -> tuple[Event, ...]:
@@ -627,6 +666,104 @@ FORMATS: tuple[LogFormat, ...] = (
                 "EngineCore_DP0",
                 "scheduler.py:1592",
             ),
+        ),
+    ),
+    LogFormat(
+        "PostgreSQL",
+        _postgres,
+        _events(
+            ("statement: SELECT * FROM items WHERE id = ${int}", "LOG"),
+            ("checkpoint starting: time", "LOG"),
+            ("checkpoint complete: wrote ${int} buffers (${float}%); ${small} WAL file(s) added", "LOG"),
+            ('relation "items_${small}" does not exist at character ${int}', "ERROR"),
+            ("could not receive data from client: Connection reset by peer", "LOG"),
+            ('password authentication failed for user "${user}"', "FATAL"),
+            ("duration: ${float} ms", "LOG"),
+        ),
+    ),
+    LogFormat(
+        "Redis",
+        _redis,
+        _events(
+            ("Ready to accept connections tcp", "*"),
+            ("${int} changes in ${int} seconds. Saving...", "*"),
+            ("Background saving started by pid ${pid}", "*"),
+            ("Background saving terminated with success", "*"),
+            ("DB saved on disk", "*"),
+            ("Connection with replica ${ip}:${port} lost.", "#"),
+        ),
+    ),
+    LogFormat(
+        "Airflow",
+        _airflow,
+        _events(
+            (
+                "Marking task as SUCCESS. dag_id=etl_${small}, task_id=load, run_id=scheduled__${int}",
+                "INFO",
+                "taskinstance.py",
+            ),
+            (
+                "Dependencies all met for dep_context=non-requeueable deps ti=<TaskInstance: etl.load ${int}>",
+                "INFO",
+                "taskinstance.py",
+            ),
+            ("Started process ${pid} to run task", "INFO", "standard_task_runner.py"),
+            ("Task exited with return code ${small}", "INFO", "local_task_job_runner.py"),
+            ("Task failed with exception", "ERROR", "taskinstance.py"),
+            ("Monitoring task ${hexid} for state changes", "INFO", "scheduler_job_runner.py"),
+        ),
+    ),
+    LogFormat(
+        "Cassandra",
+        _cassandra,
+        _events(
+            ("Starting listening for CQL clients on /${ip}:${port} (unencrypted)...", "INFO", "Server.java"),
+            (
+                "Compacted (${hexid}) ${small} sstables to [${path}] to level=0. ${size} to ${size}",
+                "INFO",
+                "CompactionTask.java",
+            ),
+            ("Writing Memtable-items@${int}(${size} serialized bytes, ${int} ops)", "INFO", "Memtable.java"),
+            ("InetAddress /${ip} is now DOWN", "INFO", "Gossiper.java"),
+            ("Not marking nodes down due to local pause of ${int}ns > 5000000000ns", "WARN", "FailureDetector.java"),
+        ),
+    ),
+    LogFormat(
+        "Ray",
+        _ray,
+        _events(
+            ("Connecting to existing Ray cluster at address: ${ip}:${port}...", "INFO", "worker.py"),
+            ("Started a local Ray instance.", "INFO", "worker.py"),
+            ("Epoch ${small} finished, loss=${float}", "INFO", "train_loop.py"),
+            ("Checkpoint successfully created at: Checkpoint(filesystem=local, path=${path})", "INFO", "session.py"),
+            ("Worker ${hexid} died unexpectedly; restarting the trial", "WARNING", "trial_runner.py"),
+        ),
+    ),
+    LogFormat(
+        "accelerate",
+        _accelerate,
+        _events(
+            ("Distributed environment: MULTI_GPU  Backend: nccl", "INFO", "__main__"),
+            ("Num processes: ${small}", "INFO", "__main__"),
+            ("***** Running training *****", "INFO", "__main__"),
+            ("Loading checkpoint shards took ${float}s", "INFO", "transformers.modeling_utils"),
+            ("Saving model checkpoint to ${path}", "INFO", "transformers.trainer"),
+            (
+                "Gradient overflow. Skipping step, loss scaler ${small} reducing loss scale to ${float}",
+                "WARNING",
+                "accelerate.accelerator",
+            ),
+        ),
+    ),
+    LogFormat(
+        "DeepSpeed",
+        _deepspeed,
+        _events(
+            ("DeepSpeed info: version=${ver}, git-hash=unknown, git-branch=unknown", "INFO", "engine.py", "__init__"),
+            ("Using client Optimizer as basic optimizer", "INFO", "engine.py", "_configure_optimizer"),
+            ("step=${int}, skipped=${small}, lr=[${float}], mom=[(0.9, 0.999)]", "INFO", "logging.py", "log_dist"),
+            ("[Torch] Checkpoint global_step${int} is ready now!", "INFO", "torch_checkpoint_engine.py", "commit"),
+            ("OVERFLOW! Rank 0 Skipping step. Attempted loss scale: ${int}", "INFO", "loss_scaler.py", "update_scale"),
         ),
     ),
     LogFormat(

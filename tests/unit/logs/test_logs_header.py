@@ -49,6 +49,19 @@ from components.logs.header import level_of, split_header
             "Component State Change",
         ),
         ("1286536309.586    921 192.168.0.68 TCP_MISS/200 507 POST http://example.test/", "192.168.0.68 TCP_MISS"),
+        # PostgreSQL: a zone by its name, a level with its colon and two spaces
+        ("2026-12-05 08:49:42.123 UTC [1234] LOG:  statement: SELECT 1", "statement: SELECT 1"),
+        ('2026-12-05 08:49:42.123 CET [1234] ERROR:  relation "x" does not exist', 'relation "x"'),
+        # where the line was logged: a source file and line, bare, braced or bracketed with its function
+        ("INFO  [main] 2026-12-05 08:49:42,123 CassandraDaemon.java:123 - Starting listening", "Starting listening"),
+        ("[2026-12-05T08:49:42.123+0000] {taskinstance.py:1234} INFO - Marking task as SUCCESS", "Marking task"),
+        ("(RayTrainWorker pid=12, ip=10.0.0.1) 2026-12-05 08:49:42,123\tINFO worker.py:1234 -- Started", "Started"),
+        ("[2026-12-05 08:49:42,123] [INFO] [checkpoint.py:500:commit] [Torch] Checkpoint is ready", "[Torch] Check"),
+        ("2026/12/05 08:49:42 main.go:12: listening on :8080", "listening on :8080"),
+        # Python's `%(asctime)s - %(levelname)s - %(name)s - %(message)s` (transformers, accelerate)
+        ("12/05/2026 08:49:42 - INFO - __main__ - Distributed environment: MULTI_GPU", "Distributed environment"),
+        # Redis: pid:role, the day before the month, a level of one character
+        ("1:M 05 Dec 2026 08:49:42.123 * 261 changes in 75 seconds. Saving...", "261 changes"),
         (
             "nova-api.log.1.2017-05-16_13:53:08 2017-05-16 00:00:00.008 25746 INFO nova.osapi_compute.wsgi.server "
             '[req-38101a0b-2096-447d-96ea-a692162415ae 113d3a99c3da401f 54fdadf6f69b4ff1 - - -] 10.11.10.1 "GET /v2"',
@@ -112,6 +125,14 @@ def test_the_header_of_a_format_we_were_not_tuned_on_is_cut_where_its_message_st
         # A line that is header fields to its end keeps its last one as its message (HPC's one-word messages).
         ("2286759 node-1 node status 1061219795 -1 running", "running"),
         ("131 node-4 action start 1077 1 warning", "131 node-4"),  # no time: all message, as before
+        # A word that begins as a month or a day is no date (`Mar…`, `Mon…`); an upper-case word before ` - ` no logger.
+        ("2026-12-05 08:49:42 INFO Monitoring started", "Monitoring started"),
+        ("2026-12-05 08:49:42 INFO Marking done", "Marking done"),
+        (
+            "2015-07-30 15:21:24,592 - INFO  [QuorumPeer[myid=1]/0:0:0:0:0:0:0:0:2181:Follower@63] - FOLLOWING - X",
+            "FOLLOW",
+        ),
+        ("[10.30 16:49:06] chrome.exe - proxy.example.test:5070 open through proxy", "proxy.example.test:5070"),
     ],
 )
 def test_words_of_a_message_that_look_like_a_header_stay_in_it(line: str, message: str) -> None:

@@ -239,17 +239,21 @@ def test_a_miner_that_remembers_settled_lines_mines_exactly_as_drain_does(max_cl
     # `Miner.add` skips Drain's tree search for token lists that changed nothing before; templates that change later,
     # clusters created and clusters dropped by the LRU bound must still give what Drain itself gives, line by line.
     touched = [["a", "1", "b"], ["c", "2", "d"], ["a", "1", "b"], ["c", "2", "d"], ["a", "1", "b"], ["e", "3", "f"]] * 2
-    lines = touched + [  # which of the first two the third cluster drops depends on the last `a 1 b` touching its own
-        ["user", "alice", "logged", "in"],
-        ["user", "alice", "logged", "in"],
-        ["user", "bob", "logged", "in"],  # the template becomes `user <*> logged in`
-        ["user", "alice", "logged", "in"],
-        ["disk", "<*>", "full"],
-        ["cache", "<*>", "miss"],
-        ["user", "alice", "logged", "in"],  # its cluster may have been dropped (max_clusters=2)
-        ["disk", "<*>", "full"],
-        ["disk", "<*>", "full"],
-    ] * 3
+    lines = (
+        touched
+        + [  # which of the first two the third cluster drops depends on the last `a 1 b` touching its own
+            ["user", "alice", "logged", "in"],
+            ["user", "alice", "logged", "in"],
+            ["user", "bob", "logged", "in"],  # the template becomes `user <*> logged in`
+            ["user", "alice", "logged", "in"],
+            ["disk", "<*>", "full"],
+            ["cache", "<*>", "miss"],
+            ["user", "alice", "logged", "in"],  # its cluster may have been dropped (max_clusters=2)
+            ["disk", "<*>", "full"],
+            ["disk", "<*>", "full"],
+        ]
+        * 3
+    )
     settings = MinerSettings(max_clusters=max_clusters)
     miner = Miner(settings)
     config = settings.config()

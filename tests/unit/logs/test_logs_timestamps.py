@@ -35,6 +35,12 @@ REFERENCE = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
         ("134681 node-246 unix.hw state_change.unavailable 1077804742 1 Component", "2004-02-26T14:12:22Z"),
         ("20171223-22:15:29:606|Step_LSC|30002312|onStandStepChanged 3579", "2017-12-23T22:15:29Z"),
         ("20171223-22:16:0:159|Step_ExtSDM|30002312|calculateCaloriesWithCache", "2017-12-23T22:16:00Z"),  # unpadded
+        ("1:M 05 Dec 2026 08:49:42.123 * Ready to accept connections", "2026-12-05T08:49:42Z"),  # Redis
+        ("Sat, 05 Dec 2026 08:49:42 +0100 mail sent", "2026-12-05T07:49:42Z"),  # RFC 2822
+        ("12/05/2026 08:49:42 - INFO - __main__ - x", "2026-12-05T08:49:42Z"),  # the month first (transformers)
+        ("25/12/2026 08:49:42 INFO x", "2026-12-25T08:49:42Z"),  # the day first, told by its being over 12
+        # an IP address's `72.89.10` reads as a clock; the time after it was cut to its minutes
+        ("(RayTrainWorker pid=3, ip=172.89.109.183) 2026-12-05 08:49:47,735\tINFO x", "2026-12-05T08:49:47Z"),
         ("03-17 16:13:38.811  1702  2395 D WindowManager: printFreezingDisplayLogs", "2026-03-17T16:13:38Z"),
         ("2026/11/03 12:00:01 listening on :8080", "2026-11-03T12:00:01Z"),
         # klog and vLLM's own lines: no time was read from either
