@@ -2,7 +2,8 @@
 
 A user's correction is the answer the model should have given, so each corrected request becomes one JSONL line
 `{"prompt": ..., "completion": <the correction>}`. A prompt counts once (the first correction wins); one carrying an
-instruction to a model, or absurdly long, is dropped (`components.untrusted`), invisible characters are removed. It goes
+instruction to a model, or absurdly long, is dropped (`components.untrusted`), invisible characters are removed,
+and what looks like a credential is masked (`components.redact`). It goes
 to train or eval by a hash of the prompt: the split is the same on every run and machine, and a prompt never
 lands on both sides. Lines stream to disk; memory holds one digest per distinct prompt.
 """
@@ -18,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from components.files import make_dirs, remove_made_dirs
 from components.logs.records import RequestRecord
+from components.redact import redact_text
 from components.untrusted import clean, instruction_in
 
 __all__ = ["MAX_FIELD", "Curator", "DatasetSummary"]
@@ -66,7 +68,8 @@ class Curator:
             return False
         self.summary.corrections += 1
         # Data, never commands: what the model would learn must not tell it (or the agent reading it) what to do.
-        prompt, correction = clean(record.prompt), clean(record.correction)
+        # And no credential a user pasted (`sk-…`, a bearer token): a model learns what it is shown.
+        prompt, correction = redact_text(clean(record.prompt)), redact_text(clean(record.correction))
         if max(len(prompt), len(correction)) > MAX_FIELD or instruction_in(prompt) or instruction_in(correction):
             self.summary.rejected += 1
             return False

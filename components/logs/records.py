@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +23,11 @@ from components.logs.reader import MAX_LINE_BYTES, Malformed, SourceLine, read_l
 __all__ = ["LATENCY_KEYS", "TIME_KEYS", "Entry", "LogEvent", "RequestRecord", "classify", "read_entries"]
 
 Feedback = Literal["positive", "negative", "none"]
-# structlog's JSONRenderer writes its message as `event`; it is the last tried, as other logs name a kind of event so.
-_MESSAGE_KEYS = ("message", "msg", "log", "event")
-_LEVEL_KEYS = ("level", "severity", "levelname")
-TIME_KEYS = ("timestamp", "time", "ts", "@timestamp")
+# Serilog's compact JSON writes `@m` (its rendered message) and `@mt` (its template); structlog's JSONRenderer writes
+# `event`, tried last, as other logs name a kind of event so.
+_MESSAGE_KEYS = ("message", "msg", "log", "@m", "@mt", "event")
+_LEVEL_KEYS = ("level", "severity", "levelname", "log.level", "@l")  # `log.level`: Elastic's ECS
+TIME_KEYS = ("timestamp", "time", "ts", "@timestamp", "@t")
 """The fields of a JSON line that say when it was written, the first present wins."""
 LATENCY_KEYS = ("latency_ms", "duration_ms", "elapsed_ms", "response_time_ms")
 """The fields of a JSON line that say how long its request took, in milliseconds."""
@@ -119,6 +121,8 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
             return None
     message = next((data[key] for key in _MESSAGE_KEYS if isinstance(data.get(key), str)), None)
     if message is None:
+        message = _fields_text(data)
+    if not message:
         malformed.add("invalid_record", line.where, "neither a request (no 'prompt') nor a log event (no 'message')")
         return None
     level = next((_level_name(data[key]) for key in _LEVEL_KEYS if data.get(key)), None)
@@ -127,6 +131,29 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
     # A container runtime's `{"log": "2026-12-05 08:49:42,123 ERROR app: ...\n"}` holds the program's whole line.
     header, message = split_header(message)
     return LogEvent(message.strip(), level or level_of(header, message), stamp, latency)
+
+
+_FIELDS_READ = 32
+_BARE = re.compile(r'[^\s"=]+')  # a value written as it is; one with a space, a quote or `=` in it is quoted
+_KEYS_NOT_READ = frozenset((*TIME_KEYS, *LATENCY_KEYS, *_LEVEL_KEYS))
+
+
+def _fields_text(data: dict[str, Any]) -> str:
+    """An event without a message (a Kubernetes audit event, a metrics line) read as its fields: `key=value …`.
+
+    Its values that are not containers, in order, an object's one level down as `key.inner=value`; its time,
+    level and latency are read apart. Variables among them are masked as in any message, the keys stay constant.
+    """
+    pairs: list[str] = []
+    for key, value in data.items():
+        if key in _KEYS_NOT_READ:
+            continue
+        inner = value.items() if isinstance(value, dict) else [("", value)]
+        for name, item in inner:
+            if isinstance(item, str | int | float | bool) or item is None:
+                text = item if isinstance(item, str) and _BARE.fullmatch(item) else json.dumps(item, ensure_ascii=False)
+                pairs.append(f"{key}.{name}={text}" if name else f"{key}={text}")
+    return " ".join(pairs[:_FIELDS_READ])
 
 
 # pino and bunyan write levels as numbers.

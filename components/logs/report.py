@@ -17,6 +17,7 @@ from components.logs.compare import DetectPolicy, Finding, Verdict
 from components.logs.curate import DatasetSummary
 from components.logs.reader import Malformed
 from components.logs.window import OVERFLOW_KEY, TemplateCounts, WindowSummary
+from components.redact import redact
 from components.untrusted import printable
 
 __all__ = ["DetectionReport", "StateInfo", "TemplateRow", "WindowOverview", "build_report", "render_markdown"]
@@ -156,14 +157,19 @@ def build_report(
     state: StateInfo,
     policy: DetectPolicy,
 ) -> DetectionReport:
-    """Assemble the report of one detect run."""
+    """Assemble the report of one detect run, every credential in what it quotes masked (`components.redact`).
+
+    Log lines carry what a service printed — a bearer token, a key — and the report goes to MLflow as artifacts, its
+    reason as a tag and into the workflow's outputs: what looks like a credential in an example line or a template
+    is `***` there, as in every log we write.
+    """
     before = baseline.templates if baseline else {}
     rows = sorted((c for c in current.templates.values() if c.key != OVERFLOW_KEY), key=lambda c: (-c.count, c.key))[
         :_TEMPLATE_ROWS
     ]
     new = sum(1 for key, c in current.templates.items() if c.count and not (key in before and before[key].count))
     malformed = current.malformed.total + (baseline.malformed.total if baseline else 0)
-    return DetectionReport(
+    report = DetectionReport(
         drift=verdict.trigger,
         trigger=verdict.trigger,
         reason=verdict.reason,
@@ -198,6 +204,7 @@ def build_report(
         state=state,
         policy=policy,
     )
+    return DetectionReport.model_validate(redact(report.model_dump(mode="json")))
 
 
 # ---- Markdown -----------------------------------------------------------------------------------------------------

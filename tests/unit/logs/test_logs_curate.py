@@ -64,3 +64,11 @@ def test_a_small_set_still_gets_an_eval_example(tmp_path: Path) -> None:
 def test_a_bad_fraction_is_refused() -> None:
     with pytest.raises(ValueError, match="eval fraction"):
         Curator(Path("."), 1.5)
+
+
+def test_a_credential_a_user_pasted_is_masked_before_a_model_learns_it(tmp_path: Path) -> None:
+    key, token = "sk-" + "a1B2c3D4e5F6g7H8i9J0", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlc2VjcmV0"
+    records = [record(f"Why does my key {key} fail?", f"Rotate it: curl -H 'Authorization: Bearer {token}' …")]
+    train, evaluation, _ = curate(tmp_path, records)
+    written = json.dumps(train + evaluation)
+    assert key not in written and token not in written and "***" in written

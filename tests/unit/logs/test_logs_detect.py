@@ -154,6 +154,28 @@ def test_detect_joins_templates_with_the_merge_pass_of_logs_parse(tmp_path: Path
     assert parsed == {"Invalid user <*>"}
 
 
+def test_a_credential_in_a_log_line_is_masked_in_the_report_its_tags_and_outputs(tmp_path: Path) -> None:
+    # Example lines, templates and the reason go to MLflow (artifacts, a tag) and the workflow's outputs.
+    token = "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlc2VjcmV0"
+    key = "sk-" + "abcdefghijklmnopqrstuvwx"  # letters only: no mask for variables takes it
+    baseline = tmp_path / "baseline.log"
+    baseline.write_text("".join(f"2026-11-01 00:00:{i % 60:02d} INFO app: request {i} ok\n" for i in range(100)))
+    current = tmp_path / "current.log"
+    current.write_text(
+        "".join(
+            f"2026-11-02 00:00:{i % 60:02d} ERROR app: upstream refused {token} with key {key}\n" for i in range(80)
+        )
+    )
+    report = detect([current], tmp_path / "out" / "report.json", baseline=[baseline])
+    assert report.trigger and "upstream refused" in report.reason
+    for text in (
+        report.model_dump_json(),
+        (tmp_path / "out" / "report.json").read_text(),
+        (tmp_path / "out" / "report.md").read_text(),
+    ):
+        assert "eyJhbGci" not in text and key not in text and "***" in text
+
+
 def test_a_report_path_that_is_a_directory_is_refused_before_anything_is_written(
     make_windows: WindowsFactory, tmp_path: Path
 ) -> None:

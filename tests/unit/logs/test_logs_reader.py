@@ -37,10 +37,11 @@ def test_every_kind_of_malformed_line_is_counted_and_the_good_lines_still_come_t
         "invalid_utf8": 1,
         "invalid_json": 1,
         "too_long": 1,
-        "invalid_record": 2,
+        "invalid_record": 1,
     }
-    assert [type(e).__name__ for e in entries] == ["LogEvent", "RequestRecord", "LogEvent"]
-    assert isinstance(entries[2], LogEvent) and entries[2].failed and entries[2].message == "last good line"
+    assert [type(e).__name__ for e in entries] == ["LogEvent", "LogEvent", "RequestRecord", "LogEvent"]
+    assert entries[1] == LogEvent("unrelated=1", None)  # no message: read as its fields
+    assert isinstance(entries[3], LogEvent) and entries[3].failed and entries[3].message == "last good line"
     assert malformed.examples["invalid_json"][0].startswith(f"{path}:4: not complete JSON")
     assert malformed.examples["too_long"] == [f"{path}:5: 1,048,576 bytes"]
     assert "latency_ms" in malformed.examples["invalid_record"][0]
@@ -115,6 +116,38 @@ def test_json_log_events_and_blank_lines(tmp_path: Path) -> None:
     path.write_text('{"level": "error", "message": "db down"}\n\n   \n{"msg": "ok"}\n')
     entries, malformed = _entries(path)
     assert entries == [LogEvent("db down", "ERROR"), LogEvent("ok", None)] and malformed.total == 0
+
+
+def test_json_events_without_a_message_field_are_read_as_their_fields(tmp_path: Path) -> None:
+    # A Kubernetes audit event, Serilog's compact JSON (`@t`, `@l`, `@mt`), Elastic's ECS (`log.level`): each was
+    # counted invalid_record, or its level not read.
+    path = tmp_path / "events.jsonl"
+    audit = {
+        "kind": "Event",
+        "level": "Metadata",
+        "stage": "ResponseComplete",
+        "requestURI": "/api/v1/namespaces/default/pods",
+        "verb": "list",
+        "user": {"username": "system:admin", "groups": ["system:masters"]},
+        "responseStatus": {"code": 200},
+        "requestReceivedTimestamp": "2026-12-05T08:49:42.123456Z",
+        "annotations": ["a list is not read"],
+    }
+    clef = {"@t": "2026-12-05T08:49:42Z", "@mt": "User {UserId} logged in", "@l": "Warning", "UserId": 12}
+    ecs = {"@timestamp": "2026-12-05T08:49:42Z", "log.level": "error", "message": "payment failed"}
+    path.write_text("".join(json.dumps(record) + "\n" for record in (audit, clef, ecs, {"note": "two words"})))
+    entries, malformed = _entries(path)
+    assert malformed.total == 0
+    assert entries == [
+        LogEvent(
+            "kind=Event stage=ResponseComplete requestURI=/api/v1/namespaces/default/pods verb=list "
+            "user.username=system:admin responseStatus.code=200 requestReceivedTimestamp=2026-12-05T08:49:42.123456Z",
+            "METADATA",
+        ),
+        LogEvent("User {UserId} logged in", "WARNING", "2026-12-05T08:49:42Z"),
+        LogEvent("payment failed", "ERROR", "2026-12-05T08:49:42Z"),
+        LogEvent('note="two words"', None),
+    ]
 
 
 def test_json_lines_of_structlog_pino_and_a_container_runtime(tmp_path: Path) -> None:
