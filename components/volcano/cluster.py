@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -26,6 +27,7 @@ __all__ = [
     "NodeNotFound",
     "PodInfo",
     "QueueLimit",
+    "lacking_gpus",
     "QueueNotFound",
     "QueueSnapshot",
     "StateDamaged",
@@ -192,6 +194,19 @@ class QueueSnapshot:
             unknown=unknown,
             unknown_gpus=unknown_gpus,
         )
+
+
+def lacking_gpus(gpus: int, min_member: int, placed: int) -> int:
+    """GPUs an Unknown gang's waiting pods lack, at its `gpus` (minResources) ÷ `min_member` a pod.
+
+    Volcano's session marks a PodGroup Unknown when some of its pods run and the gang is short of minMember
+    (framework/session.go `getPodGroupPhase`); the `placed` ones (running or succeeded) hold their GPUs already. The
+    members short of minMember wait, and at least one pod does: with minMember met, a task below its minTaskMember
+    (or a pod beyond minMember) is what keeps it Unknown.
+    """
+    if min_member <= 0:
+        return 0
+    return min(gpus, math.ceil(gpus * max(min_member - placed, 1) / min_member))
 
 
 def _parent_of(name: str, spec: Mapping[str, Any]) -> str:

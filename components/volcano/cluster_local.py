@@ -39,6 +39,7 @@ from components.volcano.cluster import (
     QueueSnapshot,
     StateDamaged,
     Timeout,
+    lacking_gpus,
     queue_family,
 )
 from components.volcano.localcontroller import Controller, Transition
@@ -618,7 +619,15 @@ class LocalCluster:
         ):
             job = JobRow.from_row(job_row)
             if job.queue == name:
-                demand.append((job.pg_phase, int(job.min_resources(priorities).get(GPU, 0))))
+                gpus = int(job.min_resources(priorities).get(GPU, 0))
+                if job.pg_phase == "Unknown":
+                    (placed,) = self._db.execute(
+                        "SELECT COUNT(*) FROM pods WHERE namespace = ? AND job = ? "
+                        "AND phase IN ('Running', 'Succeeded')",
+                        (job.namespace, job.name),
+                    ).fetchone()
+                    gpus = lacking_gpus(gpus, job.min_available, placed)
+                demand.append((job.pg_phase, gpus))
         return QueueSnapshot.counted(
             demand,
             name=name,

@@ -16,13 +16,12 @@ recorded objects. Two readings are worth knowing:
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from components.volcano.cluster import Event, JobInfo, NodeInfo, PodInfo, QueueSnapshot, queue_family
+from components.volcano.cluster import Event, JobInfo, NodeInfo, PodInfo, QueueSnapshot, lacking_gpus, queue_family
 from components.volcano.resources import GPU, parse_quantity, parse_resources
 
 __all__ = [
@@ -350,19 +349,11 @@ def queue_snapshot(
 
 
 def _lacking(podgroup: Mapping[str, Any], gpus: int) -> int:
-    """GPUs an Unknown gang's waiting pods lack, at its `gpus` ÷ minMember a pod.
-
-    Volcano's session marks a PodGroup Unknown when some of its pods run and others found no node this session
-    (framework/session.go `getPodGroupPhase`); the running ones hold their GPUs already. The members short of
-    minMember wait, and at least one pod does: with minMember met, a task below its minTaskMember (or a pod
-    beyond minMember) is what keeps it Unknown.
-    """
+    """GPUs an Unknown gang's waiting pods lack (`lacking_gpus`), from its minMember and running and succeeded pods."""
     members = int((podgroup.get("spec") or {}).get("minMember") or 0)
-    if members <= 0:
-        return 0
     status = _status(podgroup)
     placed = int(status.get("running") or 0) + int(status.get("succeeded") or 0)
-    return min(gpus, math.ceil(gpus * max(members - placed, 1) / members))
+    return lacking_gpus(gpus, members, placed)
 
 
 def _ready(node: Mapping[str, Any]) -> bool:

@@ -160,4 +160,6 @@ def phase_from_pods(spec: GangShape, current: str, counts: PodCounts) -> str:
         return "Completed" if counts.succeeded >= min_available else "Failed"
     if current == "Pending" and counts.running + counts.succeeded + counts.failed >= max(min_available, 1):
         return "Running"
+    if current == "Running" and counts.pending > total - min_available:
+        return "Pending"  # state/running.go: more pods wait than the gang can spare (an evicted one found no node)
     return current

@@ -42,7 +42,30 @@ class Controller:
 
     def reconcile(self, transitions: list[Transition] | None = None) -> None:
         """One pass of Volcano's controllers and scheduler; runs inside a write transaction."""
-        events = list(transitions or []) + self.observe_pods()
+        self.apply_events(list(transitions or []) + self.observe_pods())
+        for due in self.delayed.take_due():
+            job = self.find(due.namespace, due.job)
+            if job is None or job.phase in FINISHED_PHASES:
+                continue  # a finished job only has its pods killed, and it has none left (state/finished.go)
+            self.apply_action(job, due.action, due.task, due.pod, due.event)
+            self.delayed.cancel_like(due.namespace, due.job, due.action, due.task, due.pod)
+        self.sync_phases()
+        # A session that admits gangs is followed by another, as Volcano's next period: proportion counts a gang's
+        # pods in its queue's request only once they exist (the job controller makes them after enqueue).
+        while self.schedule():
+            pass
+        self.sync_phases()
+        unknown = self.sync_podgroups()
+        if unknown:  # the job controller's answer to a PodGroup turned Unknown, then the scheduler's next session
+            self.apply_events(unknown)
+            while self.schedule():
+                pass
+            self.sync_phases()
+            self.sync_podgroups()
+        self.expire_finished()
+
+    def apply_events(self, events: list[Transition]) -> None:
+        """Apply the job policies each event matches (applyPolicies); an event that matches none syncs its job."""
         handled: set[tuple[str, str]] = set()
         for namespace, job_name, task, pod, event, exit_code in events:
             if (namespace, job_name) in handled:
@@ -71,19 +94,6 @@ class Controller:
             elif event == "PodEvicted":
                 # Eviction deletes the pod, and Volcano's controller recreates what a live job is missing.
                 self.recreate_pod(namespace, pod)
-        for due in self.delayed.take_due():
-            job = self.find(due.namespace, due.job)
-            if job is None or job.phase in FINISHED_PHASES:
-                continue  # a finished job only has its pods killed, and it has none left (state/finished.go)
-            self.apply_action(job, due.action, due.task, due.pod, due.event)
-            self.delayed.cancel_like(due.namespace, due.job, due.action, due.task, due.pod)
-        self.sync_phases()
-        # A session that admits gangs is followed by another, as Volcano's next period: proportion counts a gang's
-        # pods in its queue's request only once they exist (the job controller makes them after enqueue).
-        while self.schedule():
-            pass
-        self.sync_phases()
-        self.expire_finished()
 
     def observe_pods(self) -> list[Transition]:
         """Pods whose process ended since the last pass."""
@@ -121,15 +131,16 @@ class Controller:
         if action in RESTART_ACTIONS:
             # Volcano's restarting state: the count goes up first, and a count at maxRetry fails the job.
             retries = job.retry_count + 1
+            on = f"pod {pod}" if pod else "the PodGroup"  # a job's own event (Unknown) names no pod
             if retries >= max_retry(job.spec):
                 self.kill_pods(ns, name)
-                msg = f"{event} on pod {pod}: {action} refused, retried {retries} of {max_retry(job.spec)} times"
+                msg = f"{event} on {on}: {action} refused, retried {retries} of {max_retry(job.spec)} times"
                 self._db.execute(
                     "UPDATE jobs SET retry_count = ? WHERE namespace = ? AND name = ?", (retries, ns, name)
                 )
                 self.set_phase(job, "Failed", "MaxRetryReached", msg)
                 return True
-            msg = f"{event} on pod {pod}: {action} (retry {retries})"
+            msg = f"{event} on {on}: {action} (retry {retries})"
             self.event(ns, name, f"Job/{name}", "Restarting", msg, "Warning")
             if action == "RestartJob":
                 self.kill_pods(ns, name)
@@ -181,6 +192,35 @@ class Controller:
                 if phase in FINISHED_PHASES:
                     self.kill_pods(job.namespace, job.name)
                 self.set_phase(job, phase, phase, f"pods: {len(pods)} in this run")
+
+    def sync_podgroups(self) -> list[Transition]:
+        """The session's PodGroup phase for gangs past admission; the `Unknown` event of each that turned Unknown.
+
+        framework/session.go getPodGroupPhase: a PodGroup with running pods whose gang is not ready (pods running
+        or succeeded below minMember, JobInfo.IsReady) is Unknown, and Running again once it is ready; a change to
+        Unknown sends the job JobUnknownEvent (job_controller_handler.go updatePodGroup).
+        """
+        unknown: list[Transition] = []
+        for row in self._db.execute(
+            "SELECT * FROM jobs WHERE phase IN ('Pending', 'Running') AND pg_phase IN ('Running', 'Unknown')"
+        ).fetchall():
+            job = JobRow.from_row(row)
+            counts = Counter(
+                p["phase"]
+                for p in self._db.execute(
+                    "SELECT phase FROM pods WHERE namespace = ? AND job = ?", (job.namespace, job.name)
+                )
+            )
+            ready = counts["Running"] + counts["Succeeded"] >= job.min_available
+            phase = "Unknown" if counts["Running"] and not ready else "Running" if ready else job.pg_phase
+            if phase == job.pg_phase:
+                continue
+            self._db.execute(
+                "UPDATE jobs SET pg_phase = ? WHERE namespace = ? AND name = ?", (phase, job.namespace, job.name)
+            )
+            if phase == "Unknown":
+                unknown.append((job.namespace, job.name, "", "", "Unknown", None))
+        return unknown
 
     def schedule(self) -> bool:
         """Run one scheduler session over every waiting gang and start the pods it bound; True when it admitted any."""
@@ -239,24 +279,42 @@ class Controller:
             for r in db.execute("SELECT * FROM nodes ORDER BY name")
         ]
         allocated = self.queue_usage()
-        # Volcano's proportion plugin admits a gang only within its queue's realCapability: the capability capped
-        # at what the Ready nodes hold (the whole cluster where none is set), whatever the overcommit factor.
+        elastic = self.queue_elastic(priorities)
+        # Volcano's proportion plugin admits a gang only within its queue's realCapability (proportion.go
+        # OnSessionOpen): what the Ready nodes hold less every queue's guarantee, plus the queue's own guarantee,
+        # capped by its capability; whatever the overcommit factor.
         cluster: dict[str, float] = {}
         for state in nodes:
             if state.ready:
                 for name, amount in state.allocatable.items():
                     cluster[name] = cluster.get(name, 0.0) + amount
+        specs = {
+            r["name"]: (json.loads(r["spec"]), r["state"]) for r in db.execute("SELECT * FROM queues ORDER BY name")
+        }
+        guarantees = {
+            q: parse_resources((spec.get("guarantee") or {}).get("resource")) for q, (spec, _) in specs.items()
+        }
+        guaranteed: dict[str, float] = {}
+        for guarantee in guarantees.values():
+            for name, amount in guarantee.items():
+                guaranteed[name] = guaranteed.get(name, 0.0) + amount
         queues = []
-        for r in db.execute("SELECT * FROM queues ORDER BY name"):
-            spec = json.loads(r["spec"])
-            capability = {**cluster, **parse_resources(spec.get("capability"))}
+        for queue, (spec, state) in specs.items():
+            own = guarantees[queue]
+            real = {
+                name: max(amount - guaranteed.get(name, 0.0), 0.0) + own.get(name, 0.0)
+                for name, amount in cluster.items()
+            }
+            capability = {**real, **parse_resources(spec.get("capability"))}
             queues.append(
                 scheduler.QueueState(
-                    name=r["name"],
+                    name=queue,
                     weight=int(spec.get("weight") or 1),
-                    capability={name: min(amount, cluster.get(name, amount)) for name, amount in capability.items()},
-                    open=r["state"] == "Open",
-                    allocated=allocated.get(r["name"], {}),
+                    capability={name: min(amount, real.get(name, amount)) for name, amount in capability.items()},
+                    open=state == "Open",
+                    allocated=allocated.get(queue, {}),
+                    guarantee=own,
+                    elastic=elastic.get(queue, {}),
                 )
             )
         # As deploy/'s scheduler configuration: proportion's deserved shares in allocate, overcommit as configured.
@@ -449,6 +507,24 @@ class Controller:
             for name, amount in json.loads(pod["resources"]).items():
                 into[name] = into.get(name, 0.0) + amount
         return usage
+
+    def queue_elastic(self, priorities: dict[str, int]) -> dict[str, dict[str, float]]:
+        """What each queue's live jobs hold beyond their minResources, per queue (JobInfo GetElasticResources)."""
+        held: dict[tuple[str, str], dict[str, float]] = {}
+        for pod in self._db.execute("SELECT namespace, job, resources FROM pods WHERE phase = 'Running'"):
+            into = held.setdefault((pod["namespace"], pod["job"]), {})
+            for name, amount in json.loads(pod["resources"]).items():
+                into[name] = into.get(name, 0.0) + amount
+        elastic: dict[str, dict[str, float]] = {}
+        for (namespace, name), used in held.items():
+            job = self.find(namespace, name)
+            if job is None:
+                continue
+            minimum = job.min_resources(priorities)
+            into = elastic.setdefault(job.queue, {})
+            for resource, amount in used.items():
+                into[resource] = into.get(resource, 0.0) + max(amount - minimum.get(resource, 0.0), 0.0)
+        return elastic
 
     def queue_usage(self) -> dict[str, dict[str, float]]:
         """Requests of running pods, summed per queue (the queue's own jobs; a parent's subtree is not added)."""

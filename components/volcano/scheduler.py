@@ -48,13 +48,21 @@ class NodeState:
 
 @dataclass(frozen=True)
 class QueueState:
-    """A Volcano Queue: its weight, its capability (a missing resource is unlimited) and what it holds now."""
+    """A Volcano Queue: its weight, its capability (a missing resource is unlimited) and what it holds now.
+
+    `capability` is what the scheduler may give the queue (proportion's realCapability, which the caller works out);
+    `guarantee` its spec.guarantee.resource, which it deserves whatever its weight. A queue that is not `open`
+    (Closing, Closed) admits no gang and gets no pod placed. `elastic` is what its gangs hold beyond their
+    minResources, which enqueue does not count against the capability (proportion's `attr.elastic`).
+    """
 
     name: str
     weight: int = 1
     capability: Mapping[str, float] = field(default_factory=dict)
     open: bool = True
     allocated: Mapping[str, float] = field(default_factory=dict)
+    guarantee: Mapping[str, float] = field(default_factory=dict)
+    elastic: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -129,7 +137,7 @@ def schedule(
     shares = deserved(nodes, queues, gangs) if proportion else None  # as the session opens, before enqueue
     enqueued = _enqueue(nodes, queue_by_name, ordered, overcommit_factor, reasons)
     admitted = set(enqueued)
-    runnable = [g for g in ordered if g.pods and (g.phase in ("Inqueue", "Running") or g.key in admitted)]
+    runnable = [g for g in ordered if g.pods and (g.phase in ("Inqueue", "Running", "Unknown") or g.key in admitted)]
     bindings = _Allocator(nodes, queue_by_name, reasons, shares).run(runnable)
     return Session(enqueued=tuple(enqueued), bindings=bindings, reasons=reasons)
 
@@ -141,7 +149,8 @@ def deserved(
 
     Only queues with a job take part. The ready nodes' allocatable is dealt out by weight in rounds; a queue's
     share is capped by its capability and by its request (what it holds plus the pods of its admitted gangs
-    still to bind: a Pending PodGroup has no pods yet), and what a capped queue leaves is dealt out again.
+    still to bind: a Pending PodGroup has no pods yet), and what a capped queue leaves is dealt out again. A queue
+    deserves at least its guarantee (`helpers.Max(attr.deserved, attr.guarantee)` in proportion.go).
     """
     total: dict[str, float] = {}
     for node in nodes:
@@ -150,7 +159,7 @@ def deserved(
     by_name = {q.name: q for q in queues}
     request = {q: dict(by_name[q].allocated) for q in dict.fromkeys(g.queue for g in gangs) if q in by_name}
     for gang in gangs:
-        if gang.queue in request and gang.phase in ("Inqueue", "Running"):
+        if gang.queue in request and gang.phase in ("Inqueue", "Running", "Unknown"):
             for pod in gang.pods:
                 _add_into(request[gang.queue], pod.resources)
     share = {q: dict.fromkeys(total, 0.0) for q in request}
@@ -168,6 +177,7 @@ def deserved(
             for r in total:
                 amount = old[r] + remaining[r] * max(by_name[q].weight, 1) / weight
                 new[r] = min(amount, cap.get(r, total[r]), total[r], request[q].get(r, 0.0))
+                new[r] = max(new[r], by_name[q].guarantee.get(r, 0.0))
                 grown[r] += max(new[r] - old[r], 0.0)
                 shrunk[r] += max(old[r] - new[r], 0.0)
             share[q] = new
@@ -228,8 +238,9 @@ def _enqueue(
                     f"({short}: asks {_fmt(short, asked[short])}, {_fmt(short, left)} idle)"
                 )
                 continue
-            held = dict(queue.allocated)
+            held = dict(queue.allocated)  # proportion: allocated + inqueue - elastic
             _add_into(held, queue_reserved.get(queue.name, {}))
+            _add_into(held, queue.elastic, -1.0)
             over = _capability_excess(queue, held, asked)
             if over:
                 reasons[gang.key] = over
@@ -309,6 +320,12 @@ class _Allocator:
         alloc = self.queue_alloc[queue]
         return all(d <= alloc.get(r, 0.0) + _EPS for r, d in self.shares.get(queue, {}).items())
 
+    def _closed(self, queue: str, request: Mapping[str, float]) -> str:
+        """Proportion's Allocatable: a queue that is not Open gets no pod placed (best-effort pods are backfill's)."""
+        if self.queues[queue].open or not request:
+            return ""
+        return f"queue '{queue}' is not open: it places no pods until it is opened again"
+
     def _past_deserved(self, queue: str, request: Mapping[str, float]) -> str:
         """Proportion's Allocatable: say how the pod would take its queue past its deserved share, or ""."""
         if self.shares is None:
@@ -359,7 +376,7 @@ class _Allocator:
                 continue
             request = {r: q for r, q in pod.resources.items() if q > 0}
             over = _capability_excess(self.queues[gang.queue], queue_alloc, request)
-            over = over or self._past_deserved(gang.queue, request)
+            over = over or self._closed(gang.queue, request) or self._past_deserved(gang.queue, request)
             if over:  # proportion's Allocatable refuses this pod; allocate goes on with the next
                 reason = over
                 continue
