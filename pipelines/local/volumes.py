@@ -9,10 +9,11 @@ template's own `volumes`, then `spec.volumes`, then `spec.volumeClaimTemplates`.
   run, as an existing claim outlives workflows; made on first use;
 - an `emptyDir`: `<node>/.volumes/<name>`, the pod's own: the containers of a containerSet share it, steps do not.
 
-Any other mount stays the host path it names: a hostPath, configMap, secret or nfs volume, a claim whose name is a
-`{{...}}`, a mount at a `{{...}}` path (our pipeline's workspace, a host directory local runs rely on). A literal
-`subPath` is a directory inside the volume. Until a node runs, these directories are spelt with markers that no
-parameter value can hold (`localize` resolves them), so a path that arrives through a parameter never moves.
+Any other mount stays the host path it names: a hostPath or nfs volume (a secret or configMap one is refused), a
+claim whose name is a `{{...}}`, a mount at a `{{...}}` path (our pipeline's workspace, a host directory local runs
+rely on). A literal `subPath` is a directory inside the volume. Until a node runs, these directories are spelt with
+markers that no parameter value can hold (`localize` resolves them), so a path that arrives through a parameter never
+moves.
 """
 
 from __future__ import annotations

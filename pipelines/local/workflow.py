@@ -666,6 +666,7 @@ def _check_runnable(template: Mapping[str, Any], where: str, spec: Mapping[str, 
     leaf = kind in _LEAF_TYPES
     mounted: list[str] = []
     if leaf:
+        _check_env(template, where)
         _check_volumes(template, spec, where)
         mounted = list(volumes.moved_mounts(template, spec))
     for artifact in (template.get("outputs") or {}).get("artifacts") or []:
@@ -683,6 +684,39 @@ def _check_runnable(template: Mapping[str, Any], where: str, spec: Mapping[str, 
             _check_artifact_path(artifact, here, mounted)
 
 
+# What Kubernetes fills a pod's env and volumes from; the runner has none, and a step would see nothing there.
+_FROM_CLUSTER = {
+    "secretKeyRef": "Secret",
+    "configMapKeyRef": "ConfigMap",
+    "secretRef": "Secret",
+    "configMapRef": "ConfigMap",
+}
+
+
+def _check_env(template: Mapping[str, Any], where: str) -> None:
+    """Env variables the pod would take from a Secret or ConfigMap (Kubernetes fills them in; here they were empty)."""
+    for kind in ("container", "script", "containerSet"):
+        spec = template.get(kind)
+        if not isinstance(spec, Mapping):
+            continue
+        containers = [spec, *(spec.get("containers") or [])] if kind == "containerSet" else [spec]
+        for container in (c for c in containers if isinstance(c, Mapping)):
+            for env in (e for e in container.get("env") or [] if isinstance(e, Mapping)):
+                source = next((_FROM_CLUSTER[k] for k in env.get("valueFrom") or {} if k in _FROM_CLUSTER), None)
+                if source:
+                    raise WorkflowError(
+                        f"{where} env {env.get('name')!r} takes its value from a {source}, which the local runner "
+                        "does not have: give it a value."
+                    )
+            for env in (e for e in container.get("envFrom") or [] if isinstance(e, Mapping)):
+                source = next((_FROM_CLUSTER[k] for k in env if k in _FROM_CLUSTER), None)
+                if source:
+                    raise WorkflowError(
+                        f"{where} envFrom takes variables from a {source}, which the local runner does not have: "
+                        "give them values in env."
+                    )
+
+
 def _check_volumes(template: Mapping[str, Any], spec: Mapping[str, Any], where: str) -> None:
     """Each volume a leaf template mounts, as Argo's controller and Kubernetes take it when they make the pod.
 
@@ -698,6 +732,12 @@ def _check_volumes(template: Mapping[str, Any], spec: Mapping[str, Any], where: 
             raise WorkflowError(
                 f"{where} volumeMounts: volume {name!r} is not in the template's volumes, spec.volumes or "
                 "spec.volumeClaimTemplates; define it there or mount one that is."
+            )
+        source = next((kind for key, kind in (("secret", "Secret"), ("configMap", "ConfigMap")) if key in volume), None)
+        if source:
+            raise WorkflowError(
+                f"{where} mounts volume {name!r}, a {source}, which the local runner does not have: mount an "
+                "emptyDir or a claim, or remove it to run here."
             )
         if not is_dns1123_label(name):
             raise WorkflowError(
@@ -812,11 +852,14 @@ def _check_resource(template: Mapping[str, Any], where: str) -> None:
     """A resource template's action and object, when the file spells them out (a `{{...}}` is known only later)."""
     resource = template["resource"]
     action = stringify(resource.get("action") or "")
+    # Argo renders the tags before it parses the manifest: an unquoted `name: {{...}}` is a flow mapping to YAML,
+    # so each tag reads as a plain word here, and one in apiVersion or kind still marks it as known only later.
+    tag = "vcpilot-argo-tag"
     try:
-        manifest = kubeyaml.load(str(resource.get("manifest") or ""))
+        manifest = kubeyaml.load(re.sub(r"\{\{.*?\}\}", tag, str(resource.get("manifest") or "")))
     except (yaml.YAMLError, RecursionError, ValueError, TypeError):  # the step says why, when it runs
         manifest = None
-    if not isinstance(manifest, Mapping) or "{{" in f"{manifest.get('apiVersion')}{manifest.get('kind')}":
+    if not isinstance(manifest, Mapping) or tag in f"{manifest.get('apiVersion')}{manifest.get('kind')}":
         manifest = None
     reason = None if "{{" in action else unsupported_resource(action, manifest)
     if reason:

@@ -1,6 +1,7 @@
 """DAG templates as Argo's dag.go runs them: enhanced `depends`, `when`, loops as TaskGroups, Omitted tasks.
 
-The DAG's thread launches every task whose dependencies have settled (in definition order), waits for any
+The DAG's thread launches every task whose dependencies have settled (in definition order; only the targets and
+their ancestors, as Argo executes each target after its dependencies and nothing else), waits for any
 launched task to end, and repeats; once nothing runs, the DAG's phase is assessed like assessDAGPhase: each
 target task (the leaves, unless `dag.target` names them) gets its branch phase — its own when it ran, the
 first Failed/Error of its ancestors when it was Skipped or Omitted — and a failing target fails the DAG
@@ -71,12 +72,14 @@ class _Dag:
         self.deps = {name: sorted(depends_targets(logic)) if logic else [] for name, logic in self.logic.items()}
         targets = str(dag.get("target") or "").split()
         self.targets = targets or sorted(n for n in self.tasks if not any(n in d for d in self.deps.values()))
+        self._ancestors: dict[str, set[str]] = {}
+        # Argo's executeDAG executes the targets, each after its dependencies: no other task gets a node.
+        self.needed = {n for t in self.targets if t in self.tasks for n in (t, *self._ancestry(t))}
         self.fail_fast = dag.get("failFast", True) is not False
         parallelism = prepared.template.get("parallelism")
         self.slots = threading.BoundedSemaphore(int(parallelism)) if parallelism else None
         self.settled: set[str] = set()
         self.launched: set[str] = set()
-        self._ancestors: dict[str, set[str]] = {}
 
     # -- the loop ------------------------------------------------------------------------------------
 
@@ -111,7 +114,7 @@ class _Dag:
         while progressed:
             progressed = False
             for name in self.tasks:
-                if name in self.launched or (unit := self._ready(name)) is None:
+                if name not in self.needed or name in self.launched or (unit := self._ready(name)) is None:
                     continue
                 progressed = True
                 self.launched.add(name)

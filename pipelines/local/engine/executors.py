@@ -9,8 +9,8 @@ volume's directory (`pipelines.local.volumes`); values that arrive through param
 they are. A node's stdout and stderr go to `main.log` in that directory (the end of stderr to `stderr.tail` too);
 stdout, less one trailing newline, is `outputs.result` (its last 256 kB, as Argo's executor keeps of a longer
 one). All three are redacted a line at a time as they are written (`components.redact`): a secret a step
-prints is stored masked. Other volumes, resources and env variables taken `valueFrom` a Secret or ConfigMap are
-ignored: steps share the host's filesystem.
+prints is stored masked. Other volumes and resources are ignored: steps share the host's filesystem (env variables
+and volumes from a Secret or ConfigMap are refused when the workflow loads).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Supported: `$`/`@` roots, `.key`, `['key']`, `["key"]`, `[0]`, `[-1]`, `*` and `[*]`, `..key`, unions
 `[0,2]` and `['a','b']`, slices `[1:3]`, `.length` (unless there is such a key), and filters
-`[?(@.type == 'Ready')]` (one comparison or an existence test).
+`[?(@.type == 'Ready')]` (comparisons or existence tests, joined by `&&` and `||` as Argo's jsonpath joins them).
 A path with a wildcard, union, slice, filter or `..` yields a list; a plain path yields the value itself, and
 a missing key or index is an ExpressionError.  A kubectl template with text around the braces, or several
 `{...}` groups, renders to a string as kubectl prints it (lists joined by spaces, maps and lists as JSON).
@@ -29,7 +29,7 @@ _STEP = re.compile(
     )""",
     re.VERBOSE,
 )
-_FILTER = re.compile(r"\?\(\s*@(?P<path>[.\[][^=!<>~]*?)\s*(?:(?P<op>==|!=|<=|>=|<|>)\s*(?P<value>.+?))?\s*\)")
+_FILTER = re.compile(r"\s*@(?P<path>[.\[][^=!<>~]*?)\s*(?:(?P<op>==|!=|<=|>=|<|>)\s*(?P<value>.+?))?\s*")
 _QUOTED = re.compile(r"""'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)\"""")
 
 
@@ -66,12 +66,10 @@ def _bracket(body: str) -> _Step:
     body = body.strip()
     if body == "*":
         return _Step("wildcard")
-    if body.startswith("?("):
-        match = _FILTER.fullmatch(body)
-        if match is None:
-            raise ExpressionError(f"unsupported filter [{body}]")
-        value = _literal(match.group("value")) if match.group("op") else None
-        return _Step("filter", (_parse_steps(match.group("path")), match.group("op"), value))
+    if body.startswith("?(") and body.endswith(")"):
+        # Any clause of `||` holds when each condition of its `&&` holds.
+        clauses = [[_condition(c, body) for c in _split(clause, "&&")] for clause in _split(body[2:-1], "||")]
+        return _Step("filter", tuple(tuple(clause) for clause in clauses))
     parts = [part.strip() for part in re.split(r",(?=(?:[^'\"]|'[^']*'|\"[^\"]*\")*$)", body)]
     if len(parts) == 1 and ":" in body and _unquote(body) is None:
         bounds = [int(b) if b.strip() else None for b in body.split(":")]
@@ -90,6 +88,35 @@ def _bracket(body: str) -> _Step:
     if len(keys) == 1:
         return _Step("key" if isinstance(keys[0], str) else "index", keys[0])
     return _Step("union", tuple(keys))
+
+
+def _split(text: str, operator: str) -> list[str]:
+    """`text` cut at each `operator` outside quotes (a filter's `||`, then `&&`: `&&` binds tighter)."""
+    parts: list[str] = []
+    start, quote, i = 0, "", 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            quote = "" if char == quote else quote
+            i += 2 if char == "\\" else 1
+            continue
+        if char in "'\"":
+            quote = char
+        elif text.startswith(operator, i):
+            parts.append(text[start:i])
+            start = i + len(operator)
+            i = start
+            continue
+        i += 1
+    return [*parts, text[start:]]
+
+
+def _condition(text: str, body: str) -> tuple[tuple[_Step, ...], str | None, Any]:
+    match = _FILTER.fullmatch(text)
+    if match is None:
+        raise ExpressionError(f"unsupported filter [{body}]")
+    value = _literal(match.group("value")) if match.group("op") else None
+    return _parse_steps(match.group("path")), match.group("op"), value
 
 
 def _parse_steps(path: str) -> tuple[_Step, ...]:
@@ -193,8 +220,11 @@ def _apply(step: _Step, nodes: list[Any], strict: bool) -> list[Any]:
         elif step.kind == "slice":
             result.extend(node[step.arg] if isinstance(node, list) else [])
         else:
-            steps, op, expected = step.arg
-            result.extend(item for item in _children(node) if _matches(item, steps, op, expected))
+            result.extend(
+                item
+                for item in _children(node)
+                if any(all(_matches(item, *condition) for condition in clause) for clause in step.arg)
+            )
     return result
 
 

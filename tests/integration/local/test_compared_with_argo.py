@@ -47,3 +47,20 @@ def test_a_long_stdout_keeps_its_last_256_kb_as_the_result(run) -> None:
     result = run(_workflow(main)).out("") or ""
     assert len(result) == 256 * 1024
     assert result == "a" * (256 * 1024 - 100000) + "b" * 100000
+
+
+def test_a_dag_target_runs_only_that_task_and_what_it_depends_on(run) -> None:
+    """Argo's executeDAG (workflow/controller/dag.go) executes each `dag.target` task, and executeDAGTask its
+    dependencies first: tasks neither a target nor an ancestor of one get no node. The runner ran them all
+    (upstream's dag-targets ran B and D too)."""
+
+    def task(name: str, depends: str = "") -> dict[str, Any]:
+        return {"name": name, "template": "echo", **({"depends": depends} if depends else {})}
+
+    tasks = [task("A"), task("B", "A"), task("C", "A"), task("D", "B && C"), task("E", "C")]
+    main = {"name": "main", "dag": {"target": "{{workflow.parameters.target}}", "tasks": tasks}}
+    wf = _workflow(main, _sh("echo", "echo hi"), arguments={"parameters": [{"name": "target", "value": "E"}]})
+    ran = run(wf)
+    assert ran.phase == "Succeeded"
+    assert sorted(ran.phases) == ["", ".A", ".C", ".E"]
+    assert sorted(run(wf, {"target": "B E"}).phases) == ["", ".A", ".B", ".C", ".E"]

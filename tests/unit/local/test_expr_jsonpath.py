@@ -76,3 +76,27 @@ def test_missing_or_malformed_paths_fail_with_one_sentence(path: str, reason: st
     with pytest.raises(ExpressionError, match=reason) as info:
         jsonpath(JOB, path)
     assert "\n" not in str(info.value)
+
+
+STAFF: dict[str, Any] = {
+    "employees": [{"name": "Baris", "age": 43}, {"name": "Mo", "age": 42}, {"name": "Jai", "age": 44}]
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("$.employees[?(@.age>42 && @.age<44)].age", [43]),
+        ('$.employees[?(@.age>43 || @.name=="Mo")].name', ["Mo", "Jai"]),
+        ('$.employees[?(@.age>42 && @.age<44 || @.name=="Jai")].name', ["Baris", "Jai"]),
+        ("$.employees[?(@.name == 'a && b' || @.age == 42)].name", ["Mo"]),
+    ],
+)
+def test_filters_join_comparisons_with_and_or(path: str, value: Any) -> None:
+    """`&&` binds tighter than `||` in a filter, as in Argo's jsonpath (evilmonkeyinc/jsonpath v0.8.1,
+    script/standard/engine.go: operators "||", "&&" split in that order); the values were printed by that library.
+
+    Before, a filter with `&&` was "unsupported", so upstream's expression-destructure-json-complex left
+    `{{=jsonpath(..., '$.employees[?(@.age>42 && @.age<44)].age')}}` in the step's text instead of `[43]`.
+    """
+    assert jsonpath(STAFF, path) == value

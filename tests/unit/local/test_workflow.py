@@ -246,6 +246,23 @@ def test_a_resource_the_local_cluster_cannot_hold_is_refused_before_anything_run
     load_workflow(resource("create", "{{workflow.parameters.whole}}"))
 
 
+def test_a_resource_kind_spelt_out_is_refused_though_a_tag_elsewhere_breaks_the_yaml() -> None:
+    """Argo renders the manifest's tags before it parses it (workflow/controller/operator.go executeResource, then
+    argoexec's `resource` reads the object), so an unquoted `name: {{...}}` is a name there; as YAML before that it
+    is a flow mapping, so the literal kind went unread and a Workflow object (upstream's workflow-of-workflows)
+    erred only when its step came, after the steps before it had run."""
+    manifest = (
+        "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nspec:\n  workflowTemplateRef:\n    name: {{workflow.name}}\n"
+    )
+    template = {"name": "main", "resource": {"action": "create", "manifest": manifest}}
+    assert refused(wf(templates=[template])) == (
+        "template 'main': the local runner can only manage Volcano and batch/v1 Jobs, "
+        "not argoproj.io/v1alpha1 Workflow."
+    )
+    job = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  labels:\n    run: {{workflow.name}}\n"
+    load_workflow(wf(templates=[{"name": "main", "resource": {"action": "create", "manifest": job}}]))
+
+
 @pytest.mark.parametrize(
     ("tag", "says"),
     [
@@ -782,3 +799,38 @@ def test_a_lifecycle_hook_other_than_exit_is_refused_before_anything_runs() -> N
         "steps": [[{"name": "a", "template": "leaf", "hooks": {"exit": {"template": "leaf"}}}]],
     }
     assert load_workflow(wf(templates=[exit_hook, LEAF], hooks={"exit": {"template": "leaf"}}))
+
+
+@pytest.mark.parametrize(
+    ("container", "says"),
+    [
+        (
+            {"env": [{"name": "PW", "valueFrom": {"secretKeyRef": {"name": "s", "key": "pw"}}}]},
+            "template 'main' env 'PW' takes its value from a Secret, which the local runner does not have: "
+            "give it a value.",
+        ),
+        (
+            {"env": [{"name": "C", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}}]},
+            "template 'main' env 'C' takes its value from a ConfigMap, which the local runner does not have: "
+            "give it a value.",
+        ),
+        (
+            {"envFrom": [{"secretRef": {"name": "s"}}]},
+            "template 'main' envFrom takes variables from a Secret, which the local runner does not have: "
+            "give them values in env.",
+        ),
+        (
+            {"volumeMounts": [{"name": "creds", "mountPath": "/secret/x"}]},
+            "template 'main' mounts volume 'creds', a Secret, which the local runner does not have: "
+            "mount an emptyDir or a claim, or remove it to run here.",
+        ),
+    ],
+)
+def test_a_secret_or_configmap_a_step_reads_is_refused_before_anything_runs(container: dict, says: str) -> None:
+    """Kubernetes fills these in when it makes the pod (Argo's controller passes the container's env, envFrom and
+    volumes through unchanged: workflow/controller/workflowpod.go createWorkflowPod); the runner has neither Secrets
+    nor ConfigMaps and ran the step with the variable empty and no file (upstream's secrets example Succeeded,
+    printing "secret from env: " and nothing more)."""
+    main = {"name": "main", "container": {"image": "x", "command": ["true"], **container}}
+    creds = [{"name": "creds", "secret": {"secretName": "s"}}]
+    assert refused(wf(templates=[main], volumes=creds)) == says
