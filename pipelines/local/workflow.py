@@ -667,6 +667,7 @@ def _check_runnable(template: Mapping[str, Any], where: str, spec: Mapping[str, 
     mounted: list[str] = []
     if leaf:
         _check_env(template, where)
+        _check_pod_spec_patch(template.get("podSpecPatch") or spec.get("podSpecPatch"), where)
         _check_volumes(template, spec, where)
         mounted = list(volumes.moved_mounts(template, spec))
     for artifact in (template.get("outputs") or {}).get("artifacts") or []:
@@ -715,6 +716,33 @@ def _check_env(template: Mapping[str, Any], where: str) -> None:
                         f"{where} envFrom takes variables from a {source}, which the local runner does not have: "
                         "give them values in env."
                     )
+
+
+def _check_pod_spec_patch(patch: Any, where: str) -> None:
+    """A podSpecPatch (the template's, else the workflow's) that changes more than its containers' resources.
+
+    Argo merges it into the pod it makes (workflowpod.go, strategic merge): a patch of `resources` changes nothing a
+    step sees here (resources are not looked at), one of a command, env, image or the pod's spec would be passed over.
+    """
+    if not patch:
+        return
+    try:  # Argo renders the tags first: each reads as a plain word here
+        data = kubeyaml.load(re.sub(r"\{\{.*?\}\}", "vcpilot-argo-tag", str(patch)))
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError):
+        data = None
+    containers = data.get("containers") if isinstance(data, Mapping) else None
+    changed = sorted(set(data) - {"containers"}) if isinstance(data, Mapping) else ["a patch that is not a mapping"]
+    if isinstance(containers, list):
+        for container in containers:
+            extra = set(container) - {"name", "resources"} if isinstance(container, Mapping) else {"a container"}
+            changed += sorted(f"containers[].{key}" for key in extra)
+    elif containers is not None:
+        changed.append("containers")
+    if changed:
+        raise WorkflowError(
+            f"{where} podSpecPatch changes {', '.join(dict.fromkeys(changed))}, which the local runner does not "
+            "apply (only containers' resources, which it does not look at): remove it to run here."
+        )
 
 
 def _check_volumes(template: Mapping[str, Any], spec: Mapping[str, Any], where: str) -> None:

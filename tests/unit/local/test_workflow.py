@@ -834,3 +834,30 @@ def test_a_secret_or_configmap_a_step_reads_is_refused_before_anything_runs(cont
     main = {"name": "main", "container": {"image": "x", "command": ["true"], **container}}
     creds = [{"name": "creds", "secret": {"secretName": "s"}}]
     assert refused(wf(templates=[main], volumes=creds)) == says
+
+
+@pytest.mark.parametrize(
+    ("where", "patch", "says"),
+    [
+        ("template", '{"containers":[{"name":"main","env":[{"name":"A","value":"1"}]}]}', "containers[].env"),
+        ("template", "nodeSelector:\n  gpu: a100\n", "nodeSelector"),
+        ("workflow", '{"containers":[{"name":"main","command":["{{inputs.parameters.c}}"]}]}', "containers[].command"),
+        ("template", "not a mapping", "a patch that is not a mapping"),
+    ],
+)
+def test_a_pod_spec_patch_beyond_resources_is_refused_before_anything_runs(where: str, patch: str, says: str) -> None:
+    """Argo merges podSpecPatch into the pod it makes (workflow/controller/workflowpod.go, a strategic merge patch): a
+    command, env, image or node selector there changes what the step runs or where; the runner passed it over."""
+    main: dict = {"name": "main", "container": {"image": "x", "command": ["true"]}}
+    spec = {"podSpecPatch": patch} if where == "workflow" else {}
+    if where == "template":
+        main["podSpecPatch"] = patch
+    message = refused(wf(templates=[main], **spec))
+    assert f"podSpecPatch changes {says}" in message
+
+
+def test_a_pod_spec_patch_of_resources_only_runs() -> None:
+    # upstream's pod-spec-patch examples: the resources of the main container, which the runner does not look at
+    patch = '{"containers":[{"name":"main", "resources":{"limits":{"cpu": "{{inputs.parameters.cpu-limit}}"}}}]}'
+    main = {"name": "main", "podSpecPatch": patch, "container": {"image": "x", "command": ["true"]}}
+    assert load_workflow(wf(templates=[main])) is not None
