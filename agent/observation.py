@@ -37,19 +37,27 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
+# Bounds of a request, far beyond any run and below what the rules can weigh: Kubernetes is tested to 5,000 nodes
+# and 150,000 pods (a request of 1e9 GPUs had the rules weigh each size in turn for minutes), and a run's samples
+# (steps × global batch) stay far inside a float.
+MAX_GPUS = 100_000
+MAX_GLOBAL_BATCH = 10**9
+MAX_STEPS = 10**12
+
+
 class PlanRequest(_Frozen):
     """What the run asks for: the training's size, batch and budget (the workflow's parameters)."""
 
-    gpus: int = Field(gt=0)  # wanted
+    gpus: int = Field(gt=0, le=MAX_GPUS)  # wanted
     gpus_min: int = Field(default=1, gt=0)
     gpus_per_pod: int = Field(default=1, gt=0)
-    global_batch: int = Field(gt=0)
+    global_batch: int = Field(gt=0, le=MAX_GLOBAL_BATCH)
     micro_batch: int = Field(gt=0)
     queue: str = "default"
     fallback_queue: str = ""
     priority_class: str = ""
     namespace: str = "default"
-    max_steps: int = Field(default=1, gt=0)
+    max_steps: int = Field(default=1, gt=0, le=MAX_STEPS)
     attempt: int = Field(default=1, ge=1)
     max_attempts: int = Field(default=3, ge=1)
     avoid_nodes: list[str] = Field(default_factory=list)

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 
 from agent.actions import Abort, Action, Downscale, RetryFromCheckpoint, Wait, action_schema, parse_action
-from agent.capacity import QueueRoom
+from agent.capacity import Pool, QueueRoom, say_gpus
 from agent.exchange import Check, CheckName, Exchange, Round, ToolCall
 from agent.failures import classify_failure
 from agent.guardrails import Guardrails, GuardrailViolation
@@ -70,16 +70,20 @@ def check_answer(action: Action, observation: Observation, stage: Stage) -> None
     """Raise a one-sentence ValueError unless `action` is allowed at `stage` and keeps the request's invariants.
 
     The invariants: the global batch is unchanged, the GPUs stay within [gpus_min, gpus] in whole pods, the queue
-    is the request's or its fallback and, at plan, one Volcano admits jobs into (`QueueRoom.refusal`: Open, a
-    leaf), the priority class is not raised, a downscale starts from the request's GPUs, and a retry keeps off the
-    nodes already avoided and resumes only from the checkpoint observed. An attempt that found its checkpoint volume
-    full (agent.failures, kind "storage") takes nothing but an abort.
+    is the request's or its fallback and one Volcano admits jobs into (`QueueRoom.refusal`: Open, a leaf), the
+    priority class is not raised, a downscale starts from the request's GPUs, a retry stays within the attempt
+    budget (`max_attempts`), keeps off the nodes already avoided and those blamed for this failure
+    (`classify_failure`, as the rules do) and resumes only from the checkpoint observed, and the size is not one
+    the rules weigh as never running (above the queue's limit or the healthy nodes' GPUs, when nodes were
+    observed: its gang would stay Pending for good). An attempt that found its checkpoint volume full
+    (agent.failures, kind "storage") takes nothing but an abort.
     """
     if action.kind not in ALLOWED_KINDS[stage]:
         raise ValueError(f"{action.kind} is not allowed at {stage}, which takes {_either(stage)}")
     if isinstance(action, Wait | Abort):
         return
-    if stage == "diagnose" and (failure := classify_failure(observation.job, observation)).kind == "storage":
+    failure = classify_failure(observation.job, observation) if stage == "diagnose" else None
+    if failure is not None and failure.kind == "storage":
         raise ValueError(f"a {action.kind} after {failure.cause} would fail the same way: {failure.verdict}")
     request = observation.request
     if not request.gpus_min <= action.gpus <= request.gpus:
@@ -97,8 +101,9 @@ def check_answer(action: Action, observation: Observation, stage: Stage) -> None
     if action.priority_class not in ("", request.priority_class):
         raise ValueError(f"the action raises the priority class to {action.priority_class!r}")
     seen = {q.name: q for q in (observation.queue, observation.fallback_queue) if q is not None}
-    if stage == "plan" and action.queue in seen and (refusal := QueueRoom.of(action.queue, seen[action.queue]).refusal):
-        raise ValueError(f"the action's queue cannot take the job: {refusal}")
+    room = QueueRoom.of(action.queue, seen.get(action.queue), observation.nodes)
+    if room.refusal:
+        raise ValueError(f"the action's queue cannot take the job: {room.refusal}")
     if action.kind == "proceed" and action.gpus != request.gpus:
         raise ValueError(
             f"a proceed must use the {request.gpus} GPUs asked for, not {action.gpus}; that is a downscale"
@@ -106,9 +111,17 @@ def check_answer(action: Action, observation: Observation, stage: Stage) -> None
     if isinstance(action, Downscale) and action.from_gpus != request.gpus:
         raise ValueError(f"a downscale must start from the request's {request.gpus} GPUs")
     if isinstance(action, RetryFromCheckpoint):
+        if request.attempt >= request.max_attempts:
+            raise ValueError(
+                f"attempt {request.attempt} of {request.max_attempts} was the last (max-recovery-attempts): "
+                "only an abort is left"
+            )
         dropped = sorted(set(request.avoid_nodes) - set(action.avoid_nodes))
         if dropped:
             raise ValueError(f"the retry drops avoided node(s) {', '.join(dropped)}")
+        blamed = [node for node in failure.bad_nodes if node not in action.avoid_nodes] if failure else []
+        if blamed:
+            raise ValueError(f"the retry goes back onto {', '.join(blamed)}, blamed for this failure")
         known = {"", request.resume_checkpoint}
         if observation.checkpoint is not None:
             known.add(observation.checkpoint.path)
@@ -116,6 +129,11 @@ def check_answer(action: Action, observation: Observation, stage: Stage) -> None
             raise ValueError(
                 f"the retry resumes from {action.checkpoint!r}, a checkpoint the observation does not name"
             )
+    if observation.nodes:  # as the rules weigh a candidate; with no node observed, Volcano queues it
+        avoid = action.avoid_nodes if isinstance(action, RetryFromCheckpoint) else request.avoid_nodes
+        pool = Pool.of(observation.nodes, request.model_copy(update={"avoid_nodes": avoid}))
+        if never := room.never(action.gpus) or pool.never(action.gpus):
+            raise ValueError(f"{say_gpus(action.gpus)} can never run in queue {action.queue}: {never}")
 
 
 class LLMPolicy:

@@ -136,11 +136,19 @@ class RulePolicy:
         """
         request = observation.request
         if not observation.nodes:
+            # The queues may still have been read: one Volcano's admission refuses is no place to send the job.
+            rooms = self._rooms(observation)
+            refusals = [room.refusal for room in rooms if room.refusal]
+            if len(refusals) == len(rooms):
+                reason = f"no queue of the run takes jobs: {'; '.join(refusals)}"
+                return Abort(reason=reason, rationale=f"{reason}; open the queue or name another one")
+            queue = next(room.name for room in rooms if not room.refusal)
             seen = "; ".join(observation.notes) or "no nodes were observed"
+            refused = f" ({'; '.join(refusals)})" if refusals else ""
             return Proceed(
-                **_shape(request, request.gpus, request.queue),
+                **_shape(request, request.gpus, queue),
                 rationale=f"the cluster could not be observed ({seen}): training at {say_gpus(request.gpus)} asked "
-                f"for in queue {request.queue} and letting Volcano queue it",
+                f"for in queue {queue}{refused} and letting Volcano queue it",
             )
         candidates = self.candidates(observation)
         feasible = [c for c in candidates if c.feasible]
@@ -181,25 +189,32 @@ class RulePolicy:
     def candidates(self, observation: Observation) -> list[Candidate]:
         """Every allowed size in the target queue, then in the fallback queue, with its estimated finish."""
         request = observation.request
+        pool = Pool.of(observation.nodes, request)
+        return [
+            self._estimate(observation, n, room, pool)
+            for room in self._rooms(observation)
+            for n in allowed_sizes(request)
+        ]
+
+    def _rooms(self, observation: Observation) -> list[QueueRoom]:
+        """The target queue, then the fallback queue when it is set and different."""
+        request = observation.request
         queues = [(request.queue, observation.queue)]
         if request.fallback_queue and request.fallback_queue != request.queue:
             queues.append((request.fallback_queue, observation.fallback_queue))
-        pool = Pool.of(observation.nodes, request)
-        return [
-            self._estimate(observation, n, QueueRoom.of(name, snapshot, observation.nodes), pool)
-            for name, snapshot in queues
-            for n in allowed_sizes(request)
-        ]
+        return [QueueRoom.of(name, snapshot, observation.nodes) for name, snapshot in queues]
 
     def run_s(self, observation: Observation, gpus: int) -> float:
         """Seconds to train what is left (from the latest checkpoint) on `gpus` GPUs."""
         request = observation.request
         work = max(0, request.max_steps - _done(observation)) * request.global_batch
+        return work / self._samples_per_s(observation, gpus)
+
+    def _samples_per_s(self, observation: Observation, gpus: int) -> float:
         measured = observation.throughput
         per_gpu = measured.samples_per_s / measured.gpus if measured else self.config.prior_samples_per_gpu_s
         at = measured.gpus if measured else 1
-        speed = per_gpu * gpus * self.config.scaling_efficiency ** math.log2(gpus / at)
-        return work / speed
+        return per_gpu * gpus * self.config.scaling_efficiency ** math.log2(gpus / at)
 
     def checkpoint_every(self, observation: Observation, gpus: int) -> int:
         """Steps between checkpoints at `gpus` GPUs (0: the run's own checkpoint-every); see docs/agent.md.
@@ -216,7 +231,11 @@ class RulePolicy:
             return 0
         nodes = max(1, min(gpus // request.gpus_per_pod, len(usable_nodes(observation.nodes, request.avoid_nodes))))
         interval_s = checkpoint_interval_s(save_s, self.config.node_mtbf_s / nodes)
-        step_s = self.run_s(observation, gpus) / max(1, request.max_steps - _done(observation))
+        # One step's time, not what is left ÷ the steps left: a run whose checkpoint already holds every step
+        # (it failed after its final save) has nothing left, and a step too fast to time checkpoints at the end.
+        step_s = request.global_batch / self._samples_per_s(observation, gpus)
+        if step_s <= 0:
+            return request.max_steps
         return max(1, min(request.max_steps, math.ceil(interval_s / step_s)))
 
     def _estimate(self, observation: Observation, n: int, queue: QueueRoom, pool: Pool) -> Candidate:
@@ -296,7 +315,19 @@ class RulePolicy:
     def _retry(self, observation: Observation, failure: Failure) -> Action:
         request = observation.request
         avoid = list(dict.fromkeys([*request.avoid_nodes, *failure.bad_nodes]))
-        queue = observation.job.queue if observation.job else request.queue
+        # The failed attempt's queue, unless the job (another run's, say) is in one the run does not name, or
+        # Volcano's admission now refuses new jobs there (closed since): then the first of the run's that takes them.
+        rooms = {room.name: room for room in self._rooms(observation)}
+        job = observation.job
+        queue = job.queue if job and job.queue in rooms else request.queue
+        queue_note = ""
+        if refusal := rooms[queue].refusal:
+            queue = next((name for name, room in rooms.items() if not room.refusal), "")
+            if not queue:
+                why = "; ".join(room.refusal for room in rooms.values())
+                reason = f"{failure.cause}, and no queue of the run takes jobs: {why}"
+                return Abort(reason=reason, rationale=f"{reason}; open the queue or name another one")
+            queue_note = f" in queue {queue} ({refusal})"
         checkpoint = observation.checkpoint.path if observation.checkpoint else request.resume_checkpoint
         step = observation.checkpoint.step if observation.checkpoint else 0
         healthy = usable_nodes(observation.nodes, avoid)
@@ -305,8 +336,10 @@ class RulePolicy:
         candidates: list[Candidate] = []
         if observation.nodes:
             for n in allowed_sizes(request):
-                fits = n <= capacity
-                note = "fits the healthy nodes" if fits else f"the healthy nodes offer only {say_gpus(capacity)}"
+                # The queue's limit as at plan: a gang above it is never admitted, however many GPUs are healthy.
+                limit = rooms[queue].never(n)
+                fits, fits_note = n <= capacity and not limit, "fits the healthy nodes"
+                note = f"the healthy nodes offer only {say_gpus(capacity)}" if n > capacity else limit or fits_note
                 candidates.append(
                     Candidate(
                         gpus=n,
@@ -319,22 +352,25 @@ class RulePolicy:
                     )
                 )
             fitting = [c.gpus for c in candidates if c.feasible]
+            offered = f"{say_gpus(capacity)}{_left_out(observation.nodes, ())}"
             if not fitting:
-                reason = (
-                    f"{failure.cause}, and the healthy nodes now offer only {say_gpus(capacity)}"
-                    f"{_left_out(observation.nodes, ())}, fewer than gpus-min {request.gpus_min}"
-                )
-                return Abort(
-                    reason=reason, rationale=f"{reason}; recover the nodes and run again", candidates=candidates
-                )
+                smallest = candidates[-1].gpus
+                if smallest > capacity:
+                    short, then = f"the healthy nodes now offer only {offered}", "recover the nodes"
+                else:
+                    short, then = rooms[queue].never(smallest), f"raise the limit of queue {queue}"
+                reason = f"{failure.cause}, and {short}, fewer than gpus-min {request.gpus_min}"
+                return Abort(reason=reason, rationale=f"{reason}; {then} and run again", candidates=candidates)
             if request.gpus not in fitting:
                 gpus = fitting[0]
-                size_note = f" at {say_gpus(gpus)} (the healthy nodes offer only {capacity}"
-                size_note += f"{_left_out(observation.nodes, ())}; grad-accum raised to keep "
-                size_note += f"global batch {request.global_batch})"
+                short = f"the healthy nodes offer only {offered}"
+                short = short if request.gpus > capacity else rooms[queue].never(request.gpus)
+                size_note = (
+                    f" at {say_gpus(gpus)} ({short}; grad-accum raised to keep global batch {request.global_batch})"
+                )
         start = f"from step {step} ({checkpoint})" if checkpoint else "from scratch (no complete checkpoint)"
         off = f" off {', '.join(avoid)}" if avoid else ""
-        rationale = f"{failure.cause}: {failure.verdict}; retrying {start}{off}{size_note}"
+        rationale = f"{failure.cause}: {failure.verdict}; retrying {start}{off}{size_note}{queue_note}"
         return RetryFromCheckpoint(
             **_shape(request, gpus, queue, self.checkpoint_every(observation, gpus)),
             checkpoint=checkpoint,

@@ -166,6 +166,10 @@ def test_plan_in_a_fresh_process_imports_no_hera(cluster: LocalCluster, tmp_path
         # a VCJob name shortened to fit, but a label value Argo and the VCJob's labels refuse: it said "labels: value"
         (["--workflow", "w" * 64], 1, ("--workflow 'wwww", "is not a run name", "at most 63")),
         (["--namespace", "Bad"], 1, ("--namespace 'Bad' is not a namespace name",)),
+        # sizes no run has, which the rules weighed size by size for minutes (1e9 GPUs) or overflowed a float in
+        (["--gpus", "1000000000", "--global-batch", "4000000000"], 1, ("--gpus must be at most 100000",)),
+        (["--max-steps", "1" + "0" * 30], 1, ("--max-steps must be at most 1000000000000",)),
+        (["--global-batch", "10000000000"], 1, ("--global-batch must be at most 1000000000",)),
     ],
 )
 def test_plan_refuses_an_option_the_vcjob_could_not_carry(

@@ -131,13 +131,56 @@ def test_answers_that_break_the_requests_invariants_are_refused_in_one_sentence(
         (shaped(), "plan"),
         (shaped(Downscale, queue="spare"), "plan"),
         (Wait(reason="the queue is full", recheck_s=60, rationale="wait"), "plan"),
-        (shaped(RetryFromCheckpoint), "diagnose"),
+        (shaped(RetryFromCheckpoint, avoid_nodes=["n9"]), "diagnose"),  # n1 and n2 hold its 8 GPUs
         (shaped(RetryFromCheckpoint, gpus=4, grad_accum=8, checkpoint="", checkpoint_step=0), "diagnose"),
         (Abort(reason="every rank exits 1 at step 40, twice", rationale="a code bug"), "diagnose"),
     ],
 )
 def test_answers_within_the_request_pass(action, stage):
     check_answer(action, injected(), stage)
+
+
+def test_a_size_the_rules_know_can_never_run_is_refused():
+    # What the rules weigh as never (their candidate infeasible): a gang above the queue's capability, or above
+    # what the healthy nodes hold, would stay Pending for good.
+    capped = observation(queue=QueueSnapshot(name="default", state="Open", capability={"nvidia.com/gpu": 4}))
+    with pytest.raises(ValueError, match="^[^\n]+$") as err:
+        check_answer(shaped(), capped, "plan")
+    assert str(err.value) == "8 GPUs can never run in queue default: queue default's capability is 4 GPUs"
+    check_answer(shaped(Downscale), capped, "plan")
+    one_down = observation(
+        nodes=[
+            NodeInfo(name="n1", ready=False, gpu_capacity=4, gpu_allocatable=0, gpu_allocated=0),
+            NodeInfo(name="n2", ready=True, gpu_capacity=4, gpu_allocatable=4, gpu_allocated=0),
+        ]
+    )
+    with pytest.raises(ValueError, match="the healthy nodes offer at most 4 GPUs in whole pods"):
+        check_answer(shaped(), one_down, "plan")
+    with pytest.raises(ValueError, match="the healthy nodes offer at most 4 GPUs in whole pods"):
+        check_answer(shaped(RetryFromCheckpoint), injected(), "diagnose")  # off n1: n2's 4 GPUs are left
+    check_answer(shaped(), observation(nodes=[]), "plan")  # nothing observed: Volcano queues it, as the rules do
+
+
+def test_a_retry_past_the_attempt_budget_is_refused():
+    # The rules abort once attempt max_attempts failed; an LLM's retry there would start one attempt more, and the
+    # next diagnose could do it again: the budget (max-recovery-attempts) would bound nothing.
+    last = injected().model_copy(update={"request": REQUEST.model_copy(update={"attempt": 3, "max_attempts": 3})})
+    with pytest.raises(ValueError, match="^[^\n]+$") as err:
+        check_answer(shaped(RetryFromCheckpoint, avoid_nodes=["n9"]), last, "diagnose")
+    assert str(err.value) == "attempt 3 of 3 was the last (max-recovery-attempts): only an abort is left"
+    check_answer(Abort(reason="the budget is spent", rationale="attempt 3 of 3 failed"), last, "diagnose")
+
+
+def test_a_retry_back_onto_the_node_blamed_for_the_failure_is_refused():
+    # The rules keep off n1, whose GPU faulted (Xid) while it stayed Ready; the LLM's retry must too.
+    pod = PodInfo(name="t-master-0", task="master", index=0, node="n1", phase="Failed", reason="Error", exit_code=1)
+    job = JobInfo(name="t", uid="u1", queue="default", phase="Failed", min_available=1, pods=[pod])
+    xid = Event(time=999.0, object="Pod/t-master-0", type="Warning", reason="GPUError", message="Xid 79")
+    obs = observation(job=job, events=[xid], checkpoint=CheckpointInfo(path="/ws/ckpt/step-40", step=40))
+    with pytest.raises(ValueError, match="^[^\n]+$") as err:
+        check_answer(shaped(RetryFromCheckpoint, avoid_nodes=["n9"]), obs, "diagnose")
+    assert "the retry goes back onto n1, blamed for this failure" in str(err.value)
+    check_answer(shaped(RetryFromCheckpoint, gpus=4, grad_accum=8), obs, "diagnose")
 
 
 # -- configuration ------------------------------------------------------------------------------------------------
