@@ -210,7 +210,9 @@ def _check_sizes(values: Mapping[str, str]) -> None:
             gpus_per_pod=int(values["gpus-per-pod"]),
             global_batch=int(values["global-batch"]),
             micro_batch=int(values["micro-batch"]),
+            max_steps=int(values["train-max-steps"]),
         )
     except ValidationError as err:
         problem = re.sub(r"\bgpus\b(?!-)", "gpus-wanted", describe_validation_error(err, PlanRequest))
+        problem = re.sub(r"\bmax_steps\b", "train-max-steps", problem).replace("global_batch", "global-batch")
         raise ValueError(f"the training's sizes do not fit together: {problem}") from None

@@ -74,6 +74,10 @@ def test_parameters_it_does_not_know_are_left_to_argo() -> None:
         ({"gpus-wanted": "3"}, "global-batch 32 is not a multiple of gpus-wanted × micro-batch = 3 × 4"),
         ({"gpus-wanted": "2", "gpus-per-pod": "4"}, "gpus-wanted 2 is not a multiple of gpus-per-pod 4"),
         ({"global-batch": "30"}, "global-batch 30 is not a multiple"),
+        # sizes no run has: the plan step's request refuses them, so `vcpilot run` must before anything starts
+        ({"gpus-wanted": "1000000000"}, "gpus-wanted: value must be at most 100000"),
+        ({"train-max-steps": "1" + "0" * 20}, "train-max-steps: value must be at most 1000000000000"),
+        ({"global-batch": "99999999999"}, "global-batch: value must be at most 1000000000"),
     ],
 )
 def test_sizes_the_plan_step_cannot_split_are_refused_before_it_runs(values: dict[str, str], says: str) -> None:
