@@ -98,9 +98,10 @@ class PodInfo:
     index: int
     node: str | None = None
     phase: str  # Pending, Running, Succeeded, Failed
-    reason: str | None = None  # e.g. Evicted, NodeLost, Error, Killed
+    reason: str | None = None  # e.g. Evicted, NodeLost, Error, Killed; CrashLoopBackOff while a restart waits
     exit_code: int | None = None
     gpus: int = 0
+    restarts: int = 0  # its containers' restartCount: restartPolicy OnFailure or Always restarts them in place
 
 
 @dataclass(frozen=True, kw_only=True)

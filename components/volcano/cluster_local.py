@@ -42,8 +42,8 @@ from components.volcano.cluster import (
     lacking_gpus,
     queue_family,
 )
-from components.volcano.localcontroller import Controller, Transition
-from components.volcano.localstate import SCHEMA, JobRow
+from components.volcano.localcontroller import CRASH_LOOP, Controller, Transition
+from components.volcano.localstate import JobRow, upgrade
 from components.volcano.objects import BATCH_JOB, batch_job_status, batch_to_volcano, generate_name, volcano_job_status
 from components.volcano.resources import GPU, parse_resources
 
@@ -134,8 +134,7 @@ class LocalCluster:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             with self._tx():
-                for statement in SCHEMA:
-                    self._db.execute(statement)
+                upgrade(self._db)
         except StateDamaged:
             self._db.close()
             raise
@@ -554,14 +553,18 @@ class LocalCluster:
             self._ctl.reconcile()
 
     def kill_pod(self, pod: str, namespace: str = "default") -> None:
-        """SIGKILL one running pod, as an OOM kill or a crashed rank would."""
+        """SIGKILL one running pod, as an OOM kill or a crashed rank would (exit code 137).
+
+        The pod fails (PodFailed), or under restartPolicy OnFailure or Always its container is restarted in place.
+        """
         with self._tx() as db:
             row = db.execute("SELECT * FROM pods WHERE namespace = ? AND name = ?", (namespace, pod)).fetchone()
             if row is None or row["phase"] != "Running":
                 raise JobNotFound(f"pod {namespace}/{pod} is not running.")
+            if row["reason"] == CRASH_LOOP:
+                raise JobNotFound(f"pod {namespace}/{pod} has no process to kill: it waits to restart ({CRASH_LOOP}).")
             localpods.kill(row["pid"], row["token"])
-            self._ctl.finish_pod(row, "Failed", "Killed", 137, "killed by fault injection (SIGKILL)")
-            self._ctl.reconcile([(namespace, row["job"], row["task"], pod, "PodFailed", 137)])
+            self._ctl.reconcile(self._ctl.container_ended(row, 137, "Killed", "killed by fault injection (SIGKILL)"))
 
     def reconcile(self) -> None:
         """Bring the cluster up to date now (pods that ended, restarts, scheduling)."""
@@ -664,6 +667,7 @@ class LocalCluster:
                     reason=p["reason"],
                     exit_code=p["exit_code"],
                     gpus=int(json.loads(p["resources"]).get(GPU, 0)),
+                    restarts=p["restarts"],
                 )
                 for p in pods
             ],

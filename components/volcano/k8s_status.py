@@ -171,6 +171,10 @@ def _pod_reason(pod: Mapping[str, Any]) -> str | None:
         return str(status["reason"])
     if status.get("phase") in _TERMINAL:
         return _terminated(pod).get("reason")
+    # restartPolicy OnFailure/Always: a Running pod whose container waits to be restarted, as kubectl shows it
+    for container in status.get("containerStatuses") or []:
+        if ((container.get("state") or {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff":
+            return "CrashLoopBackOff"
     return None
 
 
@@ -196,6 +200,7 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
         reason=reason,
         exit_code=int(code) if code is not None else None,
         gpus=pod_gpus(spec),
+        restarts=sum(int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or []),
     )
 
 

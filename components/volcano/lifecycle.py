@@ -3,7 +3,8 @@
 These follow `pkg/controllers/job` of Volcano v1.15: task policies win over job policies, an exit-code policy
 matches `PodFailed` with that code, `RestartJob` increments `retryCount` and the job fails once the count has
 reached `maxRetry` (3 when unset), and a job whose pods all finished completes when `minSuccess` (or
-`minAvailable`) pods succeeded.
+`minAvailable`) pods succeeded. Beside them, the kubelet's rules for a pod whose restartPolicy restarts its container
+in place (OnFailure, Always) and its CrashLoopBackOff, and the task's maxRetry those restarts spend (TaskFailed).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from components.volcano.models import JobSpec, LifecyclePolicy
 
 __all__ = [
+    "CRASH_LOOP_BACKOFF_MAX_S",
+    "CRASH_LOOP_BACKOFF_S",
     "DEFAULT_MAX_RETRY",
     "RESTART_ACTIONS",
     "GangShape",
@@ -25,14 +28,23 @@ __all__ = [
     "TaskShape",
     "action_scope",
     "count_pods",
+    "crash_loop_wait",
     "delay_s",
     "match_action",
     "match_policy",
     "max_retry",
+    "next_backoff",
     "phase_from_pods",
+    "restarts_in_place",
+    "task_max_retry",
 ]
 
 DEFAULT_MAX_RETRY = 3
+
+# The kubelet's back-off before it restarts a crashed container (pkg/kubelet/kubelet.go: flowcontrol.NewBackOff with
+# backOffPeriod 10 s and MaxContainerBackOff 300 s).
+CRASH_LOOP_BACKOFF_S = 10.0
+CRASH_LOOP_BACKOFF_MAX_S = 300.0
 
 # Actions that restart pods; each one spends one unit of the job's retry budget.
 RESTART_ACTIONS = frozenset({"RestartJob", "RestartTask", "RestartPod"})
@@ -96,6 +108,51 @@ def count_pods(pods: list[tuple[str, str]]) -> PodCounts:
 def max_retry(spec: JobSpec) -> int:
     """The job's retry budget, Volcano's default when unset or zero."""
     return spec.max_retry or DEFAULT_MAX_RETRY
+
+
+def task_max_retry(value: int | None) -> int | None:
+    """How many container restarts a task's pods may add up to before TaskFailed; None for no limit.
+
+    cache.go `TaskFailed`: -1 means no limit and 0 (unset) means 3. The CRD's `minimum: 0` refuses -1 at admission,
+    so only a job stored some other way could have it.
+    """
+    if value == -1:
+        return None
+    return value or DEFAULT_MAX_RETRY
+
+
+def restarts_in_place(restart_policy: str | None, exit_code: int | None) -> bool:
+    """Whether the kubelet restarts a container that ended with `exit_code` (None: it vanished) in its pod.
+
+    kubelet ShouldContainerBeRestarted: never under Never, on a non-zero exit under OnFailure, on any exit under
+    Always, which is what an unset policy is (the API server's SetDefaults_PodSpec).
+    """
+    policy = restart_policy or "Always"
+    if policy == "Never":
+        return False
+    return policy == "Always" or exit_code != 0
+
+
+def crash_loop_wait(backoff: float | None, ran_s: float) -> float:
+    """Seconds the kubelet waits before restarting a container that ran `ran_s` and ended; 0 restarts it at once.
+
+    kuberuntime_manager.go `doBackOff`: a container with no back-off yet (`backoff` None, its first crash) restarts
+    at once; so does one whose back-off expired, untouched for twice the maximum (flowcontrol `hasExpired`: the
+    container ran over 600 s). Otherwise it waits its back-off, CrashLoopBackOff meanwhile.
+    """
+    if backoff is None or ran_s > 2 * CRASH_LOOP_BACKOFF_MAX_S:
+        return 0.0
+    return backoff
+
+
+def next_backoff(backoff: float | None) -> float:
+    """The container's back-off once it restarts (flowcontrol `Next`): 10 s, or `backoff` doubled up to 300 s.
+
+    `backoff` is None for a restart at once (a first crash, or an expired back-off): the back-off starts over.
+    """
+    if backoff is None:
+        return CRASH_LOOP_BACKOFF_S
+    return min(backoff * 2, CRASH_LOOP_BACKOFF_MAX_S)
 
 
 def _matches(policy: LifecyclePolicy, event: str, exit_code: int | None) -> bool:

@@ -15,15 +15,29 @@ from pathlib import Path
 
 from components.volcano import localpods
 from components.volcano.cluster import FINISHED_PHASES, JobNotFound, NodeNotFound
-from components.volcano.lifecycle import RESTART_ACTIONS, count_pods, delay_s, match_policy, max_retry, phase_from_pods
+from components.volcano.lifecycle import (
+    RESTART_ACTIONS,
+    count_pods,
+    crash_loop_wait,
+    delay_s,
+    match_policy,
+    max_retry,
+    next_backoff,
+    phase_from_pods,
+    restarts_in_place,
+    task_max_retry,
+)
 from components.volcano.localdelays import DelayedAction, DelayedActions
 from components.volcano.localstate import JobRow, pod_requests
 from components.volcano.resources import parse_resources
 
-__all__ = ["Controller", "Transition"]
+__all__ = ["CRASH_LOOP", "Controller", "Transition"]
 
 # A pod event the job controller must act on: (namespace, job, task, pod, event, exit code).
 Transition = tuple[str, str, str, str, str, int | None]
+
+# The reason a Running pod shows while its container waits to be restarted (the kubelet's, in `kubectl get pods`).
+CRASH_LOOP = "CrashLoopBackOff"
 
 # Actions that cancel no waiting action when they run (job_controller_util.go `isInternalAction`).
 INTERNAL_ACTIONS = frozenset({"SyncJob", "EnqueueJob", "SyncQueue", "OpenQueue", "CloseQueue"})
@@ -96,25 +110,84 @@ class Controller:
                 self.recreate_pod(namespace, pod)
 
     def observe_pods(self) -> list[Transition]:
-        """Pods whose process ended since the last pass."""
+        """Pods whose container ended since the last pass, and containers whose CrashLoopBackOff is over."""
         out: list[Transition] = []
         for pod in self._db.execute("SELECT * FROM pods WHERE phase = 'Running'").fetchall():
+            if pod["reason"] == CRASH_LOOP:  # no process: it waits for its back-off, from when it ended
+                if self._clock() >= pod["finished"] + pod["backoff"]:
+                    out += self.restart_container(pod, next_backoff(pod["backoff"]))
+                continue
             code = localpods.read_exit_code(pod["exit_file"])
             if code is None and localpods.is_alive(pod["pid"], pod["token"]):
                 continue
             code = localpods.read_exit_code(pod["exit_file"]) if code is None else code
             if code == 0:
-                self.finish_pod(pod, "Succeeded", "Completed", 0, "exited 0")
-                job = self.find(pod["namespace"], pod["job"])
-                if job and self.task_done(job, pod["task"]):
-                    out.append((pod["namespace"], pod["job"], pod["task"], pod["name"], "TaskCompleted", None))
+                out += self.container_ended(pod, 0, "Completed", "exited 0")
             elif code is None:
-                self.finish_pod(pod, "Failed", "Lost", None, "the pod process vanished without an exit code")
-                out.append((pod["namespace"], pod["job"], pod["task"], pod["name"], "PodFailed", None))
+                out += self.container_ended(pod, None, "Lost", "the pod process vanished without an exit code")
             else:
-                self.finish_pod(pod, "Failed", "Error", code, f"exited with code {code}")
-                out.append((pod["namespace"], pod["job"], pod["task"], pod["name"], "PodFailed", code))
+                out += self.container_ended(pod, code, "Error", f"exited with code {code}")
         return out
+
+    def container_ended(self, pod: sqlite3.Row, code: int | None, reason: str, message: str) -> list[Transition]:
+        """A Running pod's container ended (`code` None: it vanished): the events Volcano's job controller gets.
+
+        Under restartPolicy OnFailure (a non-zero exit) or Always (any exit) the kubelet restarts the container in
+        the same pod, which stays Running: no PodFailed, no TaskCompleted, only TaskFailed once the task's restarts
+        reach its maxRetry. Under Never the pod ends, Succeeded or Failed.
+        """
+        ns, name = pod["namespace"], pod["job"]
+        job = self.find(ns, name)
+        task = next((t for t in job.tasks if t.name == pod["task"]), None) if job else None
+        if task is not None and restarts_in_place(task.restart_policy, code):
+            now = self._clock()
+            wait = crash_loop_wait(pod["backoff"], now - (pod["started"] or now))
+            if not wait:
+                return self.restart_container(pod, next_backoff(None), message)
+            self._db.execute(
+                "UPDATE pods SET reason = ?, pid = NULL, token = NULL, exit_file = NULL, finished = ? "
+                "WHERE namespace = ? AND name = ?",
+                (CRASH_LOOP, now, ns, pod["name"]),
+            )
+            note = f"Back-off {wait:g}s restarting the failed container; its last run: {message}"
+            self.event(ns, name, f"Pod/{pod['name']}", "BackOff", note, "Warning")
+            return self.task_failed(ns, name, pod["task"], pod["name"])  # a pod update: updatePod looks again
+        if code == 0:
+            self.finish_pod(pod, "Succeeded", reason, 0, message)
+            if job and self.task_done(job, pod["task"]):
+                return [(ns, name, pod["task"], pod["name"], "TaskCompleted", None)]
+            return []
+        self.finish_pod(pod, "Failed", reason, code, message)
+        return [(ns, name, pod["task"], pod["name"], "PodFailed", code)]
+
+    def restart_container(self, pod: sqlite3.Row, backoff: float, why: str = "") -> list[Transition]:
+        """Start the pod's container again in place, on its node; TaskFailed when the task's restarts reach maxRetry."""
+        ns, name = pod["namespace"], pod["job"]
+        job = self.job(ns, name)
+        restarts = pod["restarts"] + 1
+        pid, token, exit_file = self.launch(job, pod["name"], pod["task"], pod["idx"], pod["node"], restarts)
+        self._db.execute(
+            "UPDATE pods SET reason = NULL, exit_code = NULL, pid = ?, token = ?, exit_file = ?, started = ?, "
+            "finished = NULL, restarts = ?, backoff = ? WHERE namespace = ? AND name = ?",
+            (pid, token, str(exit_file), self._clock(), restarts, backoff, ns, pod["name"]),
+        )
+        note = f"container restarted in place (restart {restarts})" + (f"; its last run: {why}" if why else "")
+        self.event(ns, name, f"Pod/{pod['name']}", "Started", note)
+        return self.task_failed(ns, name, pod["task"], pod["name"])
+
+    def task_failed(self, namespace: str, job_name: str, task: str, pod: str) -> list[Transition]:
+        """TaskFailed when the restarts of the task's Running and Pending pods reach its maxRetry (cache.go)."""
+        job = self.find(namespace, job_name)
+        spec = next((t for t in job.tasks if t.name == task), None) if job else None
+        limit = task_max_retry(spec.max_retry) if spec else None
+        if limit is None:
+            return []
+        (restarts,) = self._db.execute(
+            "SELECT COALESCE(SUM(restarts), 0) FROM pods WHERE namespace = ? AND job = ? AND task = ? "
+            "AND phase IN ('Running', 'Pending')",
+            (namespace, job_name, task),
+        ).fetchone()
+        return [(namespace, job_name, task, pod, "TaskFailed", None)] if restarts >= limit else []
 
     def task_done(self, job: JobRow, task: str) -> bool:
         """Whether every replica of `task` has succeeded (the TaskCompleted event)."""
@@ -160,11 +233,7 @@ class Controller:
             ).fetchall():
                 if row["phase"] == "Running":
                     localpods.kill(row["pid"], row["token"])
-                self._db.execute(
-                    "UPDATE pods SET node = NULL, phase = 'Pending', reason = NULL, exit_code = NULL, pid = NULL, "
-                    "token = NULL, exit_file = NULL WHERE namespace = ? AND name = ?",
-                    (ns, row["name"]),
-                )
+                self.recreate_pod(ns, row["name"])
             self._db.execute(
                 "UPDATE jobs SET retry_count = ?, reason = ?, message = ? WHERE namespace = ? AND name = ?",
                 (retries, action, msg, ns, name),
@@ -369,25 +438,7 @@ class Controller:
             "SELECT * FROM pods WHERE namespace = ? AND name = ? AND node IS NULL", (namespace, pod_name)
         ).fetchone()
         job = self.job(pod["namespace"], pod["job"])
-        if job.master_port is None:
-            job = job.with_master_port(localpods.free_port())
-            db.execute(
-                "UPDATE jobs SET master_port = ? WHERE namespace = ? AND name = ?",
-                (job.master_port, job.namespace, job.name),
-            )
-        argv, env, workdir = job.pod_process(pod["task"], pod["idx"], node, self.home)
-        # A bind whose transaction a kill undid left its pod process running: adopt it, never start it twice.
-        intent = self.home / "launches" / job.namespace / job.name / f"{pod_name}.gen{job.generation}"
-        adopted = localpods.adopt(intent)
-        if adopted is not None:
-            pid, token, exit_file = adopted
-        else:
-            run = f"{pod_name}.run{job.generation}-{uuid.uuid4().hex[:6]}"
-            base = self.home / "logs" / job.namespace / job.name / run
-            exit_file = self.home / "exits" / job.namespace / job.name / run
-            log = base.parent / f"{run}.log"
-            pid, token = localpods.start(argv, env, workdir or job.cwd, log, exit_file, self._hook, intent)
-        self._launches.append(intent)
+        pid, token, exit_file = self.launch(job, pod_name, pod["task"], pod["idx"], node)
         db.execute(
             "UPDATE pods SET node = ?, phase = 'Running', pid = ?, token = ?, started = ?, exit_file = ? "
             "WHERE namespace = ? AND name = ?",
@@ -399,6 +450,35 @@ class Controller:
             )
         self.event(job.namespace, job.name, f"Pod/{pod_name}", "Scheduled", f"assigned to {node}")
         self.delayed.pod_running(job.namespace, job.name, pod_name)
+
+    def launch(
+        self, job: JobRow, pod_name: str, task: str, index: int, node: str, restarts: int = 0
+    ) -> tuple[int, str, Path]:
+        """Start a container of the pod as a local process; its pid, start token and exit file.
+
+        The pytorch plugin's MASTER_PORT is chosen once per run of the job, by its first pod.
+        """
+        if job.master_port is None:
+            job = job.with_master_port(localpods.free_port())
+            self._db.execute(
+                "UPDATE jobs SET master_port = ? WHERE namespace = ? AND name = ?",
+                (job.master_port, job.namespace, job.name),
+            )
+        argv, env, workdir = job.pod_process(task, index, node, self.home)
+        # A start whose transaction a kill undid left its pod process running: adopt it, never start it twice.
+        launch = f"{pod_name}.gen{job.generation}" + (f".restart{restarts}" if restarts else "")
+        intent = self.home / "launches" / job.namespace / job.name / launch
+        adopted = localpods.adopt(intent)
+        if adopted is not None:
+            pid, token, exit_file = adopted
+        else:
+            run = f"{pod_name}.run{job.generation}-{uuid.uuid4().hex[:6]}"
+            base = self.home / "logs" / job.namespace / job.name / run
+            exit_file = self.home / "exits" / job.namespace / job.name / run
+            log = base.parent / f"{run}.log"
+            pid, token = localpods.start(argv, env, workdir or job.cwd, log, exit_file, self._hook, intent)
+        self._launches.append(intent)
+        return pid, token, exit_file
 
     def committed(self) -> None:
         """The transaction's binds are on record: their launch records are no longer needed."""
@@ -435,7 +515,8 @@ class Controller:
         """A pod of the same name, waiting to be placed again (the old one is gone); it costs no retry."""
         self._db.execute(
             "UPDATE pods SET node = NULL, phase = 'Pending', reason = NULL, exit_code = NULL, pid = NULL, "
-            "token = NULL, exit_file = NULL, started = NULL, finished = NULL WHERE namespace = ? AND name = ?",
+            "token = NULL, exit_file = NULL, started = NULL, finished = NULL, restarts = 0, backoff = NULL "
+            "WHERE namespace = ? AND name = ?",
             (namespace, pod),
         )
 

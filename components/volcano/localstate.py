@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # parsed where a stored job is read: a pass over an idle clus
     from components.volcano.models import Job, JobSpec
     from components.volcano.scheduler import PodRequest
 
-__all__ = ["SCHEMA", "JobRow", "StoredTask", "pod_requests", "pod_resources"]
+__all__ = ["ADDED_COLUMNS", "SCHEMA", "JobRow", "StoredTask", "pod_requests", "pod_resources", "upgrade"]
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
@@ -45,6 +45,24 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS delayed_actions (namespace TEXT, job TEXT, pod TEXT, task TEXT, event TEXT,"
     " action TEXT, due REAL, PRIMARY KEY (namespace, job, pod, action))",
 )
+
+# Columns a table got after it was first made: `upgrade` adds each one a cluster.db lacks (SQLite has no
+# ADD COLUMN IF NOT EXISTS), to an older database and a new one alike.
+ADDED_COLUMNS = (
+    # The container's restartCount, and the kubelet's CrashLoopBackOff for it in seconds (NULL until its first
+    # restart): restartPolicy OnFailure and Always restart a pod's container in place (localcontroller.py).
+    ("pods", "restarts", "INTEGER NOT NULL DEFAULT 0"),
+    ("pods", "backoff", "REAL"),
+)
+
+
+def upgrade(db: sqlite3.Connection) -> None:
+    """Make the tables of SCHEMA and add the ADDED_COLUMNS a database lacks; runs inside the caller's transaction."""
+    for statement in SCHEMA:
+        db.execute(statement)
+    for table, column, declaration in ADDED_COLUMNS:
+        if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
 
 @lru_cache(maxsize=4096)
@@ -89,6 +107,8 @@ class StoredTask:
     affinity: dict[str, Any] | None
     tolerations: tuple[dict[str, Any], ...]
     priority_class_name: str = ""  # the pod template's own
+    restart_policy: str = ""  # the pod template's; "" is unset, which the API server defaults to Always
+    max_retry: int | None = None  # the task's `maxRetry` (Volcano's webhook sets 3 where it is 0 or unset)
 
     @classmethod
     def from_stored(cls, task: Mapping[str, Any]) -> StoredTask:
@@ -103,6 +123,8 @@ class StoredTask:
             affinity=pod.get("affinity"),
             tolerations=tuple(pod.get("tolerations") or ()),
             priority_class_name=str(pod.get("priorityClassName") or ""),
+            restart_policy=str(pod.get("restartPolicy") or ""),
+            max_retry=None if task.get("maxRetry") is None else int(task["maxRetry"]),
         )
 
     @property

@@ -3,7 +3,8 @@
 Argo's resource templates read objects (`successCondition: status.state.phase == Completed`,
 `jsonPath: '{.metadata.name}'`), so LocalCluster hands out the manifest with the status Volcano (or the
 Kubernetes Job controller) would write. A `batch/v1` Job is run as a Volcano Job without gang (minAvailable 1)
-whose failed pods are recreated up to `backoffLimit` times, once its fields pass the API server's Job rules.
+whose failed pods are recreated up to `backoffLimit` times (restartPolicy Never), or whose containers are restarted in
+place up to `backoffLimit` times (OnFailure), once its fields pass the API server's Job rules.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ def batch_to_volcano(manifest: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(
             f"batch/v1 Job's spec.template.spec.restartPolicy {found}; a Job's pods need OnFailure or Never."
         )
+    task: dict[str, Any] = {"name": "job", "replicas": completions, "minAvailable": 1, "template": template}
+    if pod["restartPolicy"] == "OnFailure":
+        # The kubelet restarts a failed container in place, and the Job controller fails the Job once its pods'
+        # restarts reach backoffLimit, 0 meaning the first (pastBackoffLimitOnFailure): Volcano's TaskFailed sum.
+        task.update(maxRetry=max(backoff, 1), policies=[{"event": "TaskFailed", "action": "AbortJob"}])
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
@@ -56,7 +62,7 @@ def batch_to_volcano(manifest: dict[str, Any]) -> dict[str, Any]:
             # A k8s Job fails once more than backoffLimit pods failed; each RestartPod spends one retry.
             "maxRetry": backoff + 1,
             "policies": [{"event": "PodFailed", "action": "RestartPod"}],
-            "tasks": [{"name": "job", "replicas": completions, "minAvailable": 1, "template": template}],
+            "tasks": [task],
         },
     }
 

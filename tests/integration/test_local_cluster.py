@@ -250,6 +250,19 @@ def test_pod_end_is_noticed_without_anyone_watching(cluster, make_job, tmp_path)
     assert marker.exists()
 
 
+def test_an_on_failure_pod_is_restarted_in_place_though_nobody_polls(cluster, make_job, tmp_path):
+    """restartPolicy OnFailure: the kubelet restarts a crashed container at once and in the same pod (kuberuntime
+    doBackOff: no back-off before the first restart), and Volcano gets no PodFailed; here the pod's own end hook
+    restarts it, so it reruns though nobody reads the cluster."""
+    marker, rerun = tmp_path / "crashed-once", tmp_path / "ran-again"
+    script = f'if [ -e "{marker}" ]; then touch "{rerun}"; exit 0; fi; touch "{marker}"; exit 1'
+    cluster.submit(make_job("flaky", script, restartPolicy="OnFailure", policies=RESTART_ON_FAILURE))
+    wait_until(rerun.exists, timeout=20)
+    info = cluster.wait("flaky", timeout=20)
+    assert (info.phase, info.retry_count) == ("Completed", 0)
+    assert [(p.phase, p.restarts) for p in info.pods] == [("Succeeded", 1)]
+
+
 def test_pods_ending_together_are_seen_to_by_one_hook_and_none_is_missed(cluster, make_job, tmp_path):
     """Many short pods: each end's hook leaves a mark, one holder reconciles, and the job still finishes unwatched."""
     cluster.submit(make_job("many", "true", pods=40, gpus=1, min_available=1))

@@ -279,6 +279,15 @@ def test_a_pod_the_taint_manager_is_deleting_reads_as_evicted():
     assert (info.node, info.phase, info.reason, info.exit_code) == ("gpu-node-1", "Failed", "Evicted", None)
 
 
+def test_a_crash_looping_pod_reads_as_running_with_its_restarts_and_crash_loop_back_off():
+    # restartPolicy OnFailure/Always: the kubelet keeps the pod Running and restarts its container in place;
+    # `kubectl get pods` shows the waiting container's reason and the containers' restartCount.
+    waiting = {"name": "main", "state": {"waiting": {"reason": "CrashLoopBackOff"}}, "restartCount": 2}
+    info = pod_info(pod("flaky-main-0", "gpu-node-0", "Running", containerStatuses=[waiting]))
+    assert (info.phase, info.reason, info.restarts, info.exit_code) == ("Running", "CrashLoopBackOff", 2, None)
+    assert pod_info(FAILED_POD).restarts == 0
+
+
 def test_pods_being_deleted_are_gone_unless_node_eviction_deletes_them():
     killed = pod("flaky-main-1", "gpu-node-1", "Running")  # what the job controller deletes when the job fails
     killed["metadata"]["deletionTimestamp"] = "2026-11-29T11:14:07Z"
