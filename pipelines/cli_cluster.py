@@ -143,7 +143,7 @@ def get(
         _console().print(f"  {info.message}", highlight=False)
     for p in info.pods:
         code = f" exit {p.exit_code}" if p.exit_code is not None else ""
-        code += f" ({p.restarts} restarts)" if p.restarts else ""  # restarted in place (restartPolicy OnFailure, Always)
+        code += f" ({p.restarts} restarts)" if p.restarts else ""  # restarted in place (OnFailure, Always)
         _console().print(f"  {p.name} [{p.task}#{p.index}] {p.phase}{code} {p.node or ''} {p.reason or ''}")
 
 
