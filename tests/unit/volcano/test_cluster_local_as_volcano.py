@@ -13,27 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from clock_kit import Clock
 from vcjob_factory import GPU, vcjob, vcjob_task
 
 from components.volcano.cluster_local import LocalCluster
 from components.volcano.localconfig import LocalClusterConfig
 
 SLEEP = "sleep 600"
-
-
-class Clock:
-    """The cluster's clock, moved by the test."""
-
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 @pytest.fixture
