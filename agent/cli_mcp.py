@@ -49,7 +49,11 @@ def mcp_command(
         typer.Option(help="With --transport http: the bearer token clients must send (else $VCPILOT_MCP_TOKEN)."),
     ] = None,
     rate_limit: Annotated[
-        float, typer.Option(min=0.1, help="With --transport http: requests per second per MCP session (burst 2x).")
+        float,
+        # Bounded above too: `inf` (or 1e308) would be a burst no bucket can count.
+        typer.Option(
+            min=0.1, max=100_000, help="With --transport http: requests per second per MCP session (burst 2x)."
+        ),
     ] = 20.0,
     kubeconfig: Annotated[
         str | None,

@@ -60,7 +60,8 @@ class Guardrails(BaseModel):
     read_only: bool = Field(default=False, strict=True)
     # The whole of one LLM decision — every request, every tool call — after which the rules decide: three times
     # the policy's default timeout of one request, so a slow endpoint costs a bounded wait, not rounds × timeout.
-    llm_deadline_s: float = Field(default=90.0, gt=0, strict=True)
+    # At most a day: a "never" such as 1e10 s is past what a thread can wait for (threading.TIMEOUT_MAX).
+    llm_deadline_s: float = Field(default=90.0, gt=0, le=86_400, strict=True)
 
     @field_validator("namespaces", "queues", "images")
     @classmethod

@@ -115,20 +115,24 @@ class Gate:
             else:
                 await self._refuse(send, peer, 401, "a valid bearer token is required (Authorization: Bearer TOKEN)")
             return
+        caller = f"{self._identity} from {peer}"  # past the token: the audit names who was refused
         # A client is its MCP session; before it has one (initialize), its connection.
         session = headers.get("mcp-session-id", "")
         if not self._rate.allow(f"session {session}" if session else f"connection {peer}"):
-            await self._refuse(send, peer, 429, "too many requests from this client; slow down and retry", "1")
+            await self._refuse(send, peer, 429, "too many requests from this client; slow down and retry", "1", caller)
             return
         length = headers.get("content-length", "")
-        if length.isdigit() and int(length) > self._max_body:
-            await self._refuse(send, peer, 413, f"the request body is larger than {self._max_body} bytes")
+        if length.isascii() and length.isdigit() and int(length) > self._max_body:
+            await self._refuse(send, peer, 413, f"the request body is larger than {self._max_body} bytes", "", caller)
             return
-        scope[CALLER_KEY] = f"{self._identity} from {peer}"
+        scope[CALLER_KEY] = caller
         await self._app(scope, receive, send)
 
-    async def _refuse(self, send: ASGIApp, peer: str, status: int, message: str, retry_after: str = "") -> None:
-        self._log(json.dumps({"caller": f"anonymous from {peer}", "http_status": status, "verdict": message}))
+    async def _refuse(
+        self, send: ASGIApp, peer: str, status: int, message: str, retry_after: str = "", caller: str = ""
+    ) -> None:
+        who = caller or f"anonymous from {peer}"
+        self._log(json.dumps({"caller": who, "http_status": status, "verdict": message}))
         body = json.dumps({"error": message}).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         if status == 401:

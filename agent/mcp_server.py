@@ -13,6 +13,7 @@ secrets redacted, and the verdict — whatever the transport. `serve_http` puts 
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -33,7 +34,7 @@ __all__ = ["AUDIT", "MAX_BODY_BYTES", "SERVER_NAME", "build_server", "serve_http
 
 AUDIT = logging.getLogger("vcpilot.mcp.audit")
 MAX_BODY_BYTES = 256 * 1024  # a training request is a few KiB; the SDK's default is 4 MiB
-_MAX_ITEMS = 100  # of one list in an audit line
+_MAX_ITEMS = 100  # of one list or object in an audit line
 
 SERVER_NAME = "vcpilot"
 _INSTRUCTIONS = (
@@ -54,10 +55,26 @@ class _RawArguments(ArgModelBase):
         return {"arguments": dict(self.model_extra or {})}
 
 
+class _Server(MCPServer):
+    """The SDK's server, except that a call of a tool it does not have is answered and audited as a refusal."""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        tools = [_register(ctx, tool) for tool in TOOLS.values()]
+        super().__init__(SERVER_NAME, instructions=_INSTRUCTIONS, tools=tools, log_level="WARNING")
+        self._ctx = ctx
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        """Run a tool; an unknown name gets call_tool's sentence ("did you mean …?") and an audit line."""
+        if name in TOOLS or context is None:
+            return await super().call_tool(name, arguments, context)
+        result = call_tool(self._ctx, name, arguments)
+        _audit(context, printable(name, 200), arguments, result)
+        return CallToolResult(content=[TextContent(type="text", text=result.error)], is_error=True)
+
+
 def build_server(ctx: ToolContext) -> MCPServer:
     """An MCP server offering every tool of `agent.tools` against `ctx` (its cluster, guardrails, checkpoints)."""
-    tools = [_register(ctx, tool) for tool in TOOLS.values()]
-    return MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, tools=tools, log_level="WARNING")
+    return _Server(ctx)
 
 
 def _register(ctx: ToolContext, tool: Tool) -> MCPTool:
@@ -104,8 +121,9 @@ def _audit(mcp_ctx: Context, tool: str, arguments: dict[str, Any], result: ToolR
 
 def _loggable(value: Any) -> Any:
     """A client's arguments as strict JSON of bounded size: NaN and Infinity as text, long strings cut."""
-    if isinstance(value, dict):
-        return {printable(str(key), 200): _loggable(item) for key, item in value.items()}
+    if isinstance(value, dict):  # as many entries as a list keeps: a million keys are not a million in the log
+        kept = {printable(str(key), 200): _loggable(item) for key, item in itertools.islice(value.items(), _MAX_ITEMS)}
+        return kept | ({"…": f"{len(value) - _MAX_ITEMS} more"} if len(value) > _MAX_ITEMS else {})
     if isinstance(value, list):
         return [_loggable(item) for item in value[:_MAX_ITEMS]] + (["…"] if len(value) > _MAX_ITEMS else [])
     if isinstance(value, float) and not math.isfinite(value):

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.guardrails import pod_gpus
+from components.untrusted import printable
 from components.volcano.cluster import JobInfo, NodeInfo, QueueSnapshot
 from components.volcano.models import Job, PodSpec
 from components.volcano.resources import GPU
@@ -57,7 +58,7 @@ def explain(
         "phase": info.phase,
         "podgroup_phase": info.podgroup_phase,
         "queue": info.queue,
-        "scheduler_message": info.message or "",
+        "scheduler_message": printable(info.message or ""),  # the cluster's text: quoted, for a terminal or a model
     }
     if info.phase != "Pending":
         state = f"{info.phase} (PodGroup {info.podgroup_phase})" if info.podgroup_phase else info.phase
@@ -122,7 +123,7 @@ def explain(
             "scheduling session."
         )
     if info.message:
-        summary += f" The scheduler says: {info.message.rstrip('.')}."
+        summary += f" The scheduler says: {printable(info.message).rstrip('.')}."
     return PendingExplanation(
         **base,
         pending=True,

@@ -32,15 +32,21 @@ from agent.policy import Decision, Policy, Stage
 from agent.policy_rules import RulePolicy
 from agent.prompts import ALLOWED_KINDS, SYSTEM_PROMPT, render_observation, render_tool_result
 from agent.tools import TOOLS, ToolContext, call_tool, openai_tools
-from components.llm import LLMEndpoint
+from components.llm import LLMEndpoint, header_key
 from components.redact import MASK, redact_text
-from components.untrusted import loads_json
+from components.untrusted import loads_json, printable
 
 __all__ = ["LLMPolicy", "check_answer"]
 
 log = logging.getLogger(__name__)
 
 DECIDE = "decide"
+# One chat completion with a few tool calls is a few KiB: a reply past this is not read further (nor kept in memory).
+MAX_REPLY_BYTES = 1024 * 1024
+# The least time a wait may pause before looking again (as the rules' own waits): a model's `recheck_s` of 1e-9
+# would have the plan step read the cluster in a loop for as long as max-plan-wait-s lasts.
+MIN_RECHECK_S = 1.0
+MAX_TOOL_CALLS = 16  # in one reply: a model reads a few things at a time, and each call is a round trip to the cluster
 _GPU_RULES = ("max_gpus_per_job", "requested_gpus")  # refusals best told by the GPU count asked
 
 
@@ -80,6 +86,8 @@ def check_answer(action: Action, observation: Observation, stage: Stage) -> None
     """
     if action.kind not in ALLOWED_KINDS[stage]:
         raise ValueError(f"{action.kind} is not allowed at {stage}, which takes {_either(stage)}")
+    if isinstance(action, Wait) and action.recheck_s < MIN_RECHECK_S:
+        raise ValueError(f"a wait must look again after {MIN_RECHECK_S:g} s at least, not {action.recheck_s:g} s")
     if isinstance(action, Wait | Abort):
         return
     failure = classify_failure(observation.job, observation) if stage == "diagnose" else None
@@ -122,6 +130,13 @@ def check_answer(action: Action, observation: Observation, stage: Stage) -> None
         blamed = [node for node in failure.bad_nodes if node not in action.avoid_nodes] if failure else []
         if blamed:
             raise ValueError(f"the retry goes back onto {', '.join(blamed)}, blamed for this failure")
+        # Only nodes the observation names: any other string would land in the job's node affinity as it is.
+        seen_nodes = {n.name for n in observation.nodes} | set(request.avoid_nodes)
+        seen_nodes |= {p.node for p in observation.job.pods if p.node} if observation.job else set()
+        unknown = sorted(set(action.avoid_nodes) - seen_nodes)
+        if unknown:
+            named = ", ".join(printable(node, 100) for node in unknown[:5])
+            raise ValueError(f"the retry avoids {len(unknown)} node(s) the observation does not name: {named}")
         known = {"", request.resume_checkpoint}
         if observation.checkpoint is not None:
             known.add(observation.checkpoint.path)
@@ -167,7 +182,7 @@ class LLMPolicy:
         self.guardrails = guardrails
         self.tools_context = tools_context
         self.fallback: Policy = fallback if fallback is not None else RulePolicy()
-        self._api_key = api_key or None
+        self._api_key = header_key(api_key)
         self._transport = transport
         self._clock = clock
 
@@ -276,9 +291,13 @@ class LLMPolicy:
                 return self._check(decides[0], observation, stage, transcript)
             if not calls:
                 raise _Unusable("the LLM answered without calling decide")
+            if len(calls) > MAX_TOOL_CALLS:
+                raise _Unusable(f"the LLM asked for {len(calls)} tool calls in one answer, more than {MAX_TOOL_CALLS}")
             messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": calls})
             ran: list[ToolCall] = []
             for call, recorded in zip(calls, reply.tool_calls, strict=True):
+                if time.monotonic() >= deadline:  # slow tools: the deadline holds between calls too
+                    raise _Unusable(self._late(len(transcript.rounds)))
                 call_started = self._clock()
                 content = self._run_tool(call, offered, transcript.refusals)
                 messages.append({"role": "tool", "tool_call_id": recorded.id, "content": content})
@@ -337,9 +356,13 @@ class LLMPolicy:
                     httpx.Client(timeout=limit, headers=headers, transport=self._transport) as client,
                     client.stream("POST", f"{self.url}/chat/completions", json=body) as response,
                 ):
-                    chunks = []
+                    chunks, size = [], 0
                     for chunk in response.iter_bytes():
                         chunks.append(chunk)
+                        size += len(chunk)
+                        if size > MAX_REPLY_BYTES:
+                            outcome["too_big"] = True
+                            return
                         if time.monotonic() > deadline:
                             return
                     # The body as read (decoded), with what the checks need of the headers: its charset.
@@ -352,6 +375,8 @@ class LLMPolicy:
         worker.start()
         worker.join(left)
         err = outcome.get("error")
+        if outcome.get("too_big"):
+            raise _Unusable(f"the LLM endpoint's reply is larger than {MAX_REPLY_BYTES // 1024} KiB: not one answer")
         if worker.is_alive() or not outcome or (isinstance(err, httpx.TimeoutException) and limit < self.timeout_s):
             raise _Unusable(self._late(asked + 1))
         if isinstance(err, httpx.TimeoutException):
@@ -430,10 +455,24 @@ class LLMPolicy:
                 transcript.check("invariants", self._scrub(why))
                 raise _Unusable(f"the LLM's action was refused: {why}", why)
         transcript.check("invariants")
-        return action
+        return _as_data(action)
 
     def _scrub(self, text: str) -> str:
         return redact_text(text.replace(self._api_key, MASK) if self._api_key else text)
+
+
+def _as_data(action: Action) -> Action:
+    """The model's own words in an action it may take, as data: escaped and cut as every quoted field is.
+
+    Its rationale and reason reach a terminal (`vcpilot runs show`), the step's log and an MLflow tag.
+    """
+    update: dict[str, Any] = {
+        "rationale": printable(action.rationale),
+        "candidates": [c.model_copy(update={"note": printable(c.note)}) for c in action.candidates],
+    }
+    if isinstance(action, Wait | Abort):
+        update["reason"] = printable(action.reason)
+    return action.model_copy(update=update)
 
 
 def _either(stage: Stage) -> str:

@@ -13,9 +13,9 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from agent.guardrails import Guardrails, GuardrailViolation
 from agent.observation import adapter, as_json
@@ -24,6 +24,7 @@ from agent.pending import PendingExplanation, explain
 from components.errors import VcpilotError
 from components.errors import explain as explain_error
 from components.finetune.checkpoint_layout import METADATA
+from components.names import is_dns1123_label, is_dns1123_subdomain
 from components.untrusted import printable
 from components.volcano.builder import TrainingRequest, build_training_job
 from components.volcano.cluster import Cluster, ClusterError, JobInfo, NodeInfo, QueueSnapshot
@@ -59,6 +60,30 @@ class _Input(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def _object_name(value: str) -> str:
+    # Checked before any cluster sees it: "." or ".." in a URL path would name the collection or its parent.
+    if not is_dns1123_subdomain(value):
+        raise ValueError("must be a Kubernetes object name: lower-case letters, digits, '-' and '.' (DNS-1123)")
+    return value
+
+
+def _namespace_name(value: str) -> str:
+    if not is_dns1123_label(value):
+        raise ValueError("must be a Kubernetes namespace: lower-case letters, digits and '-', at most 63 (DNS-1123)")
+    return value
+
+
+def _path(value: str) -> str:
+    # A NUL stops the OS (Python's "embedded null byte"); no other control character belongs in a path we look in.
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise ValueError("must be a path without control characters")
+    return value
+
+
+ObjectName = Annotated[str, AfterValidator(_object_name)]
+NamespaceName = Annotated[str, AfterValidator(_namespace_name)]
+
+
 class NoArguments(_Input):
     """The tool takes no arguments."""
 
@@ -66,20 +91,20 @@ class NoArguments(_Input):
 class QueueRef(_Input):
     """Which Volcano queue."""
 
-    queue: str = Field(default="default", min_length=1, description="Name of the Volcano queue.")
+    queue: ObjectName = Field(default="default", min_length=1, description="Name of the Volcano queue.")
 
 
 class JobRef(_Input):
     """Which Volcano Job."""
 
-    name: str = Field(min_length=1, description="Name of the Volcano Job.")
-    namespace: str = Field(default="default", min_length=1, description="Namespace of the job.")
+    name: ObjectName = Field(min_length=1, description="Name of the Volcano Job.")
+    namespace: NamespaceName = Field(default="default", min_length=1, description="Namespace of the job.")
 
 
 class CheckpointQuery(_Input):
     """Where a run keeps its `step-N/` checkpoints."""
 
-    directory: str = Field(
+    directory: Annotated[str, AfterValidator(_path)] = Field(
         min_length=1,
         description="Checkpoint directory, relative to the checkpoints root (or absolute, but under it).",
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from components.errors import InputError
 
-__all__ = ["KEY_ENVS", "MODEL_ENV", "URL_ENV", "LLMEndpoint"]
+__all__ = ["KEY_ENVS", "MODEL_ENV", "URL_ENV", "LLMEndpoint", "header_key"]
 
 URL_ENV = "VCPILOT_LLM_URL"
 MODEL_ENV = "VCPILOT_LLM_MODEL"
@@ -42,4 +42,19 @@ class LLMEndpoint:
         if not model:
             raise InputError(f"{MODEL_ENV} is not set: name the model the endpoint at {URL_ENV} serves")
         key = next((env[name] for name in KEY_ENVS if env.get(name)), None)
-        return cls(url, model, key)
+        return cls(url, model, header_key(key))
+
+
+def header_key(key: str | None) -> str | None:
+    """`key` as the Authorization header carries it (without the whitespace around it); InputError when it cannot.
+
+    Only visible ASCII travels in a header: a key pasted with a curly quote or a byte-order mark made httpx raise
+    UnicodeEncodeError mid-request. The sentence never quotes the key.
+    """
+    key = (key or "").strip()
+    if not all("!" <= c <= "~" for c in key):
+        raise InputError(
+            f"the LLM API key ({' or '.join(KEY_ENVS)}) holds a character an HTTP header cannot carry "
+            "(a space, a non-ASCII or a control character); copy the key again"
+        )
+    return key or None

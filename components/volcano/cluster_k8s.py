@@ -12,11 +12,12 @@ defaults to what it stores.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ from components.volcano.k8s_status import JOB_NAME, Obj
 from components.volcano.models import Job, apply_volcano_defaults, parse_job, validate_job
 from components.volcano.objects import BATCH_JOB
 from components.volcano.scheduling_models import Queue, parse_queue
+from components.volcano.validation import is_dns1123_label, is_dns1123_subdomain
 
 __all__ = ["KWOK_NODE_NOT_READY", "KWOK_POD_FAILED", "SPEC_HASH", "KubeCluster", "spec_hash", "spec_matches"]
 
@@ -67,6 +69,41 @@ def spec_matches(stored: Any, submitted: Any) -> bool:
     if isinstance(submitted, list):
         return isinstance(stored, list) and len(stored) == len(submitted) and all(map(spec_matches, stored, submitted))
     return bool(stored == submitted)
+
+
+def bad_name(name: str, namespace: str | None = None) -> str:
+    """Why `name` (in `namespace`) can name no object, so must not go into a URL path; "" when it can.
+
+    The client quotes a '/' but not a dot segment, and urllib3 resolves those: job "." would read (or delete)
+    `.../namespaces/default/jobs/`, the whole collection, and namespace ".." would leave the namespace.
+    """
+    if namespace is not None and not is_dns1123_label(namespace):
+        return f"{namespace[:100]!r} is not a namespace name (a DNS-1123 label: a-z, 0-9 and '-', at most 63)"
+    if not is_dns1123_subdomain(name):
+        return f"{name[:100]!r} is not an object name (a DNS-1123 subdomain: a-z, 0-9, '-' and '.', at most 253)"
+    return ""
+
+
+def _check_namespace(namespace: str | None) -> None:
+    if namespace is not None and (why := bad_name("x", namespace)):
+        raise Invalid(f"{why}.")
+
+
+@contextlib.contextmanager
+def _reading(what: str) -> Iterator[None]:
+    """Turn an object the API server returned that cannot be read into a ClusterError in one sentence.
+
+    A quantity out of range or a field of another type is then like a failed call: whoever observes says that it
+    cannot see, and goes on.
+    """
+    try:
+        yield
+    except ClusterError:
+        raise
+    except KeyError as err:
+        raise ClusterError(f"{what} from the API server cannot be read: a field {err.args[0]!r} is missing.") from None
+    except (ValueError, TypeError, AttributeError, ArithmeticError) as err:
+        raise ClusterError(f"{what} from the API server cannot be read: {' '.join(str(err).split())[:300]}.") from None
 
 
 class KubeCluster:
@@ -100,6 +137,8 @@ class KubeCluster:
         self._api.close()
 
     def _job(self, name: str, namespace: str) -> Obj:
+        if why := bad_name(name, namespace):
+            raise JobNotFound(f"job {namespace[:100]}/{name[:100]} does not exist: {why}.")
         missing = JobNotFound(f"job {namespace}/{name} does not exist.")
         get = self._custom.get_namespaced_custom_object
         return dict(
@@ -107,11 +146,13 @@ class KubeCluster:
         )
 
     def _pods(self, namespace: str | None, **kw: Any) -> list[Obj]:
+        _check_namespace(namespace)
         if namespace is None:
             return self._api.items("list pods", self._core.list_pod_for_all_namespaces, **kw)
         return self._api.items(f"list pods in {namespace}", self._core.list_namespaced_pod, namespace, **kw)
 
     def _podgroups(self, namespace: str | None) -> list[Obj]:
+        _check_namespace(namespace)
         if namespace is None:
             return self._api.items("list podgroups", self._custom.list_cluster_custom_object, *SCHEDULING, "podgroups")
         list_ns = self._custom.list_namespaced_custom_object
@@ -136,12 +177,14 @@ class KubeCluster:
                 f"get podgroup {namespace}/{pg_name}", get, *SCHEDULING, namespace, "podgroups", pg_name, absent_ok=True
             )
             podgroups = [group] if group else []
-        podgroup = next((pg for pg in podgroups if pg["metadata"]["name"] == k8s_status.podgroup_name(job)), None)
-        phase = ((job.get("status") or {}).get("state") or {}).get("phase") or "Pending"
-        # Events tell what the objects no longer do: pods that node eviction deleted from a finished job, and
-        # why the scheduler refuses a pending gang (see k8s_status).
-        missing = set(k8s_status.expected_pods(job)) - {p["metadata"]["name"] for p in pods}
-        waiting = phase == "Pending" and podgroup is not None and k8s_status.pending_reason(podgroup) is None
+        with _reading(f"job {namespace}/{name}"):
+            group_name = k8s_status.podgroup_name(job)
+            podgroup = next((pg for pg in podgroups if (pg.get("metadata") or {}).get("name") == group_name), None)
+            phase = ((job.get("status") or {}).get("state") or {}).get("phase") or "Pending"
+            # Events tell what the objects no longer do: pods that node eviction deleted from a finished job, and
+            # why the scheduler refuses a pending gang (see k8s_status).
+            missing = k8s_status.missing_pods(job, pods)
+            waiting = phase == "Pending" and podgroup is not None and k8s_status.pending_reason(podgroup) is None
         seen: list[Obj] = []
         if (phase in FINISHED_PHASES and missing) or waiting:
             events = {} if events is None else events
@@ -149,7 +192,8 @@ class KubeCluster:
                 list_events = self._core.list_namespaced_event
                 events[namespace] = self._api.items(f"list events in {namespace}", list_events, namespace)
             seen = events[namespace]
-        return k8s_status.job_info(job, pods, podgroup, seen)
+        with _reading(f"job {namespace}/{name}"):
+            return k8s_status.job_info(job, pods, podgroup, seen)
 
     # -- the Cluster protocol ----------------------------------------------------------------------------
 
@@ -200,9 +244,8 @@ class KubeCluster:
             raise Invalid(f"job {job}: queue {queue!r} is {state}, it accepts no new jobs.")
         if queue == "root":
             raise Invalid(f"job {job}: queue 'root' is the top of Volcano's queue tree and takes no jobs.")
-        children = sorted(
-            str(q["metadata"]["name"]) for q in self._queue_objects() if (q.get("spec") or {}).get("parent") == queue
-        )
+        parents = [(q.get("metadata") or {}, q.get("spec") or {}) for q in self._queue_objects()]
+        children = sorted(str(meta.get("name")) for meta, spec in parents if spec.get("parent") == queue)
         if children:
             raise Invalid(
                 f"job {job}: queue {queue!r} is the parent of {', '.join(children)}; "
@@ -294,6 +337,10 @@ class KubeCluster:
         `Foreground` (the default) returns once the job is gone, which the garbage collector allows only after
         its pods and PodGroup are; `Background` returns at once and lets them go after.
         """
+        if why := bad_name(name, namespace):
+            if missing_ok:
+                return
+            raise JobNotFound(f"job {namespace[:100]}/{name[:100]} does not exist: {why}.")
         remove = self._custom.delete_namespaced_custom_object
         deleted = self._api.call(
             f"delete job {namespace}/{name}",
@@ -324,6 +371,7 @@ class KubeCluster:
 
     def list_jobs(self, labels: Mapping[str, str] | None = None, namespace: str | None = None) -> list[JobInfo]:
         """Jobs carrying every given label (all namespaces when namespace is None), oldest first."""
+        _check_namespace(namespace)
         selector = ",".join(f"{key}={value}" for key, value in (labels or {}).items()) or None
         if namespace is None:
             jobs = self._api.items(
@@ -338,12 +386,15 @@ class KubeCluster:
             return []
         pods = self._pods(namespace, label_selector=JOB_NAME)
         podgroups = self._podgroups(namespace)
-        jobs.sort(key=lambda j: (j["metadata"].get("creationTimestamp") or "", j["metadata"]["name"]))
+        with _reading("the jobs"):
+            jobs.sort(key=lambda j: (str(j["metadata"].get("creationTimestamp") or ""), str(j["metadata"]["name"])))
         events: dict[str, list[Obj]] = {}
         return [self._info(j, pods, podgroups, events) for j in jobs if not j["metadata"].get("deletionTimestamp")]
 
     def queue_object(self, name: str) -> Obj:
         """The Queue as the API server returns it; QueueNotFound when there is none."""
+        if why := bad_name(name):
+            raise QueueNotFound(f"queue {name[:100]!r} does not exist: {why}.")
         get = self._custom.get_cluster_custom_object
         missing = QueueNotFound(f"queue {name!r} does not exist.")
         return dict(self._api.call(f"get queue {name}", get, *SCHEDULING, "queues", name, missing=missing))
@@ -376,30 +427,36 @@ class KubeCluster:
     def queue(self, name: str) -> QueueSnapshot:
         """One queue with its demand counted from PodGroups and its place in the queue tree."""
         queue = self.queue_object(name)
-        return k8s_status.queue_snapshot(queue, self._podgroups(None), self._queue_objects())
+        podgroups, queues = self._podgroups(None), self._queue_objects()
+        with _reading(f"queue {name}"):
+            return k8s_status.queue_snapshot(queue, podgroups, queues)
 
     def queues(self) -> list[QueueSnapshot]:
         """Every queue, by name."""
         queues = self._queue_objects()
         podgroups = self._podgroups(None)
-        return sorted((k8s_status.queue_snapshot(q, podgroups, queues) for q in queues), key=lambda q: q.name)
+        with _reading("the queues"):
+            return sorted((k8s_status.queue_snapshot(q, podgroups, queues) for q in queues), key=lambda q: q.name)
 
     def nodes(self) -> list[NodeInfo]:
         """Every node with readiness and the GPUs of the pods bound to it."""
         nodes = self._api.items("list nodes", self._core.list_node)
         pods = self._pods(None, field_selector="status.phase!=Succeeded,status.phase!=Failed")
-        return sorted((k8s_status.node_info(n, pods) for n in nodes), key=lambda n: n.name)
+        with _reading("the nodes"):
+            return sorted((k8s_status.node_info(n, pods) for n in nodes), key=lambda n: n.name)
 
     def priority_classes(self) -> dict[str, int]:
         """Every PriorityClass by name, with its value."""
         found = self._api.items("list priority classes", self._api.scheduling.list_priority_class)
-        return {str(p["metadata"]["name"]): int(p.get("value") or 0) for p in found}
+        with _reading("the priority classes"):
+            return {str(p["metadata"]["name"]): int(p.get("value") or 0) for p in found}
 
     def events(self, name: str, namespace: str = "default", limit: int = 50) -> list[Event]:
         """The most recent events of the job, its PodGroup and its pods, oldest first."""
         job = self._job(name, namespace)
         events = self._api.items(f"list events in {namespace}", self._core.list_namespaced_event, namespace)
-        return k8s_status.job_events(job, events, limit)
+        with _reading(f"the events of job {namespace}/{name}"):
+            return k8s_status.job_events(job, events, limit)
 
     # -- beyond the protocol: fault injection where kwok plays the kubelet ---------------------------------
 
@@ -417,6 +474,8 @@ class KubeCluster:
         self._label_node(node, None)
 
     def _label_node(self, node: str, value: str | None) -> None:
+        if why := bad_name(node):
+            raise NodeNotFound(f"node {node[:100]!r} does not exist: {why}.")
         patch = {"metadata": {"labels": {KWOK_NODE_NOT_READY: value}}}
         missing = NodeNotFound(f"node {node!r} does not exist.")
         self._api.call(
@@ -436,6 +495,8 @@ class KubeCluster:
                 },
             }
         }
+        if why := bad_name(pod, namespace):
+            raise JobNotFound(f"pod {namespace[:100]}/{pod[:100]} is not running: {why}.")
         missing = JobNotFound(f"pod {namespace}/{pod} is not running.")
         patch_pod = self._core.patch_namespaced_pod
         self._api.call(

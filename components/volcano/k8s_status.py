@@ -30,9 +30,10 @@ __all__ = [
     "TASK_SPEC",
     "JOB_NAME",
     "event_from",
-    "expected_pods",
+    "expected_pod",
     "job_events",
     "job_info",
+    "missing_pods",
     "node_info",
     "parse_time",
     "pending_reason",
@@ -117,15 +118,32 @@ def pod_gpus(pod_spec: Mapping[str, Any]) -> int:
     return int(max(total, init_peak) + overhead)
 
 
-def expected_pods(job: Mapping[str, Any]) -> dict[str, tuple[str, int, int]]:
-    """Every pod name the job's tasks give (`<job>-<task>-<index>`), with its task, index and GPUs."""
-    name = _meta(job).get("name")
-    out: dict[str, tuple[str, int, int]] = {}
-    for task in (job.get("spec") or {}).get("tasks") or []:
-        gpus = pod_gpus(((task.get("template") or {}).get("spec")) or {})
-        for index in range(int(task.get("replicas") or 0)):
-            out[f"{name}-{task['name']}-{index}"] = (task["name"], index, gpus)
-    return out
+def _replicas(job: Mapping[str, Any]) -> dict[str, tuple[int, Mapping[str, Any]]]:
+    """Each task of the job by name: its replicas and pod spec."""
+    tasks = (job.get("spec") or {}).get("tasks") or []
+    return {
+        str(t.get("name")): (int(t.get("replicas") or 0), (t.get("template") or {}).get("spec") or {}) for t in tasks
+    }
+
+
+def expected_pod(job: Mapping[str, Any], pod: str) -> tuple[str, int, int] | None:
+    """The task, index and GPUs of `pod` when it is a name the job's tasks give (`<job>-<task>-<index>`), else None.
+
+    Read from the name, not by listing every name the tasks give: a task may have 2^31-1 replicas.
+    """
+    prefix = f"{_meta(job).get('name')}-"
+    task, _, index = pod.removeprefix(prefix).rpartition("-")
+    if not pod.startswith(prefix) or not re.fullmatch(r"0|[1-9][0-9]{0,9}", index):
+        return None
+    replicas, spec = _replicas(job).get(task, (0, {}))
+    return (task, int(index), pod_gpus(spec)) if int(index) < replicas else None
+
+
+def missing_pods(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether some pod the job's tasks give is not among `pods`."""
+    present = {str(_meta(p).get("name")) for p in pods}
+    found = sum(1 for name in present if expected_pod(job, name) is not None)
+    return found < sum(replicas for replicas, _ in _replicas(job).values())
 
 
 def _terminated(pod: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -184,9 +202,7 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
     name = str(meta.get("name"))
     task = annotations.get(TASK_SPEC) or labels.get(TASK_SPEC) or ""
-    index = labels.get(TASK_INDEX) or annotations.get(TASK_INDEX)
-    if index is None:
-        index = name.rsplit("-", 1)[-1]
+    index = str(labels.get(TASK_INDEX) or annotations.get(TASK_INDEX) or name.rsplit("-", 1)[-1])
     code = _terminated(pod).get("exitCode") if status.get("phase") in _TERMINAL else None
     reason = _pod_reason(pod)
     # A pod that eviction or preemption is deleting has failed, whatever its last reported phase.
@@ -194,7 +210,7 @@ def pod_info(pod: Mapping[str, Any]) -> PodInfo:
     return PodInfo(
         name=name,
         task=task,
-        index=int(index) if str(index).isdigit() else 0,
+        index=int(index) if re.fullmatch(r"[0-9]{1,10}", index) else 0,
         node=spec.get("nodeName") or None,
         phase=phase,
         reason=reason,
@@ -230,12 +246,11 @@ def _evicted(job: Mapping[str, Any], present: set[str], events: Sequence[Obj]) -
     only if the job ran again after the eviction: Volcano's controller recreates an evicted pod at once, and the
     RestartJob that follows deletes the newcomer before it runs, leaving the eviction the job's whole story.
     """
-    expected = expected_pods(job)
     placed: dict[str, list[tuple[float, str]]] = {}
     evicted: dict[str, tuple[float, str]] = {}
     for event in events:
         kind, name = _target(event)
-        if kind != "Pod" or name not in expected or name in present:
+        if kind != "Pod" or name in present or expected_pod(job, name) is None:
             continue
         when = _event_time(event)
         if event.get("reason") == "Scheduled":
@@ -249,8 +264,9 @@ def _evicted(job: Mapping[str, Any], present: set[str], events: Sequence[Obj]) -
     for name, (when, reason) in evicted.items():
         before = [p for p in placed.get(name, []) if p[0] <= when]
         replaced = any(p[0] > when for p in placed.get(name, [])) and ran >= int(when) + 1
-        if before and not replaced:
-            task, index, gpus = expected[name]
+        expected = expected_pod(job, name)
+        if before and not replaced and expected is not None:
+            task, index, gpus = expected
             node = max(before)[1]
             out.append(PodInfo(name=name, task=task, index=index, node=node, phase="Failed", reason=reason, gpus=gpus))
     return out
@@ -441,8 +457,7 @@ def event_from(event: Mapping[str, Any]) -> Event:
 
 def job_events(job: Mapping[str, Any], events: Iterable[Mapping[str, Any]], limit: int = 50) -> list[Event]:
     """The most recent events of the job, its PodGroup and its pods (by the names its tasks give), oldest first."""
-    name = _meta(job).get("name")
-    wanted = {("Job", name), ("PodGroup", podgroup_name(job))} | {("Pod", pod) for pod in expected_pods(job)}
-    mine = [e for e in events if _target(e) in wanted]
+    wanted = {("Job", str(_meta(job).get("name"))), ("PodGroup", podgroup_name(job))}
+    mine = [e for e in events if _target(e) in wanted or (_target(e)[0] == "Pod" and expected_pod(job, _target(e)[1]))]
     ordered = sorted((event_from(e) for e in mine), key=lambda e: e.time)
     return ordered[-limit:] if limit > 0 else []

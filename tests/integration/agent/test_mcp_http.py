@@ -327,3 +327,14 @@ def test_the_command_serves_http_read_only_with_a_token_file_and_audits_every_ca
     assert calls[0]["arguments"]["env"] == {"HF_TOKEN": "***"}
     assert TOKEN not in log and "hf_secret_value" not in log
     assert jobs(tmp_path / "home") == []
+
+
+@pytest.mark.parametrize("rate", ["inf", "1e308", "nan", "0"])
+def test_a_rate_limit_no_bucket_can_count_is_a_usage_error(tmp_path, rate):
+    args = ["--transport", "http", "--port", "1", "--rate-limit", rate]
+    done = CliRunner().invoke(_cli(), args, env=_server_env(tmp_path, **{TOKEN_ENV: "0123456789abcdef" * 2}))
+    assert done.exit_code == 2 and done.stdout == ""
+    assert (
+        done.stderr.strip().count("\n") == 0 and "--rate-limit" in done.stderr and "internal error" not in done.stderr
+    )
+    assert not (tmp_path / "home").exists(), "nothing was opened"

@@ -236,3 +236,41 @@ def test_a_kubeconfig_that_cannot_be_served_is_said_in_one_sentence(tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ")
     assert not (tmp_path / "home").exists(), "no LocalCluster was opened instead"
+
+
+def test_a_tool_the_server_does_not_have_is_one_sentence_and_an_audit_line(cluster, caplog):
+    async def session() -> list[str]:
+        async with Client(build_server(ToolContext(cluster, Guardrails(read_only=True)))) as client:
+            answers = []
+            for name in ("submit_training_jobs", "x" * 100_000, "cancel_job\u202e", "shell"):
+                result = await client.call_tool(name, {"cmd": "rm -rf /", "token": "sk-live-0123456789abcdef"})
+                assert result.is_error
+                answers.append(text(result))
+            return answers
+
+    with caplog.at_level("INFO", logger="vcpilot.mcp.audit"):
+        answers = anyio.run(session)
+    assert answers[0] == "there is no tool 'submit_training_jobs'; did you mean submit_training_job?"
+    assert all(len(a) < 1100 and "\u202e" not in a for a in answers)
+    audits = [json.loads(r.getMessage()) for r in caplog.records if r.name == "vcpilot.mcp.audit"]
+    assert [a["caller"] for a in audits] == ["local"] * 4
+    assert all(a["verdict"].startswith("failed: there is no tool") and len(a["tool"]) <= 250 for a in audits)
+    assert all(a["arguments"]["token"] == "***" for a in audits)
+    assert "sk-live" not in caplog.text and jobs_submitted(cluster) == []
+
+
+def jobs_submitted(cluster: LocalCluster) -> list[str]:
+    return [job.name for job in cluster.list_jobs()]
+
+
+def test_an_audit_line_stays_short_however_many_keys_the_arguments_have(cluster, caplog):
+    wide = {f"k{i}": "v" for i in range(50_000)}  # stdio has no body limit: every key was one more in the line
+
+    async def session() -> None:
+        async with Client(build_server(ToolContext(cluster, Guardrails()))) as client:
+            assert (await client.call_tool("list_nodes", wide)).is_error
+
+    with caplog.at_level("INFO", logger="vcpilot.mcp.audit"):
+        anyio.run(session)
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "vcpilot.mcp.audit"]
+    assert len(line) < 10_000 and json.loads(line)["arguments"]["…"] == "49900 more"

@@ -170,6 +170,8 @@ def test_from_env_reads_the_named_file_or_uses_the_defaults(tmp_path: Path):
         ('llm_deadline_s: "90"\n', "llm_deadline_s: input should be a valid number, got '90'"),
         ("llm_deadline_s: 0\n", "llm_deadline_s: value must be greater than 0"),
         ("llm_deadline_s: .inf\n", "llm_deadline_s: input should be a finite number"),
+        # past threading.TIMEOUT_MAX: the LLM policy's wait for its request raised OverflowError
+        ("llm_deadline_s: 10000000000.0\n", "llm_deadline_s: value must be at most 86400.0, got 10000000000.0"),
         ("queues: []\n", 'queues: must list at least one name, or "*" for any'),
         ("- a\n- b\n", "must be a mapping of rules, not list"),
         ("queues: [a\n", "is not valid YAML or JSON"),

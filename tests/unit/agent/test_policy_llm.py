@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 import pytest
@@ -10,9 +11,11 @@ import pytest
 from agent.actions import Abort, Downscale, Proceed, RetryFromCheckpoint, Wait
 from agent.guardrails import Guardrails
 from agent.observation import CheckpointInfo, Observation, PlanRequest
+from agent.policies import select_policy
 from agent.policy import Decision
 from agent.policy_llm import LLMPolicy, check_answer
 from agent.prompts import DATA_FENCE, render_observation, valid_shapes
+from agent.tools import ToolContext
 from components.volcano.cluster import Event, JobInfo, NodeInfo, PodInfo, QueueSnapshot
 
 KEY = "sk-unit-0123456789abcdef"
@@ -114,6 +117,9 @@ def test_the_prompt_lists_the_shapes_that_keep_the_global_batch():
         (shaped(Downscale, gpus=2, grad_accum=16, from_gpus=4), "plan", "start from the request's 8 GPUs"),
         (shaped(RetryFromCheckpoint, avoid_nodes=["n1"]), "diagnose", "drops avoided node(s) n9"),
         (shaped(RetryFromCheckpoint, checkpoint="/etc/passwd"), "diagnose", "does not name"),
+        # nodes nobody observed would land in the job's affinity as they are: a name the API server refuses
+        (shaped(RetryFromCheckpoint, avoid_nodes=["n9", "n1", "x" * 300]), "diagnose", "1 node(s) the observation"),
+        (shaped(RetryFromCheckpoint, avoid_nodes=["n9", "n1", "n\x1b[2J"]), "diagnose", "does not name: n\\x1b"),
         (Abort(reason="x", rationale="y"), "plan", "not allowed at plan"),
         (shaped(), "diagnose", "not allowed at diagnose"),
     ],
@@ -331,3 +337,95 @@ def test_a_checkpoint_interval_of_the_models_choosing_is_refused_and_the_rules_i
         return httpx.Response(200, json=decide_reply(shaped(checkpoint_every=0).model_dump()))
 
     assert policy_with(the_runs_own).decide(observation(), "plan").policy == "llm"
+
+
+def test_a_reply_larger_than_any_answer_is_not_read_whole():
+    sent = []
+
+    def stream():  # 64 MiB of a never-ending string, a chunk at a time
+        yield b'{"choices": [{"message": {"content": "'
+        for _ in range(1024):
+            sent.append(1)
+            yield b"x" * 65536
+
+    decision = fallback_of(lambda r: httpx.Response(200, content=stream()))
+    assert decision.fallback == "the LLM endpoint's reply is larger than 1024 KiB: not one answer"
+    assert len(sent) < 64  # it stopped reading at the limit
+
+
+@pytest.mark.parametrize("recheck_s", [1e-300, 0.001, 0.5])
+def test_a_wait_that_would_look_again_at_once_is_refused(recheck_s):
+    # An LLM's wait of 1e-300 s would have plan_within read the cluster in a busy loop for max-plan-wait-s.
+    wait = {"kind": "wait", "reason": "busy", "recheck_s": recheck_s, "rationale": "the queue is full"}
+    decision = fallback_of(lambda r: httpx.Response(200, json=decide_reply(wait)))
+    assert decision.fallback.startswith("the LLM's action was refused: a wait must look again after 1 s at least")
+    assert not isinstance(decision.action, Wait) or decision.action.recheck_s >= 1
+
+
+def test_the_models_own_words_in_an_action_it_takes_are_quoted_as_data():
+    words = "fine\x1b]8;;http://evil\x07 \u202eevil\n" + "x" * 10_000
+    answer = shaped(
+        rationale=words,
+        candidates=[{"gpus": 8, "queue": "default", "grad_accum": 4, "wait_s": 0, "run_s": 1, "note": words}],
+    )
+    decision = policy_with(lambda r: httpx.Response(200, json=decide_reply(answer.model_dump()))).decide(
+        observation(), "plan"
+    )
+    assert decision.policy == "llm" and decision.action.gpus == 8
+    for text in (decision.action.rationale, decision.action.candidates[0].note):
+        assert len(text) < 2100 and not any(c in text for c in "\x1b\x07\u202e\n")
+
+
+class _SlowCluster:
+    """A cluster whose every read takes 50 ms (an API server far away)."""
+
+    def nodes(self) -> list[NodeInfo]:
+        time.sleep(0.05)
+        return []
+
+
+@pytest.mark.parametrize("calls", [5000, 12])
+def test_many_tool_calls_in_one_reply_stay_within_the_deadline(calls):
+    call = {"type": "function", "function": {"name": "list_nodes", "arguments": "{}"}}
+    many = {
+        "choices": [{"message": {"role": "assistant", "tool_calls": [dict(call, id=f"c{i}") for i in range(calls)]}}]
+    }
+    context = ToolContext(cluster=_SlowCluster())  # type: ignore[arg-type]
+    policy = LLMPolicy(
+        "http://llm.test/v1",
+        "m",
+        KEY,
+        guardrails=Guardrails(llm_deadline_s=0.3),
+        tools_context=context,
+        transport=httpx.MockTransport(lambda r: httpx.Response(200, json=many)),
+    )
+    started = time.monotonic()
+    decision = policy.decide(observation(), "plan")
+    assert time.monotonic() - started < 2 and decision.policy == "rules"
+    assert "tool calls in one answer" in decision.fallback or "deadline of 0.3 s" in decision.fallback
+
+
+@pytest.mark.parametrize("key", ["sk-abcdefghij\u00e9klmnop", "\ufeffsk-abcdefghijklmnop", "sk-abcdefgh ijklmnop"])
+def test_a_key_no_header_can_carry_leaves_the_rules_deciding_and_is_never_quoted(key):
+    # It made httpx raise UnicodeEncodeError in the middle of a decision: the plan step died of an internal error.
+    with pytest.raises(ValueError, match="holds a character an HTTP header cannot carry") as err:
+        LLMPolicy("http://llm.test/v1", "m", key, guardrails=Guardrails())
+    assert "abcdefgh" not in str(err.value)
+    env = {"VCPILOT_LLM_URL": "http://llm.test/v1", "VCPILOT_LLM_MODEL": "m", "OPENAI_API_KEY": key}
+    policy, why = select_policy("llm", environ=env)
+    assert policy.name == "rules" and why.startswith("the LLM policy is not configured: the LLM API key")
+    assert "abcdefgh" not in why
+
+
+def test_whitespace_around_a_key_is_not_part_of_it():
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json=decide_reply(shaped().model_dump()))
+
+    policy = LLMPolicy(
+        "http://llm.test/v1", "m", f" {KEY}\n", guardrails=Guardrails(), transport=httpx.MockTransport(handler)
+    )
+    assert policy.decide(observation(), "plan").policy == "llm"
+    assert seen[0].headers["authorization"] == f"Bearer {KEY}"

@@ -116,6 +116,15 @@ def test_explain_pending_counts_podgroups_ahead_in_the_queue(ctx, cluster):
     assert why["ahead"] == 1 and "1 PodGroup is ahead of it in queue 'default'" in why["summary"]
 
 
+def test_the_schedulers_words_are_quoted_as_data():
+    # An event or a PodGroup condition is anyone's text: an MCP client's terminal must not act on it.
+    said = "\x1b[2J\u202e0 of 2 nodes are available" + "!" * 5000
+    info = JobInfo(name="ft", uid="u", queue="default", phase="Pending", min_available=2, message=said)
+    why = explain(info, None, [], None)
+    for text in (why.summary, why.scheduler_message):
+        assert "\x1b" not in text and "\u202e" not in text and "\\u202e0 of 2 nodes" in text and len(text) < 2400
+
+
 def test_a_job_that_is_not_pending_is_said_so():
     info = JobInfo(name="ft", uid="u", queue="default", phase="Running", min_available=2, podgroup_phase="Running")
     why = explain(info, None, [], None)
@@ -240,3 +249,31 @@ def test_openai_specs_leave_mutating_tools_out_in_read_only_mode():
         assert spec["type"] == "function" and spec["function"]["description"]
         assert spec["function"]["parameters"]["type"] == "object" and "properties" in spec["function"]["parameters"]
     assert "total_gpus" in full["plan_training_job"]["function"]["parameters"]["required"]
+
+
+class _Untouchable:
+    """A cluster no call may reach."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the cluster was called: {name}")
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("get_job_status", {"name": "."}),  # in a URL path: the collection of jobs
+        ("cancel_job", {"name": "."}),  # DELETE .../jobs/ would be a deletecollection
+        ("cancel_job", {"name": ".."}),
+        ("explain_pending", {"name": "ft", "namespace": ".."}),
+        ("get_job_status", {"name": "ft", "namespace": "a/../b"}),
+        ("get_queue_status", {"queue": ".."}),
+        ("get_job_status", {"name": "Ft_1"}),
+        ("get_job_status", {"name": "ft\x00"}),
+        ("find_latest_checkpoint", {"directory": "runs/a\x00b"}),  # was Python's bare "embedded null byte"
+    ],
+)
+def test_a_name_that_is_no_kubernetes_name_is_refused_before_the_cluster_is_asked(tool, arguments):
+    ctx = ToolContext(cluster=_Untouchable(), guardrails=Guardrails(namespaces=["*"]))  # type: ignore[arg-type]
+    result = call_tool(ctx, tool, arguments)
+    assert not result.ok and result.error.startswith(f"bad arguments for {tool}: ")
+    assert "DNS-1123" in result.error or "without control characters" in result.error

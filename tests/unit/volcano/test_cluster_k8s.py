@@ -22,7 +22,7 @@ from components.volcano.cluster import Cluster, ClusterError, Conflict, Invalid,
 from components.volcano.cluster_k8s import SPEC_HASH, KubeCluster, spec_hash, spec_matches
 from components.volcano.k8s_api import api_message, backoff_delay, is_retryable
 from components.volcano.k8s_status import (
-    expected_pods,
+    expected_pod,
     job_events,
     job_info,
     node_info,
@@ -387,7 +387,8 @@ def test_a_pending_job_says_why_from_its_podgroups_events_or_condition():
 
 def test_names_follow_volcano_pods_and_podgroup():
     assert podgroup_name(JOB) == f"flaky-{UID}"
-    assert expected_pods(JOB) == {"flaky-main-0": ("main", 0, 2), "flaky-main-1": ("main", 1, 2)}
+    assert [expected_pod(JOB, f"flaky-main-{i}") for i in range(3)] == [("main", 0, 2), ("main", 1, 2), None]
+    assert expected_pod(JOB, "flaky-main-01") is None and expected_pod(JOB, "other-main-0") is None
 
 
 def test_queue_demand_is_counted_from_podgroups_not_the_queue_status():

@@ -1,0 +1,87 @@
+"""The HTTP gate of `vcpilot mcp` as a plain ASGI app: who is let through, who is refused, and what the audit says."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+from agent.mcp_http import CALLER_KEY, Gate, RateLimit, token_identity
+
+TOKEN = "0123456789abcdef0123456789abcdef"
+
+
+def call(gate: Gate, authorization: str | None, **headers: str) -> tuple[int, dict[str, Any]]:
+    """Send one POST through `gate`; its status, and the scope the app behind it saw ({} when none)."""
+    raw = [(k.replace("_", "-").encode(), v.encode("latin-1")) for k, v in headers.items()]
+    if authorization is not None:
+        raw.append((b"authorization", authorization.encode("latin-1")))
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": raw, "client": ("127.0.0.1", 5000)}
+    sent: list[dict[str, Any]] = []
+    seen: dict[str, Any] = {}
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        seen.update(scope)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    gate._app = app
+    anyio.run(gate, scope, receive, send)
+    return sent[0]["status"], seen
+
+
+def gate(log: list[str], per_second: float = 1000, burst: int = 1000) -> Gate:
+    return Gate(
+        lambda *a: None, TOKEN, 1024, RateLimit(per_second=per_second, burst=burst, clock=lambda: 0.0), log.append
+    )
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        None,
+        "",
+        "Bearer",
+        "Bearer ",
+        f"Basic {TOKEN}",
+        f"Bearer {TOKEN}x",
+        f"Bearer {TOKEN[:-1]}",
+        f"Bearer {TOKEN} x",
+        f"Bearer{TOKEN}",
+        f"Bearer {TOKEN.upper()}",
+        "Bearer \u00e9" + TOKEN[1:],
+    ],
+)
+def test_no_valid_token_is_401_and_the_audit_line_carries_no_token(authorization):
+    log: list[str] = []
+    status, seen = call(gate(log), authorization)
+    assert status == 401 and seen == {}
+    (line,) = log
+    assert json.loads(line)["caller"] == "anonymous from 127.0.0.1:5000" and TOKEN[:8] not in line
+
+
+@pytest.mark.parametrize("authorization", [f"Bearer {TOKEN}", f"bearer {TOKEN}", f"Bearer  {TOKEN}  "])
+def test_the_token_passes_with_the_scheme_in_any_case_and_whitespace_around_it(authorization):
+    log: list[str] = []
+    status, seen = call(gate(log), authorization)
+    assert status == 200 and seen[CALLER_KEY] == f"{token_identity(TOKEN)} from 127.0.0.1:5000" and log == []
+
+
+def test_a_refusal_past_the_token_names_who_was_refused():
+    log: list[str] = []
+    limited = gate(log, per_second=0.001, burst=1)
+    assert call(limited, f"Bearer {TOKEN}", mcp_session_id="s1")[0] == 200
+    assert call(limited, f"Bearer {TOKEN}", mcp_session_id="s1")[0] == 429
+    assert call(gate(log), f"Bearer {TOKEN}", content_length="4096")[0] == 413
+    assert call(gate(log), f"Bearer {TOKEN}", content_length="\u00b2")[0] == 200  # not a length: the SDK's to cut
+    who = f"{token_identity(TOKEN)} from 127.0.0.1:5000"
+    assert [(json.loads(line)["caller"], json.loads(line)["http_status"]) for line in log] == [(who, 429), (who, 413)]
+    assert all(TOKEN not in line for line in log)
