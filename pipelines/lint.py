@@ -29,6 +29,7 @@ SCHEMA_ENV = "VCPILOT_ARGO_SCHEMA"
 _SHARED_SCHEMA = Path(__file__).resolve().parents[2] / "shared" / "schemas" / "argo-v4.1.2" / "schema.json"
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _PARAMETER = "io.argoproj.workflow.v1alpha1.Parameter"
+_IMAGED = ("io.k8s.api.core.v1.Container", "io.argoproj.workflow.v1alpha1.ScriptTemplate")  # the schema requires image
 _VALIDATORS: dict[tuple[int, str], tuple[dict[str, Any], Validator]] = {}
 
 
@@ -172,6 +173,11 @@ def _validator(schema: dict[str, Any], kind: str) -> Validator | None:
         properties = {**definitions[_PARAMETER].get("properties", {}), "value": scalar, "default": scalar}
         properties["enum"] = {"type": "array", "items": scalar}
         definitions[_PARAMETER] = {**definitions[_PARAMETER], "properties": properties}
+    # An image may come from templateDefaults: Argo's validateLeaf decides (pipelines/lint_leaf.py), not the schema.
+    for name in _IMAGED:
+        if name in definitions:
+            required = [key for key in definitions[name].get("required", []) if key != "image"]
+            definitions[name] = {**definitions[name], "required": required}
     root = {key: value for key, value in schema.items() if key not in ("oneOf", "type", "definitions")}
     root.update({"definitions": definitions, "$ref": f"#/definitions/{definition}"})
     validator: Validator = validator_for(schema)(root)

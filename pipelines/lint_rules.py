@@ -5,16 +5,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pipelines.lint_cron import cron_findings
 from pipelines.lint_explain import hint
+from pipelines.lint_leaf import leaf_findings
 from pipelines.lint_scope import _dict, _list, _str, scope_findings  # the one definition of these readers
 from pipelines.lint_when import DEPENDS_WORD, ancestors, expression_error, substitute_tags
-from pipelines.local.globals import WorkflowGlobals, any_string
+from pipelines.local.globals import WorkflowGlobals
 from pipelines.local.workflow import (
     API_VERSION,
     WorkflowError,
     check_argument_enums,
     check_output_sources,
     check_timing,
+    stringify,
 )
 
 __all__ = ["KINDS", "Finding", "controller_findings"]
@@ -29,7 +32,9 @@ _FIELD_NAME = re.compile(r"[a-zA-Z0-9][-a-zA-Z0-9]*")
 _PARAM_NAME = re.compile(r"[-a-zA-Z0-9_]+")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _RESULTS = ("Succeeded", "Failed", "Errored", "Skipped", "Omitted", "Daemoned", "AnySucceeded", "AllFailed")
-_CRON_DESCRIPTORS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+_POD_GC_STRATEGIES = ("OnPodCompletion", "OnPodSuccess", "OnWorkflowCompletion", "OnWorkflowSuccess")
+_METRIC_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")  # Prometheus' legacy names, less ':' (metrics.IsValidMetricName)
+_POD_TYPES = ("container", "containerSet", "script", "resource", "data")  # Argo's Template.IsPodType
 _ARTIFACT_SOURCES = ("s3", "git", "http", "artifactory", "hdfs", "raw", "oss", "gcs", "azure", "plugin")
 
 
@@ -57,6 +62,7 @@ class _Rules:
         self.doc, self.kind, self.schema_checked = doc, doc.get("kind"), schema_checked
         self.found: list[Finding] = []
         self.templates: dict[str, dict[str, Any]] = {}
+        self.defaults: dict[str, Any] | None = {}  # spec.templateDefaults
 
     def add(self, path: str, message: str) -> None:
         self.found.append((path, message))
@@ -68,8 +74,7 @@ class _Rules:
         self.metadata(_dict(self.doc.get("metadata")))
         spec = _dict(self.doc.get("spec"))
         if self.kind == "CronWorkflow":
-            for i, schedule in enumerate(_list(spec.get("schedules"))):
-                self.cron(_str(schedule), f"spec.schedules[{i}]")
+            self.found.extend(cron_findings(spec))
             self.spec(_dict(spec.get("workflowSpec")), "spec.workflowSpec")
         else:
             self.spec(spec, "spec")
@@ -85,13 +90,6 @@ class _Rules:
                 self.add(f"metadata.{key}", f"{key} {meta[key]!r} must be lowercase letters, digits, '-' and '.'")
         if len(name) > limit:
             self.add("metadata.name", f"name {name!r} is longer than {limit} characters")
-
-    def cron(self, schedule: str, path: str) -> None:
-        fields = re.sub(r"^(CRON_)?TZ=\S+\s+", "", schedule.strip()).split()
-        if fields[:1] == ["@every"] and len(fields) == 2 or len(fields) == 1 and fields[0] in _CRON_DESCRIPTORS:
-            return
-        if len(fields) != 5 or not all(re.fullmatch(r"[0-9A-Za-z*?/,-]+", field) for field in fields):
-            self.add(path, f"schedule {schedule!r} is not a cron expression with five fields")
 
     def names(self, entries: list[tuple[str, Any]], what: str, pattern: re.Pattern[str], required: bool) -> None:
         """Argo's validateWorkflowFieldNames: each (path, item) has a valid name, used once."""
@@ -115,11 +113,17 @@ class _Rules:
             self.names(entries, f"{label} {key[:-1]}", _PARAM_NAME, not self.schema_checked)
 
     def spec(self, spec: dict[str, Any], path: str) -> None:
+        # validateLeaf takes an image from a Workflow's or WorkflowTemplate's templateDefaults, not a cluster one's
+        self.defaults = None if self.kind == "ClusterWorkflowTemplate" else _dict(spec.get("templateDefaults"))
         templates = _list(spec.get("templates"))
         self.names(_indexed(templates, f"{path}.templates"), "template", _FIELD_NAME, True)
         for template in reversed(templates):
             if isinstance(template, dict) and isinstance(template.get("name"), str):
                 self.templates[template["name"]] = template
+        self.pod_resources(spec.get("podResources"), f"{path}.podResources")
+        strategy = _dict(spec.get("podGC")).get("strategy")
+        if strategy not in (None, "", *_POD_GC_STRATEGIES):  # Argo's PodGCStrategy.IsValid
+            self.add(f"{path}.podGC.strategy", f"{strategy!r} is not one of {', '.join(_POD_GC_STRATEGIES)}")
         arguments = _dict(spec.get("arguments"))
         self.io_names(arguments, f"{path}.arguments", "workflow argument")
         self.workflow_arguments(arguments, f"{path}.arguments")
@@ -153,7 +157,7 @@ class _Rules:
             enum, value = param.get("enum"), param.get("value")
             if isinstance(enum, list) and not enum:
                 self.add(f"{where}.enum", "enum needs at least one value")
-            elif isinstance(enum, list) and value is not None and any_string(value) not in map(any_string, enum):
+            elif isinstance(enum, list) and value is not None and stringify(value) not in map(stringify, enum):
                 self.add(f"{where}.value", f"value {value!r} is not one of its enum {enum}")
 
     def template_named(self, name: str, path: str) -> dict[str, Any] | None:
@@ -180,6 +184,18 @@ class _Rules:
                 check(template, f"template {name!r}")
             except WorkflowError as error:
                 self.add(path, str(error).rstrip("."))
+        self.found.extend(leaf_findings(template, path, self.defaults))
+        for i, metric in enumerate(map(_dict, _list(_dict(template.get("metrics")).get("prometheus")))):
+            self.metric(metric, f"{path}.metrics.prometheus[{i}]")
+        kind = types[0] if len(types) == 1 else None
+        if template.get("podResources") is not None and kind in ("http", "plugin"):  # they run on the agent pod
+            self.add(f"{path}.podResources", f"podResources is not supported for {kind} templates")
+        else:
+            self.pod_resources(template.get("podResources"), f"{path}.podResources")
+        if template.get("resourceClaims") and kind not in (None, *_POD_TYPES):
+            self.add(
+                f"{path}.resourceClaims", f"resourceClaims is not supported for {kind} templates, which make no pod"
+            )
         inputs = _dict(template.get("inputs"))
         self.io_names(inputs, f"{path}.inputs", "input")
         self.io_names(_dict(template.get("outputs")), f"{path}.outputs", "output")
@@ -187,6 +203,28 @@ class _Rules:
             self.steps(template, path)
         if isinstance(template.get("dag"), dict):
             self.dag(template, path)
+
+    def metric(self, metric: dict[str, Any], path: str) -> None:
+        """Argo's checks of a template's Prometheus metric: names and label keys, help, a value (validateTemplate)."""
+        name = _str(metric.get("name"))
+        keys = [_str(_dict(label).get("key")) for label in _list(metric.get("labels"))]
+        for bad in [key for key in (name, *keys) if not _METRIC_NAME.fullmatch(key)][:1]:
+            self.add(path, f"metric name or label {bad!r} is invalid: use letters, digits and '_'")
+        if metric.get("help") == "":  # a missing one is the schema's to report
+            self.add(path, f"metric {name!r} needs a help string")
+        for kind in ("gauge", "counter", "histogram"):
+            if _dict(metric.get(kind)).get("value") == "":
+                self.add(f"{path}.{kind}", f"metric {name!r} needs {kind}.value")
+
+    def pod_resources(self, resources: Any, path: str) -> None:
+        """Argo's validatePodResources: pod-level resources are cpu, memory and hugepages-*, without claims."""
+        resources = _dict(resources)
+        if resources.get("claims"):
+            self.add(f"{path}.claims", "claims is not supported for pod-level resources")
+        for key in ("limits", "requests"):
+            for name in _dict(resources.get(key)):
+                if name not in ("cpu", "memory") and not str(name).startswith("hugepages-"):
+                    self.add(f"{path}.{key}", f"{name!r} is not a pod-level resource: use cpu, memory or hugepages-*")
 
     def call(self, call: dict[str, Any], path: str, what: str) -> None:
         """Checks shared by steps and DAG tasks: the template they call, its inputs, `when`, loops, hooks."""
@@ -219,6 +257,9 @@ class _Rules:
             self.add(f"{path}.when", f"when {when!r} does not parse: {error}")
         if sum(bool(call.get(key)) or call.get(key) == {} for key in ("withItems", "withParam", "withSequence")) > 1:
             self.add(path, f"{what} {name!r} may use only one of withItems, withParam and withSequence")
+        sequence = _dict(call.get("withSequence"))
+        if sequence.get("count") is not None and sequence.get("end") is not None:  # Argo's addItemsToScope
+            self.add(f"{path}.withSequence", f"{what} {name!r}: withSequence may define only one of count and end")
         if isinstance(call.get("onExit"), str):
             self.template_named(call["onExit"], f"{path}.onExit")
         self.hooks(_dict(call.get("hooks")), f"{path}.hooks")
@@ -288,7 +329,7 @@ class _Rules:
             arguments = _dict(task.get("arguments"))
             for key, field in (("parameters", "value"), ("artifacts", "from")):
                 for k, arg in enumerate(map(_dict, _list(arguments.get(key)))):
-                    value = any_string(arg.get(field)) if arg.get(field) is not None else ""
+                    value = stringify(arg.get(field)) if arg.get(field) is not None else ""
                     used = value.split(".")[1] if value.startswith("{{tasks.") else None
                     if used in nodes and used not in before:
                         self.add(

@@ -31,7 +31,8 @@ from typing import Any
 from pipelines.lint_explain import Place, explain
 from pipelines.lint_tags import is_parameter, lookup_key, placeholder, strings, substitute, tags
 from pipelines.lint_when import ancestors, task_dependencies, topological
-from pipelines.local.globals import WorkflowGlobals, any_string
+from pipelines.local.globals import WorkflowGlobals
+from pipelines.local.workflow import stringify
 
 __all__ = ["scope_findings"]
 
@@ -236,11 +237,11 @@ class _Walk:
                 value = placeholder() if arguments is None else given[name][1].get("value")
                 if arguments is not None and value is not None:
                     brought.append(
-                        (f"{self.path}.arguments.parameters[{given[name][0]}].value", any_string(value), name)
+                        (f"{self.path}.arguments.parameters[{given[name][0]}].value", stringify(value), name)
                     )
                     value = placeholder()
             if value is not None:
-                second[f"inputs.parameters.{name}"] = substitute(template.text(any_string(value)), first)
+                second[f"inputs.parameters.{name}"] = substitute(template.text(stringify(value)), first)
         passed = {_str(_dict(a).get("name")): _dict(a) for a in _list(_dict(arguments).get("artifacts"))}
         for i, artifact in enumerate(map(_dict, _list(_dict(node.get("inputs")).get("artifacts")))):
             name = _str(artifact.get("name"))

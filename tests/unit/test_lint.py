@@ -219,6 +219,18 @@ def test_template_ref_is_not_resolved_locally(tmp_path: Path) -> None:
     assert lint(tmp_path, workflow(dag(task))) == []
 
 
+@pytest.mark.parametrize("kind", ["steps", "dag"])
+def test_a_sequence_with_both_count_and_end_is_refused(tmp_path: Path, kind: str) -> None:
+    """Argo's validator (workflow/validate/validate.go, addItemsToScope) refuses it, "only one of count or end can
+    be defined in withSequence", for a step and a task alike; before, lint passed it and the runner ran `end`."""
+    call = {"name": "a", "template": "echo", "withSequence": {"count": "2", "end": "3"}}
+    main = {"name": "main", "steps": [[call]]} if kind == "steps" else dag(call)
+    where = "steps[0][0]" if kind == "steps" else "dag.tasks[0]"
+    problem = only(lint(tmp_path, workflow(main, ECHO)))
+    assert problem.path == f"spec.templates[0].{where}.withSequence"
+    assert "withSequence may define only one of count and end" in problem.message
+
+
 @pytest.mark.parametrize(
     ("task", "phrase"),
     [
@@ -462,6 +474,196 @@ def test_cron_workflow_rules_apply_to_its_workflow_spec(tmp_path: Path) -> None:
     spec = {"schedules": ["*/5 * * *"], "workflowSpec": {"entrypoint": "mian", "templates": [ECHO]}}
     doc = {"apiVersion": "argoproj.io/v1alpha1", "kind": "CronWorkflow", "metadata": {"name": "c"}, "spec": spec}
     assert [p.path for p in lint(tmp_path, doc)] == ["spec.schedules[0]", "spec.workflowSpec.entrypoint"]
+
+
+@pytest.mark.parametrize(
+    ("template", "spec", "path", "phrase"),
+    [
+        (
+            {**ECHO, "name": "main", "podResources": {"requests": {"nvidia.com/gpu": "1"}}},
+            {},
+            "spec.templates[0].podResources.requests",
+            "'nvidia.com/gpu' is not a pod-level resource",
+        ),
+        (
+            {**ECHO, "name": "main"},
+            {"podResources": {"claims": [{"name": "gpu"}]}},
+            "spec.podResources.claims",
+            "claims is not supported",
+        ),
+        (
+            {"name": "get", "http": {"url": "http://127.0.0.1"}, "podResources": {"requests": {"cpu": "1"}}},
+            {},
+            "spec.templates[0].podResources",
+            "podResources is not supported for http templates",
+        ),
+        (
+            {"name": "main", "steps": [[{"name": "a", "template": "echo"}]], "resourceClaims": [{"name": "gpu"}]},
+            {},
+            "spec.templates[0].resourceClaims",
+            "resourceClaims is not supported for steps templates",
+        ),
+    ],
+)
+def test_pod_level_resources_argo_refuses_are_refused(tmp_path, template, spec, path, phrase) -> None:
+    """Argo's validatePodResources and validateTemplate (workflow/validate/validate.go): pod-level resources are
+    cpu, memory and hugepages-*, never claims, and only where a pod runs; before, lint passed all four."""
+    problem = only(lint(tmp_path, workflow(template, ECHO, **spec)))
+    assert problem.path == path and phrase in problem.message, problem
+
+
+def test_pod_level_resources_argo_accepts_are_accepted(tmp_path: Path) -> None:
+    resources = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"hugepages-2Mi": "1Gi"}}
+    claimed = {**ECHO, "podResources": resources, "resourceClaims": [{"name": "gpu", "resourceClaimName": "g"}]}
+    assert lint(tmp_path, workflow(claimed, podResources=resources)) == []
+
+
+MOUNTED = {"image": "a", "command": ["true"], "volumeMounts": [{"name": "v", "mountPath": "/x"}]}
+
+
+@pytest.mark.parametrize(
+    ("template", "path", "phrase"),
+    [
+        ({"name": "main", "container": {"command": ["true"]}}, "container.image", "container.image may not be empty"),
+        ({"name": "main", "script": {"image": "", "source": "true"}}, "script.image", "script.image may not be empty"),
+        (
+            {"name": "main", "container": {**MOUNTED, "volumeMounts": MOUNTED["volumeMounts"] * 2}},
+            "container.volumeMounts[1].mountPath",
+            "'/x' is already mounted",
+        ),
+        (
+            {
+                "name": "main",
+                "inputs": {"artifacts": [{"name": "a", "path": "/x", "raw": {"data": "1"}}]},
+                "container": MOUNTED,
+            },
+            "inputs.artifacts[0].path",
+            "'/x' is already mounted (volume 'v')",
+        ),
+        ({**ECHO, "name": "main", "sidecars": [{"name": "wait", "image": "a"}]}, "sidecars", "'wait' is a reserved"),
+        (
+            {
+                "name": "main",
+                "containerSet": {"containers": [{"name": "supervisor", "image": "a", "command": ["true"]}]},
+            },
+            "containerSet.containers",
+            "'supervisor' is a reserved Argo container name",
+        ),
+        (
+            {
+                "name": "main",
+                "containerSet": {"containers": [{"name": "a", "image": "a", "command": ["true"]}]},
+                "outputs": {"parameters": [{"name": "o", "valueFrom": {"path": "/tmp/o"}}]},
+            },
+            "containerSet.containers",
+            "needs a container named 'main'",
+        ),
+        ({"name": "main", "resource": {"action": "scale", "manifest": "kind: X"}}, "resource.action", "must be one of"),
+        (
+            {"name": "main", "resource": {"action": "create"}},
+            "resource",
+            "give the resource a manifest or manifestFrom",
+        ),
+        ({"name": "main", "resource": {"action": "apply", "manifest": "a: [b"}}, "resource.manifest", "valid YAML"),
+        ({**ECHO, "name": "main", "parallelism": 2}, "parallelism", "only valid for steps and dag templates"),
+    ],
+)
+def test_a_leaf_template_argo_refuses_is_refused(tmp_path, template, path, phrase) -> None:
+    """Argo's validateLeaf (workflow/validate/validate.go) refuses each at submit; before, lint passed them all and
+    the runner, which ignores images and mounts nothing, ran them."""
+    volumes = [{"name": "v", "emptyDir": {}}]
+    problem = only(lint(tmp_path, workflow(template, volumes=volumes)))
+    assert problem.path == f"spec.templates[0].{path}" and phrase in problem.message, problem
+
+
+def test_what_validate_leaf_accepts_is_accepted(tmp_path: Path) -> None:
+    """The image from templateDefaults, `{{...}}` in a manifest or an action, parallelism on steps, a get without
+    a manifest."""
+    main = {
+        "name": "main",
+        "parallelism": 1,
+        "steps": [[{"name": "a", "template": "c"}, {"name": "b", "template": "g"}]],
+    }
+    container = {"name": "c", "container": {"command": ["true"]}}
+    manifest = "kind: Job\nmetadata: {name: {{workflow.name}}}\n"
+    get = {"name": "g", "resource": {"action": "get", "manifest": manifest}}
+    doc = workflow(main, container, get, templateDefaults={"container": {"image": "alpine"}})
+    assert lint(tmp_path, doc) == []
+
+
+COUNTER = {"name": "runs_total", "help": "Runs", "counter": {"value": "1"}}
+
+
+@pytest.mark.parametrize(
+    ("metric", "phrase"),
+    [
+        ({**COUNTER, "name": "runs-total"}, "'runs-total' is invalid"),
+        ({**COUNTER, "name": "runs:total"}, "'runs:total' is invalid"),
+        ({**COUNTER, "labels": [{"key": "step-name", "value": "x"}]}, "'step-name' is invalid"),
+        ({**COUNTER, "help": ""}, "needs a help string"),
+        ({**COUNTER, "counter": {"value": ""}}, "needs counter.value"),
+    ],
+)
+def test_a_metric_argo_refuses_is_refused(tmp_path: Path, metric: dict[str, Any], phrase: str) -> None:
+    """Argo's validateTemplate and workflow/metrics/util.go (IsValidMetricName: Prometheus' legacy names, no ':';
+    ValidateMetricValues); before, lint passed each."""
+    problem = only(lint(tmp_path, workflow({**ECHO, "metrics": {"prometheus": [metric]}})))
+    assert problem.path.startswith("spec.templates[0].metrics.prometheus[0]") and phrase in problem.message
+
+
+def test_a_pod_gc_strategy_argo_does_not_know_is_refused(tmp_path: Path) -> None:
+    """Argo's validate.Workflow: PodGCStrategy.IsValid; before, lint passed it."""
+    assert lint(tmp_path, workflow(ECHO, podGC={"strategy": "OnWorkflowSuccess"})) == []
+    problem = only(lint(tmp_path, workflow(ECHO, podGC={"strategy": "OnSuccess"})))
+    assert problem.path == "spec.podGC.strategy" and "'OnSuccess' is not one of OnPodCompletion" in problem.message
+
+
+def cron_workflow(**spec: Any) -> dict[str, Any]:
+    body = {"schedules": ["0 2 * * *"], "workflowSpec": {"entrypoint": "echo", "templates": [ECHO]}, **spec}
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "CronWorkflow", "metadata": {"name": "c"}, "spec": body}
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        "*/5 * * * *",
+        "0 9-17/2 * JAN-mar mon,FRI",
+        "? 0 1 * 0",
+        "5/15 * * * *",
+        "CRON_TZ=Asia/Tokyo 0 3 * * *",
+        "TZ=UTC @daily",
+        "@every 1h30m",
+        "@hourly",
+    ],
+)
+def test_schedules_robfig_cron_parses_are_accepted(tmp_path: Path, schedule: str) -> None:
+    assert lint(tmp_path, cron_workflow(schedules=[schedule])) == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "path", "phrase"),
+    [
+        ({"schedules": ["61 * * * *"]}, "spec.schedules[0]", "minute '61': outside 0-59"),
+        ({"schedules": ["0 0 * * 7"]}, "spec.schedules[0]", "day of week '7': outside 0-6"),
+        ({"schedules": ["0 0 0 * *"]}, "spec.schedules[0]", "day of month '0': outside 1-31"),
+        ({"schedules": ["0 5-1 * * *"]}, "spec.schedules[0]", "hour '5-1': outside 0-23"),
+        ({"schedules": ["*/0 * * * *"]}, "spec.schedules[0]", "the step must be positive"),
+        ({"schedules": ["0 0 * foo *"]}, "spec.schedules[0]", "month 'foo': not a number"),
+        ({"schedules": ["@every 1d"]}, "spec.schedules[0]", "'1d' is not a Go duration"),
+        ({"schedules": ["@fortnightly"]}, "spec.schedules[0]", "'@fortnightly' is not one of @yearly"),
+        ({"schedules": ["CRON_TZ=Mars/Olympus 0 0 * * *"]}, "spec.schedules[0]", "'Mars/Olympus' is not a time zone"),
+        ({"schedules": []}, "spec.schedules", "needs at least one schedule"),
+        ({"timezone": "Mars/Olympus"}, "spec.timezone", "is not a time zone of the IANA database"),
+        ({"concurrencyPolicy": "Sometimes"}, "spec.concurrencyPolicy", "is not one of Allow, Forbid, Replace"),
+        ({"startingDeadlineSeconds": -1}, "spec.startingDeadlineSeconds", "must not be negative"),
+    ],
+)
+def test_a_cron_workflow_argo_refuses_is_refused(tmp_path: Path, spec: dict[str, Any], path: str, phrase: str) -> None:
+    """Argo's validate.CronWorkflow (workflow/validate/validate.go) parses each schedule with robfig/cron v3's
+    ParseStandard and checks the timezone, concurrencyPolicy and startingDeadlineSeconds; before, lint took a
+    schedule of five well-formed fields whatever their values, and the rest unchecked."""
+    problem = only(lint(tmp_path, cron_workflow(**spec)))
+    assert problem.path == path and phrase in problem.message, problem
 
 
 def test_parameter_values_may_be_numbers_as_argo_reads_them(tmp_path: Path, schema_path: Path) -> None:
