@@ -18,9 +18,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pipelines.local import CRON_LABEL
-from pipelines.local.workflow import SCHEDULED_TIME
+from pipelines.local.workflow import SCHEDULED_TIME, stringify
 
-__all__ = ["WorkflowGlobals", "any_string"]
+__all__ = ["WorkflowGlobals"]
 
 # A simple tag (not an `{{=expression}}`, which Argo's validator does not resolve) naming a workflow variable.
 _TAG = re.compile(r"{{\s*(workflow\.[^{}=]*?)\s*}}")
@@ -45,15 +45,6 @@ _AT_RUN_TIME = ("workflow.creationTimestamp", "workflow.scheduledTime", "workflo
 def _keys(holder: Any, key: str) -> set[str]:
     value = holder.get(key) if isinstance(holder, Mapping) else None
     return {str(k) for k in value} if isinstance(value, Mapping) else set()
-
-
-def any_string(value: Any) -> str:
-    """A scalar as Argo's AnyString prints it: `true`, `3`."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
 
 
 def _items(holder: Any, key: str) -> list[Mapping[str, Any]]:
@@ -84,9 +75,9 @@ class WorkflowGlobals:
         self.values: dict[str, str | None] = dict.fromkeys(known)
         for param in arguments:
             if param.get("name") and param.get("value") is not None:
-                self.values[f"workflow.parameters.{param['name']}"] = any_string(param["value"])
+                self.values[f"workflow.parameters.{param['name']}"] = stringify(param["value"])
         if spec.get("priority") is not None:
-            self.values["workflow.priority"] = any_string(spec["priority"])
+            self.values["workflow.priority"] = stringify(spec["priority"])
         self.on_exit = bool(spec.get("onExit"))
         if self.on_exit:
             known.add("workflow.failures")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 import secrets
 import string
@@ -29,6 +30,7 @@ from components.errors import InputError
 from components.files import MANIFEST_MAX_BYTES, describe_yaml_error, kind_of, read_text
 from components.names import MAX_RUN_NAME, is_dns1123_label, is_dns1123_subdomain, run_name_problem
 from pipelines.local import CRON_LABEL, volumes
+from pipelines.local.expressions.govalues import go_json
 
 __all__ = [
     "API_VERSION",
@@ -94,11 +96,15 @@ def check_run_name(name: str) -> str:
 
 
 def stringify(value: Any) -> str:
-    """A parameter value as Argo prints it: strings as they are, everything else as compact JSON."""
+    """A parameter value as Argo prints it: strings as they are, everything else as compact JSON.
+
+    A number reads as Go's JSON writes the float64 it became (`1000` for `1e3`, `0.00005` for `5e-5`), as Argo's
+    AnyString reads it.
+    """
     if isinstance(value, str):
         return value
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return go_json(value)
     return json.dumps(value, separators=(",", ":"))
 
 

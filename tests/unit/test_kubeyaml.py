@@ -156,3 +156,49 @@ def test_expansion_just_under_the_bound_reads_and_just_over_it_does_not() -> Non
     assert len(kubeyaml.load(anchor + "b: [" + ", ".join(["*a"] * under) + "]\n")["b"]) == under
     with pytest.raises(yaml.YAMLError, match="excessive aliasing"):
         kubeyaml.load(anchor + "b: [" + ", ".join(["*a"] * (under + 1)) + "]\n")
+
+
+# go-yaml v2's resolve.go (sigs.k8s.io/yaml, which kubectl, the API server and Argo's CLI read YAML with), against
+# PyYAML's YAML 1.1 rules: y/n are booleans, a float needs no point, ints are Go's literals, never base 60.
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("y", True),
+        ("N", False),
+        ("yes", True),
+        ("off", False),
+        ("1e3", 1000.0),
+        ("5e-5", 5e-5),
+        ("012", 10),
+        ("0o12", 10),
+        ("0x1F", 31),
+        ("0b11", 3),
+        ("08", 8.0),  # not octal, so Go reads it as the float it also matches
+        ("1_000", 1000),
+        (".5", 0.5),
+        ("-0x10", -16),
+        ("18446744073709551615", 2**64 - 1),  # ParseUint
+        ("99999999999999999999999", 1e23),  # past uint64: the float
+        ("12:30", "12:30"),  # PyYAML: 750
+        ("1:30:00", "1:30:00"),
+        ("1e400", "1e400"),  # beyond float64: ParseFloat fails, the string stays
+        ("0x", "0x"),
+        ("2024-01-01", "2024-01-01"),
+        ("v1.2", "v1.2"),
+        ("~", None),
+    ],
+)
+def test_a_plain_scalar_reads_as_go_yaml_reads_it(text: str, value: Any) -> None:
+    assert kubeyaml.go_scalar(text) == value and type(kubeyaml.go_scalar(text)) is type(value)
+    assert kubeyaml.load(f"v: {text}\n") == {"v": value}
+    assert kubeyaml.load(f"v: '{text}'\n") == {"v": text}  # quoted: always the string
+
+
+def test_keys_are_json_strings_as_sigs_yaml_writes_them() -> None:
+    document = kubeyaml.load("1: a\ny: b\n1.5: c\n1e6: d\n0.1: e\nname: f\n<<: {g: h}\n")
+    assert document == {"1": "a", "true": "b", "1.5": "c", "1e+06": "d", "0.1": "e", "name": "f", "g": "h"}
+    with pytest.raises(yaml.YAMLError, match="key 'true' is given twice"):  # 1 == True to Python, not to JSON
+        kubeyaml.load("true: a\ny: b\n")
+    assert kubeyaml.load("1: a\ntrue: b\n") == {"1": "a", "true": "b"}
+    with pytest.raises(yaml.YAMLError, match="a key is null"):
+        kubeyaml.load("~: a\n")

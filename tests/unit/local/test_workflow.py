@@ -54,6 +54,20 @@ def test_parameters_apply_and_respect_enum() -> None:
     assert "not one of s, m" in refused(wf(arguments=args), {"size": "xl"})
 
 
+def test_parameter_values_read_as_argo_reads_the_yaml(tmp_path: Path) -> None:
+    # go-yaml v2 resolves the scalars, sigs.k8s.io/yaml writes JSON, AnyString.UnmarshalJSON reads the float64:
+    # `y` is true, `5e-5` and `0.00005` are 0.00005, `1e6` is 1000000, `12:30` no base-60 number (PyYAML: 750)
+    text = yaml.safe_dump(wf())
+    text += "  arguments:\n    parameters:\n" + "".join(
+        f"    - {{name: p{n}, value: {value}}}\n"
+        for n, value in enumerate(["y", "5e-5", "0.00005", "1e6", "12:30", "0x1F", "2.50", "1.0", "'1.0'"])
+    )
+    path = tmp_path / "wf.yaml"
+    path.write_text(text)
+    values = list(load_workflow(path).parameters.values())
+    assert values == ["true", "0.00005", "0.00005", "1000000", "12:30", "31", "2.5", "1", "1.0"]
+
+
 def test_unresolvable_templates_are_refused() -> None:
     steps = [{"name": "main", "steps": [[{"name": "a", "template": "missing"}]]}]
     assert refused(wf(templates=steps)) == (
