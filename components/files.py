@@ -37,6 +37,7 @@ __all__ = [
     "read_dataset",
     "read_text",
     "remove_made_dirs",
+    "state_home",
     "write_bytes",
     "write_json",
     "write_text",
@@ -167,6 +168,16 @@ def check_output_dir(path: str | Path, option: str) -> None:
     _check_parents(path, option)
 
 
+def state_home() -> Path:
+    """`VCPILOT_HOME`, or `./.vcpilot`: where vcpilot keeps its state; InputError when a file is there or above it.
+
+    Every command finds the home here, so a home that is a file reads the same in each, before anything is made.
+    """
+    home = Path(os.environ.get("VCPILOT_HOME") or ".vcpilot").resolve()
+    check_output_dir(home, "VCPILOT_HOME")
+    return home
+
+
 def _check_parents(path: str | Path, what: str) -> None:
     """InputError when a parent of `path` is a file: nothing can be created under it."""
     for parent in Path(path).parents:
@@ -227,13 +238,13 @@ def write_text(path: str | Path, text: str) -> Path:
 
 
 def dump_yaml(data: Any) -> str:
-    """`data` as block YAML in the order given (a manifest as people read it), by libyaml where PyYAML has it.
+    """`data` as block YAML in the order given (a manifest as people read it), as Kubernetes reads it back.
 
-    libyaml writes the same text as PyYAML's own emitter, about ten times faster (`vcpilot plan` prints a VCJob).
+    By libyaml where PyYAML has it (`vcpilot plan` prints a VCJob); `kubeyaml.dump` quotes what go-yaml would misread.
     """
-    import yaml
+    from components import kubeyaml
 
-    return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
+    return kubeyaml.dump(data)
 
 
 def write_json(path: str | Path, data: Any) -> Path:

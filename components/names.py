@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import re
 
+from components.errors import InputError
+
 __all__ = [
     "MAX_RUN_NAME",
     "QUALIFIED_NAME",
     "check_label_key",
     "check_label_value",
     "check_labels",
+    "check_namespace",
     "is_dns1123_label",
     "is_dns1123_subdomain",
     "is_port_name",
@@ -34,6 +37,20 @@ def is_dns1123_label(value: str) -> bool:
 def is_dns1123_subdomain(value: str) -> bool:
     """Tell whether `value` is a lowercase RFC 1123 subdomain: labels joined by '.', at most 253 long."""
     return len(value) <= 253 and re.fullmatch(_DNS1123_SUBDOMAIN, value) is not None
+
+
+def check_namespace(value: str, what: str) -> str:
+    """`value`, or InputError naming `what` (`--namespace`) when Kubernetes refuses it as a namespace: a DNS-1123 label.
+
+    Checked where a namespace is typed, before anything asks a cluster: else a typo reads as "does not exist".
+    """
+    if not is_dns1123_label(value):
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        raise InputError(
+            f"{what} {shown!r} is not a namespace name: give lower-case letters, digits and '-', at most 63 "
+            "characters, starting and ending with a letter or digit"
+        )
+    return value
 
 
 # Argo's controller refuses a longer workflow name (validate.go maxCharsInObjectName: it becomes a label value).

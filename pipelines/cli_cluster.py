@@ -29,7 +29,16 @@ __all__ = ["app"]
 FOLLOW_POLL_S = 0.5  # how often `logs --follow` looks for new lines
 
 JsonFlag = JsonOption
-Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the job.")]
+
+
+def _namespace(value: str | None) -> str | None:
+    """A namespace typed is checked first: `-n 'My NS'` is a mistake to say, not a job that "does not exist"."""
+    from components.names import check_namespace
+
+    return value if value is None else check_namespace(value, "--namespace")
+
+
+Namespace = Annotated[str, typer.Option("--namespace", "-n", callback=_namespace, help="Namespace of the job.")]
 
 
 def fail(message: str) -> NoReturn:
@@ -214,7 +223,10 @@ def events(
         ),
     ] = None,
     namespace: Annotated[
-        str | None, typer.Option("--namespace", "-n", help="Only this namespace's events (default: every one).")
+        str | None,
+        typer.Option(
+            "--namespace", "-n", callback=_namespace, help="Only this namespace's events (default: every one)."
+        ),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many, the most recent.")] = 200,
     as_json: JsonFlag = False,
@@ -314,11 +326,17 @@ def sample(
     as_json: JsonFlag = False,
 ) -> None:
     """Print a Volcano Job to start from: `vcpilot cluster sample > job.yaml; vcpilot cluster submit job.yaml`."""
+    from pydantic import ValidationError
+
+    from components.entry import option_error
     from components.volcano.validation import validate_job
     from pipelines.cluster_sample import SAMPLE_NAME, sample_job
 
-    name = name or SAMPLE_NAME
-    job = sample_job(name, pods, gpus)
+    name = SAMPLE_NAME if name is None else name  # `--name ''` is refused below, not taken for the default
+    try:
+        job = sample_job(name, pods, gpus)
+    except ValidationError as err:  # what the models bound: more pods than a task's replicas (an int32) holds
+        raise option_error(err, {"replicas": "pods", "min_available": "pods"}) from None
     try:  # what `cluster submit` would refuse: a name that is not a DNS-1123 subdomain of at most 63 characters
         validate_job(job)
     except ValueError as err:

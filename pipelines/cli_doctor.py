@@ -27,6 +27,7 @@ def doctor_command(
 ) -> None:
     """Check the cluster, Volcano, RBAC, Argo, MLflow and the step image; exit 1 when anything needs fixing."""
     # Imported here: the kubernetes client is slow to load, and every other command would pay for it.
+    from components.names import check_namespace
     from pipelines import deployment, doctor
     from pipelines.doctor_report import exit_code, render_json, render_text
 
@@ -34,6 +35,7 @@ def doctor_command(
         ns = namespace or deployment.namespace()
     except deployment.DeployError as err:
         raise deployment.DeployError(f"{explain(err)[0].rstrip('.')}; pass --namespace") from None
+    check_namespace(ns, "--namespace")  # a typo is one sentence, not every check failing on a namespace not found
     checks = doctor.run_checks(kubeconfig, ns, argo_server)
     typer.echo(render_json(checks) if as_json else render_text(checks))
     raise typer.Exit(exit_code(checks))

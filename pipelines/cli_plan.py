@@ -154,18 +154,14 @@ def _check_names(workflow: str, workspace_pvc: str, image: str | None, namespace
     """The names the request does not check: they would reach the VCJob, refused on submit, pull or load."""
     from components.finetune.base_model import check_base_model
     from components.images import check_image
-    from components.names import is_dns1123_label, is_dns1123_subdomain
+    from components.names import check_namespace, is_dns1123_subdomain
     from pipelines.vcjobs import check_workflow_name
 
     try:
         check_workflow_name(workflow)
     except ValueError as err:
         raise InputError(f"--workflow {err}") from None
-    if not is_dns1123_label(namespace):
-        raise InputError(
-            f"--namespace {namespace!r} is not a namespace name: give lower-case letters, digits and '-', at most 63 "
-            "characters"
-        )
+    check_namespace(namespace, "--namespace")
     if workspace_pvc and not is_dns1123_subdomain(workspace_pvc):
         raise InputError(
             f"--workspace-pvc {workspace_pvc!r} is not a PersistentVolumeClaim name: give lower-case letters, "

@@ -52,11 +52,12 @@ def seed_command(
     Prints, as JSON, the template parameters that run the demo from there. Done once; a second call finds both.
     """
     from components.files import check_output_dir
-    from components.tracking.adapter import check_tracking_uri
+    from components.tracking.adapter import check_reachable, check_tracking_uri
     from pipelines.autopilot_run import bootstrap_champion, demo_parameters, prepare_demo
 
     check_output_dir(home, "--home")
     check_tracking_uri(mlflow_tracking_uri, "--mlflow-tracking-uri")
+    check_reachable(mlflow_tracking_uri)  # before the data is written and the champion trained for it
     try:
         prepare_demo(home, drift=True)
         bootstrap_champion(home, mlflow_tracking_uri)

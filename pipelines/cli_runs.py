@@ -16,7 +16,7 @@ import typer
 
 from components.entry import JsonOption, new_app, print_json
 from components.errors import InputError, Unavailable
-from components.tracking.adapter import TrackingUnavailable, experiment_name, resolve_uri
+from components.tracking.adapter import TrackingUnavailable, experiment_name, local_store_uri, resolve_uri
 from components.untrusted import printable
 from pipelines import runs_mlflow
 
@@ -179,6 +179,8 @@ def ui_command(
     # installs no KeyboardInterrupt of its own, and the UI would run on untouched. `run-workflow` sets its own too.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     uri = resolve_uri()
+    if uri == local_store_uri():
+        default_home()  # a VCPILOT_HOME that is a file is refused as every command refuses it
     if not uri.startswith("sqlite:///"):
         typer.echo(f"MLFLOW_TRACKING_URI is {uri}: open its own UI (unset it to serve the local store)")
         return
@@ -201,10 +203,10 @@ def ui_command(
 
 
 def default_home() -> Path:
-    """`VCPILOT_HOME`, or `./.vcpilot` (components.volcano.cluster_local.default_home, without importing it)."""
-    import os
+    """`VCPILOT_HOME`, or `./.vcpilot`; refused when it is a file (components.files.state_home)."""
+    from components.files import state_home
 
-    return Path(os.environ.get("VCPILOT_HOME") or ".vcpilot").resolve()
+    return state_home()
 
 
 def _link(home: Path, found: list[RunSummary] | list[RunDetail]) -> str:

@@ -44,13 +44,21 @@ def submit_command(
     as_json: JsonOption = False,
 ) -> None:
     """Submit a run of the llm-autopilot WorkflowTemplate to an Argo Server; print its name and UI link."""
+    from components.errors import InputError
+    from components.names import check_namespace
     from pipelines.compile import SubmitError, submit
+    from pipelines.parameters import check_parameters
 
     url = server or os.environ.get("ARGO_SERVER")
     if not url:
         raise SubmitError("no Argo Server: pass --server or set ARGO_SERVER.")
-    ns = namespace or os.environ.get("ARGO_NAMESPACE") or "argo"
-    name, link = submit(url, ns, token or os.environ.get("ARGO_TOKEN"), parse_params(param))  # SubmitError: reported
+    ns = check_namespace(namespace or os.environ.get("ARGO_NAMESPACE") or "argo", "--namespace (or ARGO_NAMESPACE)")
+    params = parse_params(param)
+    try:  # the values as the template's rules check them, before the server is asked (as `vcpilot run` does)
+        check_parameters(params)
+    except ValueError as err:
+        raise InputError(str(err)) from None
+    name, link = submit(url, ns, token or os.environ.get("ARGO_TOKEN"), params)  # SubmitError: reported
     if as_json:
         print_json({"name": name, "namespace": ns, "url": link})
         return

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from components.entry import JsonOption, new_app
+from components.errors import InputError
 
 __all__ = ["app", "evaluate_command"]
 
@@ -64,6 +65,8 @@ def evaluate_command(
     from components.release.verdict import Bars
     from components.tracking.adapter import configured_uri
 
+    if eval_set is not None and dataset_dir is not None:
+        raise InputError("--eval-set and --dataset-dir both name the evaluation set; give one of them")
     try:  # before a model loads: an SLO or a margin that is no finite number judges nothing
         Bars(slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, margin=margin)
     except ValidationError as err:

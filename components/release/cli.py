@@ -77,7 +77,9 @@ def register_command(
     from pydantic import ValidationError
 
     from components.entry import option_error
+    from components.errors import InputError
     from components.files import check_output, write_json
+    from components.names import run_name_problem
     from components.release.register import register_model
     from components.release.verdict import Bars, Verdict, read_scores
 
@@ -85,6 +87,8 @@ def register_command(
         bars = Bars(slo_ttft_ms=slo_ttft_ms, slo_tpot_ms=slo_tpot_ms, margin=margin)
     except ValidationError as err:
         raise option_error(err) from None
+    if workflow and (problem := run_name_problem(workflow)):  # the one rule for run names (components.names)
+        raise InputError(f"--workflow {problem}")
     if report is not None:
         check_output(report, "--report")
     verdict = Verdict(promoted=promote, reason=reason, scores=read_scores(evaluation, loadtest), bars=bars)

@@ -12,6 +12,7 @@ import typer
 
 from components.entry import new_app
 from components.errors import InputError
+from components.ports import check_port_free
 
 __all__ = ["app", "serve_command"]
 
@@ -38,6 +39,7 @@ def serve_command(
         raise InputError(f"--port {port} is not a TCP port; use 1-65535")
     if cpu_threads < 1:
         raise InputError(f"--cpu-threads must be at least 1, got {cpu_threads}")
+    check_port_free(host, port)  # a bad --host or a taken port is one sentence, said before a model loads
     if engine == "vllm":
         from components.serving.command import server_command
 
@@ -52,6 +54,8 @@ def serve_command(
     from components.serving.app import create_app
     from components.serving.engine import load_engine
 
+    if device:
+        _check_device(device)
     loaded = load_engine(model, device or None)  # a ModelLoadError ends as every VcpilotError does
     import torch  # already loaded by load_engine
 
@@ -61,6 +65,18 @@ def serve_command(
     name = served_model_name or str(model)
     print(f"serving {name} on http://{host}:{port} ({loaded.device})", file=sys.stderr, flush=True)
     uvicorn.run(create_app(loaded, name), host=host, port=port, log_level="warning", access_log=access_log)
+
+
+def _check_device(device: str) -> None:
+    """InputError unless torch can place a model on `device` here: a known type, and a GPU that exists."""
+    import torch
+
+    try:
+        chosen = torch.device(device)
+    except RuntimeError:
+        raise InputError(f"--device {device!r} is not a torch device; give cpu, cuda or cuda:N") from None
+    if chosen.type == "cuda" and (chosen.index or 0) >= torch.cuda.device_count():
+        raise InputError(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA GPU(s); give cpu")
 
 
 app = new_app()

@@ -65,8 +65,10 @@ class JobEvent(Event):
 
 
 def default_home() -> Path:
-    """`VCPILOT_HOME`, or `./.vcpilot`."""
-    return Path(os.environ.get("VCPILOT_HOME") or ".vcpilot").resolve()
+    """`VCPILOT_HOME`, or `./.vcpilot` (components.files.state_home: refused when it is a file)."""
+    from components.files import state_home
+
+    return state_home()
 
 
 def _chosen_config(home: Path, config: LocalClusterConfig | str | Path | None) -> LocalClusterConfig:

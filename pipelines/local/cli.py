@@ -153,13 +153,19 @@ def check_template_parameters(workflow: Workflow) -> None:
 
 
 def parse_params(values: list[str] | None, option: str = "--param") -> dict[str, str]:
-    """`name=value` pairs from a repeated option (`-p`); InputError names the malformed one."""
+    """`name=value` pairs from a repeated option (`-p`); InputError names the malformed one, or a name given twice.
+
+    As `argo submit`: the name is everything before the first `=` (a space in it is no parameter's), and a name given
+    twice puts the parameter twice in the workflow's arguments, which Argo's validator refuses (not unique).
+    """
     params: dict[str, str] = {}
     for item in values or []:
         name, sep, value = item.partition("=")
-        if not sep or not name.strip():
+        if not sep or not name:
             raise InputError(f"{option} {item!r} is not NAME=VALUE; write {option} name=value")
-        params[name.strip()] = value
+        if name in params:
+            raise InputError(f"{option} {name!r} is given twice ({params[name]!r} and {value!r}); give it once")
+        params[name] = value
     return params
 
 

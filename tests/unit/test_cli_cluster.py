@@ -145,7 +145,7 @@ def test_a_home_that_is_a_file_says_to_set_vcpilot_home(run, tmp_path, monkeypat
     (tmp_path / "afile").write_text("x")
     for home in (tmp_path / "afile", tmp_path / "afile" / "below"):
         monkeypatch.setenv("VCPILOT_HOME", str(home))
-        one_sentence_error(run("status"), f"cannot use {home} as", "set VCPILOT_HOME to a directory")
+        one_sentence_error(run("status"), f"VCPILOT_HOME {home} is", "a file")
     assert (tmp_path / "afile").read_text() == "x"
 
 

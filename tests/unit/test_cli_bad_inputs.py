@@ -1,0 +1,125 @@
+"""Bad input to `vcpilot` commands, as a new user types it: one sentence naming what to fix, exit 1, nothing changed.
+
+Each case was once taken, or refused only after a model loaded or a server was asked, or ended as an internal error.
+"""
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("VCPILOT_HOME", str(home))
+    return home
+
+
+def refused(args: list[str], *fragments: str) -> str:
+    """Run `vcpilot ARGS --json`; assert one sentence on stderr and the same error as stdout's one JSON document."""
+    result = CliRunner().invoke(app, [*args, "--json"])
+    text = result.stderr.strip()
+    assert result.exit_code == 1, result.output
+    assert text.startswith("error: ") and text.count("\n") == 0, text
+    assert json.loads(result.stdout) == {"error": text.removeprefix("error: "), "exit_code": 1}
+    for fragment in fragments:
+        assert fragment in text, text
+    return text
+
+
+@pytest.mark.parametrize("namespace", ["", "BAD NS", "Team_A", "a" * 64])
+@pytest.mark.parametrize(
+    "command", [["get", "hello"], ["logs", "hello"], ["delete", "hello"], ["describe", "job/hello"], ["events"]]
+)
+def test_a_namespace_kubernetes_refuses_is_said_not_taken_for_a_missing_job(home, command, namespace):
+    # it said "job BAD NS/hello does not exist" (and `events -n Bad` listed nothing, exit 0)
+    refused(["cluster", *command, "-n", namespace], f"--namespace {namespace!r} is not a namespace name")
+
+
+def test_cluster_sample_refuses_more_pods_than_a_task_holds_and_an_empty_name(home):
+    # --pods 99999999999999999999 was an internal error (a ValidationError); --name '' printed the sample's own name
+    refused(["cluster", "sample", "--pods", "99999999999999999999"], "--pods", "2147483647")
+    refused(["cluster", "sample", "--name", ""], "--name")
+
+
+@pytest.mark.parametrize("below", [False, True])
+@pytest.mark.parametrize("command", [["runs", "list"], ["cluster", "status"], ["runs", "show", "x"]])
+def test_a_vcpilot_home_that_is_a_file_is_refused_by_every_command(tmp_path, monkeypatch, command, below):
+    # `runs list` said there were no runs (exit 0), `run-workflow` "…/runs/x: Not a directory", `ui` "File exists"
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setenv("VCPILOT_HOME", str(tmp_path / "afile" / "home" if below else tmp_path / "afile"))
+    refused(command, "VCPILOT_HOME", "a file")
+    assert (tmp_path / "afile").read_text() == "x"
+
+
+def test_submit_checks_parameter_values_and_the_namespace_before_asking_the_server(home):
+    # both went to the server first: "cannot reach the Argo Server" (exit 3) hid the mistake
+    server = ["submit", "--server", "http://127.0.0.1:1"]
+    refused([*server, "-p", "gpus-wanted=1Gi"], "parameter gpus-wanted is '1Gi'")
+    refused([*server, "--namespace", "Bad NS"], "--namespace", "'Bad NS' is not a namespace name")
+
+
+def test_doctor_refuses_a_namespace_kubernetes_refuses(home, tmp_path):
+    # every check ran and failed on it, as a report, instead of one sentence
+    result = CliRunner().invoke(app, ["doctor", "--namespace", "Bad NS", "--kubeconfig", str(tmp_path / "none")])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.strip().count("\n") == 0 and "--namespace 'Bad NS'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "says"),
+    [(["--device", "bogus"], "--device 'bogus' is not a torch device"), (["--host", "not a host"], "--host")],
+)
+def test_serve_refuses_a_bad_device_or_host_before_loading_a_model(tmp_path, option, says):
+    # --device bogus was an internal error after the model loaded; a bad --host loaded the model, then exit 3
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = str(free.getsockname()[1])
+    args = ["serve", "--model", str(tmp_path / "no-model"), "--host", "127.0.0.1", "--port", port, *option]
+    result = CliRunner().invoke(app, args)
+    text = result.stderr.strip()
+    assert result.exit_code == 1 and text.count("\n") == 0 and says in text, result.output
+
+
+def test_evaluate_refuses_two_evaluation_sets(tmp_path: Path):
+    # --dataset-dir was ignored when --eval-set was given too
+    (tmp_path / "eval.jsonl").write_text('{"prompt": "a", "completion": "b"}\n')
+    args = ["evaluate", "--model", str(tmp_path / "m"), "--eval-set", str(tmp_path / "eval.jsonl")]
+    refused([*args, "--dataset-dir", str(tmp_path)], "--eval-set and --dataset-dir")
+
+
+def test_release_register_refuses_a_workflow_that_is_no_run_name(home, tmp_path):
+    # it registered the model with the lineage tag `vcpilot.workflow: Bad/../x`
+    args = ["release", "register", "--model", str(tmp_path / "m"), "--registered-model", "x"]
+    refused([*args, "--workflow", "Bad/../x"], "--workflow 'Bad/../x' is not a run name")
+
+
+def test_demo_seed_asks_mlflow_before_writing_the_demo_or_training_a_champion(home, tmp_path):
+    # it wrote the demo into --home and trained the champion for a minute, then found MLflow unreachable
+    args = ["demo", "seed", "--home", str(tmp_path / "ws"), "--mlflow-tracking-uri", "http://127.0.0.1:1"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 3 and "MLflow at http://127.0.0.1:1 is unreachable" in result.stderr, result.output
+    assert not (tmp_path / "ws").exists()
+
+
+@pytest.mark.parametrize("option", [["--lora-target", "q_proj"], ["--lora-r", "4"], ["--lora-alpha", "3"]])
+def test_finetune_refuses_lora_options_without_lora(tmp_path, option):
+    # they were dropped without a word, and every weight was trained
+    args = ["finetune", "--data", str(tmp_path), "--out", str(tmp_path / "m"), "--max-steps", "1", *option]
+    refused([*args], f"{option[0]} shapes LoRA adapters; add --lora")
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("command", [["run-workflow", "WF"], ["run"], ["submit", "--server", "http://127.0.0.1:9"]])
+def test_a_parameter_given_twice_is_refused_before_anything_starts(home, tmp_path, command):
+    # the last one won; `argo submit -p a=1 -p a=2` puts the parameter twice in spec.arguments, which Argo refuses
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(Path("../shared/argo-examples/arguments-parameters.yaml").read_text())
+    args = [str(wf) if part == "WF" else part for part in command]
+    refused([*args, "-p", "message=a", "-p", "message=b"], "'message' is given twice")
+    assert not (home / "runs").exists()
