@@ -23,11 +23,12 @@ from __future__ import annotations
 import math
 import re
 import struct
+from collections.abc import Hashable
 from typing import Any
 
 import yaml
 
-__all__ = ["MAX_ALIAS_VALUES", "Loader", "go_scalar", "json_key", "load", "load_all"]
+__all__ = ["MAX_ALIAS_VALUES", "Dumper", "Loader", "dump", "go_scalar", "json_key", "load", "load_all"]
 
 # How many values aliases may add to a document, beyond those written out. Anchors that a workflow reuses (a
 # template's defaults merged into a few dozen steps) add hundreds; a YAML bomb adds millions at once.
@@ -42,7 +43,7 @@ class Loader(yaml.SafeLoader):
         _check_aliases(node)
         return super().construct_document(node)
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[str, Any]:
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         """A mapping with JSON's keys (`json_key`).
 
         A ConstructorError names a key given twice (a merged `<<: *defaults` key may be overridden) or one that JSON
@@ -58,7 +59,7 @@ class Loader(yaml.SafeLoader):
             if isinstance(key, str | int | float | bool):
                 seen.add(name)
         self.flatten_mapping(node)
-        mapping: dict[str, Any] = {}
+        mapping: dict[Hashable, Any] = {}
         for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=deep)
             if not isinstance(key, str | int | float | bool):
@@ -78,6 +79,28 @@ class Loader(yaml.SafeLoader):
     def construct_go_scalar(self, node: yaml.ScalarNode) -> Any:
         """The value of a plain scalar (`go_scalar`)."""
         return go_scalar(self.construct_scalar(node))
+
+
+_GO_TAGS = {bool: "bool", int: "int", float: "float", type(None): "null", str: "str"}
+
+
+class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """PyYAML's safe dumper (libyaml's where PyYAML has it) quoting every string go-yaml would read as another type.
+
+    PyYAML leaves `y`, `n`, `1e3` and `5e-5` plain, as its YAML 1.1 reads them back as strings; Kubernetes and Argo
+    would read a boolean and numbers. A scalar goes plain only where go-yaml reads what was written.
+    """
+
+    def resolve(self, kind: type[yaml.Node], value: str | None, implicit: tuple[bool, bool]) -> str:
+        """The tag go-yaml gives `value` written plain (so the emitter quotes a string it would not read as one)."""
+        if kind is yaml.ScalarNode and implicit[0] and value is not None:
+            return f"tag:yaml.org,2002:{_GO_TAGS[type(go_scalar(value))]}"
+        return str(super().resolve(kind, value, implicit))
+
+
+def dump(data: Any) -> str:
+    """`data` as block YAML in the order given, which Kubernetes and Argo read back as the same values."""
+    return str(yaml.dump(data, Dumper=Dumper, sort_keys=False))
 
 
 GO_SCALAR = "tag:vcpilot,2026:go-plain-scalar"

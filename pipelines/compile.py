@@ -14,6 +14,7 @@ from hera.workflows.models import Workflow as ModelWorkflow
 from hera.workflows.models import WorkflowCreateRequest, WorkflowTemplateRef
 from pydantic import PydanticDeprecatedSince20
 
+from components import kubeyaml
 from components.errors import Unavailable, VcpilotError
 from components.ports import check_http_url
 from pipelines.autopilot import (
@@ -43,8 +44,8 @@ class ArgoUnreachable(SubmitError, Unavailable):
 def render_all() -> dict[str, str]:
     """The file name and YAML text of every document, exactly as `compile_all` writes them."""
     return {
-        f"{TEMPLATE_NAME}.yaml": HEADER + build_workflow_template().to_yaml(),
-        f"{CRON_NAME}.yaml": HEADER + build_cron_workflow().to_yaml(),
+        f"{TEMPLATE_NAME}.yaml": HEADER + build_workflow_template().to_yaml(Dumper=kubeyaml.Dumper),
+        f"{CRON_NAME}.yaml": HEADER + build_cron_workflow().to_yaml(Dumper=kubeyaml.Dumper),
     }
 
 

@@ -28,6 +28,7 @@ SCHEMA_ENV = "VCPILOT_ARGO_SCHEMA"
 
 _SHARED_SCHEMA = Path(__file__).resolve().parents[2] / "shared" / "schemas" / "argo-v4.1.2" / "schema.json"
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+_QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _PARAMETER = "io.argoproj.workflow.v1alpha1.Parameter"
 _IMAGED = ("io.k8s.api.core.v1.Container", "io.argoproj.workflow.v1alpha1.ScriptTemplate")  # the schema requires image
 _VALIDATORS: dict[tuple[int, str], tuple[dict[str, Any], Validator]] = {}
@@ -164,10 +165,13 @@ def _validator(schema: dict[str, Any], kind: str) -> Validator | None:
         return cached[1]
     if definition not in schema["definitions"]:
         return None
-    # Where the schema says string, Argo's decoder also takes a number: IntOrString (`limit: 2`) and the AnyString
-    # of a parameter's value, default and enum (`value: 3`, `default: true`). Loosen those, and only those.
+    # Where the schema says string, Argo's decoder also takes a number: IntOrString (`limit: 2`), a Quantity
+    # (`nvidia.com/gpu: 1`: apimachinery's UnmarshalJSON parses a number's text as it parses a string; which ones are
+    # quantities pipelines/lint_leaf.py checks) and the AnyString of a parameter's value, default and enum (`value:
+    # 3`, `default: true`). Loosen those, and only those.
     definitions = dict(schema["definitions"])
     definitions[_INT_OR_STRING] = {"type": ["integer", "string"]}
+    definitions[_QUANTITY] = {"type": ["number", "string"]}
     if _PARAMETER in definitions:
         scalar = {"type": ["string", "number", "boolean"]}
         properties = {**definitions[_PARAMETER].get("properties", {}), "value": scalar, "default": scalar}

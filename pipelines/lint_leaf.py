@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from components.volcano.resources import quantity_value
 from pipelines.lint_scope import _dict, _list  # the one definition of these readers
 
 __all__ = ["leaf_findings"]
@@ -45,6 +46,12 @@ def leaf_findings(template: dict[str, Any], path: str, defaults: dict[str, Any] 
     if containers and in_or_out and not any(_dict(c).get("name") == "main" for _, c in containers):
         message = f"template {name!r}: a containerSet with input artifacts or outputs needs a container named 'main'"
         found.append((f"{path}.containerSet.containers", message))
+    pods = [(kind, template[kind]) for kind in ("container", "script") if isinstance(template.get(kind), dict)]
+    for key in ("sidecars", "initContainers"):
+        pods += [(f"{key}[{i}]", c) for i, c in enumerate(_list(template.get(key)))]
+    pods += [(f"containerSet.containers[{i}]", c) for i, (_, c) in enumerate(containers)]
+    for where, container in pods:
+        found += _quantities(_dict(container).get("resources"), f"{path}.{where}.resources", name)
     for where, container in [*containers, *(("sidecars", c) for c in _list(template.get("sidecars")))]:
         own = str(_dict(container).get("name") or "")
         if own in ("wait", "supervisor") or own.startswith("artifact-plugin-"):
@@ -55,6 +62,24 @@ def leaf_findings(template: dict[str, Any], path: str, defaults: dict[str, Any] 
         found.append(
             (f"{path}.parallelism", f"template {name!r}: parallelism is only valid for steps and dag templates")
         )
+    return found
+
+
+def _quantities(resources: Any, path: str, name: str) -> list[tuple[str, str]]:
+    """Each request or limit that is no Kubernetes quantity: Argo decodes them before it substitutes any `{{...}}`."""
+    found = []
+    for part in ("limits", "requests"):
+        for resource, amount in _dict(_dict(resources).get(part)).items():
+            try:
+                quantity_value(amount)
+            except ValueError:
+                hint = (
+                    "; a parameter cannot set it (Argo decodes it first): use podSpecPatch"
+                    if "{{" in str(amount)
+                    else ""
+                )
+                message = f"template {name!r}: {amount!r} is not a quantity such as 2, 500m or 16Gi{hint}"
+                found.append((f"{path}.{part}.{resource}", message))
     return found
 
 

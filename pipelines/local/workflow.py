@@ -30,7 +30,7 @@ from components.errors import InputError
 from components.files import MANIFEST_MAX_BYTES, describe_yaml_error, kind_of, read_text
 from components.names import MAX_RUN_NAME, is_dns1123_label, is_dns1123_subdomain, run_name_problem
 from pipelines.local import CRON_LABEL, volumes
-from pipelines.local.expressions.govalues import go_json
+from pipelines.local.govalues import go_json
 
 __all__ = [
     "API_VERSION",

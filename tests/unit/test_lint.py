@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components import kubeyaml
 from components.files import MANIFEST_MAX_BYTES
 from pipelines.lint import SCHEMA_ENV, Problem, find_schema, lint_document, lint_files
 
@@ -31,7 +32,7 @@ def dag(*tasks: dict[str, Any], name: str = "main") -> dict[str, Any]:
 
 def lint(tmp_path: Path, *docs: Any, schema_path: Path | None = None) -> list[Problem]:
     path = tmp_path / "wf.yaml"
-    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    path.write_text(yaml.dump_all(docs, Dumper=kubeyaml.Dumper, sort_keys=False))  # quoted as go-yaml needs
     return lint_files([path], schema_path=schema_path)
 
 
@@ -589,6 +590,41 @@ def test_what_validate_leaf_accepts_is_accepted(tmp_path: Path) -> None:
     get = {"name": "g", "resource": {"action": "get", "manifest": manifest}}
     doc = workflow(main, container, get, templateDefaults={"container": {"image": "alpine"}})
     assert lint(tmp_path, doc) == []
+
+
+@pytest.mark.parametrize(
+    ("where", "amount", "phrase"),
+    [
+        ("container", "abc", "'abc' is not a quantity"),
+        ("container", "1GB", "'1GB' is not a quantity"),
+        ("container", "{{workflow.name}}", "use podSpecPatch"),  # argo-workflows issues 703, 1015, 6939, 15005
+        ("script", "1.5.5", "'1.5.5' is not a quantity"),
+        ("sidecars[0]", "2 Gi", "'2 Gi' is not a quantity"),
+        ("initContainers[0]", "-", "'-' is not a quantity"),
+    ],
+)
+def test_a_request_that_is_no_quantity_is_refused_as_argo_decodes_it(tmp_path, where, amount, phrase) -> None:
+    """apimachinery's Quantity.UnmarshalJSON runs when Argo reads the workflow, before any `{{...}}` is substituted:
+    "quantities must match the regular expression"; before, lint passed these and the runner ran them."""
+    pod = {"image": "alpine", "command": ["true"], "resources": {"limits": {"memory": amount}}}
+    kind, _, index = where.partition("[")
+    template: dict[str, Any] = {"name": "main", "container": {"image": "alpine", "command": ["true"]}}
+    if kind == "script":
+        template = {"name": "main", "script": {**pod, "source": "true"}}
+    elif index:
+        template[kind] = [{**pod, "name": "side"}]
+    else:
+        template["container"] = pod
+    problem = only(lint(tmp_path, workflow(template)))
+    assert problem.path == f"spec.templates[0].{where}.resources.limits.memory" and phrase in problem.message, problem
+
+
+def test_a_quantity_written_as_a_number_is_accepted(tmp_path: Path) -> None:
+    """`nvidia.com/gpu: 1`, as Kubernetes' own docs write it: Quantity.UnmarshalJSON reads a JSON number's text as it
+    reads a string (the published schema says string only; lint refused every such request before)."""
+    resources = {"limits": {"nvidia.com/gpu": 1, "cpu": 0.5}, "requests": {"memory": "100Mi", "cpu": 1e3}}
+    template = {"name": "main", "container": {"image": "alpine", "command": ["true"], "resources": resources}}
+    assert lint(tmp_path, workflow(template)) == []
 
 
 COUNTER = {"name": "runs_total", "help": "Runs", "counter": {"value": "1"}}

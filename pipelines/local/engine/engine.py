@@ -58,7 +58,7 @@ from pipelines.local.engine.status import (
 )
 from pipelines.local.engine.steps import run_steps
 from pipelines.local.expressions import ExpressionError, evaluate_expr, substitute
-from pipelines.local.expressions.govalues import go_json, go_parameters_json, go_quote
+from pipelines.local.govalues import go_json, go_parameters_json, go_quote
 from pipelines.local.workflow import (
     SCHEDULED_TIME,
     Workflow,

@@ -20,7 +20,7 @@ from pipelines.local.engine.node_runner import NodeRunner
 from pipelines.local.engine.scope import substitute_tree
 from pipelines.local.engine.status import NodeStatus, parse_rfc3339
 from pipelines.local.expressions import evaluate_expr
-from pipelines.local.expressions.govalues import format_float_g
+from pipelines.local.govalues import format_float_g
 from pipelines.local.workflow import WorkflowError, parse_duration
 
 __all__ = ["run_retries"]

@@ -14,7 +14,7 @@ from typing import Any
 from components.untrusted import loads_json
 from pipelines.local.engine.status import ARTIFACT_MARK, Artifact, NodeStatus, Outputs, Parameter
 from pipelines.local.expressions import ExpressionError, evaluate_expr, substitute
-from pipelines.local.expressions.govalues import go_sprint
+from pipelines.local.govalues import go_sprint
 from pipelines.local.workflow import WorkflowError, stringify
 
 __all__ = [

@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from pipelines.local.expressions.errors import ExpressionError, quote_expression
-from pipelines.local.expressions.govalues import go_json, is_number
+from pipelines.local.govalues import go_json, is_number
 
 __all__ = ["jsonpath", "jsonpath_text"]
 

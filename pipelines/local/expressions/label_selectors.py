@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from pipelines.local.expressions.errors import ExpressionError, quote_expression
-from pipelines.local.expressions.govalues import format_float_f, go_json
+from pipelines.local.govalues import format_float_f, go_json
 
 __all__ = ["evaluate_condition"]
 

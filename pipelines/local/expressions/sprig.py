@@ -19,7 +19,7 @@ from typing import Any
 from pipelines.local.expressions.errors import ExpressionError, Unsupported
 from pipelines.local.expressions.expr.functions import from_json, go_split
 from pipelines.local.expressions.expr.runtime import deep_equal, regex
-from pipelines.local.expressions.govalues import go_json, go_sprint, go_type
+from pipelines.local.govalues import go_json, go_sprint, go_type
 
 __all__ = ["SPRIG"]
 

@@ -21,9 +21,9 @@ from pipelines.local.expressions.expr.functions import from_json
 from pipelines.local.expressions.expr.nodes import Binary, Ident, Let, Literal, Member, Node, children
 from pipelines.local.expressions.expr.parser import parse
 from pipelines.local.expressions.expr.runtime import to_float, to_int
-from pipelines.local.expressions.govalues import go_json
 from pipelines.local.expressions.jsonpath import jsonpath
 from pipelines.local.expressions.sprig import SPRIG
+from pipelines.local.govalues import go_json
 
 __all__ = ["argo_env", "evaluate_expr", "expand_scope", "render_value", "substitute"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.local.expressions.govalues import go_quote
+from pipelines.local.govalues import go_quote
 
 
 @pytest.mark.parametrize(

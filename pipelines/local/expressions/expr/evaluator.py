@@ -42,7 +42,7 @@ from pipelines.local.expressions.expr.runtime import (
     regex,
     slice_of,
 )
-from pipelines.local.expressions.govalues import go_type, is_number
+from pipelines.local.govalues import go_type, is_number
 
 __all__ = ["evaluate", "free_names"]
 

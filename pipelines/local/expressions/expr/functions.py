@@ -16,7 +16,7 @@ from typing import Any
 from components.untrusted import loads_json
 from pipelines.local.expressions.errors import ExpressionError, Unsupported
 from pipelines.local.expressions.expr.runtime import equal, fetch, to_float, to_int
-from pipelines.local.expressions.govalues import go_json, go_sprint, go_type, is_number
+from pipelines.local.govalues import go_json, go_sprint, go_type, is_number
 
 __all__ = ["BUILTINS", "from_json", "go_split", "sort_values"]
 

@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from pipelines.local.expressions.errors import ExpressionError
-from pipelines.local.expressions.govalues import go_type, is_number
+from pipelines.local.govalues import go_type, is_number
 
 __all__ = [
     "add",

@@ -22,7 +22,7 @@ from pipelines.local.expressions.govaluate.lexer import (
     compile_patterns,
     tokenize,
 )
-from pipelines.local.expressions.govalues import format_float_g
+from pipelines.local.govalues import format_float_g
 
 __all__ = ["evaluate_when"]
 

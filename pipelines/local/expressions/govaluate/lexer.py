@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pipelines.local.expressions.errors import ExpressionError
-from pipelines.local.expressions.govalues import format_float_g
+from pipelines.local.govalues import format_float_g
 
 __all__ = ["COMPARATOR_OPS", "TERNARY_OPS", "Token", "check_syntax", "compile_patterns", "tokenize"]
 
