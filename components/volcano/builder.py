@@ -142,6 +142,14 @@ class TrainingRequest(BaseModel):
             raise ValueError(f"{value!r} must be a lowercase RFC 1123 name (a-z, 0-9, '-' and '.')")
         return value
 
+    @field_validator("resume_checkpoint")
+    @classmethod
+    def _checkpoint_path(cls, value: str | None) -> str | None:
+        # It becomes the pods' VCPILOT_RESUME: a path, whoever asked for it (a flag, an LLM, an MCP client).
+        if value is not None and (len(value) > 4096 or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value)):
+            raise ValueError("must be a path of at most 4096 characters without control characters")
+        return value
+
     @field_validator("cpu_per_pod", "memory_per_pod")
     @classmethod
     def _positive_quantity(cls, value: str) -> str:

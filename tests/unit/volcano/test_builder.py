@@ -245,3 +245,10 @@ def test_a_job_with_min_available_above_replicas_is_refused() -> None:
     job.spec.tasks[1].min_available = 2
     with pytest.raises(ValueError, match=r"spec.tasks\[1\].minAvailable 2 is greater than its replicas 1"):
         validate_job(job)
+
+
+@pytest.mark.parametrize("path", ["/ckpt/step-1\x00", "/ckpt/\x1b[2Jstep-1", "/ckpt/step-1\n", "/c" * 3000])
+def test_a_resume_checkpoint_that_is_no_path_is_refused(path: str) -> None:
+    # it went as it was into the pods' VCPILOT_RESUME, whoever asked (a flag, the LLM, an MCP client)
+    assert "resume_checkpoint" in rejects(resume_checkpoint=path)
+    assert env_of(build_training_job(request(resume_checkpoint="/ckpt/step-1")))["VCPILOT_RESUME"] == "/ckpt/step-1"
