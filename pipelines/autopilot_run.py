@@ -32,6 +32,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from agent.observation import check_names
+from components.logs.reader import LogSourceError, expand_sources
 from components.progress import Progress
 from components.tracking.adapter import experiment_name, local_store_uri
 from components.tracking.runs import close_workflow_run
@@ -228,6 +229,24 @@ def _check_cluster_names(home: Path, arguments: Mapping[str, str]) -> None:
     check_names(values["queue"], values["fallback-queue"], values["priority-class"], queues, classes)
 
 
+def _check_local_paths(given: Mapping[str, str]) -> None:
+    """Refuse a log source or dataset directory the user gave that is not on this machine, before anything starts.
+
+    Locally the steps' pods read this machine's files: a typo was found by the detect or evaluate step, after the
+    first champion had trained for minutes. The demo's own paths are made by `prepare_demo` and not checked here.
+    """
+    if given.get("log-source"):
+        try:
+            expand_sources([given["log-source"]])
+        except LogSourceError as err:
+            raise WorkflowError(f"-p log-source: {err}.") from None
+    if given.get("dataset-dir") and not (Path(given["dataset-dir"]) / "eval.jsonl").is_file():
+        raise WorkflowError(
+            f"-p dataset-dir {given['dataset-dir']!r} holds no eval.jsonl on this machine: give the directory of the "
+            "evaluation set"
+        )
+
+
 @contextlib.contextmanager
 def _environment(values: Mapping[str, str]) -> Iterator[None]:
     """Set environment variables for the run (pods and steps inherit them), and restore them after."""
@@ -278,6 +297,7 @@ def run_autopilot(
         raise WorkflowError(str(err)) from None
     load_workflow(TEMPLATE, arguments, name=run)  # unknown parameters fail here
     _check_cluster_names(home_path, arguments)
+    _check_local_paths(params or {})
     prepare_demo(home_path, chosen.drift)
     if bootstrap and arguments["base-model"] == str(home_path / "demo" / "champion"):
         bootstrap_champion(

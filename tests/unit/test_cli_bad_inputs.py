@@ -123,3 +123,17 @@ def test_a_parameter_given_twice_is_refused_before_anything_starts(home, tmp_pat
     args = [str(wf) if part == "WF" else part for part in command]
     refused([*args, "-p", "message=a", "-p", "message=b"], "'message' is given twice")
     assert not (home / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("param", "says"),
+    [
+        ("log-source=/nonexistent/x.log", "the log source /nonexistent/x.log does not exist"),
+        ("log-source=/nonexistent/*.log", "matches no file"),
+        ("dataset-dir=/nonexistent", "holds no eval.jsonl"),
+    ],
+)
+def test_run_refuses_a_path_this_machine_lacks_before_the_first_champion(home, param, says):
+    # the run started, trained the first champion for minutes, and the detect or evaluate step found the typo
+    refused(["run", "-p", param], says)
+    assert not home.exists() or not any(home.iterdir())
