@@ -156,7 +156,8 @@ def load_engine(path: str | Path, device: str | None = None) -> TransformersEngi
     """Load a model directory for serving, or raise ModelLoadError saying what is wrong with it."""
     directory = Path(path)
     if not directory.is_dir():
-        raise ModelLoadError(f"model directory {directory} does not exist")
+        what = "is a file, not a model directory" if directory.exists() else "does not exist"
+        raise ModelLoadError(f"model directory {directory} {what}: give the directory that holds config.json")
     if not (directory / "config.json").is_file():
         raise ModelLoadError(f"{directory} is not a Hugging Face model directory (it holds no config.json)")
     import torch

@@ -25,12 +25,14 @@ def test_ours_and_vllm_commands_serve_the_same_model_on_the_same_port():
     [
         (["--model", "/nonexistent/model"], 1, "model directory /nonexistent/model does not exist"),
         (["--model", "{tmp}"], 1, "holds no config.json"),
+        (["--model", "{tmp}/job.yaml"], 1, "job.yaml is a file, not a model directory"),  # said "does not exist"
         (["--model", "{tmp}", "--port", "0"], 1, "--port 0 is not a TCP port"),
         # Not one of the choices: a usage error, like a value of the wrong type.
         (["--model", "{tmp}", "--engine", "tgi"], 2, "invalid --engine ('tgi' is not one of 'ours', 'vllm')"),
     ],
 )
 def test_serve_rejects_bad_input_in_one_sentence(tmp_path, args, code, fragment):
+    (tmp_path / "job.yaml").write_text("x: 1")
     result = CliRunner().invoke(app, [a.replace("{tmp}", str(tmp_path)) for a in args])
     assert result.exit_code == code
     text = result.stderr.strip()
