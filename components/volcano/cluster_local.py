@@ -47,6 +47,10 @@ from components.volcano.localstate import JobRow, upgrade
 from components.volcano.objects import BATCH_JOB, batch_job_status, batch_to_volcano, generate_name, volcano_job_status
 from components.volcano.resources import GPU, parse_resources
 
+# Kubernetes' scalability thresholds: at most 150,000 pods in a cluster (kubernetes.io, "Considerations for large
+# clusters"). LocalCluster creates an admitted gang's pods at once, a row each: 10^9 replicas would never return.
+MAX_JOB_PODS = 150_000
+
 if TYPE_CHECKING:  # imported where they are used: reading an idle cluster (`vcpilot cluster status`) needs no pydantic
     from components.volcano.localconfig import LocalClusterConfig
     from components.volcano.locallogs import PodLog
@@ -290,6 +294,12 @@ class LocalCluster:
             raise Invalid("metadata.name (or metadata.generateName) is required.")
         if spec.scheduler_name != "volcano":
             raise Invalid(f"job {meta.name}: spec.schedulerName must be 'volcano', not {spec.scheduler_name!r}.")
+        pods = sum(task.replicas for task in spec.tasks)
+        if pods > MAX_JOB_PODS:
+            raise Invalid(
+                f"job {meta.name}: its tasks ask for {pods:,} pods; LocalCluster holds at most {MAX_JOB_PODS:,} "
+                "for one job (Kubernetes' tested limit for a whole cluster), and would create each of them."
+            )
         for task in spec.tasks:
             for container in task.template.spec.containers if task.template and task.template.spec else []:
                 if not container.command:
