@@ -508,12 +508,13 @@ class LocalCluster:
     def pod_logs(self, name: str, namespace: str = "default", pod: str | None = None) -> list[PodLog]:
         """The job's pod runs (`pod`'s alone when given) in the order they ran (components.volcano.locallogs)."""
         with self._tx():
-            pods = [p.name for p in self._info(self._ctl.job(namespace, name)).pods]
+            job = self._ctl.job(namespace, name)
+            pods = [p.name for p in self._info(job).pods]
         if pod is not None and pod not in pods:
             raise JobNotFound(f"job {namespace}/{name} has no pod {pod!r} (pods: {', '.join(pods) or 'none'}).")
         from components.volcano.locallogs import pod_logs
 
-        return pod_logs(self.home / "logs" / namespace / name, pod)
+        return pod_logs(self.home / "logs" / namespace / name, pod, job.uid)
 
     def all_events(
         self, namespace: str | None = None, job: str | None = None, obj: str | None = None, limit: int = -1

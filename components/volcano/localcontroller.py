@@ -28,7 +28,7 @@ from components.volcano.lifecycle import (
     task_max_retry,
 )
 from components.volcano.localdelays import DelayedAction, DelayedActions
-from components.volcano.localstate import JobRow, pod_requests
+from components.volcano.localstate import JobRow, job_tag, pod_requests
 from components.volcano.resources import parse_resources
 
 __all__ = ["CRASH_LOOP", "Controller", "Transition"]
@@ -472,7 +472,7 @@ class Controller:
         if adopted is not None:
             pid, token, exit_file = adopted
         else:
-            run = f"{pod_name}.run{job.generation}-{uuid.uuid4().hex[:6]}"
+            run = f"{pod_name}.run{job.generation}-{job_tag(job.uid)}{uuid.uuid4().hex[:6]}"
             base = self.home / "logs" / job.namespace / job.name / run
             exit_file = self.home / "exits" / job.namespace / job.name / run
             log = base.parent / f"{run}.log"

@@ -1,9 +1,10 @@
 """The logs LocalCluster's pods leave on disk: one file per run of a pod, found and put in the order they ran.
 
-A pod's process writes `logs/<namespace>/<job>/<pod>.run<generation>-<suffix>.log`; a restarted job (a new
-generation) or a restarted pod leaves a new file beside the old ones. Directory order and modification times
-alone do not say which ran first, so runs are ordered by generation, then pod (numbers compared as numbers:
-`w-2` before `w-10`), then the time the file was last written.
+A pod's process writes `logs/<namespace>/<job>/<pod>.run<generation>-<suffix>.log`, the suffix the job's tag (from
+its uid) and a random part; a restarted job (a new generation) or a restarted pod leaves a new file beside the old
+ones, and so does a job deleted and submitted again under the same name, whose runs its tag tells apart. Directory
+order and modification times alone do not say which ran first, so runs are ordered by generation, then pod (numbers
+compared as numbers: `w-2` before `w-10`), then the time the file was last written.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from components.volcano.localstate import job_tag
+
 __all__ = ["Follower", "PodLog", "pod_logs", "tail_lines", "whole_lines"]
 
-_RUN = re.compile(r"^(?P<pod>.+)\.run(?P<generation>\d+)-[0-9a-f]+$")
+_RUN = re.compile(r"^(?P<pod>.+)\.run(?P<generation>\d+)-(?P<suffix>[0-9a-f]+)$")
+_RANDOM = 6  # hex digits of a run's suffix after its job's tag (a suffix of only these was written before tags)
 
 
 @dataclass(frozen=True)
@@ -44,13 +48,19 @@ def _natural(name: str) -> tuple[tuple[int, str], ...]:
     return tuple((int(part), "") if part.isdigit() else (0, part) for part in re.split(r"(\d+)", name) if part)
 
 
-def pod_logs(directory: Path, pod: str | None = None) -> list[PodLog]:
-    """The runs logged under a job's directory (`pod`'s alone when given), in the order they ran."""
+def pod_logs(directory: Path, pod: str | None = None, uid: str | None = None) -> list[PodLog]:
+    """The runs logged under a job's directory, in the order they ran.
+
+    Only `pod`'s when given; only those of the job `uid` when given (not an earlier job of the same name).
+    """
     runs: list[PodLog] = []
     for path in directory.glob("*.log") if directory.is_dir() else ():
         match = _RUN.match(path.stem)
         name, generation = (match["pod"], int(match["generation"])) if match else (path.stem, 0)
         if pod is not None and name != pod:
+            continue
+        suffix = match["suffix"] if match else ""
+        if uid is not None and len(suffix) > _RANDOM and not suffix.startswith(job_tag(uid)):
             continue
         try:
             modified = path.stat().st_mtime

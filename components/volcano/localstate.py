@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # parsed where a stored job is read: a pass over an idle clus
     from components.volcano.models import Job, JobSpec
     from components.volcano.scheduler import PodRequest
 
-__all__ = ["ADDED_COLUMNS", "SCHEMA", "JobRow", "StoredTask", "pod_requests", "pod_resources", "upgrade"]
+__all__ = ["ADDED_COLUMNS", "SCHEMA", "JobRow", "StoredTask", "job_tag", "pod_requests", "pod_resources", "upgrade"]
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
@@ -93,6 +93,11 @@ def pod_resources(containers: Sequence[Mapping[str, Any]]) -> Resources:
         for name, amount in parse_resources({**(res.get("limits") or {}), **(res.get("requests") or {})}).items():
             out[name] = out.get(name, 0.0) + amount
     return out
+
+
+def job_tag(uid: str) -> str:
+    """The part of a pod run's log file name that says which job wrote it: 8 hex digits of the job's uid."""
+    return uid.replace("-", "")[:8]
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,20 @@ def test_logs_come_in_run_order_with_pod_and_tail(run, tmp_path):
     assert all(b.splitlines()[1:] == ["three"] for b in blocks)
 
 
+def test_logs_of_a_job_submitted_again_under_its_name_are_its_own(run, tmp_path):
+    # The files of a deleted job stay (`vcpilot runs show` reads them); a new job of the same name showed them as
+    # its own, as kubectl logs never does.
+    path = tmp_path / "again.yaml"
+    for word in ("before", "after"):
+        path.write_text(yaml.safe_dump(vcjob("again", f"echo {word}")))
+        assert run("submit", str(path)).exit_code == 0
+        assert wait_for(run, "again")["phase"] == "Completed"
+        runs = json.loads(run("logs", "again", "--json").stdout)["runs"]
+        assert [r["text"] for r in runs] == [f"{word}\n"]
+        if word == "before":
+            assert run("delete", "again").exit_code == 0
+
+
 def test_follow_prints_lines_as_they_come_and_ends_with_the_job(run, tmp_path, monkeypatch):
     monkeypatch.setattr(cli_cluster, "FOLLOW_POLL_S", 0.05)
     release = tmp_path / "release"

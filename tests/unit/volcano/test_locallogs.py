@@ -43,3 +43,11 @@ def test_tail_and_whole_lines():
     assert whole_lines(b"one\ntw", final=False) == b"one\n"
     assert whole_lines(b"one\ntw", final=True) == b"one\ntw"
     assert whole_lines("é".encode()[:1], final=False) == b""
+
+
+def test_a_job_sees_its_own_runs_not_those_of_an_earlier_job_of_its_name(tmp_path):
+    uid = "0123abcd-4567-89ef-0123-456789abcdef"
+    for name in ("w-0.run0-0123abcdaaaaaa", "w-0.run0-ffff0000bbbbbb", "w-0.run0-cccccc"):  # ours, another, untagged
+        (tmp_path / f"{name}.log").write_text("x\n")
+    assert sorted(r.run for r in pod_logs(tmp_path, uid=uid)) == ["w-0.run0-0123abcdaaaaaa", "w-0.run0-cccccc"]
+    assert len(pod_logs(tmp_path)) == 3
