@@ -50,6 +50,7 @@ __all__ = [
     "Group",
     "JsonOption",
     "LazyGroup",
+    "confirm",
     "enable_debug",
     "flag_name",
     "invoke",
@@ -336,6 +337,24 @@ def run(app: typer.Typer, argv: Sequence[str] | None, prog_name: str, *, default
 def reported(command: Callable[_P, _R]) -> Callable[_P, _R]:
     """The command as it is: kept for the commands that still carry it; `invoke` reports every error now."""
     return command
+
+
+def interactive() -> bool:
+    """True when a person can answer a question: standard input is a terminal."""
+    return sys.stdin.isatty()
+
+
+def confirm(question: str, without_terminal: str, kept: str) -> None:
+    """Ask `question` (on stderr) before something is lost; a "no" says `kept` and exits 1.
+
+    Without a terminal to ask at (a pipe, a script, CI) nothing is read: the command refuses with the sentence
+    `without_terminal`, which names --yes, rather than take an answer nobody typed.
+    """
+    if not interactive():
+        raise InputError(without_terminal)
+    if not typer.confirm(question, default=False, err=True):
+        typer.echo(kept, err=True)
+        raise typer.Exit(EXIT_FAILED)
 
 
 def print_json(data: Any) -> None:

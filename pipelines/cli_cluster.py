@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from components.entry import JsonOption, lazy_group, new_app
-from components.errors import EXIT_FAILED, InputError
+from components.entry import JsonOption, confirm, lazy_group, new_app
+from components.errors import InputError
 from components.files import dump_yaml, kind_of, load_documents
 
 if TYPE_CHECKING:  # imported where they are used: pydantic, sqlite and rich take a while, `--help` needs none
@@ -350,11 +350,6 @@ def sample(
     print(dump_yaml(manifest), end="")
 
 
-def _interactive() -> bool:
-    """True when a person can answer a question: standard input is a terminal."""
-    return sys.stdin.isatty()
-
-
 def reset(
     config: Annotated[Path | None, typer.Option(help="Cluster YAML (nodes, queues, priorityClasses).")] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask before deleting jobs and killing pods.")] = False,
@@ -378,11 +373,11 @@ def reset(
     if jobs and not yes:
         running = sum(p.phase == "Running" for j in jobs for p in j.pods)
         loss = f"delete {len(jobs)} job(s) and kill {running} running pod(s)"
-        if not _interactive():
-            fail(f"cluster reset would {loss}: pass --yes to reset when there is no terminal to confirm at.")
-        if not typer.confirm(f"cluster reset will {loss}. Reset?", default=False, err=True):
-            print("cluster left as it was", file=sys.stderr)
-            raise typer.Exit(EXIT_FAILED)
+        confirm(
+            f"cluster reset will {loss}. Reset?",
+            f"cluster reset would {loss}: pass --yes to reset when there is no terminal to confirm at.",
+            "cluster left as it was",
+        )
     where = LocalCluster.start_over(config=config)
     cluster = _cluster()
     if as_json:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from components.entry import JsonOption, new_app, print_json
+from components.entry import JsonOption, confirm, new_app, print_json
 from components.errors import InputError, Unavailable
 from components.tracking.adapter import TrackingUnavailable, experiment_name, local_store_uri, resolve_uri
 from components.untrusted import printable
@@ -152,7 +152,11 @@ def delete_command(
         detail = None
     if not yes:
         phase = detail.phase if detail else "its record damaged"
-        typer.confirm(f"delete run {name} ({phase}) and everything it wrote here?", abort=True)
+        confirm(
+            f"delete run {name} ({phase}) and everything it wrote here?",
+            f"runs delete would remove run {name} ({phase}): pass --yes when there is no terminal to confirm at.",
+            f"run {name} left as it was",
+        )
     removed = remove_run(home, name)
     for line in removed.removed:
         typer.echo(f"removed {line}")

@@ -293,15 +293,15 @@ def test_events_and_describe_of_a_pending_job(run, tmp_path):
 
 
 def test_reset_asks_before_it_deletes_jobs(run, tmp_path, monkeypatch):
+    from components import entry
     from components.errors import EXIT_FAILED
-    from pipelines import cli_cluster
 
     _pending_job(run, tmp_path)
     # No terminal (CliRunner's stdin is none): refused in one sentence, the job kept.
     one_sentence_error(run("reset"), "would delete 1 job(s)", "--yes")
     assert len(json.loads(run("status", "--json").stdout)["jobs"]) == 1
     # At a terminal: a "no" keeps everything, a "yes" resets.
-    monkeypatch.setattr(cli_cluster, "_interactive", lambda: True)
+    monkeypatch.setattr(entry, "interactive", lambda: True)
     runner = CliRunner()
     declined = runner.invoke(app, ["cluster", "reset"], input="n\n")
     assert declined.exit_code == EXIT_FAILED
@@ -311,7 +311,7 @@ def test_reset_asks_before_it_deletes_jobs(run, tmp_path, monkeypatch):
     assert accepted.exit_code == 0, accepted.output
     assert json.loads(run("status", "--json").stdout)["jobs"] == []
     # --yes / -y skip the question; an empty cluster is reset without one.
-    monkeypatch.setattr(cli_cluster, "_interactive", lambda: False)
+    monkeypatch.setattr(entry, "interactive", lambda: False)
     _pending_job(run, tmp_path)
     assert run("reset", "-y").exit_code == 0
     assert run("reset").exit_code == 0

@@ -76,7 +76,8 @@ def test_a_damaged_run_record_is_one_sentence_and_the_other_runs_still_list(
         assert "runs/bad/status.json is not" in out.stderr and "internal error" not in out.stderr
     asked = cli.invoke(vcpilot, ["runs", "delete", "bad"])  # no terminal to answer at: nothing changes
     assert asked.exit_code == 1 and asked.stderr.strip().splitlines()[-1] == (
-        "error: aborted: nothing was changed (pass --yes not to be asked)"
+        "error: runs delete would remove run bad (its record damaged): pass --yes when there is no terminal to "
+        "confirm at."
     )
     assert (home / "runs" / "bad" / "status.json").exists()
     deleted = cli.invoke(vcpilot, ["runs", "delete", "bad", "--yes"])  # the way out

@@ -19,6 +19,7 @@ import pytest
 from net_kit import free_port
 from typer.testing import CliRunner
 
+from components import entry
 from components.tracking.adapter import DEFAULT_EXPERIMENT, local_store_uri
 from components.tracking.runs import workflow_run
 from pipelines.cli import app
@@ -260,8 +261,13 @@ def test_delete_removes_the_state_says_what_and_marks_the_mlflow_run_deleted(cli
     home = ran["home"]
     run_workflow(pipeline(ran["workspace"], ran["uri"]), {}, home=home, name="doomed")
     parent = workflow_run(ran["uri"], DEFAULT_EXPERIMENT, "doomed")
-    out = cli.invoke(app, ["runs", "delete", "doomed"], input="n\n")
-    assert out.exit_code == 1 and (home / "runs" / "doomed").is_dir()  # asked, and told no
+    out = cli.invoke(app, ["runs", "delete", "doomed"], input="y\n")  # no terminal: no answer is read
+    assert out.exit_code == 1 and (home / "runs" / "doomed").is_dir()
+    assert "error: runs delete would remove run doomed (Succeeded): pass --yes when there is no terminal" in out.stderr
+    with pytest.MonkeyPatch.context() as patch:  # at a terminal: asked, and told no
+        patch.setattr(entry, "interactive", lambda: True)
+        out = cli.invoke(app, ["runs", "delete", "doomed"], input="n\n")
+    assert out.exit_code == 1 and (home / "runs" / "doomed").is_dir() and "run doomed left as it was" in out.stderr
     out = cli.invoke(app, ["runs", "delete", "doomed", "--yes"])
     assert out.exit_code == 0, out.output
     lines = out.stdout.splitlines()
