@@ -154,6 +154,9 @@ class LocalCluster:
         A read-only or foreign home is not damage: `cluster reset`, which StateDamaged advises, would not help,
         and on a home that comes back writable it would delete every job.
         """
+        state = self.home / "cluster.db"
+        if state.exists() and not state.is_file():  # a directory (or a pipe) where the database goes: damage
+            return StateDamaged(f"{self._damaged()}: it is not a file")
         if isinstance(err, sqlite3.OperationalError) and any(s in str(err) for s in ("unable to open", "readonly")):
             return InputError(
                 f"cannot open the LocalCluster's state {self.home / 'cluster.db'} ({err}); check that {self.home} "

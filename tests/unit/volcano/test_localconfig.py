@@ -150,6 +150,17 @@ def test_a_file_that_is_no_database_is_moved_aside_by_reset(tmp_path: Path) -> N
     assert [n.name for n in LocalCluster(home).nodes()] == ["node-0", "node-1"]
 
 
+def test_a_directory_where_the_database_goes_is_damage_reset_moves_aside(tmp_path: Path) -> None:
+    # It was "cannot open … check that home is writable", which reset could not get past
+    home = tmp_path / "home"
+    (home / "cluster.db" / "kept").mkdir(parents=True)
+    with pytest.raises(StateDamaged, match=r"cluster.db is damaged and cannot be used; .*: it is not a file$"):
+        LocalCluster(home)
+    aside = LocalCluster.start_over(home)
+    assert aside.name.startswith("cluster.db.damaged-") and (aside / "kept").is_dir()
+    assert [n.name for n in LocalCluster(home).nodes()] == ["node-0", "node-1"]
+
+
 def test_a_home_that_cannot_be_written_is_not_called_damaged(tmp_path: Path) -> None:
     # StateDamaged advises `cluster reset`, which on a read-only or foreign home cannot help (and on one that
     # comes back writable would delete every job): such a home is the user's input, named as such
