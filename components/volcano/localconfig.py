@@ -44,6 +44,8 @@ _Name = Annotated[str, AfterValidator(_object_name)]
 
 # More nodes than any cluster we emulate; Kubernetes supports 5,000. A typo of a billion would hang `cluster reset`.
 MAX_NODES = 5000
+# More GPUs than any machine holds (8 or 16 do); past 2^53 the scheduler's float accounting would lose count.
+MAX_NODE_GPUS = 1024
 
 
 class TaintConfig(_Strict):
@@ -59,7 +61,7 @@ class NodeConfig(_Strict):
 
     name: _Name
     count: WholeNumber = Field(default=1, ge=1, le=MAX_NODES)
-    gpus: WholeNumber = Field(default=4, ge=0)
+    gpus: WholeNumber = Field(default=4, ge=0, le=MAX_NODE_GPUS)
     cpu: Quantity = "32"
     memory: Quantity = "256Gi"
     labels: Annotated[dict[str, str], AfterValidator(check_labels)] = Field(default_factory=dict)

@@ -133,6 +133,8 @@ def _whole(value: Any) -> Any:
         raise ValueError(f"expected a whole number, got {str(value).lower()}")
     if isinstance(value, str):
         raise ValueError(f"expected a whole number, got the text {value!r} (write it without quotes)")
+    if isinstance(value, float) and value.is_integer():  # 1e30 too: its bound then says what is allowed
+        return int(value)
     return value
 
 

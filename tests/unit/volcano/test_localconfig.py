@@ -36,6 +36,9 @@ def _dump(db: Path) -> list[str]:
         ("nodes: [{name: Big_Node}]", "nodes[0].name: 'Big_Node' is not a Kubernetes name"),
         ("nodes: [{name: ../x}]", "is not a Kubernetes name"),
         ("nodes: [{name: a, gpus: -1}]", "nodes[0].gpus: value must be at least 0"),
+        ("nodes: [{name: a, gpus: 1e9}]", "nodes[0].gpus: value must be at most 1024, got 1000000000"),
+        ("nodes: [{name: a, gpus: 1e30}]", "nodes[0].gpus: value must be at most 1024"),  # was pydantic's words
+        ("nodes: [{name: a, count: 1e30}]", "nodes[0].count: value must be at most 5000"),
         ("nodes: [{name: a, count: 0}]", "nodes[0].count: value must be at least 1"),
         ("nodes: [{name: a, cpu: '0'}]", "nodes[0].cpu: '0' must be greater than 0"),
         ("nodes: [{name: a, memory: -1Gi}]", "nodes[0].memory: '-1Gi' must be greater than 0"),
