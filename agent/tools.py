@@ -141,7 +141,7 @@ class PlannedJob(BaseModel):
 
 
 class Cancelled(BaseModel):
-    """A job that was deleted, with its pods."""
+    """A job whose deletion the cluster accepted; its pods stop within their grace period."""
 
     name: str
     namespace: str
@@ -268,7 +268,9 @@ def _submit_training_job(ctx: ToolContext, request: TrainingRequest) -> JobInfo:
 def _cancel_job(ctx: ToolContext, args: JobRef) -> Cancelled:
     ctx.guardrails.check_namespace(args.namespace)
     before = ctx.cluster.get(args.name, args.namespace)
-    ctx.cluster.delete(args.name, args.namespace)
+    # Not waiting for the pods: a training pod may take minutes to checkpoint on SIGTERM, and the MCP server answers
+    # one call at a time.
+    ctx.cluster.delete(args.name, args.namespace, wait=False)
     return Cancelled(name=args.name, namespace=args.namespace, phase_before=before.phase)
 
 
@@ -343,7 +345,8 @@ TOOLS: dict[str, Tool] = {
         ),
         Tool(
             "cancel_job",
-            "Delete a Volcano Job and its pods.",
+            "Delete a Volcano Job and its pods; it returns once the deletion is accepted, and the pods stop within "
+            "their grace period.",
             JobRef,
             Cancelled,
             True,

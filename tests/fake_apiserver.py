@@ -73,6 +73,9 @@ class FakeApiServer:
             def do_POST(self) -> None:
                 self._answer("POST")
 
+            def do_DELETE(self) -> None:
+                self._answer("DELETE")
+
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()

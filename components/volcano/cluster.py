@@ -324,8 +324,12 @@ class Cluster(Protocol):
         """Block until the job is in one of `phases`; raise `Timeout` after `timeout` seconds."""
         ...
 
-    def delete(self, name: str, namespace: str = "default", *, missing_ok: bool = False) -> None:
-        """Delete a job and kill its pods."""
+    def delete(self, name: str, namespace: str = "default", *, missing_ok: bool = False, wait: bool = True) -> None:
+        """Delete a job and kill its pods; with `wait` False, return once the deletion is accepted.
+
+        Waiting, it returns once the job and its pods are gone, which takes their grace period (a training pod
+        may take minutes to write its checkpoint on SIGTERM); without, they stop after (`kubectl delete --wait=false`).
+        """
         ...
 
     def list_jobs(self, labels: Mapping[str, str] | None = None, namespace: str | None = None) -> list[JobInfo]:

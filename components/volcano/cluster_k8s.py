@@ -329,13 +329,14 @@ class KubeCluster:
         namespace: str = "default",
         *,
         missing_ok: bool = False,
-        propagation: str = "Foreground",
+        wait: bool = True,
         timeout: float = 120.0,
     ) -> None:
         """Delete a job with its pods and PodGroup.
 
-        `Foreground` (the default) returns once the job is gone, which the garbage collector allows only after
-        its pods and PodGroup are; `Background` returns at once and lets them go after.
+        With `wait`, `Foreground` propagation: it returns once the job is gone, which the garbage collector allows
+        only after its pods and PodGroup are (a Timeout after `timeout` s); without, `Background`: it returns once
+        the API server accepted the deletion, and the pods go after.
         """
         if why := bad_name(name, namespace):
             if missing_ok:
@@ -349,13 +350,11 @@ class KubeCluster:
             namespace,
             "jobs",
             name,
-            propagation_policy=propagation,
+            propagation_policy="Foreground" if wait else "Background",
             missing=JobNotFound(f"job {namespace}/{name} does not exist."),
             absent_ok=missing_ok,
         )
-        if deleted is None:
-            return
-        if propagation != "Foreground":
+        if deleted is None or not wait:
             return
         deadline = self._clock() + timeout
         delay = 0.1

@@ -404,8 +404,8 @@ class LocalCluster:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.25)
 
-    def delete(self, name: str, namespace: str = "default", *, missing_ok: bool = False) -> None:
-        """Delete a job and kill its pods."""
+    def delete(self, name: str, namespace: str = "default", *, missing_ok: bool = False, wait: bool = True) -> None:
+        """Delete a job and kill its pods (at once: `wait` changes nothing here)."""
         with self._tx() as db:
             row = db.execute("SELECT 1 FROM jobs WHERE namespace = ? AND name = ?", (namespace, name)).fetchone()
             if row is None:

@@ -129,3 +129,24 @@ def test_a_job_the_models_cannot_read_is_a_cluster_error(fake):
 def test_an_odd_task_index_annotation_reads_as_zero(index):
     pod = {"metadata": {"name": "big-worker-x", "annotations": {TASK_INDEX: index}}, "status": {"phase": "Running"}}
     assert pod_info(pod).index == 0
+
+
+def test_cancel_job_returns_once_the_deletion_is_accepted(fake):
+    # Foreground deletion waits for the pods, and a training pod writes its checkpoint in a grace period of 5 min:
+    # cancel_job held the one-call-at-a-time MCP server, then said Timeout after 120 s of a deletion going well.
+    from agent.tools import ToolContext, call_tool
+
+    server, cluster = fake
+    path = "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs/big"
+    server.routes[("GET", path)] = [(200, JOB)]
+    server.routes[("DELETE", path)] = [(200, {"kind": "Status", "status": "Success"})]
+    result = call_tool(ToolContext(cluster=cluster), "cancel_job", {"name": "big"})
+    assert result.ok and result.data["phase_before"] == "Failed", result.error
+    deletes = [(path_, query) for method, path_, query in server.requests if method == "DELETE"]
+    assert deletes == [(path, {"propagationPolicy": ["Background"]})]
+    assert server.requests[-1][0] == "DELETE"  # nothing polled after it
+
+    server.requests.clear()  # a caller that waits (the pipeline's steps) still gets Foreground
+    server.routes[("GET", path)] = [(200, JOB), (404, {"kind": "Status", "code": 404})]
+    cluster.delete("big")
+    assert [q for m, _, q in server.requests if m == "DELETE"] == [{"propagationPolicy": ["Foreground"]}]
