@@ -32,6 +32,7 @@ __all__ = [
 
 MAX_LINE_BYTES = 1 << 20
 """A line of this many bytes or more (1 MiB) is not a log line we mine; it is counted as `too_long`."""
+STDIN = Path("/dev/stdin")  # the source `-`
 
 MalformedKind = Literal[
     "binary", "invalid_utf8", "too_long", "invalid_json", "invalid_record", "unreadable_file", "truncated_gzip"
@@ -87,12 +88,15 @@ class SourceLine:
 def expand_sources(sources: Iterable[Path | str]) -> list[Path]:
     """The files behind `sources` (files, directories searched recursively, or glob patterns), in a stable order.
 
-    Raises LogSourceError when a source does not exist or a pattern matches no file.
+    `-` is standard input (`kubectl logs POD | vcpilot logs parse -`), read once as it comes. Raises LogSourceError
+    when a source does not exist or a pattern matches no file.
     """
     files: list[Path] = []
     for source in sources:
         path = Path(source)
-        if path.is_dir():
+        if str(source) == "-":
+            files.append(STDIN)
+        elif path.is_dir():
             files.extend(sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")))
         elif path.is_char_device() or path.is_block_device() or path.is_socket():
             # /dev/zero is one endless line: the reader would skip it chunk by chunk forever (a pipe may end)

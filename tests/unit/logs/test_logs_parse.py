@@ -271,3 +271,23 @@ def test_a_miner_that_remembers_settled_lines_mines_exactly_as_drain_does(max_cl
     ours = {c.cluster_id: (c.size, c.log_template_tokens) for c in miner._drain.clusters}
     assert ours == {c.cluster_id: (c.size, c.log_template_tokens) for c in drain.clusters}
     assert list(miner._drain.id_to_cluster) == list(drain.id_to_cluster)  # the same least recently used order
+
+
+def test_a_dash_reads_standard_input_once_as_it_comes(tmp_path: Path) -> None:
+    # `kubectl logs POD | vcpilot logs parse -`: it said "the log source - does not exist"
+    import subprocess
+    import sys
+
+    lines = "".join(f"2026-12-06 10:00:{i:02d} INFO worker {i} finished step {i * 7}\n" for i in range(40))
+    out = tmp_path / "stdin.csv"
+    done = subprocess.run(
+        [sys.executable, "-m", "components.logs", "parse", "-", "--out", str(out)],
+        input=lines,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("40 lines, 1 templates")
+    assert set(events(out)) == {"E1"}
