@@ -65,7 +65,9 @@ def _skipped(malformed: Malformed) -> str:
 
 @app.command("parse")
 def parse_command(
-    files: Annotated[list[Path], typer.Argument(help="Log files, directories or globs (.gz is read too); - for standard input.")],
+    files: Annotated[
+        list[Path], typer.Argument(help="Log files, directories or globs (.gz is read too); - for standard input.")
+    ],
     out: Annotated[
         Path,
         typer.Option("--out", help="The CSV to write: LineId, Source, Content, EventId, EventTemplate, ParameterList."),
