@@ -14,11 +14,12 @@ chunks, usage, [DONE]): a raw asyncio HTTP/1.1 server (as fast as Python serves)
   instead of opening a connection per late request (thousands, until the server runs out of file descriptors);
 - added latency at p50 over one connection: our end-to-end p50 minus wrk's p50, and minus the server's own
   handling time (which each server measures and reports at GET /stats);
-- where our CPU per request goes, layer by layer, at `--concurrency` connections: a bare asyncio-streams loop
-  that writes the request and reads the response without looking at it, and the same on asyncio's callbacks
-  (`bare_asyncio_protocol`); our HTTP/1.1 client reading the response's lines; `send_request` on it (that plus
-  SSE and JSON parsing, timestamps and the request record); `sse_client`, `SseClient.send`, the same work on
-  callbacks, which is what `run_loadtest` uses for http://.
+- where our CPU per request goes, layer by layer, at `--concurrency` connections, each on uvloop's event loop
+  (which `run_loadtest` runs on): a bare asyncio-streams loop that writes the request and reads the response
+  without looking at it, and the same on asyncio's callbacks (`bare_asyncio_protocol`); our HTTP/1.1 client
+  reading the response's lines; `send_request` on it (that plus SSE and JSON parsing, timestamps and the request
+  record); `sse_client`, `SseClient.send`, the same work on callbacks, which is what `run_loadtest` uses for
+  http://. The bare protocol and `sse_client` once more on asyncio's own loop (`..._stdlib_loop`), for comparison.
 
 With two CPUs or more the server is pinned to the first and the clients to the others. Best of `--rounds`.
 Prints one JSON document. wrk comes from the distribution (`apt-get install -y wrk`); without it the wrk figures
@@ -49,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 import uvicorn  # noqa: E402
+import uvloop  # noqa: E402
 from goals import figure  # noqa: E402
 
 from components.loadtest.client import encode_request, parse_target, send_request  # noqa: E402
@@ -226,9 +228,8 @@ def breakdown(url: str, *, connections: int, requests: int) -> dict[str, float]:
             self.count, self.done, self.data, self.need = count, done, b"", -1
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            assert isinstance(transport, asyncio.Transport)
-            self.transport = transport
-            transport.write(raw_request)
+            self.transport: Any = transport
+            self.transport.write(raw_request)
 
         def data_received(self, data: bytes) -> None:
             self.data += data
@@ -283,7 +284,14 @@ def breakdown(url: str, *, connections: int, requests: int) -> dict[str, float]:
         "send_request": requests_measured,
         "sse_client": sse_client,
     }
-    return {name: round(min(asyncio.run(drive(layer)) for _ in range(2)), 1) for name, layer in layers.items()}
+
+    def measure(layer: Any, run: Any = uvloop.run) -> float:
+        return round(min(run(drive(layer)) for _ in range(2)), 1)
+
+    figures = {name: measure(layer) for name, layer in layers.items()}
+    figures["bare_asyncio_protocol_stdlib_loop"] = measure(bare_protocol, asyncio.run)
+    figures["sse_client_stdlib_loop"] = measure(sse_client, asyncio.run)
+    return figures
 
 
 def bench_server(kind: str, args: argparse.Namespace, server_cpu: int | None, client_cpus: set[int] | None) -> dict:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Mapping
+from typing import cast
 
 from components.loadtest.client import Completion, Target, describe, encode_request, error_message
 from components.loadtest.http1 import client_headers, route
@@ -74,8 +75,7 @@ class _Connection(asyncio.Protocol):
     # -- asyncio's callbacks --------------------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports are not asyncio's subclasses
 
     def data_received(self, data: bytes) -> None:
         if self.waiter is None or self.waiter.done():

@@ -7,7 +7,10 @@ import json
 
 import httpx
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
+from components.loadtest import client
 from components.loadtest.client import Unreachable, discover_model, parse_target, send_request, wait_healthy
 from components.loadtest.records import RequestSpec
 
@@ -218,3 +221,75 @@ def test_a_character_cut_between_reads_arrives_whole():
 
     record = send(handler)
     assert record.ok and record.output_text == "é€" and record.output_tokens == 1
+
+
+# Chunks are read by orjson where it gives json's answer, by json where it does not: a server's odd JSON makes the
+# same record either way.
+
+
+@pytest.mark.parametrize(
+    ("chunk", "text"),
+    [
+        ('{"choices": [{"text": "a"}], "score": NaN}', "a"),  # orjson refuses NaN and Infinity; json reads them
+        ('{"choices": [{"text": "a"}], "score": -Infinity}', "a"),
+        ('{"choices": [{"text": "\\ud800"}]}', "\ud800"),  # a lone surrogate, which orjson refuses
+    ],
+)
+def test_a_chunk_only_pythons_json_reads_is_read(chunk, text):
+    record = send(lambda request: httpx.Response(200, content=sse(chunk, "[DONE]")))
+    assert record.ok and record.output_text == text
+
+
+def test_usage_counts_past_64_bits_are_whole_numbers_as_json_reads_them():
+    usage = {"choices": [], "usage": {"prompt_tokens": 2**64, "completion_tokens": 2**70}}
+    record = send(lambda request: httpx.Response(200, content=sse(text_chunk("a"), usage, "[DONE]")))
+    assert (record.prompt_tokens, record.output_tokens) == (2**64, 2**70)
+
+
+@pytest.mark.parametrize(
+    ("chunk", "error"),
+    [
+        ('{"choices": []} and more', "ValueError: the server sent a chunk with text after its JSON: {"),
+        ("{'choices': []}", "JSONDecodeError: Expecting property name enclosed in double quotes: line 1 column 2"),
+        # nested 1,000 deep: past json's recursion limit, within orjson's (1,024); still an error
+        ('{"x": ' + "[" * 1000 + "]" * 1000 + "}", "RecursionError: maximum recursion depth exceeded"),
+    ],
+)
+def test_a_chunk_json_refuses_fails_its_request_with_jsons_words(chunk, error):
+    record = send(lambda request: httpx.Response(200, content=sse(chunk, "[DONE]")))
+    assert record.error is not None and record.error.startswith(error), record.error
+
+
+def _wide(value):
+    """`value` with the integers past 64 bits as floats: what orjson makes of them (usage counts are read again)."""
+    if isinstance(value, dict):
+        return {key: _wide(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_wide(item) for item in value]
+    return float(value) if type(value) is int and not -(2**63) <= value < 2**64 else value
+
+
+def _read(parse, data):
+    try:
+        return repr(_wide(parse(data)))
+    except (ValueError, RecursionError) as err:
+        return f"{type(err).__name__}: {err}"
+
+
+_JSONISH = st.text(alphabet='{}[]:,"\\ 0123456789-+.eEtrufalsnNIyx\t\n\r\x0c\u00e9\x00', max_size=40)
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("abc"), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(st.one_of(_JSONISH, _VALUES.map(json.dumps), st.tuples(_VALUES.map(json.dumps), _JSONISH).map("".join)))
+@example('{"a": 1, "a": 2}')
+@example('{"n": 18446744073709551616, "m": -9223372036854775809}')
+@example('[1.5e400, "\\udc00"]')
+@example("01")
+@example("\ufeff{}")
+def test_chunks_are_read_as_pythons_json_reads_them(data):
+    data = data.strip()  # as an event's data is
+    assert _read(client._parse, data) == _read(client._json_chunk, data)

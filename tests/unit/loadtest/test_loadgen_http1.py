@@ -11,6 +11,7 @@ import time
 
 import httpx
 import pytest
+import uvloop
 
 from components.loadtest.client import parse_target, send_request
 from components.loadtest.http1 import ConnectError, Http1Client, RemoteProtocolError
@@ -93,12 +94,13 @@ def chunked(*pieces, pause=0.0):
     return respond
 
 
-@pytest.fixture(params=["streams", "callbacks"])
+@pytest.fixture(params=["streams", "callbacks", "callbacks on uvloop"])
 def measure(request):
     """Send `requests` streaming requests one after another through one client; the records and the server.
 
-    Each test runs twice: through `send_request` on `Http1Client` (asyncio streams) and through `SseClient.send`
-    (asyncio callbacks, what a load test of an http:// server uses), which must agree.
+    Each test runs three times: through `send_request` on `Http1Client` (asyncio streams) and through
+    `SseClient.send` (asyncio callbacks, what a load test of an http:// server uses), on asyncio's event loop and
+    on uvloop's (which `run_loadtest_sync` runs), which must agree.
     """
 
     def measure(respond, *, timeout_s=5.0, requests=1):
@@ -117,7 +119,7 @@ def measure(request):
                     await client.aclose()
                 return records, server
 
-        return asyncio.run(go())
+        return (uvloop.run if request.param == "callbacks on uvloop" else asyncio.run)(go())
 
     return measure
 
@@ -281,7 +283,8 @@ def test_a_server_that_hangs_up_without_answering_fails_the_request(measure):
     assert server.connections == 1, "a fresh connection is not sent again"
 
 
-def test_the_callback_client_connects_refuses_and_cancels_cleanly(unused_port):
+@pytest.mark.parametrize("run", [asyncio.run, uvloop.run], ids=["asyncio", "uvloop"])
+def test_the_callback_client_connects_refuses_and_cancels_cleanly(unused_port, run):
     async def slow(writer, number, request):
         if number == 1:  # the head, then silence
             writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
@@ -302,8 +305,8 @@ def test_the_callback_client_connects_refuses_and_cancels_cleanly(unused_port):
             await client.aclose()
             return refused, record, server
 
-    refused, record, server = asyncio.run(go())
-    assert refused.error.startswith(f"ConnectError: cannot connect to 127.0.0.1:{unused_port} (")
+    refused, record, server = run(go())
+    assert refused.error == f"ConnectError: cannot connect to 127.0.0.1:{unused_port} (Connection refused)"
     assert record.ok and server.connections == 2, "the cancelled request's connection was not used again"
 
 
