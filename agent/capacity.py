@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from agent.observation import PlanRequest
 from components.volcano.cluster import NodeInfo, QueueSnapshot
+from components.volcano.placement import BLOCKING_EFFECTS, tolerates
 from components.volcano.resources import GPU
-from components.volcano.scheduler import BLOCKING_EFFECTS, tolerates
 
 __all__ = ["TRAINING_TOLERATIONS", "Pool", "QueueRoom", "left_out", "say_gpus", "unusable_reason", "usable_nodes"]
 

@@ -17,8 +17,8 @@ from agent.guardrails import pod_gpus
 from components.untrusted import printable
 from components.volcano.cluster import JobInfo, NodeInfo, QueueSnapshot
 from components.volcano.models import Job, PodSpec
+from components.volcano.placement import BLOCKING_EFFECTS, affinity_allows, tolerates
 from components.volcano.resources import GPU
-from components.volcano.scheduler import BLOCKING_EFFECTS, affinity_allows, tolerates
 
 __all__ = ["PendingExplanation", "explain", "node_refusal"]
 

@@ -31,8 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from components.volcano.cluster import NodeInfo, QueueSnapshot
+from components.volcano.placement import affinity_allows
 from components.volcano.resources import GPU
-from components.volcano.scheduler import Gang, NodeState, PodRequest, QueueState, affinity_allows, deserved, schedule
+from components.volcano.scheduler import Gang, NodeState, PodRequest, QueueState, deserved, schedule
 
 __all__ = ["AT_ONCE", "SimJob", "Simulation", "Timing"]
 

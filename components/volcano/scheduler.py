@@ -9,26 +9,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.volcano.gang import GangProgress, task_order
+from components.volcano.placement import BLOCKING_EFFECTS, affinity_allows, tolerates
 from components.volcano.resources import GPU
 
 __all__ = [
-    "BLOCKING_EFFECTS",
     "Gang",
     "NodeState",
     "PodRequest",
     "QueueState",
     "Session",
-    "affinity_allows",
     "deserved",
     "schedule",
-    "tolerates",
 ]
 
 # binpack weights (Volcano's binpack.cpu / binpack.memory / binpack.resources.nvidia.com/gpu); other resources
 # are checked for fit but do not steer the choice of node, as upstream skips resources it has no weight for.
 _BINPACK_WEIGHTS = {GPU: 10.0, "cpu": 1.0, "memory": 1.0}
 _EPS = 1e-9
-BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 # Why nodes refuse a pod, said of one node and of many ("is not ready", "are not ready") -> how many nodes.
 _Refusals = Counter[tuple[str, str]]
 
@@ -508,64 +505,6 @@ def _static_refusal(node: NodeState, pod: PodRequest) -> tuple[str, str] | None:
     if not affinity_allows(pod.affinity, node.name, node.labels):
         return "does not match the pod's node affinity", "do not match the pod's node affinity"
     return None
-
-
-def tolerates(tolerations: Sequence[Mapping[str, Any]], taint: Mapping[str, str]) -> bool:
-    """True when one of the pod's tolerations matches the taint (Kubernetes' rules)."""
-    for tol in tolerations:
-        if tol.get("effect") and tol["effect"] != taint.get("effect"):
-            continue
-        operator = tol.get("operator") or "Equal"
-        if not tol.get("key"):
-            if operator == "Exists":  # an empty key with Exists tolerates every taint
-                return True
-            continue
-        if tol["key"] != taint.get("key"):
-            continue
-        if operator == "Exists" or (tol.get("value") or "") == (taint.get("value") or ""):
-            return True
-    return False
-
-
-def affinity_allows(affinity: Mapping[str, Any] | None, name: str, labels: Mapping[str, str]) -> bool:
-    """True when the pod's required node affinity lets it on the node `name` with `labels` (or it has none)."""
-    node_affinity = (affinity or {}).get("nodeAffinity") or {}
-    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if not required:
-        return True
-    return any(_term_matches(term, name, labels) for term in required.get("nodeSelectorTerms") or [])
-
-
-def _term_matches(term: Mapping[str, Any], name: str, labels: Mapping[str, str]) -> bool:
-    expressions = term.get("matchExpressions") or []
-    fields = term.get("matchFields") or []
-    if not expressions and not fields:  # Kubernetes: an empty term matches no node
-        return False
-    return all(_expression_matches(e, labels) for e in expressions) and all(
-        _expression_matches(f, {"metadata.name": name}) for f in fields
-    )
-
-
-def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    key, operator = expression.get("key", ""), expression.get("operator", "")
-    values = [str(v) for v in expression.get("values") or []]
-    if operator == "Exists":
-        return key in labels
-    if operator == "DoesNotExist":
-        return key not in labels
-    if operator == "NotIn":  # a node without the label is "not in" the values
-        return labels.get(key) not in values
-    if key not in labels:
-        return False
-    if operator == "In":
-        return labels[key] in values
-    if operator in ("Gt", "Lt") and len(values) == 1:
-        try:
-            have, bound = int(labels[key]), int(values[0])
-        except ValueError:
-            return False
-        return have > bound if operator == "Gt" else have < bound
-    return False
 
 
 def _add_into(target: dict[str, float], vector: Mapping[str, float], sign: float = 1.0) -> None:
