@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agent.actions import Abort, Action, Wait
 from agent.observation import PlanRequest
+from agent.run_bands import RUN_BAND_PREFIX
 from components.errors import InputError, VcpilotError
 from components.files import load_document
 from components.volcano.models import Job, PodSpec
@@ -54,7 +55,9 @@ class Guardrails(BaseModel):
     # Allowed image prefixes: an entry matches itself, any tag or digest of it (`entry:tag`, `entry@sha256:…`),
     # and, when it ends with "/", every image under that registry path.
     images: list[str] = Field(default_factory=lambda: [DEFAULT_IMAGE])
-    priority_classes: list[str] = Field(default_factory=lambda: [""])
+    # An entry ending in "*" allows every class it begins: by default none, and the cluster's run bands
+    # (`agent.run_bands`), which the rule policy gives a run that asks for none.
+    priority_classes: list[str] = Field(default_factory=lambda: ["", f"{RUN_BAND_PREFIX}*"])
     # Strict: YAML's `"8"` or `yes` where a number or a switch belongs is a mistake worth naming.
     max_gpus_per_job: int = Field(default=8, gt=0, strict=True)
     read_only: bool = Field(default=False, strict=True)
@@ -111,7 +114,9 @@ class Guardrails(BaseModel):
     def check_priority_class(self, priority_class: str | None) -> None:
         """Refuse a priority class that is not allowed ("" or None: the job asks for none)."""
         name = priority_class or ""
-        if ANY in self.priority_classes or name in self.priority_classes:
+        if name in self.priority_classes or any(
+            allowed.endswith(ANY) and name.startswith(allowed[:-1]) for allowed in self.priority_classes
+        ):
             return
         if not name:
             raise GuardrailViolation(

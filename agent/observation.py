@@ -145,5 +145,7 @@ class Observation(_Frozen):
     history: list[AttemptRecord] = Field(default_factory=list)
     checkpoint: CheckpointInfo | None = None
     throughput: Throughput | None = None
+    # The cluster's run-band PriorityClasses (`agent.run_bands`), shortest bound first; none when it has none.
+    run_bands: list[str] = Field(default_factory=list)
     # Why parts are missing (the cluster unreachable, MLflow down): policies say so in their rationale.
     notes: list[str] = Field(default_factory=list)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agent.observation import AttemptRecord, CheckpointInfo, Observation, PlanRequest, Throughput
+from agent.run_bands import run_bands
 from components.finetune.checkpoint_layout import latest, recorded_step
 from components.tracking.adapter import (
     PARENT_TAG,
@@ -67,6 +68,7 @@ def observe(
     job: JobInfo | None = None
     nodes: list[NodeInfo] = []
     events: list[Event] = []
+    bands: list[str] = []
     if cluster is None:
         notes.append("no cluster to observe from this step")
     else:
@@ -74,6 +76,7 @@ def observe(
         if request.fallback_queue and request.fallback_queue != request.queue:
             fallback = look(f"queue {request.fallback_queue}", lambda: cluster.queue(request.fallback_queue))
         nodes = look("the nodes", cluster.nodes) or []
+        bands = run_bands(look("the priority classes", cluster.priority_classes) or {})
         if job_name:
             job = look(f"job {job_name}", lambda: cluster.get(job_name, request.namespace))
             if job is not None:
@@ -94,6 +97,7 @@ def observe(
         history=list(history),
         checkpoint=checkpoint,
         throughput=throughput,
+        run_bands=bands,
         notes=notes,
     )
 

@@ -106,7 +106,7 @@ def check_answer(action: Action, observation: Observation, stage: Stage) -> None
     queues = {request.queue, request.fallback_queue} - {""}
     if action.queue not in queues:
         raise ValueError(f"the action's queue {action.queue!r} is neither the request's queue nor its fallback")
-    if action.priority_class not in ("", request.priority_class):
+    if action.priority_class not in ("", request.priority_class, *observation.run_bands):
         raise ValueError(f"the action raises the priority class to {action.priority_class!r}")
     seen = {q.name: q for q in (observation.queue, observation.fallback_queue) if q is not None}
     room = QueueRoom.of(action.queue, seen.get(action.queue), observation.nodes)
@@ -443,9 +443,19 @@ class LLMPolicy:
         except ValueError as err:
             transcript.check("invariants", self._scrub(str(err)))
             raise _Unusable(f"the LLM's action was refused: {err}", str(err)) from None
+        rules = self.fallback if isinstance(self.fallback, RulePolicy) else RulePolicy()
+        if not isinstance(action, Wait | Abort):
+            # The run band is arithmetic on the estimate too: the model may leave it out, not pick another.
+            band = rules.priority_class(observation, action.gpus, action.queue)
+            if action.priority_class not in ("", observation.request.priority_class, band):
+                why = (
+                    f"the action's priority class {action.priority_class!r} is not the run's, nor its run band {band!r}"
+                )
+                transcript.check("invariants", self._scrub(why))
+                raise _Unusable(f"the LLM's action was refused: {why}", why)
+            action = action.model_copy(update={"priority_class": band})
         if not isinstance(action, Wait | Abort) and action.checkpoint_every:
             # The interval is arithmetic on measured facts, not the model's to pick: the rules' figure or the run's.
-            rules = self.fallback if isinstance(self.fallback, RulePolicy) else RulePolicy()
             expected = rules.checkpoint_every(observation, action.gpus)
             if action.checkpoint_every != expected:
                 why = (

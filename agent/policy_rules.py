@@ -23,6 +23,7 @@ from agent.capacity import Pool, QueueRoom, left_out, say_gpus, usable_nodes, wh
 from agent.failures import Failure, attempt_record, classify_failure, same_failure
 from agent.observation import Observation, PlanRequest
 from agent.policy import Decision, Stage
+from agent.run_bands import band_for
 from components.volcano.cluster import NodeInfo
 
 __all__ = ["LLAMA3_NODE_MTBF_S", "RulePolicy", "RulesConfig", "allowed_sizes", "checkpoint_interval_s", "usable_nodes"]
@@ -82,6 +83,9 @@ class RulesConfig(BaseModel):
     # terminationGracePeriodSeconds of the training pods (the job builder's default): a checkpoint that fits in it
     # is written on SIGTERM, so a preempted or reclaimed run loses nothing the interval has to bound.
     sigterm_grace_s: float = Field(default=300.0, ge=0)
+    # Shortest run first: a gang in the run's own queue, when the run names no priority class, gets the cluster's
+    # run band for its estimated training (`agent.run_bands`; nothing changes on a cluster without them).
+    shortest_run_first: bool = True
 
     def start_deadline_s(self, action: Action, request: PlanRequest, replans: int) -> float:
         """How long the gang `action` submits may stay pending before the run re-plans; 0: no deadline.
@@ -178,13 +182,12 @@ class RulePolicy:
         if best.gpus < request.gpus:
             rationale += f" (grad-accum {best.grad_accum} keeps global batch {request.global_batch})"
             return Downscale(
-                **_shape(request, best.gpus, best.queue, self.checkpoint_every(observation, best.gpus)),
+                **self._shape(observation, best.gpus, best.queue),
                 from_gpus=request.gpus,
                 rationale=rationale,
                 candidates=candidates,
             )
-        every = self.checkpoint_every(observation, best.gpus)
-        return Proceed(**_shape(request, best.gpus, best.queue, every), rationale=rationale, candidates=candidates)
+        return Proceed(**self._shape(observation, best.gpus, best.queue), rationale=rationale, candidates=candidates)
 
     def candidates(self, observation: Observation) -> list[Candidate]:
         """Every allowed size in the target queue, then in the fallback queue, with its estimated finish."""
@@ -237,6 +240,20 @@ class RulePolicy:
         if step_s <= 0:
             return request.max_steps
         return max(1, min(request.max_steps, math.ceil(interval_s / step_s)))
+
+    def priority_class(self, observation: Observation, gpus: int, queue: str) -> str:
+        """The PriorityClass of a gang of `gpus` in `queue`: the run's own, else its run band (`agent.run_bands`).
+
+        A band only in the run's own queue: a borrower in the fallback queue stays below that queue's owner.
+        """
+        request = observation.request
+        if request.priority_class or queue != request.queue or not self.config.shortest_run_first:
+            return request.priority_class
+        return band_for(self.run_s(observation, gpus), observation.run_bands)
+
+    def _shape(self, observation: Observation, gpus: int, queue: str) -> _Shape:
+        every = self.checkpoint_every(observation, gpus)
+        return _shape(observation.request, gpus, queue, every, self.priority_class(observation, gpus, queue))
 
     def _estimate(self, observation: Observation, n: int, queue: QueueRoom, pool: Pool) -> Candidate:
         request = observation.request
@@ -372,7 +389,7 @@ class RulePolicy:
         off = f" off {', '.join(avoid)}" if avoid else ""
         rationale = f"{failure.cause}: {failure.verdict}; retrying {start}{off}{size_note}{queue_note}"
         return RetryFromCheckpoint(
-            **_shape(request, gpus, queue, self.checkpoint_every(observation, gpus)),
+            **self._shape(observation, gpus, queue),
             checkpoint=checkpoint,
             checkpoint_step=step,
             avoid_nodes=avoid,
@@ -398,13 +415,13 @@ def _storage_full(failure: Failure, observation: Observation) -> str:
 # ---- helpers --------------------------------------------------------------------------------------------
 
 
-def _shape(request: PlanRequest, gpus: int, queue: str, checkpoint_every: int = 0) -> _Shape:
+def _shape(request: PlanRequest, gpus: int, queue: str, checkpoint_every: int = 0, priority_class: str = "") -> _Shape:
     return {
         "gpus": gpus,
         "micro_batch": request.micro_batch,
         "grad_accum": request.global_batch // (gpus * request.micro_batch),
         "queue": queue,
-        "priority_class": request.priority_class,
+        "priority_class": priority_class or request.priority_class,
         "checkpoint_every": checkpoint_every,
     }
 

@@ -55,7 +55,8 @@ Hard limits (an answer that breaks one is refused and the rule policy decides in
 - gpus x micro_batch x grad_accum must equal the request's global_batch: never change the global batch;
 - gpus must be between the request's gpus_min and gpus, and a multiple of gpus_per_pod: never ask for more GPUs \
 than the request does;
-- queue must be the request's queue or its fallback_queue; priority_class the request's (or empty);
+- queue must be the request's queue or its fallback_queue; priority_class empty (the \
+policy adds the run's class or its run band);
 - a retry keeps every node of the request's avoid_nodes in its avoid_nodes, and resumes only from the \
 checkpoint the observation names (or from scratch);
 - the guardrails (allowed namespaces, queues, priority classes, a GPU cap per job) check every answer.

@@ -75,6 +75,7 @@ class SimJob:
     on_start: Callable[[SimJob], None] = lambda job: None
     on_lost: Callable[[SimJob, str], None] = lambda job, node: None  # the job's pods died with this node
     reclaimable: bool = False  # a borrower of its queue, of a lower priority: the queue's owner may evict it
+    preempts: bool = True  # False: its PriorityClass says `preemptionPolicy: Never`, so it evicts no one
     on_reclaimed: Callable[[SimJob], None] = lambda job: None  # evicted for the owner (SIGTERM, then killed)
     phase: str = "Pending"  # the PodGroup's: Pending, Inqueue, Running
     order: int = 0  # creation order; a Volcano RestartJob keeps it
@@ -264,6 +265,8 @@ class Simulation:
         self, job: SimJob, running: list[SimJob], shares: dict[str, dict[str, float]], allocated: dict[str, float]
     ) -> list[SimJob]:
         """The jobs whose pods Volcano would evict so that every pod of `job` fits, or [] when none would do."""
+        if not job.preempts:  # Volcano's preempt and reclaim both skip a task whose policy is Never
+            return []
         queue_share = shares.get(job.queue, {}).get(GPU, 0.0)
         cross = allocated[job.queue] < queue_share - 1e-9  # reclaim only for a queue below its deserved share
         alloc = dict(allocated)

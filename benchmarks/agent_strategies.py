@@ -11,12 +11,17 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import yaml
 
 from agent.actions import Abort, Downscale, Proceed, RetryFromCheckpoint, Wait
 from agent.failures import attempt_record
 from agent.observation import AttemptRecord, CheckpointInfo, Observation, PlanRequest, Throughput
 from agent.policy import Policy
 from agent.policy_rules import RulePolicy, RulesConfig
+from agent.run_bands import run_bands
 from benchmarks.agent_sim import SimJob, Simulation
 from benchmarks.agent_trace import FALLBACK_QUEUE, TARGET_QUEUE, Request
 from components.volcano.cluster import Event, JobInfo, PodInfo
@@ -37,7 +42,7 @@ __all__ = [
 MAX_ATTEMPTS = 4  # Volcano's default maxRetry is 3 restarts; Argo's retryStrategy limit 3; the request's budget 4
 STEP_S = 30.0  # an Argo script step (plan, diagnose): pod start and a few API calls
 ARGO_BACKOFF_S = 60.0  # retryStrategy.backoff: duration 1m, factor 2
-_PRIORITIES = {"": 0}  # PriorityClass name -> value; the requests ask for none
+DEPLOY_CLASSES = Path(__file__).resolve().parents[1] / "deploy/volcano/priorityclasses.yaml"
 # Measured with `benchmarks/train.py --rounds 1 --steps 8` (2026-12-01, the 2-core development machine, local disk):
 # our Checkpointer saved the `small` model's 50.7 MB checkpoint (4.2 M parameters) in 52 ms and loaded it in 58 ms.
 CHECKPOINT_BYTES_PER_PARAM, WEIGHT_BYTES_PER_PARAM = 12, 4
@@ -117,10 +122,11 @@ class Training:
         """The request arrives; the first attempt is planned."""
         self.sim.at(self.sim.now + STEP_S, lambda: self.launch(self.request.gpus, TARGET_QUEUE))
 
-    def launch(self, gpus: int, queue: str, avoid: tuple[str, ...] = (), priority: int = 0) -> None:
+    def launch(self, gpus: int, queue: str, avoid: tuple[str, ...] = (), priority_class: str = "") -> None:
         """Submit the next attempt as a new VCJob of `gpus` one-GPU pods (a borrower in the fallback queue)."""
         self.out.attempts += 1
         borrower = queue == FALLBACK_QUEUE
+        priority, preempts = priority_classes().get(priority_class, (0, True))
         job = SimJob(
             key=f"default/{self.request.name}-{self.out.attempts}",
             queue=queue,
@@ -132,6 +138,7 @@ class Training:
             on_lost=self._lost,
             reclaimable=borrower,
             on_reclaimed=self._reclaimed,
+            preempts=preempts,
         )
         self.sim.submit(job)
 
@@ -334,7 +341,7 @@ class Rules(Training):
             # The training job's checkpoint-every: the policy's steps (at this size's speed), else the request's.
             every = action.checkpoint_every / self.steps_per_s(action.gpus)
             self.every_s = every or self.request.checkpoint_every_s
-            self.launch(action.gpus, action.queue, tuple(self.avoid), _PRIORITIES.get(action.priority_class, 0))
+            self.launch(action.gpus, action.queue, tuple(self.avoid), action.priority_class)
             deadline_s = self.config.start_deadline_s(action, observation.request, self.replans)
             if deadline_s:
                 job = self.sim.jobs[f"default/{self.request.name}-{self.out.attempts}"]
@@ -414,6 +421,7 @@ class Rules(Training):
             history=list(self.history),
             checkpoint=checkpoint,
             throughput=throughput,
+            run_bands=run_bands(priority_classes()),
         )
 
 
@@ -476,3 +484,15 @@ def _evicted(info: JobInfo, node: str, now: float) -> list[Event]:
         for p in info.pods
         if p.node == node
     ]
+
+
+@cache
+def priority_classes() -> dict[str, tuple[int, bool]]:
+    """The benchmark cluster's PriorityClasses, deploy/volcano/priorityclasses.yaml's: value, and whether it may
+    preempt (`preemptionPolicy: Never` may not); the requests name none, the rule policy gives run bands."""
+    with DEPLOY_CLASSES.open(encoding="utf-8") as f:
+        classes = [doc for doc in yaml.safe_load_all(f) if doc and doc.get("kind") == "PriorityClass"]
+    return {
+        c["metadata"]["name"]: (int(c["value"]), c.get("preemptionPolicy", "PreemptLowerPriority") != "Never")
+        for c in classes
+    }

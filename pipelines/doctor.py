@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from agent.run_bands import run_bands
 from components.volcano.cluster import ClusterError
 from components.volcano.k8s_api import BATCH, SCHEDULING, Api
 from pipelines import deployment
@@ -150,7 +151,11 @@ def _queues(api: Api, defaults: Mapping[str, str], no_template: str) -> Check:
     for name in classes:
         if api.call(f"read priority class {name}", read, name, absent_ok=True, _request_timeout=TIMEOUT) is None:
             missing.append(("priority class", name))
-    found = f"queues {', '.join(queues)} and priority classes {', '.join(classes)}"
+    bands = run_bands(classes)
+    listed = ", ".join(c for c in classes if c not in bands) + (
+        f", run bands {bands[0]} … {bands[-1]}" if bands else ""
+    )
+    found = f"queues {', '.join(queues)} and priority classes {listed}"
     uses = f"the template uses {', '.join(used.values())}" if used else no_template or "the template names none"
     if not missing and not closed:
         return Check(check="queues", ok=True, detail=f"{found} exist ({uses})")

@@ -1,9 +1,10 @@
 """The VCJob of the training attempt the agent decided on: the one rendering the plan step and `vcpilot plan` share.
 
 It imports no Hera, so that `vcpilot plan` shows what the plan step (`pipelines.steps_training.plan_training`)
-would submit without paying for Hera's models at start-up (about 1 s; benchmarks/cli.py). The size, queue and
-accumulation come from the decision, the rest of the attempt (its number, pod size, steps, nodes to avoid,
-checkpoint) from the request the agent decided on, so nothing the decision rests on is read from anywhere else.
+would submit without paying for Hera's models at start-up (about 1 s; benchmarks/cli.py). The size, queue,
+priority class and accumulation come from the decision, the rest of the attempt (its number, pod size, steps,
+nodes to avoid, checkpoint) from the request the agent decided on, so nothing the decision rests on is read from
+anywhere else.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def render_training_job(
         avoid_nodes=request.avoid_nodes,
         resume_checkpoint=request.resume_checkpoint,
     )
-    context = context.model_copy(update={"queue": action.queue})
+    context = context.model_copy(update={"queue": action.queue, "priority_class": action.priority_class})
     return build_training_job_for(
         context,
         shape,

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from real_kit import REAL_NODE_LABEL, InClusterMlflow, mlflow_objects, on_real_nodes
 
+ROOT = Path(__file__).resolve().parents[2]
 E2E_KUBECONFIG = "VCPILOT_E2E_KUBECONFIG"
 
 
@@ -255,3 +256,15 @@ def kill_node() -> Iterator[Callable[[str], None]]:
     yield kill
     for node in killed:
         subprocess.run([str(E2E / "node-fault.sh"), "revive", node], check=True)
+
+
+@pytest.fixture
+def priority_classes(admin: Any) -> None:
+    """deploy/volcano's priority classes: vcpilot-low and vcpilot-high, and the run bands plan gives a run."""
+    from kubernetes import utils
+    from kubernetes.utils import FailToCreateError
+
+    try:
+        utils.create_from_yaml(admin, str(ROOT / "deploy/volcano/priorityclasses.yaml"))
+    except FailToCreateError as err:  # a test before this one made them already
+        assert all(e.status == 409 for e in err.api_exceptions), err

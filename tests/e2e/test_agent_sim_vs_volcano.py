@@ -93,7 +93,9 @@ PHASES = (0.0, 0.5)  # where Volcano's ticks fall on the replay's clock, in peri
 STRATEGIES = ("wait_full", "volcano_ckpt", "rules")
 
 
-def job_manifest(name: str, namespace: str, queue: str, gpus: int, per_pod: int, runs_s: float) -> dict[str, Any]:
+def job_manifest(
+    name: str, namespace: str, queue: str, gpus: int, per_pod: int, runs_s: float, priority_class: str = ""
+) -> dict[str, Any]:
     """A VCJob as the pipeline builds it, kwok playing the program: every pod completes after `runs_s` real seconds."""
     request = TrainingRequest(
         name=name,
@@ -106,6 +108,7 @@ def job_manifest(name: str, namespace: str, queue: str, gpus: int, per_pod: int,
         grad_accum=1,
         global_batch=gpus,
         queue=queue,
+        priority_class=priority_class or None,
         cpu_per_pod="1",
         memory_per_pod="1Gi",
         max_retry=1,
@@ -140,8 +143,11 @@ class Replay:
     def queue(self, name: str) -> str:
         return f"{self.prefix}{name}"
 
-    def submit(self, name: str, queue: str, gpus: int, per_pod: int, runs_sim_s: float) -> None:
-        manifest = job_manifest(name, self.namespace, self.queue(queue), gpus, per_pod, runs_sim_s / COMPRESSION)
+    def submit(
+        self, name: str, queue: str, gpus: int, per_pod: int, runs_sim_s: float, priority_class: str = ""
+    ) -> None:
+        runs_s = runs_sim_s / COMPRESSION
+        manifest = job_manifest(name, self.namespace, self.queue(queue), gpus, per_pod, runs_s, priority_class)
         self.cluster.submit(manifest)
 
     def run(self, strategy: str) -> list[Outcome]:
@@ -173,7 +179,7 @@ class Replay:
     def plan(self, strategy: str, request: Request) -> None:
         """(a), (c): the full size in the target queue; (e): what the rules decide from the real cluster."""
         checkpoints = strategy != "wait_full"
-        gpus, queue, every_steps = request.gpus, TARGET_QUEUE, 0
+        gpus, queue, every_steps, priority_class = request.gpus, TARGET_QUEUE, 0, ""
         if strategy == "rules":
             action = RulePolicy(CONFIG).plan(self.observe(request))
             if isinstance(action, Wait):
@@ -182,6 +188,7 @@ class Replay:
             assert isinstance(action, Proceed | Downscale), action
             gpus, queue = action.gpus, action.queue.removeprefix(self.prefix)
             every_steps = action.checkpoint_every  # the rules' interval, as the simulator's (e) trains
+            priority_class = action.priority_class  # its run band: deploy/volcano's, which the test installs
         outcome = self.outcomes[request.name]
         outcome.attempts += 1
         name = f"{request.name}-{outcome.attempts}"
@@ -189,7 +196,7 @@ class Replay:
         train_s = request.max_steps * request.global_batch / speed
         every_s = every_steps * request.global_batch / speed or request.checkpoint_every_s
         saves = int(train_s // every_s) if checkpoints else 0
-        self.submit(name, queue, gpus, 1, self.costs.scratch_s + train_s + saves * self.costs.save_s)
+        self.submit(name, queue, gpus, 1, self.costs.scratch_s + train_s + saves * self.costs.save_s, priority_class)
         self.running[name] = (request.name, gpus, -1.0)
 
     def observe(self, request: Request) -> Any:
@@ -297,7 +304,7 @@ def _request_line(outcome: Outcome) -> str:
 
 
 def test_the_simulator_agrees_with_volcano_on_a_short_philly_window(
-    cluster: Any, admin: Any, shared_dir: Path, capsys: pytest.CaptureFixture[str]
+    cluster: Any, admin: Any, priority_classes: None, shared_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from kubernetes import client
 

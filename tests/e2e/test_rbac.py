@@ -45,6 +45,7 @@ CLUSTER = [
     ("batch.volcano.sh", "jobs"),
     ("", "namespaces"),
     ("rbac.authorization.k8s.io", "clusterroles"),
+    ("scheduling.k8s.io", "priorityclasses"),
 ]
 # What the steps use (see the comments in deploy/rbac/*.yaml): (namespace or "" for cluster-wide, resource, verb).
 EXPECTED = {
@@ -60,6 +61,7 @@ EXPECTED = {
     ("", "queues", "get"),
     ("", "queues", "list"),
     ("", "nodes", "list"),
+    ("", "priorityclasses", "list"),
 }
 
 

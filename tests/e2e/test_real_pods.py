@@ -273,18 +273,6 @@ def logged_steps(out: Path) -> list[int]:
     return [json.loads(line)["step"] for line in file.read_text().splitlines()] if file.is_file() else []
 
 
-@pytest.fixture
-def priority_classes(admin: Any) -> None:
-    """deploy/volcano's priority classes (vcpilot-low for our training, vcpilot-high for what may preempt it)."""
-    from kubernetes import utils
-    from kubernetes.utils import FailToCreateError
-
-    try:
-        utils.create_from_yaml(admin, str(ROOT / "deploy/volcano/priorityclasses.yaml"))
-    except FailToCreateError as err:  # a test before this one made them already
-        assert all(e.status == 409 for e in err.api_exceptions), err
-
-
 def high_priority_job(namespace: str, image: str, nodes: list[Any], gpus: int, seconds: int) -> dict[str, Any]:
     """Another team's short, high-priority job that needs `gpus` GPUs on one real node."""
     amounts = {"cpu": "300m", "memory": "512Mi", "nvidia.com/gpu": gpus}

@@ -413,7 +413,7 @@ def failing(fake: tuple[FakeCluster, Path]) -> dict[str, Check]:
 def test_a_complete_deployment_passes_every_check(fake):
     checks = doctor(fake)
     assert all(c.ok for c in checks.values()), render_text(list(checks.values()))
-    assert "training, fallback, vcpilot-low" in checks["queues"].detail
+    assert "(the template uses training, fallback)" in checks["queues"].detail
     assert checks["rbac"].detail.startswith(f"{ACCOUNT} has the {len(deployment.rbac_grants(NS))} grants of")
     assert checks["mlflow"].detail.startswith("MLflow at http://vcpilot-mlflow:5000 answers /health")
     assert "1 of 1 nodes hold it" in checks["image"].detail

@@ -18,6 +18,7 @@ import jsonschema
 import pytest
 import yaml
 
+from agent.run_bands import run_bands
 from pipelines.autopilot import DEFAULT_IMAGE, PARAMETERS, SERVICE_ACCOUNT, TEMPLATE_NAME, build_workflow_template
 from pipelines.compile import render_all
 from pipelines.lint import lint_document, load_schema
@@ -247,7 +248,8 @@ def test_the_workflow_templates_defaults_name_what_deploy_installs(installed: li
     queues, classes = named(installed, "Queue"), named(installed, "PriorityClass")
     assert values["queue"] in queues and values["fallback-queue"] in queues
     assert values["queue"] != values["fallback-queue"], "the fallback queue must be another queue"
-    assert values["priority-class"] in classes
+    # No class: plan gives each run the run band its training fits in (agent/run_bands.py), which deploy installs.
+    assert values["priority-class"] == "" and len(run_bands(classes)) >= 8
     assert values["workspace-pvc"] == python["workspace-pvc"]
     assert only(installed, "PersistentVolumeClaim", values["workspace-pvc"])["spec"]["accessModes"] == ["ReadWriteMany"]
     claims = named(installed, "PersistentVolumeClaim").values()
@@ -315,8 +317,10 @@ def test_the_fallback_queue_lends_and_the_workflow_yields(installed: list[Object
     assert fallback["reclaimable"] is True, "reclaim takes resources back only from a reclaimable queue"
     assert fallback["weight"] < target["weight"] and fallback["priority"] < target["priority"]
     assert not any(q["spec"]["reclaimable"] for name, q in queues.items() if name != values["fallback-queue"])
-    ours = classes[values["priority-class"]]["value"]
-    assert any(c["value"] > ours for c in classes.values()), "nothing could preempt the workflow's jobs"
+    assert values["priority-class"] == ""
+    ours = max(classes[band]["value"] for band in run_bands(classes))  # or 0, past the longest band
+    preempting = [c for c in classes.values() if c.get("preemptionPolicy", "PreemptLowerPriority") != "Never"]
+    assert any(c["value"] > ours for c in preempting), "nothing could preempt the workflow's jobs"
     assert not any(c.get("globalDefault") for c in classes.values())
 
 

@@ -39,6 +39,10 @@ class FakeCluster:
             raise JobNotFound(f"job {namespace}/{name} does not exist.")
         return self.jobs[name]
 
+    def priority_classes(self) -> dict[str, int]:
+        self._check()
+        return {"vcpilot-run-2h": 1005, "system-node-critical": 2000001000, "vcpilot-run-30m": 1012}
+
     def events(self, name: str, namespace: str = "default", limit: int = 50) -> list[Event]:
         self._check()
         return [Event(time=1.0, object=f"Job/{name}", type="Warning", reason="Failed", message="PodFailed")]
@@ -73,6 +77,7 @@ def test_observe_takes_the_queues_nodes_job_events_and_latest_complete_checkpoin
     assert seen.job is not None and seen.job.phase == "Failed" and seen.events[0].message == "PodFailed"
     assert seen.checkpoint is not None and (seen.checkpoint.path, seen.checkpoint.step) == (str(latest), 20)
     assert seen.history == history and seen.throughput == measured
+    assert seen.run_bands == ["vcpilot-run-30m", "vcpilot-run-2h"]  # the run bands only, shortest first
     # The fallback queue does not exist: a note, not an exception.
     assert seen.fallback_queue is None and seen.notes == ["could not read queue spare: queue 'spare' does not exist."]
     assert Observation.model_validate_json(seen.model_dump_json()) == seen  # serializable, so replayable
@@ -84,7 +89,8 @@ def test_an_unreachable_cluster_a_missing_job_and_no_checkpoints_become_notes(tm
     assert down.notes[0] == (
         "could not read queue gpu-a: the API server at https://k8s.example:6443 refused the connection."
     )
-    assert down.notes[-1] == f"no complete checkpoint under {tmp_path / 'none'}"
+    assert down.notes[-1] == f"no complete checkpoint under {tmp_path / 'none'}" and down.run_bands == []
+    assert "could not read the priority classes: the API server" in " ".join(down.notes)
     missing = observe(FakeCluster(), REQUEST, job_name="wf-train-9")
     assert missing.job is None and missing.events == []
     assert "could not read job wf-train-9: job default/wf-train-9 does not exist." in missing.notes
