@@ -190,3 +190,21 @@ def test_plan_refuses_an_option_the_vcjob_could_not_carry(
 def test_plan_takes_an_image_a_runtime_pulls(cluster: LocalCluster, image: str) -> None:
     containers = cli_manifest(["--image", image])["spec"]["tasks"][0]["template"]["spec"]["containers"]
     assert {c["image"] for c in containers} == {image}
+
+
+def test_on_a_cluster_with_run_bands_the_vcjob_takes_the_band_its_training_fits_unless_a_class_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    bands = {"vcpilot-run-30m": 1003, "vcpilot-run-2h": 1002, "vcpilot-run-24h": 1001, "high": 5000}
+    config = {"nodes": [{"name": "node", "count": 2, "gpus": 4}], "priorityClasses": bands}
+    LocalCluster(home, LocalClusterConfig.model_validate(config)).close()
+    monkeypatch.setenv("VCPILOT_HOME", str(home))
+    # Nothing measured: the prior, 1 sample/s a GPU; 300 steps × 16 samples at 8 GPUs × 0.9³ trains ~14 min.
+    short = cli_manifest(["--gpus", "8", "--global-batch", "16", "--micro-batch", "2", "--max-steps", "300"])
+    assert short["spec"]["priorityClassName"] == "vcpilot-run-30m"
+    assert {t["template"]["spec"]["priorityClassName"] for t in short["spec"]["tasks"]} == {"vcpilot-run-30m"}
+    longer = cli_manifest(["--gpus", "8", "--global-batch", "16", "--micro-batch", "2", "--max-steps", "1500"])
+    assert longer["spec"]["priorityClassName"] == "vcpilot-run-2h"  # ~69 min
+    named = ["--gpus", "8", "--global-batch", "16", "--micro-batch", "2", "--priority-class", "high"]
+    assert cli_manifest(named)["spec"]["priorityClassName"] == "high"
