@@ -87,7 +87,11 @@ def planned_training(cluster: Any, namespace: str, image: str, pvc: str, mlflow_
     behind it until it runs.
     """
     look = functools.partial(observe_module.observe, cluster, plan_request(namespace))
-    action = plan_within(look, policy_rules.RulePolicy(), PLAN_WAIT_S, sleep=_look_again_soon).action
+    # These tests pin recovery on real pods, at the size asked for: without the run bands (deploy's, which the
+    # preemption test installs), so the plan waits for room rather than queueing at once (test_agent_sim_vs_volcano
+    # runs the bands on real Volcano).
+    rules = policy_rules.RulePolicy(policy_rules.RulesConfig(shortest_run_first=False))
+    action = plan_within(look, rules, PLAN_WAIT_S, sleep=_look_again_soon).action
     assert isinstance(action, Proceed) and action.gpus == 2, action.rationale
     context = JobContext(
         workflow=WORKFLOW,

@@ -89,6 +89,15 @@ def test_the_rules_give_a_gang_the_band_its_estimated_training_fits_in() -> None
     assert POLICY.plan(observation(request=request(max_steps=5000))).priority_class == ""
 
 
+def test_with_run_bands_the_rules_queue_at_once_where_without_them_they_wait() -> None:
+    busy = observation(used=(4, 4))  # nothing starts now, in either queue
+    assert POLICY.plan(busy.model_copy(update={"run_bands": []})).kind == "wait"
+    assert POLICY.plan(busy.model_copy(update={"request": request(priority_class="vcpilot-low")})).kind == "wait"
+    queued = POLICY.plan(busy)
+    assert isinstance(queued, Proceed | Downscale) and queued.priority_class.startswith("vcpilot-run-")
+    assert "; queued now: the run bands start the queue's shorter runs first" in queued.rationale
+
+
 def test_a_run_that_names_its_class_a_borrower_a_cluster_without_bands_and_the_switch_off_get_no_band() -> None:
     assert POLICY.plan(observation(request=request(priority_class="vcpilot-low"))).priority_class == "vcpilot-low"
     assert POLICY.plan(observation(run_bands=[])).priority_class == ""
