@@ -225,28 +225,33 @@ class StartDeadline(Output):
 def start_deadline(inputs: StartDeadlineInput) -> StartDeadline:
     """Watch the attempt until its gang starts; delete it if it is still pending at the deadline."""
     if inputs.start_deadline_s <= 0:
-        return StartDeadline(outcome="unwatched", reason="no start deadline: waiting as long as the gang takes")
+        return _verdict("unwatched", "no start deadline: waiting as long as the gang takes")
     cluster = connect_cluster()
     if cluster is None:
-        return StartDeadline(outcome="unwatched", reason="the cluster cannot be read: train waits for the job")
+        return _verdict("unwatched", "the cluster cannot be read: train waits for the job")
     began = time.monotonic()
     poll_s = min(10.0, inputs.start_deadline_s / 20)
     while True:
         try:
             phase = cluster.get(inputs.job_name, inputs.namespace).phase
         except JobNotFound:  # deleted by someone else; train fails on its own
-            return StartDeadline(outcome="unwatched", reason=f"{inputs.job_name} is gone")
+            return _verdict("unwatched", f"{inputs.job_name} is gone")
         except ClusterError as err:
-            return StartDeadline(outcome="unwatched", reason=f"the cluster cannot be read ({err}): train waits")
+            return _verdict("unwatched", f"the cluster cannot be read ({err}): train waits")
         waited = time.monotonic() - began
         if phase != "Pending":  # Running or past it: the gang started (or Volcano ended it), train judges
-            return StartDeadline(outcome="started", reason=f"{phase} after {_minutes(waited)} min")
+            return _verdict("started", f"{phase} after {_minutes(waited)} min")
         if waited >= inputs.start_deadline_s:
             cluster.delete(inputs.job_name, inputs.namespace, missing_ok=True)
             reason = f"pending {_minutes(waited)} min in queue {inputs.queue}, re-planned"
             tell_argo(reason)
-            return StartDeadline(outcome="expired", reason=reason, result=reason)
+            return _verdict("expired", reason)
         time.sleep(poll_s)
+
+
+def _verdict(outcome: Literal["started", "expired", "unwatched"], reason: str) -> StartDeadline:
+    """The step's answer; its reason is its result too, so the run's tree says what the watch saw."""
+    return StartDeadline(outcome=outcome, reason=reason, result=reason)
 
 
 def _minutes(seconds: float) -> str:

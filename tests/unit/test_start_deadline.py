@@ -64,7 +64,10 @@ def plan(workspace: Path, **changes: Any) -> steps_training.TrainingPlan:
 
 def watch(job_name: str, deadline_s: float) -> steps_training.StartDeadline:
     inputs = steps_training.StartDeadlineInput(job_name=job_name, queue="spare", start_deadline_s=deadline_s)
-    return steps_training.start_deadline(inputs)
+    verdict = steps_training.start_deadline(inputs)
+    # Whatever the watch saw is its result too, which the run's tree shows (it printed `null` when not expired).
+    assert verdict.result == verdict.reason
+    return verdict
 
 
 def test_a_gang_still_pending_at_its_deadline_is_deleted_and_planned_again(tmp_path: Path, full) -> None:
