@@ -10,10 +10,10 @@ in place (OnFailure, Always) and its CrashLoopBackOff, and the task's maxRetry t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from components.durations import parse_go_duration
+from components.volcano.resources import EMPTY
 
 if TYPE_CHECKING:
     from components.volcano.models import JobSpec, LifecyclePolicy
@@ -72,16 +72,15 @@ class GangShape(Protocol):
     def tasks(self) -> Sequence[TaskShape]: ...  # noqa: D102
 
 
-@dataclass(frozen=True)
-class PodCounts:
+class PodCounts(NamedTuple):
     """Pods of a job's current run by phase, overall and per task."""
 
     pending: int = 0
     running: int = 0
     succeeded: int = 0
     failed: int = 0
-    succeeded_by_task: Mapping[str, int] = field(default_factory=dict)
-    failed_by_task: Mapping[str, int] = field(default_factory=dict)
+    succeeded_by_task: Mapping[str, int] = EMPTY
+    failed_by_task: Mapping[str, int] = EMPTY
 
 
 def count_pods(pods: list[tuple[str, str]]) -> PodCounts:

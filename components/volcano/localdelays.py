@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from components.volcano.lifecycle import action_scope
 
 __all__ = ["DelayedAction", "DelayedActions"]
 
 
-@dataclass(frozen=True)
-class DelayedAction:
+class DelayedAction(NamedTuple):
     """An action waiting for its time: what a pod's event on a job set off."""
 
     namespace: str

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from components.volcano.cluster import StateDamaged
 from components.volcano.localpods import expand, resolve_command
@@ -100,8 +100,7 @@ def job_tag(uid: str) -> str:
     return uid.replace("-", "")[:8]
 
 
-@dataclass(frozen=True)
-class StoredTask:
+class StoredTask(NamedTuple):
     """A task of a stored Job as every reconcile reads it: its size, and its pods' requests and placement."""
 
     name: str

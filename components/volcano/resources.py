@@ -6,10 +6,13 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
+from types import MappingProxyType
+from typing import Any
 
 from components.names import QUALIFIED_NAME, is_dns1123_subdomain
 
 __all__ = [
+    "EMPTY",
     "GPU",
     "Resources",
     "add",
@@ -26,6 +29,9 @@ __all__ = [
     "sub",
     "total",
 ]
+
+# An empty read-only mapping: the default of a record's mapping field (records are NamedTuples, which share defaults).
+EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 GPU = "nvidia.com/gpu"
 

@@ -6,11 +6,11 @@ import json
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from components.volcano.gang import GangProgress, task_order
 from components.volcano.placement import BLOCKING_EFFECTS, affinity_allows, tolerates
-from components.volcano.resources import GPU
+from components.volcano.resources import EMPTY, GPU
 
 __all__ = [
     "Gang",
@@ -30,21 +30,19 @@ _EPS = 1e-9
 _Refusals = Counter[tuple[str, str]]
 
 
-@dataclass(frozen=True)
-class NodeState:
+class NodeState(NamedTuple):
     """A node as the scheduler sees it: what it offers and what pods bound to it already request."""
 
     name: str
     ready: bool
     allocatable: Mapping[str, float]
     used: Mapping[str, float]
-    labels: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = EMPTY
     taints: tuple[Mapping[str, str], ...] = ()
     unschedulable: bool = False
 
 
-@dataclass(frozen=True)
-class QueueState:
+class QueueState(NamedTuple):
     """A Volcano Queue: its weight, its capability (a missing resource is unlimited) and what it holds now.
 
     `capability` is what the scheduler may give the queue (proportion's realCapability, which the caller works out);
@@ -55,15 +53,15 @@ class QueueState:
 
     name: str
     weight: int = 1
-    capability: Mapping[str, float] = field(default_factory=dict)
+    capability: Mapping[str, float] = EMPTY
     open: bool = True
-    allocated: Mapping[str, float] = field(default_factory=dict)
-    guarantee: Mapping[str, float] = field(default_factory=dict)
-    elastic: Mapping[str, float] = field(default_factory=dict)
+    allocated: Mapping[str, float] = EMPTY
+    guarantee: Mapping[str, float] = EMPTY
+    elastic: Mapping[str, float] = EMPTY
 
 
 @dataclass(frozen=True)
-class PodRequest:
+class PodRequest:  # a dataclass, not a NamedTuple: its `index` would hide tuple.index
     """A pod waiting for a node: its requests and the placement constraints of its spec."""
 
     name: str
@@ -76,8 +74,7 @@ class PodRequest:
     priority: int = 0  # its PriorityClass value: the template's, else the job's
 
 
-@dataclass(frozen=True)
-class Gang:
+class Gang(NamedTuple):
     """A PodGroup with the pods of its job still to bind; `bound` pods already count toward `min_member`.
 
     `min_task_member` is the PodGroup's spec.minTaskMember (each task's minAvailable): the gang binds only when every
@@ -93,13 +90,12 @@ class Gang:
     bound: int = 0
     priority: int = 0
     order: int = 0
-    min_task_member: Mapping[str, int] = field(default_factory=dict)
-    bound_by_task: Mapping[str, int] = field(default_factory=dict)  # `bound`, by task
+    min_task_member: Mapping[str, int] = EMPTY
+    bound_by_task: Mapping[str, int] = EMPTY  # `bound`, by task
     size: int = 0  # every pod of the job, whatever its phase (0: `bound` + the pods to bind)
 
 
-@dataclass(frozen=True)
-class Session:
+class Session(NamedTuple):
     """What one session decided: gangs admitted to Inqueue, pods bound to nodes, and why the others wait."""
 
     enqueued: tuple[str, ...]
