@@ -93,12 +93,12 @@ def mcp_command(
     if read_only:
         rules = rules.model_copy(update={"read_only": True})
     cluster = connect(kubeconfig or None, context)
-    _sdk_logs_to_stderr()  # before build_server, whose SDK would otherwise log tracebacks through rich
+    _sdk_logs_to_stderr(token)  # before build_server, whose SDK would otherwise log tracebacks through rich
     root = checkpoints_root or Path(os.environ.get("VCPILOT_HOME") or ".vcpilot") / "workspace"
     server = build_server(ToolContext(cluster=cluster, guardrails=rules, checkpoints_root=root.resolve()))
     where = _describe(cluster)
     mode = "read-only" if rules.read_only else "read-write"
-    _audit_to_stderr(AUDIT)
+    _audit_to_stderr(AUDIT, token)
     if transport == "stdio":
         print(f"vcpilot MCP server ({mode}) on stdio, serving {where}", file=sys.stderr)
         server.run("stdio")
@@ -113,10 +113,11 @@ def mcp_command(
     serve_http(server, token, host, port, rate=RateLimit(per_second=rate_limit, burst=max(1, int(2 * rate_limit))))
 
 
-def _audit_to_stderr(audit: logging.Logger) -> None:
+def _audit_to_stderr(audit: logging.Logger, token: str) -> None:
     """One JSON line per tool call (and per request the HTTP gate refuses) on stderr, never on stdout."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("audit %(message)s"))
+    _mask(handler, token)
     audit.addHandler(handler)
     audit.setLevel(logging.INFO)
     audit.propagate = False
@@ -135,11 +136,20 @@ class _OneLine(logging.Formatter):
         return redact_text(" ".join(f"{record.levelname.lower()}: {message}".split()))
 
 
-def _sdk_logs_to_stderr() -> None:
+def _sdk_logs_to_stderr(token: str) -> None:
     """The SDK's warnings and errors on stderr, one line each; stdout belongs to the stdio transport."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_OneLine())
+    _mask(handler, token)
     logging.basicConfig(level=logging.WARNING, handlers=[handler])  # MCPServer's own basicConfig is then a no-op
+
+
+def _mask(handler: logging.Handler, token: str) -> None:
+    """Over HTTP, the server's own token never reaches stderr, whatever a client put it in."""
+    from agent.mcp_http import TokenMask
+
+    if token:
+        handler.addFilter(TokenMask(token))
 
 
 def _describe(cluster: Cluster) -> str:

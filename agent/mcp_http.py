@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -20,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from components.errors import InputError
+from components.redact import MASK
 
-__all__ = ["CALLER_KEY", "TOKEN_ENV", "Gate", "RateLimit", "load_token", "token_identity"]
+__all__ = ["CALLER_KEY", "TOKEN_ENV", "Gate", "RateLimit", "TokenMask", "load_token", "token_identity"]
 
 TOKEN_ENV = "VCPILOT_MCP_TOKEN"
 CALLER_KEY = "vcpilot.caller"  # the scope key under which Gate leaves "token:<id> from <peer>"
@@ -63,6 +65,25 @@ def load_token(token_file: Path | None, environ: Mapping[str, str] | None = None
 def token_identity(token: str) -> str:
     """A name for a token that logs may carry: the first 8 hex digits of its SHA-256, never the token."""
     return "token:" + hashlib.sha256(token.encode()).hexdigest()[:8]
+
+
+class TokenMask(logging.Filter):
+    """A logging filter that writes the server's own token as `***`: a client may send it anywhere, in an argument too.
+
+    `components.redact` knows a token by its shape or its field's name; a bare `openssl rand -hex 32` has neither.
+    """
+
+    def __init__(self, token: str) -> None:
+        """Mask `token` in every record this filter passes."""
+        super().__init__()
+        self._token = token
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Pass every record, its message rewritten when it carries the token."""
+        message = record.getMessage()
+        if self._token in message:
+            record.msg, record.args = message.replace(self._token, MASK), None
+        return True
 
 
 @dataclass

@@ -17,6 +17,7 @@ import itertools
 import json
 import logging
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -27,7 +28,7 @@ from pydantic import ConfigDict
 
 from agent.mcp_http import CALLER_KEY, Gate, RateLimit
 from agent.tools import TOOLS, Tool, ToolContext, ToolResult, call_tool, input_schema
-from components.redact import redact
+from components.redact import MASK, redact, redact_text
 from components.untrusted import printable
 
 __all__ = ["AUDIT", "MAX_BODY_BYTES", "SERVER_NAME", "build_server", "serve_http"]
@@ -109,20 +110,47 @@ def _register(ctx: ToolContext, tool: Tool) -> MCPTool:
 def _audit(mcp_ctx: Context, tool: str, arguments: dict[str, Any], result: ToolResult) -> None:
     request = mcp_ctx.request_context.request  # a Starlette request over HTTP, None on stdio and in memory
     caller = getattr(request, "scope", {}).get(CALLER_KEY, "local")
+    redacted = redact(arguments)
     if result.ok:
         verdict = "allowed"
     elif result.rule:
         verdict = f"refused by guardrail {result.rule}"
     else:
-        verdict = "failed: " + result.error
-    line = {"caller": caller, "tool": tool, "arguments": _loggable(redact(arguments)), "verdict": verdict}
+        verdict = "failed: " + _unquoted(result.error, arguments, redacted)
+    line = {"caller": caller, "tool": tool, "arguments": _loggable(redacted), "verdict": verdict}
     AUDIT.info(json.dumps(line, allow_nan=False))
+
+
+def _unquoted(error: str, arguments: Any, redacted: Any) -> str:
+    """`error` without what redaction masked in the arguments: the sentence quotes what the caller sent.
+
+    A value under a secret-looking name (`{"HF_TOKEN": ["…"]}`) has no shape `redact_text` would know again.
+    """
+    masked = set(_strings(arguments)) - set(_strings(redacted))
+    for secret in sorted((s for s in masked if len(s) >= 4), key=len, reverse=True):
+        error = error.replace(secret, MASK)
+    return redact_text(error)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
 
 
 def _loggable(value: Any) -> Any:
     """A client's arguments as strict JSON of bounded size: NaN and Infinity as text, long strings cut."""
     if isinstance(value, dict):  # as many entries as a list keeps: a million keys are not a million in the log
-        kept = {printable(str(key), 200): _loggable(item) for key, item in itertools.islice(value.items(), _MAX_ITEMS)}
+        # `redact` masks values, never keys: a key shaped like a credential is masked here.
+        kept = {
+            redact_text(printable(str(key), 200)): _loggable(item)
+            for key, item in itertools.islice(value.items(), _MAX_ITEMS)
+        }
         return kept | ({"…": f"{len(value) - _MAX_ITEMS} more"} if len(value) > _MAX_ITEMS else {})
     if isinstance(value, list):
         return [_loggable(item) for item in value[:_MAX_ITEMS]] + (["…"] if len(value) > _MAX_ITEMS else [])

@@ -135,9 +135,11 @@ def find_checkpoint(directory: str) -> CheckpointInfo | None:
     """The newest complete `step-N/` under `directory` and the step its metadata names; None when there is none."""
     try:
         path = latest(Path(directory))
-    except OSError:  # an unreadable directory is one without checkpoints, for the observation's sake
+        return CheckpointInfo(path=str(path), step=recorded_step(path)) if path else None
+    # An unreadable directory is one without checkpoints, for the observation's sake; so is a metadata.json that a
+    # training pod wrote past what the reader expects (nested too deep, a step of 1e999, `files` not a mapping).
+    except (OSError, RecursionError, ArithmeticError, AttributeError):
         return None
-    return CheckpointInfo(path=str(path), step=recorded_step(path)) if path else None
 
 
 def measured_throughput(tracking_uri: str, experiment: str, workflow: str) -> Throughput | None:

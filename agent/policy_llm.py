@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -512,12 +513,20 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _strict_json(text: str | bytes) -> Any:
-    """JSON as RFC 8259 has it: Python's `NaN` and `Infinity` extensions are refused.
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is beyond what a JSON number may hold here")
+    return value
 
-    Whatever is read from the model may be sent back to it in the next request, whose encoder refuses them.
+
+def _strict_json(text: str | bytes) -> Any:
+    """JSON as RFC 8259 has it: Python's `NaN` and `Infinity` extensions are refused, and so is `1e999` (inf).
+
+    Whatever is read from the model may be sent back to it in the next request, whose encoder refuses them: a
+    tool call's arguments sent as an object with `1e999` in them stopped the decision with a ValueError.
     """
-    return loads_json(text, parse_constant=_refuse_constant)
+    return loads_json(text, parse_constant=_refuse_constant, parse_float=_finite)
 
 
 def _error_detail(response: httpx.Response) -> str:

@@ -248,6 +248,8 @@ def _find_latest_checkpoint(ctx: ToolContext, args: CheckpointQuery) -> LatestCh
 
 
 def _plan(ctx: ToolContext, request: TrainingRequest) -> PlannedJob:
+    # The cap before rendering: 10^30 GPUs is the guardrail's refusal, not a manifest's field out of range.
+    ctx.guardrails.check_gpus(request.total_gpus, f"job {request.name}")
     job = build_training_job(request)
     ctx.guardrails.check_job(job)
     return PlannedJob(
@@ -378,6 +380,8 @@ def call_tool(ctx: ToolContext, name: str, arguments: Any) -> ToolResult:
         return ToolResult(ok=False, error=_sentence(explain_error(refusal)[0]), rule=refusal.rule)
     except VcpilotError as err:
         return ToolResult(ok=False, error=_sentence(explain_error(err)[0]))
+    except ValidationError as err:  # a model the tool builds: a max_retry past what a manifest's int32 holds
+        return ToolResult(ok=False, error=_sentence(describe_validation_error(err)))
     except ValueError as err:  # a request or manifest check (pydantic validators, components.volcano.validation)
         return ToolResult(ok=False, error=_sentence(str(err)))
     except OSError as err:

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
+import logging
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 
-from agent.mcp_http import CALLER_KEY, Gate, RateLimit, token_identity
+from agent.guardrails import DEFAULT_IMAGE, Guardrails
+from agent.mcp_http import CALLER_KEY, Gate, RateLimit, TokenMask, token_identity
+from agent.mcp_server import AUDIT, build_server
+from agent.tools import ToolContext
+from components.volcano.cluster_local import LocalCluster
 
 TOKEN = "0123456789abcdef0123456789abcdef"
 
@@ -85,3 +92,61 @@ def test_a_refusal_past_the_token_names_who_was_refused():
     who = f"{token_identity(TOKEN)} from 127.0.0.1:5000"
     assert [(json.loads(line)["caller"], json.loads(line)["http_status"]) for line in log] == [(who, 429), (who, 413)]
     assert all(TOKEN not in line for line in log)
+
+
+KEY = "sk-proj-abcdefghij0123456789abcdef"
+
+
+def test_an_audit_line_masks_the_secrets_an_error_sentence_quotes(tmp_path: Path, caplog):
+    # The arguments were redacted, but the verdict quoted them as the error sentence did, secrets and all.
+    training = {
+        "name": "ft",
+        "image": f"{DEFAULT_IMAGE}:0.1.0",
+        "command": ["python"],
+        "total_gpus": 1,
+        "micro_batch": 1,
+        "grad_accum": 1,
+        "global_batch": 1,
+    }
+    calls = [
+        ("get_job_status", {"name": KEY}),  # a Kubernetes name shaped like a key
+        ("plan_training_job", {**training, "env": {"HF_TOKEN": ["hf_0123456789abcdef"]}}),  # secret by its name
+        ("find_latest_checkpoint", {"directory": "/srv/password=hunter2hunter2"}),
+        ("list_nodes", {f"Bearer {KEY}": 1}),  # redaction masks values: a key is quoted as "unknown field …"
+    ]
+    cluster = LocalCluster(tmp_path / "home")
+
+    async def session() -> list[bool]:
+        async with Client(build_server(ToolContext(cluster, Guardrails(), tmp_path / "ws"))) as client:
+            return [(await client.call_tool(tool, arguments)).is_error for tool, arguments in calls]
+
+    try:
+        with caplog.at_level("INFO", logger=AUDIT.name):
+            assert anyio.run(session) == [True] * len(calls)
+    finally:
+        cluster.close()
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == AUDIT.name]
+    assert [line["verdict"].split(":")[0] for line in lines] == ["failed"] * len(calls)
+    assert lines[0]["verdict"] == "failed: job default/*** does not exist."
+    for secret in (KEY, "hf_0123456789abcdef", "hunter2hunter2"):
+        assert secret not in caplog.text
+
+
+def test_the_servers_own_token_is_masked_in_whatever_line_carries_it():
+    # A bare `openssl rand -hex 32` has no shape redaction knows: a client that sent it as an argument had it logged.
+    lines: list[str] = []
+
+    class Lines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(self.format(record))
+
+    handler = Lines()
+    handler.addFilter(TokenMask(TOKEN))
+    log = logging.getLogger("test.mcp.mask")
+    log.addHandler(handler)
+    try:
+        log.warning("audit %s", json.dumps({"arguments": {"x": TOKEN, TOKEN: 1}}))
+        log.warning("nothing secret in %s", "this one")
+    finally:
+        log.removeHandler(handler)
+    assert lines == ['audit {"arguments": {"x": "***", "***": 1}}', "nothing secret in this one"]

@@ -269,6 +269,12 @@ def test_an_unreachable_endpoint_falls_back_to_the_rules():
     assert "could not be reached" in fallback_of(handler).fallback
 
 
+_OVERFLOWING = (
+    '{"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", '
+    '"function": {"name": "get_queue_status", "arguments": {"queue": 1e999}}}]}}]}'
+)
+
+
 def test_replies_that_are_not_a_decision_fall_back_with_the_reason():
     plain = {"choices": [{"message": {"role": "assistant", "content": "I would proceed."}}]}
     cases = [
@@ -281,6 +287,9 @@ def test_replies_that_are_not_a_decision_fall_back_with_the_reason():
         # nested deeper than Python's parser recurses, as a whole reply and as a tool call's arguments
         (lambda r: httpx.Response(200, text="[" * 50_000 + "]" * 50_000), "reply is not JSON"),
         (lambda r: httpx.Response(200, json=decide_reply("[" * 50_000 + "]" * 50_000)), "not valid JSON"),
+        # a number past a double's range reads as inf, which the next request (the tool's answer) could not send
+        (lambda r: httpx.Response(200, text=_OVERFLOWING), "reply is not JSON"),
+        (lambda r: httpx.Response(200, json=decide_reply('{"kind": "abort", "rationale": 1e999}')), "not valid JSON"),
     ]
     for handler, fragment in cases:
         assert fragment in fallback_of(handler).fallback

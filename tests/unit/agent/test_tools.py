@@ -165,6 +165,17 @@ def test_bad_arguments_get_one_sentence(ctx):
     assert error(ctx, "submit_job", {}) == "there is no tool 'submit_job'; did you mean submit_training_job?"
 
 
+def test_a_count_past_what_a_manifest_holds_is_one_sentence_not_pydantics_report(ctx, cluster):
+    # These passed the request's checks and failed in the rendered job's models, whose multi-line report went out.
+    result = call_tool(ctx, "submit_training_job", training(total_gpus=10**30, global_batch=4 * 10**30))
+    assert (result.ok, result.rule) == (False, "max_gpus_per_job")
+    assert result.error == f"refused by guardrail max_gpus_per_job: job ft asks {10**30} GPUs, the cap is 8"
+    for field in ("max_retry", "ttl_seconds_after_finished"):
+        message = error(ctx, "submit_training_job", training(**{field: 10**20}))
+        assert message == f"{field}: value must be at most 2147483647, got {10**20}"
+    assert cluster.list_jobs() == []
+
+
 @pytest.mark.parametrize(
     ("tool", "arguments"),
     [
@@ -237,6 +248,17 @@ def test_latest_checkpoint_stays_under_the_checkpoints_root(ctx, tmp_path):
     link.parent.mkdir(parents=True)
     link.symlink_to(outside)
     assert "outside the checkpoints root" in error(ctx, "find_latest_checkpoint", {"directory": "link"})
+
+
+@pytest.mark.parametrize("metadata", ["[" * 100_000, '{"step": 1e999}', '{"files": ["weights.pt"]}'])
+def test_a_checkpoint_whose_metadata_no_reader_expects_is_none(ctx, tmp_path, metadata):
+    # A training pod writes the workspace: this metadata raised out of call_tool, and the MCP client got the SDK's
+    # bare "Error executing tool" with no audit line.
+    step = tmp_path / "workspace" / "runs" / "x" / "step-3"
+    step.mkdir(parents=True)
+    (step / "metadata.json").write_text(metadata)
+    found = ok(ctx, "find_latest_checkpoint", directory="runs/x")
+    assert (found["found"], found["path"]) == (False, "")
 
 
 def test_openai_specs_leave_mutating_tools_out_in_read_only_mode():
