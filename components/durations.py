@@ -29,8 +29,9 @@ _UNIT_NS = {
 # The grammar Go reads: an optional sign, then numbers each with its unit ("1h30m", "1.5s", ".5m", "2.s"), or "0".
 # Checked whole first, so that text of another form is "not a duration" even where Go's loop would overflow before
 # it reached the fault; the parts are then summed as Go sums them.
-_PART = re.compile(r"([0-9]*)(?:\.([0-9]*))?(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
-_FORM = re.compile(r"[+-]?(?:0|(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+)")
+# Patterns, compiled by `re` on first use (its cache keeps them): a command that parses no duration pays nothing.
+_PART = r"([0-9]*)(?:\.([0-9]*))?(ns|us|\u00b5s|\u03bcs|ms|s|m|h)"
+_FORM = r"[+-]?(?:0|(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+)"
 _LIMIT = 1 << 63  # the magnitude a duration may reach: an int64's, -2**63 itself included
 
 
@@ -55,14 +56,14 @@ def parse_go_duration(text: str) -> float:
 
 def _nanoseconds(orig: str) -> int:
     """time.ParseDuration (Go's src/time/format.go) on Python's unbounded ints, with Go's overflow checks."""
-    if _FORM.fullmatch(orig) is None:
+    if re.fullmatch(_FORM, orig) is None:
         raise DurationError(f"{orig!r} is not a duration ({DURATION_FORM})")
     too_long = DurationTooLong(f"{orig!r} is longer than a duration can be (about 292 years)")
     negative, body = orig.startswith("-"), orig.lstrip("+-")
     if body == "0":  # Go's special case: zero needs no unit
         return 0
     total = 0
-    for whole, fraction_digits, unit in _PART.findall(body):
+    for whole, fraction_digits, unit in re.findall(_PART, body):
         per_unit = _UNIT_NS[unit]
         whole = whole.lstrip("0")
         value = int(whole or "0") if len(whole) <= 20 else _LIMIT + 1  # (int() refuses thousands of digits)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import json
 import os
 import sqlite3
@@ -290,6 +289,8 @@ class JobRow:
         server binds `status.podIP`) does not collide with another job's pod on the same port, as on a cluster
         where each pod has a network namespace of its own.
         """
+        import hashlib  # here, not at the top: OpenSSL's start-up is 11 M instructions a reading command never needs
+
         digest = hashlib.sha256(f"{self.uid}/{pod_name}".encode()).digest()
         return f"127.{1 + digest[0] % 255}.{digest[1]}.{1 + digest[2] % 254}"
 

@@ -10,7 +10,6 @@ place up to `backoffLimit` times (OnFailure), once its fields pass the API serve
 from __future__ import annotations
 
 import copy
-import string
 from typing import Annotated, Any
 
 from components.volcano.cluster import JobInfo
@@ -22,7 +21,8 @@ BATCH_JOB = ("batch/v1", "Job")
 
 def generate_name(prefix: str) -> str:
     """What the API server does with `metadata.generateName`: the prefix and five random characters."""
-    import secrets  # here, not at the top: it costs a reading command (`vcpilot cluster status`) a few ms
+    import secrets  # here, not at the top: they cost a reading command (`vcpilot cluster status`) a few ms
+    import string
 
     return prefix + "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(5))
 
