@@ -274,7 +274,8 @@ def invoke(
 ) -> int:
     """Run `command` on `args` (default: the process's) and return the exit code the contract gives its end."""
     global _debug
-    _debug = os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    # VCPILOT_DEBUG=false (or no, off) showed every error's traceback, as if it said yes
+    _debug = os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
     _redact_last_resort()
     argv = list(sys.argv[1:] if args is None else args)
     as_json = "--json" in (argv[: argv.index("--")] if "--" in argv else argv)

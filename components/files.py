@@ -173,7 +173,11 @@ def state_home() -> Path:
 
     Every command finds the home here, so a home that is a file reads the same in each, before anything is made.
     """
-    home = Path(os.environ.get("VCPILOT_HOME") or ".vcpilot").resolve()
+    given = os.environ.get("VCPILOT_HOME") or ".vcpilot"
+    try:
+        home = Path(given).resolve()
+    except (OSError, RuntimeError) as err:  # a symlink loop: RuntimeError before Python 3.13, OSError after
+        raise InputError(f"VCPILOT_HOME {given} cannot be a directory ({err}); point VCPILOT_HOME at one") from None
     check_output_dir(home, "VCPILOT_HOME")
     return home
 

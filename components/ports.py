@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import re
 import socket
 from urllib.parse import SplitResult, urlsplit
 
@@ -35,6 +36,10 @@ def check_http_url(url: str) -> SplitResult:
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{url!r} is not an http(s) URL such as http://127.0.0.1:8000")
+    # Letters (IDNA too), digits, '-', '_', '.'; or an IPv6 literal, with its zone after '%'. 'http://a b' was
+    # looked up in DNS, and 'http://a%20b' an internal error in MLflow's client.
+    if not re.fullmatch(r"[\w.-]+|[\w.]*:[\w.:]*(%[\w.-]+)?", parts.hostname):
+        raise ValueError(f"{url!r} has a host, {parts.hostname!r}, that is not a host name or an IP address")
     try:
         port = parts.port  # urlsplit checks the port only when asked: deep in a client, an internal error
     except ValueError:

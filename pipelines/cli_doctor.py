@@ -27,8 +27,11 @@ def doctor_command(
 ) -> None:
     """Check the cluster, Volcano, RBAC, Argo, MLflow and the step image; exit 1 when anything needs fixing."""
     # Imported here: the kubernetes client is slow to load, and every other command would pay for it.
+    from components.errors import InputError
     from components.names import check_namespace
+    from components.ports import check_http_url
     from pipelines import deployment, doctor
+    from pipelines.doctor_http import argo_server_url
     from pipelines.doctor_report import exit_code, render_json, render_text
 
     try:
@@ -36,6 +39,11 @@ def doctor_command(
     except deployment.DeployError as err:
         raise deployment.DeployError(f"{explain(err)[0].rstrip('.')}; pass --namespace") from None
     check_namespace(ns, "--namespace")  # a typo is one sentence, not every check failing on a namespace not found
+    if argo_server:  # 'bogus:999999' was looked up in DNS, and reported as a server that does not answer
+        try:
+            check_http_url(argo_server_url(argo_server, {}))
+        except ValueError as err:
+            raise InputError(f"--argo-server {err}") from None
     checks = doctor.run_checks(kubeconfig, ns, argo_server)
     typer.echo(render_json(checks) if as_json else render_text(checks))
     raise typer.Exit(exit_code(checks))

@@ -133,6 +133,8 @@ _QUANTITIES = ("cpu-per-gpu", "memory-per-gpu")
 _OBJECT_NAMES = ("queue", "fallback-queue", "priority-class", "workspace-pvc", "job-service-account")
 # Parameters that hold a time window (empty: none); a relative one (`24h`) is read when detect-logs runs.
 _WINDOWS = ("baseline-window", "current-window")
+# Paths a step reads, never empty: the step's `--source ''` read its working directory, `.git` and all, as logs.
+_PATHS = ("log-source", "dataset-dir")
 
 
 def check_parameters(values: Mapping[str, str]) -> None:
@@ -163,6 +165,8 @@ def check_parameters(values: Mapping[str, str]) -> None:
                 raise ValueError(
                     f"parameter {name} is {value!r}; give a quantity greater than 0, such as 4, 1500m or 16Gi"
                 )
+        if name in _PATHS and not value.strip():
+            raise ValueError(f"parameter {name} is empty; give a path ({parameter.description})")
         if name in _WINDOWS and value:
             try:
                 parse_window(value, datetime.now(UTC), option=f"parameter {name}")

@@ -66,6 +66,14 @@ class LoadtestConfig(BaseModel):
         parse_target(url)  # raises ValueError with the reason
         return url
 
+    @field_validator("api_key")
+    @classmethod
+    def _header_value(cls, api_key: str) -> str:
+        # It goes into every request's head as written: a line break (a key file's CRLF) split the head in two.
+        if any(ord(char) < 0x20 or ord(char) == 0x7F for char in api_key):
+            raise ValueError("the token holds a line break or another control character; give the token alone")
+        return api_key
+
 
 class Outcome(BaseModel):
     """What a load test found."""

@@ -100,6 +100,8 @@ def parse_command(
     if state is not None:
         check_output(state, "--state")
     if llm_cache is not None:
+        if not llm_refine:  # it was dropped without a word, as if the cache had been kept
+            raise InputError("--llm-cache keeps --llm-refine's answers; add --llm-refine, or leave it out")
         check_output(llm_cache, "--llm-cache")
     refiner = _refiner(llm_cache) if llm_refine else None
     try:

@@ -121,7 +121,7 @@ def rollback_command(name: Name, tracking_uri: TrackingUri = "", as_json: JsonFl
     from components.tracking.adapter import quiet, resolve_uri
 
     quiet()
-    done = rollback(connect(resolve_uri(tracking_uri)), name)
+    done = rollback(connect(resolve_uri(tracking_uri), create=False), name)
     if as_json:
         typer.echo(done.model_dump_json(indent=2))
         return
@@ -136,7 +136,7 @@ def show_command(name: Name, tracking_uri: TrackingUri = "", as_json: JsonFlag =
     from components.tracking.adapter import quiet, resolve_uri
 
     quiet()
-    shown = view(connect(resolve_uri(tracking_uri)), name)
+    shown = view(connect(resolve_uri(tracking_uri), create=False), name)
     if as_json:
         typer.echo(json.dumps(shown.model_dump(), indent=2))
         return

@@ -145,18 +145,25 @@ def _translated(action: str, err: BaseException, tracking_uri: str, reason: str)
     return RegistryUnavailable(sentence, uri=tracking_uri, reason=reason)
 
 
-def connect(tracking_uri: str, *, timeout_s: float = 5.0) -> Any:
+def connect(tracking_uri: str, *, timeout_s: float = 5.0, create: bool = True) -> Any:
     """An MlflowClient for `tracking_uri`, after checking that an HTTP server answers its /health endpoint.
 
     The check makes an unreachable server one quick error (RegistryUnavailable) instead of minutes of client
-    retries.
+    retries. With `create=False` (a command that only reads or moves aliases) a sqlite store that does not exist
+    is a RegistryError, not a new empty store (and its directories) made where a typo pointed.
     """
     try:
         check_reachable(tracking_uri, timeout_s)
     except TrackingUnavailable as err:
         raise RegistryUnavailable(str(err), uri=tracking_uri, reason=err.reason) from None
     if tracking_uri.startswith("sqlite:///"):
-        Path(tracking_uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        store = Path(tracking_uri.removeprefix("sqlite:///"))
+        if not create and not store.exists():
+            raise RegistryError(
+                f"there is no MLflow store at {store}, so no registered model; check --tracking-uri "
+                "(or MLFLOW_TRACKING_URI), or register one with `vcpilot release register`"
+            )
+        store.parent.mkdir(parents=True, exist_ok=True)
     with mlflow_errors(f"connecting to MLflow at {tracking_uri}", tracking_uri):
         return client(tracking_uri)
 

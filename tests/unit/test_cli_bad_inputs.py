@@ -131,9 +131,67 @@ def test_a_parameter_given_twice_is_refused_before_anything_starts(home, tmp_pat
         ("log-source=/nonexistent/x.log", "the log source /nonexistent/x.log does not exist"),
         ("log-source=/nonexistent/*.log", "matches no file"),
         ("dataset-dir=/nonexistent", "holds no eval.jsonl"),
+        ("log-source=", "parameter log-source is empty"),  # it trained, then detect read the current directory
     ],
 )
 def test_run_refuses_a_path_this_machine_lacks_before_the_first_champion(home, param, says):
     # the run started, trained the first champion for minutes, and the detect or evaluate step found the typo
     refused(["run", "-p", param], says)
     assert not home.exists() or not any(home.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["loadtest", "--url", "http://a b", "--concurrency", "1"], "--url is invalid ('http://a b' has a host, 'a b'"),
+        (["submit", "--server", "http://a b"], "'http://a b' has a host, 'a b', that is not a host name"),
+        (["release", "show", "--registered-model", "m", "--tracking-uri", "http://a b"], "has a host, 'a b'"),
+        # an internal error in MLflow's client: "URL can't contain control characters"
+        (["release", "show", "--registered-model", "m", "--tracking-uri", "http://a%20b"], "has a host, 'a%20b'"),
+    ],
+)
+def test_a_url_whose_host_is_no_host_name_is_refused_before_it_is_looked_up(home, args, says):
+    # 'http://a b' was looked up in DNS, and said "cannot reach http://a b" (exit 3): the server seemed down
+    refused(args, says)
+
+
+@pytest.mark.parametrize("key", ["sk-1\r", "sk-1\nX-Injected: 1"])
+def test_loadtest_refuses_an_api_key_with_a_line_break_before_sending(home, key):
+    # it went into each request's head as written: a key file's CRLF split the head, half the requests failed
+    args = ["loadtest", "--url", "http://127.0.0.1:1", "--concurrency", "1", "--api-key", key]
+    text = refused(args, "--api-key is invalid", "line break")
+    assert "sk-1" not in text  # a token is never echoed
+
+
+@pytest.mark.parametrize(("server", "says"), [("bogus:999999", "a port that is not a number"), ("a b:80", "a host")])
+def test_doctor_refuses_an_argo_server_that_is_no_address(home, tmp_path, server, says):
+    # it was looked up in DNS and reported as a server that does not answer, among every other check
+    args = ["doctor", "--kubeconfig", str(tmp_path / "none"), "--argo-server", server]
+    refused(args, f"--argo-server 'https://{server}' has {says}")
+
+
+@pytest.mark.parametrize("command", [["show"], ["rollback"]])
+def test_release_show_and_rollback_make_no_store_where_a_typo_points(home, tmp_path, command):
+    # `--tracking-uri sqlite:///typo/dir/mlflow.db` made the directories and an empty store there, then said
+    # "there is no registered model"
+    store = tmp_path / "typo" / "dir" / "mlflow.db"
+    args = ["release", *command, "--registered-model", "m", "--tracking-uri", f"sqlite:///{store}"]
+    refused(args, f"there is no MLflow store at {store}")
+    assert not (tmp_path / "typo").exists()
+
+
+def test_logs_parse_refuses_an_llm_cache_without_llm_refine(tmp_path):
+    # the cache was dropped without a word, and no LLM was asked
+    (tmp_path / "a.log").write_text("service started\n")
+    args = ["logs", "parse", str(tmp_path / "a.log"), "--out", str(tmp_path / "o.csv")]
+    refused([*args, "--llm-cache", str(tmp_path / "c.json")], "--llm-cache keeps --llm-refine's answers")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.log"]
+
+
+@pytest.mark.parametrize("command", [["runs", "list"], ["cluster", "status"], ["plan"]])
+def test_a_vcpilot_home_that_is_a_symlink_loop_is_one_sentence(tmp_path, monkeypatch, command):
+    # it was an internal error, "RuntimeError: Symlink loop from …", in every command
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    monkeypatch.setenv("VCPILOT_HOME", str(tmp_path / "a"))
+    refused(command, f"VCPILOT_HOME {tmp_path / 'a'} cannot be a directory", "point VCPILOT_HOME at one")

@@ -188,6 +188,12 @@ def test_debug_and_vcpilot_debug_show_the_traceback(run):
         assert done.stderr.strip().splitlines()[-1] == "error: job default/nope does not exist."
 
 
+@pytest.mark.parametrize("value", ["0", "false", "No", "off", ""])
+def test_vcpilot_debug_set_to_no_shows_no_traceback(run, value):
+    # VCPILOT_DEBUG=false showed the traceback, as if it said yes
+    one_line_error(run("cluster", "get", "nope", env={"VCPILOT_DEBUG": value}), EXIT_INPUT, "default/nope")
+
+
 def _failing_app() -> typer.Typer:
     fake = new_app()
 

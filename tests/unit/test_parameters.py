@@ -52,6 +52,9 @@ def test_the_defaults_pass() -> None:
         ("base-model", "~/models/m", "is not a model"),
         ("mlflow-tracking-uri", "ftp://mlflow", "is not one MLflow can keep runs under"),
         ("mlflow-tracking-uri", "http://mlflow:0", "has a port that is not a number from 1 to 65535"),
+        # the detect and evaluate steps read '' as their working directory: `.git` and all, taken for the logs
+        ("log-source", "", "parameter log-source is empty; give a path"),
+        ("dataset-dir", " ", "parameter dataset-dir is empty; give a path"),
     ],
 )
 def test_a_bad_value_gets_one_sentence_naming_the_parameter(name: str, value: str, says: str) -> None:
