@@ -28,6 +28,7 @@ __all__ = ["CALLER_KEY", "TOKEN_ENV", "Gate", "RateLimit", "TokenMask", "load_to
 TOKEN_ENV = "VCPILOT_MCP_TOKEN"
 CALLER_KEY = "vcpilot.caller"  # the scope key under which Gate leaves "token:<id> from <peer>"
 _MIN_TOKEN = 16
+_MAX_TOKEN_FILE_BYTES = 4096  # a token is tens of characters; Kubernetes caps a Secret at 1 MiB
 
 ASGIApp = Callable[..., Any]
 
@@ -36,9 +37,16 @@ def load_token(token_file: Path | None, environ: Mapping[str, str] | None = None
     """The bearer token from `token_file`, else from VCPILOT_MCP_TOKEN; an InputError when there is none."""
     if token_file is not None:
         try:
-            token = token_file.read_text(encoding="utf-8", errors="replace").strip()  # not UTF-8: refused below
+            with token_file.open("rb") as handle:  # at most a little more than any token: /dev/zero never ends
+                data = handle.read(_MAX_TOKEN_FILE_BYTES + 1)
         except OSError as err:
             raise InputError(f"the token file {token_file} cannot be read: {err.strerror}") from None
+        if len(data) > _MAX_TOKEN_FILE_BYTES:
+            raise InputError(
+                f"--token-file {token_file} holds more than {_MAX_TOKEN_FILE_BYTES} bytes, which no bearer token "
+                "needs; give a file that holds the token alone"
+            )
+        token = data.decode("utf-8", errors="replace").strip()  # not UTF-8: refused below
         where = f"the token file {token_file}"
         if not token:
             raise InputError(

@@ -235,6 +235,15 @@ def test_an_empty_token_file_is_named_with_what_to_write_in_it(tmp_path, content
     assert "pass --token-file" not in sentence and not (tmp_path / "home").exists()
 
 
+def test_a_token_file_that_never_ends_is_refused_not_read_forever(tmp_path):
+    args = ["--transport", "http", "--port", "1", "--token-file", "/dev/zero"]
+    done = CliRunner().invoke(_cli(), args, env=_server_env(tmp_path))
+    assert done.exit_code == 1 and done.stdout == ""
+    sentence = done.stderr.strip()
+    assert sentence.count("\n") == 0 and sentence.startswith("error: --token-file /dev/zero holds more than 4096 bytes")
+    assert not (tmp_path / "home").exists()
+
+
 @pytest.mark.parametrize("content", ["\ufeff" + "a" * 32 + "\n", "é" * 20, "a" * 16 + "\x00" + "a" * 16])
 def test_a_token_no_client_could_send_in_a_header_is_refused_in_one_sentence(tmp_path, content):
     token_file = tmp_path / "token"
