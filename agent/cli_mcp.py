@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from components.entry import new_app, run
+from components.entry import given_options, new_app, run
 from components.errors import InputError
 
 if TYPE_CHECKING:
@@ -84,6 +84,10 @@ def mcp_command(
     from components.ports import check_port_free
     from components.volcano.connect import connect
 
+    if transport == Transport.STDIO and (given := given_options("host", "port", "token_file", "rate_limit")):
+        raise InputError(f"{given[0]} is for --transport http; leave it out, or add --transport http")
+    if context is not None and not kubeconfig:
+        raise InputError("--context picks a context of a kubeconfig; add --kubeconfig (or VCPILOT_KUBECONFIG)")
     token = load_token(token_file) if transport == Transport.HTTP else ""  # before anything is opened
     if checkpoints_root is not None and checkpoints_root.exists() and not checkpoints_root.is_dir():
         raise InputError(f"--checkpoints-root {checkpoints_root} is a file; give the directory checkpoints are under")

@@ -53,6 +53,7 @@ __all__ = [
     "confirm",
     "enable_debug",
     "flag_name",
+    "given_options",
     "invoke",
     "lazy_group",
     "new_app",
@@ -391,6 +392,21 @@ def flag_name(param: str) -> str | None:
             longs = [o for o in p.opts if o.startswith("--")]
             return (longs or p.opts)[0]
     return None
+
+
+def given_options(*params: str) -> list[str]:
+    """The options of the running command, among `params`, that the command line gave (`--lora-r`), in that order.
+
+    For options that mean something only beside another: dropped without a word, they would look obeyed.
+    """
+    ctx = click_globals.get_current_context(silent=True)
+    if ctx is None:
+        return []
+    return [
+        flag_name(param) or param
+        for param in params
+        if ctx.get_parameter_source(param) is click_core.ParameterSource.COMMANDLINE
+    ]
 
 
 def _usage_sentence(err: click_exceptions.UsageError) -> str:

@@ -7,10 +7,11 @@ import re
 __all__ = ["check_image", "is_image_reference"]
 
 # A container image reference as containerd parses it (the distribution reference grammar, loosely): an optional
-# registry host[:port]/, a lowercase path, an optional :tag and an optional @algorithm:hex digest.
+# registry host[:port]/, a lowercase path, an optional :tag and an optional @algorithm:hex digest; ASCII only.
+_HOST_PART = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 _IMAGE_PATH = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
 _IMAGE = (
-    rf"(?:(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::\d+)?|\[[0-9A-Fa-f:]+\](?::\d+)?)/)?{_IMAGE_PATH}"
+    rf"(?:(?:{_HOST_PART}(?:\.{_HOST_PART})*(?::\d+)?|\[[0-9A-Fa-f:]+\](?::\d+)?)/)?{_IMAGE_PATH}"
     r"(?::\w[\w.-]{0,127})?(?:@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[0-9a-fA-F]{32,})?"
 )
 
@@ -25,14 +26,15 @@ def is_image_reference(value: str) -> bool:
     host = slash and ("." in first or ":" in first or first == "localhost" or first.startswith("["))
     if slash and not host and first.lower() != first:
         return False  # not a registry host, so part of the lowercase path
-    return len(value) <= 512 and re.fullmatch(_IMAGE, value) is not None
+    return len(value) <= 512 and re.fullmatch(_IMAGE, value, re.ASCII) is not None
 
 
 def check_image(value: str, where: str) -> str:
     """Refuse, in one sentence naming `where` (`--image`), an image reference a container runtime cannot pull."""
     if not is_image_reference(value):
+        shown = value if len(value) <= 80 else value[:77] + "..."
         raise ValueError(
-            f"{where} is {value!r}, which is not an image reference a container runtime pulls: "
+            f"{where} is {shown!r}, which is not an image reference a container runtime pulls: "
             "[registry/]lowercase/path[:tag][@digest], without spaces"
         )
     return value

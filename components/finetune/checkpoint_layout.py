@@ -10,11 +10,11 @@ N. This module imports no torch, so the agent can read the layout.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 __all__ = ["METADATA", "TEMP_PREFIX", "complete", "damage", "digest", "latest", "recorded_step", "step_dir"]
 
@@ -50,20 +50,31 @@ def digest(file: Path) -> str:
 
 
 def damage(path: Path) -> str | None:
-    """Why checkpoint `path` cannot be trusted (a file missing or not matching its recorded SHA-256), or None.
+    """Why checkpoint `path` cannot be trusted (bad metadata, a file missing or not matching its SHA-256), or None.
 
-    Checkpoints written before the metadata recorded `files` carry nothing to check and count as intact.
+    Checkpoints written before the metadata recorded `files` carry nothing to check and count as intact. A file
+    named outside the checkpoint (an absolute path, '..', a symlink out) is not read: the metadata is written by a
+    training pod, and no checkpoint of ours names one.
     """
-    try:
-        files = json.loads((path / METADATA).read_text()).get("files") or {}
-    except (OSError, ValueError, AttributeError):
+    metadata = _metadata(path)
+    if metadata is None:
         return f"its {METADATA} cannot be read"
+    if "step" in metadata and _step(metadata) is None:
+        return f"its {METADATA} records a step that is not a whole number of 0 or more"
+    files = metadata.get("files", {})
+    if not isinstance(files, dict):
+        return f"its {METADATA} does not map each file to its SHA-256"
     for name, expected in sorted(files.items()):
-        file = path / name
+        file = _inside(path, name)
+        if file is None:
+            return f"{name!r} lies outside the checkpoint"
         if not file.is_file():
             return f"{name} is missing"
-        if digest(file) != expected:
-            return f"{name} does not match its recorded SHA-256 (truncated or damaged)"
+        try:
+            if digest(file) != expected:
+                return f"{name} does not match its recorded SHA-256 (truncated or damaged)"
+        except OSError:
+            return f"{name} cannot be read"
     return None
 
 
@@ -81,8 +92,36 @@ def latest(directory: Path) -> Path | None:
 
 def recorded_step(path: Path) -> int:
     """The step the metadata of checkpoint `path` names; the N of its name when the file cannot say."""
+    step = _step(_metadata(path) or {})
+    if step is not None:
+        return step
     match = _STEP.fullmatch(path.name)
-    step = int(match.group(1)) if match else 0
-    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
-        step = int(json.loads((path / METADATA).read_text()).get("step", step))
-    return step
+    return int(match.group(1)) if match else 0
+
+
+def _step(metadata: dict[str, Any]) -> int | None:
+    """The step `metadata` records; None when it records none, or not a whole number (1e999, "7", true)."""
+    step = metadata.get("step")
+    return step if type(step) is int and step >= 0 else None
+
+
+def _metadata(path: Path) -> dict[str, Any] | None:
+    """The metadata of checkpoint `path` as a JSON object; None when it is unreadable or not one.
+
+    A training pod writes it, so it may be anything: nested past the parser's recursion limit, too.
+    """
+    try:
+        metadata = json.loads((path / METADATA).read_text())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return metadata if isinstance(metadata, dict) else None
+
+
+def _inside(path: Path, name: str) -> Path | None:
+    """File `name` of checkpoint `path`, symlinks resolved; None when it lies outside the checkpoint."""
+    try:
+        file = (path / name).resolve()
+        root = path.resolve()
+    except (OSError, RuntimeError, ValueError):  # a symlink loop (RuntimeError before Python 3.13), a NUL byte
+        return None
+    return file if file.is_relative_to(root) else None

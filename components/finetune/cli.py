@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from components.entry import JsonOption, new_app, option_error
+from components.entry import JsonOption, given_options, new_app, option_error
 from components.finetune.errors import EXIT_SIMULATED_BUG, EXIT_STOPPED, FinetuneError, SimulatedFailure, Stopped
 
 if TYPE_CHECKING:
@@ -89,18 +89,13 @@ def finetune_command(
 ) -> None:
     """Fine-tune a causal LM on prompt/completion pairs, checkpointing as it goes; rank 0 writes the model."""
     from pydantic import ValidationError
-    from typer._click.core import ParameterSource
-    from typer._click.globals import get_current_context
 
     from components.files import check_output_dir
     from components.finetune.config import LORA_TARGETS, TrainConfig
 
-    typed = get_current_context().get_parameter_source
-    if not lora and (
-        given := [n for n in ("lora_r", "lora_alpha", "lora_target") if typed(n) is ParameterSource.COMMANDLINE]
-    ):
+    if not lora and (given := given_options("lora_r", "lora_alpha", "lora_target")):
         # else they are dropped without a word, and every weight is trained
-        raise FinetuneError(f"--{given[0].replace('_', '-')} shapes LoRA adapters; add --lora, or leave it out")
+        raise FinetuneError(f"{given[0]} shapes LoRA adapters; add --lora, or leave it out")
     checkpoint_dir = checkpoint_dir or out.with_name(f"{out.name}-checkpoints")  # beside the model, not in it
     check_output_dir(out, "--out")
     check_output_dir(checkpoint_dir, "--checkpoint-dir")

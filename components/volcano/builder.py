@@ -7,8 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from components.images import check_image
 from components.names import check_labels, is_dns1123_label, is_dns1123_subdomain
 from components.volcano.models import (
+    INT64_MAX,
     Container,
     EnvVar,
     Job,
@@ -91,8 +93,9 @@ class TrainingRequest(BaseModel):
     max_retry: int = 3
     ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
     # Between SIGTERM and SIGKILL the trainer finishes its step and writes a checkpoint (components.finetune):
-    # this must exceed the longest step plus one save, minutes for a model of billions of parameters.
-    termination_grace_period_s: int = Field(default=300, ge=0)
+    # this must exceed the longest step plus one save, minutes for a model of billions of parameters. Kubernetes
+    # stores it as an int64, and refuses a larger number.
+    termination_grace_period_s: int = Field(default=300, ge=0, le=INT64_MAX)
 
     def __init__(self, **data: Any) -> None:
         # Keyword construction reports like parse_request: one sentence, not pydantic's report.
@@ -114,6 +117,7 @@ class TrainingRequest(BaseModel):
         "global_batch",
         "max_retry",
         "ttl_seconds_after_finished",
+        "termination_grace_period_s",
         mode="before",
     )
     @classmethod
@@ -127,6 +131,11 @@ class TrainingRequest(BaseModel):
     @classmethod
     def _job_name(cls, value: str) -> str:
         return check_job_name(value)
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, value: str) -> str:
+        return check_image(value, "the image")
 
     @field_validator("namespace")
     @classmethod
@@ -168,8 +177,12 @@ class TrainingRequest(BaseModel):
     @classmethod
     def _node_names(cls, value: list[str]) -> list[str]:
         for node in value:
-            if not node.strip():
-                raise ValueError("node names must not be empty")
+            if not is_dns1123_subdomain(node):  # what the API server takes as a node's name
+                shown = node if len(node) <= 80 else node[:77] + "..."
+                raise ValueError(
+                    f"node name {shown!r} must be a lowercase RFC 1123 name (a-z, 0-9, '-' and '.', at most 253 "
+                    "characters)"
+                )
         return list(dict.fromkeys(value))
 
     @field_validator("labels")

@@ -40,7 +40,9 @@ __all__ = [
     "Duration",
     "EnvVar",
     "Event",
+    "INT64_MAX",
     "Int32",
+    "Int64",
     "Job",
     "JobCondition",
     "JobPhase",
@@ -175,6 +177,9 @@ class _Model(BaseModel):
 # value outside them ("cannot unmarshal number … of type int32"); 3,000,000,000 replicas is a typo, not a gang.
 _INT32_MAX = 2**31 - 1
 Int32 = Annotated[WholeNumber, Field(ge=-(2**31), le=_INT32_MAX)]
+# The integers core/v1 declares `int64` (terminationGracePeriodSeconds): a larger one cannot be decoded either.
+INT64_MAX = 2**63 - 1
+Int64 = Annotated[WholeNumber, Field(ge=-(2**63), le=INT64_MAX)]
 
 
 class Volcano(_Model):
@@ -256,7 +261,7 @@ class PodSpec(_Kube):
     priority_class_name: str | None = None
     scheduler_name: str | None = None
     service_account_name: str | None = None
-    termination_grace_period_seconds: WholeNumber | None = None
+    termination_grace_period_seconds: Int64 | None = None
     active_deadline_seconds: WholeNumber | None = Field(default=None, ge=1, le=_INT32_MAX)
     hostname: str | None = None
     subdomain: str | None = None

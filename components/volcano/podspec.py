@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from components.images import check_image
 from components.names import check_label_key, check_label_value, is_dns1123_label, is_dns1123_subdomain, is_port_name
 from components.volcano.resources import quantity_value
 
@@ -105,6 +106,7 @@ def _check_container(container: Container, where: str) -> None:
     """core/v1 validateContainers beyond names: an image, known policies, environment variables, ports."""
     if not container.image:
         raise ValueError(f"{where}.image is required (LocalCluster runs the command, but Kubernetes needs an image)")
+    check_image(container.image, f"{where}.image")  # the API server takes it, and the pod could never pull it
     for field, value, allowed in (
         ("imagePullPolicy", container.image_pull_policy, _PULL_POLICIES),
         ("terminationMessagePolicy", container.termination_message_policy, _MESSAGE_POLICIES),

@@ -213,6 +213,24 @@ def _cli() -> typer.Typer:
     return app
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        # each was ignored without a word: a server on stdio that the user thought listened on a port
+        (["--port", "9000"], "--port is for --transport http"),
+        (["--host", "0.0.0.0"], "--host is for --transport http"),
+        (["--token-file", "/nonexistent"], "--token-file is for --transport http"),
+        (["--rate-limit", "5"], "--rate-limit is for --transport http"),
+        (["--context", "prod"], "--context picks a context of a kubeconfig; add --kubeconfig"),
+    ],
+)
+def test_an_option_the_chosen_transport_does_not_use_is_refused(tmp_path, args, says):
+    done = CliRunner().invoke(_cli(), args, env=_server_env(tmp_path))
+    assert done.exit_code == 1 and done.stdout == ""
+    assert done.stderr.startswith(f"error: {says}")
+    assert done.stderr.count("\n") == 1 and not (tmp_path / "home").exists()
+
+
 def test_the_command_refuses_http_without_a_token_in_one_sentence(tmp_path):
     done = CliRunner().invoke(_cli(), ["--transport", "http", "--port", "1"], env=_server_env(tmp_path))
     assert done.exit_code == 1 and done.stdout == ""

@@ -58,3 +58,39 @@ def test_a_checkpoint_whose_file_does_not_match_its_recorded_digest_is_passed_ov
     assert found is not None and found.step == 5, "the agent retries from the intact one"
     (newest / "model.pt").unlink()
     assert damage(newest) == "model.pt is missing"
+
+
+def test_metadata_a_training_pod_wrote_past_what_the_readers_expect_is_damage_not_an_exception(tmp_path: Path) -> None:
+    deep = make(tmp_path, 1)
+    (deep / METADATA).write_text("[" * 100_000)  # past the parser's recursion limit
+    assert damage(deep) == f"its {METADATA} cannot be read" and recorded_step(deep) == 1
+    assert damage(make(tmp_path, 2, {"step": 2, "files": ["model.pt"]})) == (
+        f"its {METADATA} does not map each file to its SHA-256"
+    )
+    for step, recorded in [(3, 1e999), (4, "4"), (5, True), (6, -1)]:
+        path = make(tmp_path, step)
+        (path / METADATA).write_text(json.dumps({"step": recorded}))  # 1e999 is written as Infinity
+        assert damage(path) == f"its {METADATA} records a step that is not a whole number of 0 or more"
+        assert recorded_step(path) == step
+    (make(tmp_path, 7) / METADATA).write_text('{"step": 1e999}')
+    assert recorded_step(tmp_path / "step-7") == 7 and damage(tmp_path / "step-7") is not None
+    assert latest(tmp_path) is None and find_checkpoint(str(tmp_path)) is None
+
+
+def test_a_file_named_outside_the_checkpoint_is_not_read(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"not the checkpoint's")
+    root = tmp_path / "checkpoints"
+    link = make(root, 3)
+    (link / "model.pt").symlink_to(secret)
+    named = {"../../secret": 1, str(secret): 2, "model.pt": 3}
+    for name, step in named.items():
+        path = link if step == 3 else make(root, step)
+        (path / METADATA).write_text(json.dumps({"step": step, "files": {name: digest(secret)}}))
+        assert damage(path) == f"{name!r} lies outside the checkpoint"
+    assert latest(root) is None
+    inside = make(root, 4)
+    (inside / "weights.pt").write_bytes(b"weights")
+    (inside / "model.pt").symlink_to("weights.pt")  # a link within the checkpoint is still its own file
+    (inside / METADATA).write_text(json.dumps({"step": 4, "files": {"model.pt": digest(inside / "weights.pt")}}))
+    assert damage(inside) is None and latest(root) == inside

@@ -205,7 +205,20 @@ def test_dict_helper_builds_the_same_job() -> None:
         ({"command": []}, "command: must not be empty"),
         ({"image": ""}, "image: must not be empty"),
         ({"total_gpus": True}, "total_gpus: expected a whole number, got True"),
-        ({"avoid_nodes": [""]}, "avoid_nodes: node names must not be empty"),
+        ({"avoid_nodes": [""]}, "avoid_nodes: node name '' must be a lowercase RFC 1123 name"),
+        # names the API server refuses went into the pods' NotIn affinity, and the job could never be created
+        ({"avoid_nodes": ["gpu-node-3\n"]}, "avoid_nodes: node name 'gpu-node-3\\n' must be a lowercase RFC 1123"),
+        ({"avoid_nodes": ["n" * 10_000]}, f"avoid_nodes: node name '{'n' * 77}...' must be a lowercase RFC 1123"),
+        (
+            {"termination_grace_period_s": 10**20},  # past the int64 Kubernetes stores it in
+            "termination_grace_period_s: value must be at most 9223372036854775807, got 100000000000000000000",
+        ),
+        ({"termination_grace_period_s": True}, "termination_grace_period_s: expected a whole number, got True"),
+        # images the API server takes and no node can pull: the job was submitted and its pods waited forever
+        ({"image": "ghcr.io/acme/train:1.0 "}, "image: the image is 'ghcr.io/acme/train:1.0 ', which is not an"),
+        ({"image": "ghcr.io/acme/train:1.0\n"}, "image: the image is 'ghcr.io/acme/train:1.0\\n', which is not"),
+        ({"image": ":evil.io/x"}, "image: the image is ':evil.io/x', which is not an image reference"),
+        ({"image": "ghcr.io/acme/train:v\u0661"}, "image: the image is 'ghcr.io/acme/train:v\u0661', which is not"),
         ({"gpus": 8}, "unknown field gpus"),
         ({"micro_bach": 4}, "unknown field micro_bach (did you mean micro_batch?)"),
         ({"total_gpus": "eight"}, "total_gpus: expected a whole number, got 'eight'"),
@@ -252,3 +265,8 @@ def test_a_resume_checkpoint_that_is_no_path_is_refused(path: str) -> None:
     # it went as it was into the pods' VCPILOT_RESUME, whoever asked (a flag, the LLM, an MCP client)
     assert "resume_checkpoint" in rejects(resume_checkpoint=path)
     assert env_of(build_training_job(request(resume_checkpoint="/ckpt/step-1")))["VCPILOT_RESUME"] == "/ckpt/step-1"
+
+
+def test_the_grace_period_may_be_as_long_as_kubernetes_stores() -> None:
+    spec = build_training_job(request(termination_grace_period_s=2**63 - 1)).spec.tasks[0].template.spec
+    assert spec.termination_grace_period_seconds == 2**63 - 1

@@ -365,6 +365,10 @@ def test_typo_in_spec_is_rejected_with_a_suggestion() -> None:
             lambda d: d["spec"]["tasks"][0]["template"]["spec"].update(terminationGracePeriodSeconds="30"),
             "spec.tasks[0].template.spec.terminationGracePeriodSeconds: expected a whole number, got the text '30'",
         ),
+        (
+            lambda d: d["spec"]["tasks"][0]["template"]["spec"].update(terminationGracePeriodSeconds=2**63),
+            "spec.tasks[0].template.spec.terminationGracePeriodSeconds: value must be at most 9223372036854775807",
+        ),
         # labels, annotation keys and node selectors as the API server checks them
         (lambda d: d["metadata"].update(labels={"my app": "x"}), "metadata.labels: key 'my app' must be a name"),
         (lambda d: d["metadata"].update(labels={"app": "x y"}), "metadata.labels: value 'x y' must be empty"),
@@ -764,6 +768,19 @@ def _add_task(d: dict[str, Any], name: str, **extra: Any) -> None:
         (
             lambda d: _pod(d)["containers"][0].pop("image"),
             "spec.tasks[0].template.spec.containers[0].image is required",
+        ),
+        # an image the API server takes and no node can pull (a trailing space, a newline, no name before the tag)
+        (
+            lambda d: _pod(d)["containers"][0].update(image="busybox "),
+            "spec.tasks[0].template.spec.containers[0].image is 'busybox ', which is not an image reference",
+        ),
+        (
+            lambda d: _pod(d)["containers"][0].update(image="busybox\n"),
+            "spec.tasks[0].template.spec.containers[0].image is 'busybox\\n', which is not an image reference",
+        ),
+        (
+            lambda d: _pod(d)["containers"][0].update(image=":evil.io/x"),
+            "spec.tasks[0].template.spec.containers[0].image is ':evil.io/x', which is not an image reference",
         ),
         (
             lambda d: _pod(d).update(dnsPolicy="Cluster"),
