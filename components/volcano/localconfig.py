@@ -16,7 +16,7 @@ from components.errors import InputError
 from components.files import load_document
 from components.names import check_label_key, check_label_value, check_labels, is_dns1123_subdomain
 from components.volcano.models import Int32, Quantity, WholeNumber
-from components.volcano.resources import GPU, check_amount, parse_quantity, quantity_value
+from components.volcano.resources import GPU, PODS, check_amount, parse_quantity, quantity_value
 from components.volcano.validation import describe_validation_error
 
 __all__ = ["LocalClusterConfig", "NodeConfig", "QueueConfig", "TaintConfig", "load_config"]
@@ -64,6 +64,8 @@ class NodeConfig(_Strict):
     gpus: WholeNumber = Field(default=4, ge=0, le=MAX_NODE_GPUS)
     cpu: Quantity = "32"
     memory: Quantity = "256Gi"
+    # The kubelet's --max-pods: the node's status.allocatable.pods, which Volcano's predicates hold a node to.
+    pods: WholeNumber = Field(default=110, ge=1, le=2**31 - 1)
     labels: Annotated[dict[str, str], AfterValidator(check_labels)] = Field(default_factory=dict)
     taints: list[TaintConfig] = Field(default_factory=list)
 
@@ -81,7 +83,12 @@ class NodeConfig(_Strict):
     def expand(self) -> list[dict[str, Any]]:
         """The concrete nodes this entry stands for."""
         names = self.names()
-        allocatable = {GPU: float(self.gpus), "cpu": parse_quantity(self.cpu), "memory": parse_quantity(self.memory)}
+        allocatable = {
+            GPU: float(self.gpus),
+            "cpu": parse_quantity(self.cpu),
+            "memory": parse_quantity(self.memory),
+            PODS: float(self.pods),
+        }
         return [
             {
                 "name": name,

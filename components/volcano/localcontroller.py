@@ -29,7 +29,7 @@ from components.volcano.lifecycle import (
 )
 from components.volcano.localdelays import DelayedAction, DelayedActions
 from components.volcano.localstate import JobRow, job_tag, pod_requests
-from components.volcano.resources import parse_resources
+from components.volcano.resources import PODS, parse_resources
 
 __all__ = ["CRASH_LOOP", "Controller", "Transition"]
 
@@ -335,18 +335,23 @@ class Controller:
             )
         if not gangs:
             return False
-        usage = self.node_usage()
-        nodes = [
-            scheduler.NodeState(
-                name=r["name"],
-                ready=bool(r["ready"]),
-                allocatable=json.loads(r["allocatable"]),
-                used=usage.get(r["name"], {}),
-                labels=json.loads(r["labels"]),
-                taints=tuple(json.loads(r["taints"])),
+        usage, running = self.node_usage(), self.node_pods()
+        nodes = []
+        for r in db.execute("SELECT * FROM nodes ORDER BY name"):
+            allocatable = json.loads(r["allocatable"])
+            max_pods = int(allocatable.pop(PODS, 0))  # a count of pods, not a resource a pod requests
+            nodes.append(
+                scheduler.NodeState(
+                    name=r["name"],
+                    ready=bool(r["ready"]),
+                    allocatable=allocatable,
+                    used=usage.get(r["name"], {}),
+                    labels=json.loads(r["labels"]),
+                    taints=tuple(json.loads(r["taints"])),
+                    max_pods=max_pods,
+                    pods=running.get(r["name"], 0),
+                )
             )
-            for r in db.execute("SELECT * FROM nodes ORDER BY name")
-        ]
         allocated = self.queue_usage()
         elastic = self.queue_elastic(priorities)
         # Volcano's proportion plugin admits a gang only within its queue's realCapability (proportion.go
@@ -588,6 +593,11 @@ class Controller:
             for name, amount in json.loads(pod["resources"]).items():
                 into[name] = into.get(name, 0.0) + amount
         return usage
+
+    def node_pods(self) -> dict[str, int]:
+        """Running pods, counted per node (what the kubelet's --max-pods bounds)."""
+        query = "SELECT node, COUNT(*) FROM pods WHERE phase = 'Running' AND node IS NOT NULL GROUP BY node"
+        return {node: count for node, count in self._db.execute(query)}
 
     def queue_elastic(self, priorities: dict[str, int]) -> dict[str, dict[str, float]]:
         """What each queue's live jobs hold beyond their minResources, per queue (JobInfo GetElasticResources)."""

@@ -14,6 +14,7 @@ from components.names import QUALIFIED_NAME, is_dns1123_subdomain
 __all__ = [
     "EMPTY",
     "GPU",
+    "PODS",
     "Resources",
     "add",
     "check_amount",
@@ -34,6 +35,8 @@ __all__ = [
 EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 GPU = "nvidia.com/gpu"
+# A node's status.allocatable.pods: how many pods its kubelet runs (--max-pods, 110 by default).
+PODS = "pods"
 
 # A resource vector: resource name -> amount (cpu in cores, memory in bytes, devices as counts).
 Resources = dict[str, float]

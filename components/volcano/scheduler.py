@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,10 @@ class NodeState(NamedTuple):
     labels: Mapping[str, str] = EMPTY
     taints: tuple[Mapping[str, str], ...] = ()
     unschedulable: bool = False
+    # The kubelet's --max-pods (the node's status.allocatable.pods; 0: no limit) and the pods bound to it now:
+    # Volcano's predicates plugin keeps a pod off a node that holds that many ("node(s) pod number exceeded").
+    max_pods: int = 0
+    pods: int = 0
 
 
 class QueueState(NamedTuple):
@@ -258,6 +263,7 @@ class _Allocator:
         self.nodes = sorted(nodes, key=lambda n: n.name)
         self.alloc = [dict(n.allocatable) for n in self.nodes]
         self.used = [dict(n.used) for n in self.nodes]
+        self.pod_room = [n.max_pods - n.pods if n.max_pods else math.inf for n in self.nodes]
         self.queues = queues
         self.queue_alloc = {name: dict(q.allocated) for name, q in queues.items()}
         self.reasons = reasons
@@ -361,7 +367,7 @@ class _Allocator:
             return []
         queue_alloc = self.queue_alloc[gang.queue]
         saved_queue = dict(queue_alloc)
-        saved_nodes: dict[int, dict[str, float]] = {}
+        saved_nodes: dict[int, tuple[dict[str, float], float]] = {}
         placed: list[tuple[str, int, dict[str, float]]] = []
         reason = ""
         for pod in pods:
@@ -384,16 +390,17 @@ class _Allocator:
                 if progress.fail(pod.task):
                     continue
                 break
-            saved_nodes.setdefault(index, dict(self.used[index]))
+            saved_nodes.setdefault(index, (dict(self.used[index]), self.pod_room[index]))
             _add_into(self.used[index], request)
+            self.pod_room[index] -= 1
             _add_into(queue_alloc, request)
             placed.append((pod.name, index, request))
             progress.place(pod.task)
         if reason:
             self.reasons[gang.key] = reason
         if not placed or not progress.ready():
-            for index, used in saved_nodes.items():  # gang: no partial placement ever survives
-                self.used[index] = used
+            for index, (used, room) in saved_nodes.items():  # gang: no partial placement ever survives
+                self.used[index], self.pod_room[index] = used, room
             self.queue_alloc[gang.queue] = saved_queue
             return []
         for _, index, request in placed:
@@ -427,6 +434,8 @@ class _Allocator:
         scored = [(r, q, _BINPACK_WEIGHTS[r]) for r, q in items if r in _BINPACK_WEIGHTS]
         best, best_score = -1, -1.0
         for i in allowed:  # the hot loop of a session: plain loops, no generators
+            if self.pod_room[i] < 1:
+                continue
             used, alloc = self.used[i], self.alloc[i]
             for r, q in items:
                 if used.get(r, 0.0) + q > alloc.get(r, 0.0) + _EPS:
@@ -463,6 +472,9 @@ class _Allocator:
         allowed, refused = self._allowed(key, pod)
         counts = Counter(refused)
         for i in allowed:
+            if self.pod_room[i] < 1:
+                counts[("has its pod number exceeded", "have their pod number exceeded")] += 1
+                continue
             used, alloc = self.used[i], self.alloc[i]
             for r, q in items:
                 if used.get(r, 0.0) + q > alloc.get(r, 0.0) + _EPS:

@@ -159,3 +159,17 @@ def test_a_pod_that_runs_again_cancels_the_action_its_failure_set_off(make_clust
     clock.now += 3600
     info = cluster.get("back")
     assert (info.phase, info.retry_count) == ("Running", 1), "the RestartTask was cancelled, not taken"
+
+
+# --- the kubelet's --max-pods: a node's allocatable.pods ---------------------------------------------------------
+
+
+def test_a_node_runs_at_most_its_max_pods_and_the_rest_wait(make_cluster):
+    # Every node had room for any number of pods that request nothing: 400 CPU-only pods on two nodes all ran,
+    # where Kubernetes' nodes (110 pods each by default) run 220 and leave the rest Pending.
+    cluster = make_cluster({"nodes": [{"name": "n", "count": 2, "pods": 3}]})
+    cluster.submit(vcjob("many", SLEEP, pods=8, gpus=0, min_available=1))
+    assert len(running(cluster, "many")) == 6
+    pending = [p for p in cluster.get("many").pods if p.phase == "Pending"]
+    assert len(pending) == 2 and all(p.node is None for p in pending)
+    assert all(n.pods == 110 for n in LocalClusterConfig().nodes)  # the kubelet's default

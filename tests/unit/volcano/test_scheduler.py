@@ -106,6 +106,18 @@ def test_min_member_below_pod_count_binds_what_fits():
     assert "3/4 pods" in session.reasons["ml/elastic"]
 
 
+def test_a_node_at_its_kubelets_max_pods_takes_no_more():
+    # Volcano's predicates plugin: a node that holds allocatable.pods pods gets no other ("pod number exceeded").
+    nodes = [node("n1", max_pods=2, pods=1), node("n2", max_pods=3)]  # room for 1 and 3 pods, GPUs to spare
+    session = schedule(nodes, QUEUES, [gang("ml/many", pods=6, gpus=1, min_member=1)])
+    assert sorted(session.bindings.values()).count("n1") == 1 and len(session.bindings) == 4
+    assert "2 nodes have their pod number exceeded" in session.reasons["ml/many"]
+    # a gang the rooms cannot hold whole binds nothing, and a node without the limit (max_pods 0) is unbounded
+    whole = schedule(nodes, QUEUES, [gang("ml/whole", pods=5, gpus=1, phase="Inqueue")])
+    assert whole.bindings == {} and "pod number exceeded" in whole.reasons["ml/whole"]
+    assert len(schedule([node("n3")], QUEUES, [gang("ml/free", pods=6, gpus=1)]).bindings) == 6
+
+
 # --- enqueue: overcommit and proportion -----------------------------------------------------------
 
 
