@@ -307,6 +307,8 @@ def describe_validation_error(error: ValidationError, model: type[BaseModel] | N
         detail = "must not be empty" if least == 1 else f"needs at least {least} items, got {_short(value)}"
     elif kind in _EXPECTED:
         detail = f"expected {_EXPECTED[kind]}, got {_short(value)}"
+        if kind == "string_type" and isinstance(value, bool):  # `name: n` or `on: yes`, read as YAML 1.1 reads it
+            detail += " (YAML reads y, n, yes, no, on, off, true and false as booleans: quote the text)"
     elif kind == "literal_error":
         detail = f"{_short(value)} is not allowed; use {ctx.get('expected', 'one of the listed values')}"
     elif kind in ("value_error", "assertion_error"):

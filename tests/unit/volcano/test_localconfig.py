@@ -57,6 +57,9 @@ def _dump(db: Path) -> list[str]:
         # numbers: a quoted one or YAML's true is not a number, and a quantity names its own field (not `memory.str`)
         ("nodes: [{name: a, gpus: '4'}]", "nodes[0].gpus: expected a whole number, got the text '4'"),
         ("nodes: [{name: a, count: true}]", "nodes[0].count: expected a whole number, got true"),
+        # YAML 1.1's booleans where text belongs: the sentence says to quote it (it said only "got False")
+        ("nodes: [{name: n}]", "nodes[0].name: expected text, got False (YAML reads y, n, yes, no, on, off"),
+        ("nodes: [{name: a, pods: 0}]", "nodes[0].pods: value must be at least 1"),
         ("nodes: [{name: a, memory: .inf}]", "nodes[0].memory: quantity inf is not a number"),
         ("nodes: [{name: a, cpu: [1]}]", "nodes[0].cpu: [1] is not a quantity"),
         ("queues: [{name: q, weight: '2'}]", "queues[0].weight: expected a whole number, got the text '2'"),
