@@ -167,7 +167,13 @@ EOF
     ctr --address "$sock" -n k8s.io tasks delete -f "$c" >/dev/null 2>&1 || true
     ctr --address "$sock" -n k8s.io containers rm "$c" >/dev/null 2>&1 || true
   done
-  import_images "$name" "$sock"
+  # One node imports at a time: each import holds the layers' blobs beside the snapshots it unpacks (13 GB each
+  # for a new step image), and two side by side filled the disk of a machine shared with other work (no space left
+  # on device in ctr's ingest). The runtimes still start side by side.
+  {
+    flock 9
+    import_images "$name" "$sock"
+  } 9>"$E2E_IMAGES_STORE/.import.lock"
 }
 
 start_kubelet() { # index
