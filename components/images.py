@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from components.names import cut
+
 __all__ = ["check_image", "is_image_reference"]
 
 # A container image reference as containerd parses it (the distribution reference grammar, loosely): an optional
@@ -32,9 +34,8 @@ def is_image_reference(value: str) -> bool:
 def check_image(value: str, where: str) -> str:
     """Refuse, in one sentence naming `where` (`--image`), an image reference a container runtime cannot pull."""
     if not is_image_reference(value):
-        shown = value if len(value) <= 80 else value[:77] + "..."
         raise ValueError(
-            f"{where} is {shown!r}, which is not an image reference a container runtime pulls: "
+            f"{where} is {cut(value)!r}, which is not an image reference a container runtime pulls: "
             "[registry/]lowercase/path[:tag][@digest], without spaces"
         )
     return value

@@ -13,6 +13,7 @@ __all__ = [
     "check_label_value",
     "check_labels",
     "check_namespace",
+    "cut",
     "is_dns1123_label",
     "is_dns1123_subdomain",
     "is_port_name",
@@ -39,15 +40,19 @@ def is_dns1123_subdomain(value: str) -> bool:
     return len(value) <= 253 and re.fullmatch(_DNS1123_SUBDOMAIN, value) is not None
 
 
+def cut(value: str, limit: int = 80) -> str:
+    """`value` quoted in a sentence: whole up to `limit` characters, else its start and "..." (a name of 10,000)."""
+    return value if len(value) <= limit else value[: limit - 3] + "..."
+
+
 def check_namespace(value: str, what: str) -> str:
     """`value`, or InputError naming `what` (`--namespace`) when Kubernetes refuses it as a namespace: a DNS-1123 label.
 
     Checked where a namespace is typed, before anything asks a cluster: else a typo reads as "does not exist".
     """
     if not is_dns1123_label(value):
-        shown = value if len(value) <= 80 else value[:77] + "..."
         raise InputError(
-            f"{what} {shown!r} is not a namespace name: give lower-case letters, digits and '-', at most 63 "
+            f"{what} {cut(value)!r} is not a namespace name: give lower-case letters, digits and '-', at most 63 "
             "characters, starting and ending with a letter or digit"
         )
     return value
@@ -66,9 +71,8 @@ def run_name_problem(name: str) -> str | None:
     """
     if len(name) <= MAX_RUN_NAME and is_dns1123_subdomain(name):
         return None
-    shown = name if len(name) <= 80 else name[:77] + "..."
     return (
-        f"{shown!r} is not a run name: workflow names are lower-case letters, digits, '-' and '.', "
+        f"{cut(name)!r} is not a run name: workflow names are lower-case letters, digits, '-' and '.', "
         f"at most {MAX_RUN_NAME} of them, starting and ending with a letter or digit (DNS-1123)."
     )
 

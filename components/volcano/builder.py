@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from components.images import check_image
-from components.names import check_labels, is_dns1123_label, is_dns1123_subdomain
+from components.names import check_labels, cut, is_dns1123_label, is_dns1123_subdomain
 from components.volcano.models import (
     INT64_MAX,
     Container,
@@ -178,9 +178,8 @@ class TrainingRequest(BaseModel):
     def _node_names(cls, value: list[str]) -> list[str]:
         for node in value:
             if not is_dns1123_subdomain(node):  # what the API server takes as a node's name
-                shown = node if len(node) <= 80 else node[:77] + "..."
                 raise ValueError(
-                    f"node name {shown!r} must be a lowercase RFC 1123 name (a-z, 0-9, '-' and '.', at most 253 "
+                    f"node name {cut(node)!r} must be a lowercase RFC 1123 name (a-z, 0-9, '-' and '.', at most 253 "
                     "characters)"
                 )
         return list(dict.fromkeys(value))
