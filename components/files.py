@@ -9,10 +9,12 @@ of one.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +39,7 @@ __all__ = [
     "read_dataset",
     "read_text",
     "remove_made_dirs",
+    "source_name",
     "state_home",
     "write_bytes",
     "write_json",
@@ -48,6 +51,11 @@ def _label(path: str | Path, what: str) -> str:
     return f"{what} {path}" if what else str(path)
 
 
+def source_name(path: str | Path, stdin: bool = True) -> str | Path:
+    """How a sentence names what `path` reads: `standard input` for `-` where that means stdin, else the path."""
+    return "standard input" if stdin and str(path) == "-" else path
+
+
 # The most a manifest, config or workflow file may hold: five times what a Kubernetes API server takes in one
 # request (3 MiB). Past it the file is refused, so that `/dev/zero` or a log given by mistake is not read whole.
 MANIFEST_MAX_BYTES = 16 * 1024 * 1024
@@ -56,14 +64,16 @@ MANIFEST_MAX_BYTES = 16 * 1024 * 1024
 DATASET_MAX_BYTES = 256 * 1024 * 1024
 
 
-def read_text(path: str | Path, what: str = "file", *, max_bytes: int | None = None) -> str:
+def read_text(path: str | Path, what: str = "file", *, max_bytes: int | None = None, stdin: bool = False) -> str:
     """The UTF-8 text of `path`; InputError, naming `what` and the file, when it cannot be read or is not text.
 
-    With `max_bytes`, a file (or a device or pipe) that holds more is refused after reading that much.
+    With `max_bytes`, a file (or a device or pipe) that holds more is refused after reading that much. With
+    `stdin`, the path `-` is standard input (kubectl's `-f -`).
     """
-    target, label = Path(path), _label(path, what)
+    named = source_name(path, stdin)
+    target, label = Path(path), _label(named, what)
     try:
-        with target.open("rb") as file:
+        with contextlib.nullcontext(sys.stdin.buffer) if named != path else target.open("rb") as file:
             data = file.read() if max_bytes is None else file.read(max_bytes + 1)
     except IsADirectoryError:
         raise InputError(f"{label} is a directory; give a file") from None
@@ -116,9 +126,15 @@ def _parse_all(text: str, label: str) -> list[Any]:
         raise InputError(f"{label} is not valid YAML or JSON: {problem}") from None
 
 
-def load_documents(path: str | Path, what: str = "file", *, max_bytes: int | None = MANIFEST_MAX_BYTES) -> list[Any]:
-    """Every YAML (or JSON) document in `path`, empty ones dropped; InputError for unreadable or broken files."""
-    return _parse_all(read_text(path, what, max_bytes=max_bytes), _label(path, what))
+def load_documents(
+    path: str | Path, what: str = "file", *, max_bytes: int | None = MANIFEST_MAX_BYTES, stdin: bool = False
+) -> list[Any]:
+    """Every YAML (or JSON) document in `path`, empty ones dropped; InputError for unreadable or broken files.
+
+    With `stdin`, the path `-` is standard input.
+    """
+    text = read_text(path, what, max_bytes=max_bytes, stdin=stdin)
+    return _parse_all(text, _label(source_name(path, stdin), what))
 
 
 def load_document(path: str | Path, what: str = "file", *, mapping: bool = True) -> Any:

@@ -15,7 +15,7 @@ import typer
 
 from components.entry import JsonOption, confirm, lazy_group, new_app
 from components.errors import InputError
-from components.files import dump_yaml, kind_of, load_documents
+from components.files import dump_yaml, kind_of, load_documents, source_name
 
 if TYPE_CHECKING:  # imported where they are used: pydantic, sqlite and rich take a while, `--help` needs none
     from rich.console import Console
@@ -111,24 +111,26 @@ def submit(
     file: Annotated[
         Path,
         typer.Argument(
-            help="A Volcano Job (batch.volcano.sh/v1alpha1) in YAML or JSON; `vcpilot cluster sample` prints one."
+            help="A Volcano Job (batch.volcano.sh/v1alpha1) in YAML or JSON, `-` for standard input; "
+            "`vcpilot cluster sample` prints one."
         ),
     ],
     as_json: JsonFlag = False,
 ) -> None:
     """Submit a Volcano Job."""
-    documents = load_documents(file, "Volcano Job")
+    documents = load_documents(file, "Volcano Job", stdin=True)
+    name = source_name(file)
     if not documents:
-        fail(f"{file} holds no document; `vcpilot cluster sample` prints a Volcano Job to start from.")
+        fail(f"{name} holds no document; `vcpilot cluster sample` prints a Volcano Job to start from.")
     if len(documents) > 1:
-        fail(f"{file} holds {len(documents)} YAML documents; submit one Volcano Job per file (split it at its '---').")
+        fail(f"{name} holds {len(documents)} YAML documents; submit one Volcano Job per file (split it at its '---').")
     if not isinstance(documents[0], dict):
-        fail(f"{file} holds {kind_of(documents[0])}, not a Volcano Job (a mapping of fields).")
+        fail(f"{name} holds {kind_of(documents[0])}, not a Volcano Job (a mapping of fields).")
     manifest = documents[0]
     kind = (manifest.get("apiVersion"), manifest.get("kind"))
     if kind != ("batch.volcano.sh/v1alpha1", "Job"):
         fail(
-            f"{file} is a {kind[1] or 'document'} of {kind[0] or 'no apiVersion'}, not a batch.volcano.sh/v1alpha1 Job."
+            f"{name} is a {kind[1] or 'document'} of {kind[0] or 'no apiVersion'}, not a batch.volcano.sh/v1alpha1 Job."
         )
     info = _cluster().submit(manifest)
     if as_json:

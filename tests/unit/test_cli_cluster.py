@@ -134,6 +134,19 @@ def test_submit_rejects_bad_files(run, tmp_path):
     assert json.loads(run("status", "--json").stdout)["jobs"] == []
 
 
+def test_submit_reads_standard_input_for_a_dash(tmp_path, monkeypatch):
+    # kubectl's `create -f -`: `vcpilot cluster sample | vcpilot cluster submit -` (it said "cannot read - ")
+    monkeypatch.setenv("VCPILOT_HOME", str(tmp_path / "home"))
+    runner = CliRunner()
+    sample = runner.invoke(app, ["cluster", "sample"]).stdout
+    done = runner.invoke(app, ["cluster", "submit", "-", "--json"], input=sample)
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["name"] == yaml.safe_load(sample)["metadata"]["name"]
+    for text, fragment in ((b"\xff", "standard input is not UTF-8"), (b"[1]", "standard input holds a list")):
+        one_sentence_error(runner.invoke(app, ["cluster", "submit", "-"], input=text), fragment)
+    assert len(json.loads(runner.invoke(app, ["cluster", "status", "--json"]).stdout)["jobs"]) == 1
+
+
 def test_unknown_names(run):
     one_sentence_error(run("get", "nope"), "job default/nope does not exist")
     one_sentence_error(run("delete", "nope"), "does not exist")
