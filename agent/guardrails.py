@@ -22,6 +22,7 @@ from agent.observation import PlanRequest
 from agent.run_bands import RUN_BAND_PREFIX
 from components.errors import InputError, VcpilotError
 from components.files import load_document
+from components.volcano.builder import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from components.volcano.models import Job, PodSpec
 from components.volcano.resources import GPU, parse_quantity
 from components.volcano.validation import describe_validation_error
@@ -61,6 +62,9 @@ class Guardrails(BaseModel):
     # Strict: YAML's `"8"` or `yes` where a number or a switch belongs is a mistake worth naming.
     max_gpus_per_job: int = Field(default=8, gt=0, strict=True)
     read_only: bool = Field(default=False, strict=True)
+    # `cancel_job` deletes only the Volcano Jobs vcpilot rendered (`app.kubernetes.io/managed-by: vcpilot`), not
+    # a colleague's job or the pipeline's serving one that happen to share an allowed namespace; true lifts that.
+    cancel_unmanaged: bool = Field(default=False, strict=True)
     # The whole of one LLM decision — every request, every tool call — after which the rules decide: three times
     # the policy's default timeout of one request, so a slow endpoint costs a bounded wait, not rounds × timeout.
     # At most a day: a "never" such as 1e10 s is past what a thread can wait for (threading.TIMEOUT_MAX).
@@ -106,6 +110,15 @@ class Guardrails(BaseModel):
     def check_namespace(self, namespace: str) -> None:
         """Refuse a namespace that is not allowed."""
         _allowed("namespaces", "namespace", namespace, self.namespaces)
+
+    def check_cancel(self, job: str, labels: Mapping[str, str]) -> None:
+        """Refuse cancelling a job vcpilot did not render, unless `cancel_unmanaged` is on."""
+        if not self.cancel_unmanaged and labels.get(MANAGED_BY_LABEL) != MANAGED_BY_VALUE:
+            raise GuardrailViolation(
+                "cancel_unmanaged",
+                f"job {job} was not rendered by vcpilot (no label {MANAGED_BY_LABEL}={MANAGED_BY_VALUE}); "
+                "cancel it with kubectl, or set cancel_unmanaged: true",
+            )
 
     def check_queue(self, queue: str) -> None:
         """Refuse a queue that is not allowed."""

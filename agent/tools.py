@@ -270,6 +270,7 @@ def _submit_training_job(ctx: ToolContext, request: TrainingRequest) -> JobInfo:
 def _cancel_job(ctx: ToolContext, args: JobRef) -> Cancelled:
     ctx.guardrails.check_namespace(args.namespace)
     before = ctx.cluster.get(args.name, args.namespace)
+    ctx.guardrails.check_cancel(f"{args.namespace}/{args.name}", before.labels)
     # Not waiting for the pods: a training pod may take minutes to checkpoint on SIGTERM, and the MCP server answers
     # one call at a time.
     ctx.cluster.delete(args.name, args.namespace, wait=False)

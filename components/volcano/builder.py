@@ -27,6 +27,8 @@ from components.volcano.validation import describe_validation_error, validate_jo
 
 __all__ = [
     "MANAGED_BY",
+    "MANAGED_BY_LABEL",
+    "MANAGED_BY_VALUE",
     "PYTORCH_PORT",
     "TrainingRequest",
     "build_training_job",
@@ -35,7 +37,8 @@ __all__ = [
     "parse_request",
 ]
 
-MANAGED_BY = {"app.kubernetes.io/managed-by": "vcpilot"}
+MANAGED_BY_LABEL, MANAGED_BY_VALUE = "app.kubernetes.io/managed-by", "vcpilot"
+MANAGED_BY = {MANAGED_BY_LABEL: MANAGED_BY_VALUE}
 PYTORCH_PORT = 23456
 MASTER, WORKER = "master", "worker"
 _POD_NAME_MAX = 63

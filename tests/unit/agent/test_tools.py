@@ -219,6 +219,23 @@ def test_cancel_deletes_the_job_within_allowed_namespaces_only(ctx, cluster):
     assert error(ctx, "cancel_job", {"name": "ft"}) == "job default/ft does not exist."
 
 
+def test_cancel_refuses_a_job_vcpilot_did_not_render(ctx, cluster):
+    # A colleague's job (or the pipeline's serving one) in an allowed namespace was deleted on an MCP client's word.
+    ok(ctx, "submit_training_job", **training(name="ours"))
+    assert cluster.get("ours").labels["app.kubernetes.io/managed-by"] == "vcpilot"
+    theirs = ok(ctx, "plan_training_job", **training(name="theirs"))["manifest"]
+    del theirs["metadata"]["labels"]["app.kubernetes.io/managed-by"]
+    cluster.submit(theirs)
+    refused = call_tool(ctx, "cancel_job", {"name": "theirs"})
+    assert (refused.ok, refused.rule) == (False, "cancel_unmanaged")
+    assert "job default/theirs was not rendered by vcpilot" in refused.error
+    assert sorted(j.name for j in cluster.list_jobs()) == ["ours", "theirs"]
+    assert ok(ctx, "cancel_job", name="ours")["deleted"]
+    lifted = ToolContext(cluster, ctx.guardrails.model_copy(update={"cancel_unmanaged": True}), ctx.checkpoints_root)
+    assert ok(lifted, "cancel_job", name="theirs")["deleted"]
+    assert cluster.list_jobs() == []
+
+
 def checkpoint(directory: Path, step: int, complete: bool = True) -> Path:
     path = directory / f"step-{step}"
     path.mkdir(parents=True)

@@ -138,7 +138,9 @@ def test_cancel_job_returns_once_the_deletion_is_accepted(fake):
 
     server, cluster = fake
     path = "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs/big"
-    server.routes[("GET", path)] = [(200, JOB)]
+    ours = copy.deepcopy(JOB)
+    ours["metadata"]["labels"] = {"app.kubernetes.io/managed-by": "vcpilot"}
+    server.routes[("GET", path)] = [(200, ours)]
     server.routes[("DELETE", path)] = [(200, {"kind": "Status", "status": "Success"})]
     result = call_tool(ToolContext(cluster=cluster), "cancel_job", {"name": "big"})
     assert result.ok and result.data["phase_before"] == "Failed", result.error
