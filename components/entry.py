@@ -110,11 +110,30 @@ class _Invoked:
         sys.exit(invoke(self, args, prog_name, complete_var=complete_var, **extra))  # type: ignore[arg-type]
 
 
+class _NoEmptyPaths:
+    """A path option or argument given as '' is a usage error: typer reads it as `.`, the working directory.
+
+    `compile --out ''` wrote into the working directory, `cluster submit ''` said "is a directory".
+    """
+
+    def parse_args(self, ctx: click_core.Context, args: list[str]) -> list[str]:
+        """Refuse an empty path before typer coerces it, then parse as click does."""
+        if any(arg == "" or arg.endswith("=") for arg in args):  # '' or `--out=`
+            given, _, _ = self.make_parser(ctx).parse_args(args=list(args))  # type: ignore[attr-defined]
+            for param in self.get_params(ctx):  # type: ignore[attr-defined]
+                value = given.get(param.name)
+                values = value if isinstance(value, (list, tuple)) else [value]
+                descriptor = getattr(param, "type_descriptor", None)
+                if "" in values and descriptor is not None and descriptor.is_path:
+                    raise click_exceptions.BadParameter("empty: give a path", ctx=ctx, param=param)
+        return super().parse_args(ctx, args)  # type: ignore[misc,no-any-return]
+
+
 class Group(_BoolHelp, _Invoked, TyperGroup):
     """The click group of every vcpilot app with sub-commands."""
 
 
-class Command(_BoolHelp, _Invoked, TyperCommand):
+class Command(_NoEmptyPaths, _BoolHelp, _Invoked, TyperCommand):
     """The click command of a vcpilot app of one command (typer collapses those into the command itself)."""
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import typer.main
 from typer._click import core as click_core
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 from typer.testing import CliRunner
 
 from components.entry import new_app
@@ -104,6 +104,29 @@ def test_every_json_command_prints_one_json_document_on_error(run, path):
     done = run(*path, "--json", "--no-such-option")
     sentence = one_line_error(done, EXIT_USAGE, "--no-such-option", f"`vcpilot {_id(path)} --help`")
     assert json.loads(done.stdout) == {"error": sentence, "exit_code": EXIT_USAGE}
+
+
+PATH_PARAMS = [
+    (path, command, param)
+    for path, command in LEAVES
+    for param in command.params
+    if getattr(getattr(param, "type_descriptor", None), "is_path", False)
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "command", "param"), PATH_PARAMS, ids=[f"{_id(p)} {q.name}" for p, _, q in PATH_PARAMS]
+)
+def test_an_empty_path_is_a_usage_error_not_the_working_directory(run, tmp_path, monkeypatch, path, command, param):
+    # typer reads '' as `.`: `compile --out ''` wrote into the working directory, `cluster submit ''` said "is a
+    # directory"
+    monkeypatch.chdir(tmp_path)
+    arguments = [("" if p is param else "x") for p in command.params if isinstance(p, TyperArgument)]
+    given = arguments if isinstance(param, TyperArgument) else [*arguments, param.opts[0], ""]
+    one_line_error(run(*path, *given), EXIT_USAGE, "empty: give a path")
+    assert not list(tmp_path.glob("*.yaml"))
+    if not isinstance(param, TyperArgument):
+        one_line_error(run(*path, *arguments, f"{param.opts[0]}="), EXIT_USAGE, "empty: give a path")
 
 
 @pytest.mark.parametrize(
