@@ -38,6 +38,10 @@ Connect = Callable[[], Client]
 MAX_REQUESTS = 1_000_000
 
 
+# The longest the arrivals of one load test may take: a week-long soak, not a typo's eternity.
+MAX_ARRIVALS_S = 7 * 86_400
+
+
 class LoadPlan(BaseModel):
     """How to send the requests: a fixed number in flight, or arrivals at a rate.
 
@@ -59,6 +63,13 @@ class LoadPlan(BaseModel):
     def _one_mode(self) -> LoadPlan:
         if self.concurrency is None and self.rate is None:
             raise ValueError("give --concurrency C (requests in flight) or --rate R (requests per second), or both")
+        # 1e-300 arrivals a second waited (practically) for ever after the first request, without a word
+        if self.rate is not None and (self.requests - 1) / self.rate > MAX_ARRIVALS_S:
+            days = (self.requests - 1) / self.rate / 86_400
+            raise ValueError(
+                f"--rate {self.rate:g} sends {self.requests} requests over {days:.3g} days, more than a load test "
+                f"spans ({MAX_ARRIVALS_S // 86_400} days); give a higher --rate or fewer --requests"
+            )
         return self
 
 

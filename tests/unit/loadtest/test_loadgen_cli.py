@@ -91,6 +91,9 @@ def test_synthetic_requests_are_seeded():
         (("--concurrency", "2", "--slo-ttft-ms", "inf"), "--slo-ttft-ms should be a finite number, got inf"),
         (("--concurrency", "2", "--slo-tpot-ms", "nan"), "--slo-tpot-ms should be a finite number, got nan"),
         (("--concurrency", "2", "--slo-e2el-ms", "inf"), "--slo-e2el-ms should be a finite number, got inf"),
+        # after the first request it waited 1e300 s for the second, without a word
+        (("--rate", "1e-300", "--requests", "2"), "--rate 1e-300 sends 2 requests over 1.16e+295 days"),
+        (("--rate", "0.0001", "--requests", "100"), "more than a load test spans (7 days)"),
     ],
 )
 def test_bad_options_get_one_sentence(args, fragment, closed_port):
