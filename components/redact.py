@@ -51,8 +51,15 @@ _SECRET_NAME = (
 @functools.cache
 def _secret_text() -> list[tuple[re.Pattern[str], str]]:
     return [
-        # Authorization: Bearer abc… / Basic abc…
-        (re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.I), rf"\1 {MASK}"),
+        # Authorization: Bearer abc… / Basic abc…; in lower case only before a credential with more than lower-case
+        # letters in it, so that prose ("as basic optimizer") stays readable
+        (
+            re.compile(
+                r"\b(Bearer|Basic|BEARER|BASIC|(?i:bearer|basic)(?=\s+[A-Za-z0-9._~+/=-]*[A-Z0-9._~+/=-]))"
+                r"\s+[A-Za-z0-9._~+/=-]{8,}"
+            ),
+            rf"\1 {MASK}",
+        ),
         # key=value / key: value, where the key's name says secret (quotes optional); a value of 8 characters or more
         # that is no placeholder ($VAR, <token>, {…}), so prose ("a token: pass it with …") stays readable
         (

@@ -41,7 +41,7 @@ _LETTER_LEVELS = {"V": "TRACE", "D": "DEBUG", "I": "INFO", "W": "WARN", "E": "ER
 
 _BRACKETED = r"\[(?:[^\[\]]++|\[[^\[\]]*+\])*+\]"  # [main], [Sun Dec 04 04:47:44 2005], [QuorumPeer[myid=1]/0:...]
 _TIME = r"\d{1,2}:\d{1,2}:\d{1,2}(?:[.,:]\d+)?"  # 20:10:40,978; HealthApp's 22:15:29:606 and 22:16:0:159
-_ZONE = r"(?:Z|[+-]\d{2}:?\d{2})"
+_ZONE = r"(?:Z|[+-]\d{2}(?::?\d{2})?)"  # ISO 8601 writes an hour's offset alone too: +05
 # Epoch seconds (or milliseconds), HPC's and squid's only time: a time in a header only where a field follows it.
 _EPOCH = r"\d{10}(?:\d{3}|\.\d+)?"
 # A token that dates the line: a time of day, a date, or both.
@@ -55,10 +55,10 @@ _STAMP = (
     r"|" + _EPOCH + r"(?!\S)"
     r')"?,?'
 )
-# Where a line was logged, by a source file's extension and a line number (`worker.py:1234`, `main.go:12:`);
-# a host and port (`proxy.example.com:5070`) is not one.
+# Where a line was logged, by a source file's extension and a line number (`worker.py:1234`, `main.go:12:`, logfmt's
+# `caller=main.go:12`); a host and port (`proxy.example.com:5070`) is not one.
 _SOURCE_FILE = (
-    r"[{(]?[\w.\-/]+\.(?:py|go|java|kt|scala|js|ts|c|cc|cpp|cxx|h|hpp|rs|rb|cs|php|swift|ex|exs|erl|lua|pl):\d+"
+    r"(?:\w+=)?[{(]?[\w.\-/]+\.(?:py|go|java|kt|scala|js|ts|c|cc|cpp|cxx|h|hpp|rs|rb|cs|php|swift|ex|exs|erl|lua|pl):\d+"
     r"(?::[\w<>.]+)?[})]?:?"
 )
 # A token that belongs in a header but does not date the line by itself.
@@ -118,7 +118,7 @@ _HOST_PROGRAM = re.compile(r"[\w.\-/@]+[ \t]+[A-Za-z_][\w.$\-/()]*:(?:\s+|$)")  
 _LOGGER = re.compile(r"(?:[A-Za-z_][\w.$\-/()@]*:|[A-Za-z_][\w$]*(?:\.[\w$\-]+)+[ \t]+[-:])(?:\s+|$)")
 _SOURCE_WITHIN = re.compile(r":\d+(?::[\w<>.]+)?[\]})]")  # what a bracketed source location ends with
 _LEVEL_MARKS = ("*", "#", ".")
-_AFTER_SOURCE = re.compile(r"-{1,3}|\[?(?:" + _UPPER_LEVELS + r")\]?")
+_AFTER_SOURCE = re.compile(r"-{1,3}|\[?(?:" + _UPPER_LEVELS + r")\]?|\w+=\"?(?:" + _LEVELS + r')"?')
 _DASHED_NAME = re.compile(r"(?=[\w.$]*[a-z_])[A-Za-z_][\w.$]*[ \t]+-[ \t]+")  # a logger's name, not `FOLLOWING - `
 _DASHED = re.compile(r"(?:[\w.\-]+[ \t]+)?[\w.$\-/*]+[ \t]+-[ \t]+")  # `name - `, `chrome.exe *64 - `
 # RFC 5424: <PRI>VERSION TIMESTAMP HOSTNAME APP-NAME PROCID MSGID STRUCTURED-DATA (`-` or bracketed elements) MSG.
@@ -126,7 +126,9 @@ _RFC5424 = re.compile(r"\s*<\d{1,3}>\d{1,2}[ \t]+(?:\S+[ \t]+){5}(?:-|(?:" + _BR
 _START = re.compile(r"\s*(?:<\d{1,3}>)?")  # and a syslog priority glued to the first field: `<34>Oct 11 22:14:15`
 # A line without a time: uvicorn's `INFO:     message`, behind vLLM's `(APIServer pid=7)` or not.
 _LEVEL_PREFIX = re.compile(r"\s*(?:\([^()]*\)[ \t]+)?(?:" + _UPPER_LEVELS + r"):[ \t]+")
-_LAST_FIELD = re.compile(r"[^\s|]+[\s|]*\Z")
+# Tried only where a field starts, and without giving back what it took: a search that began at every character of a
+# long field and ran to its end was quadratic (a 1 MiB bracketed field took hours).
+_LAST_FIELD = re.compile(r"(?<![^\s|])[^\s|]++[\s|]*+\Z")
 _EPOCH_ONLY = re.compile(_EPOCH + ",?")
 _HDFS_STAMP = re.compile(r"\s*\d{6,}\s+\d{6}\b")  # HDFS: 081109 203615
 
@@ -135,6 +137,10 @@ _WORD = re.compile(r"\w+")  # a level is a whole word: `[error]`, `level=info`, 
 _BARE_LEVEL = re.compile(r"\b(" + _LEVELS + r")\b")
 _LETTER = re.compile(r"[VDIWEF](?:\d{4})?")  # logcat's `E`, klog's `E1205`
 _MESSAGE_LEVEL = re.compile(r"\b(ERROR|FATAL|CRITICAL|Exception|Traceback)\b")
+# logfmt's level wherever the line has it (`level=error msg=…` has no time; go-kit's `caller=` may come first), and
+# log15's (Grafana's) spelling of two levels.
+_KEYED_LEVEL = re.compile(r"(?<!\w)(?:level|lvl|severity)=[\"']?(" + _LEVELS + r"|eror|dbug)\b")
+_LOG15_LEVELS = {"EROR": "ERROR", "DBUG": "DEBUG"}
 
 _STAMPED, _FIELDED, _OTHER = 0, 1, 2
 
@@ -358,7 +364,8 @@ def _header_level(header: str) -> str | None:
 def level_of(header: str, message: str) -> str | None:
     """The line's level, upper-cased: from its header, or (if the header has none) an error word in the message.
 
-    A line without a header (no date or time up front) may still open with its level: `WARN disk 91% full`.
+    A line without a header (no date or time up front) may still open with its level: `WARN disk 91% full`; a
+    logfmt line says it as `level=…` wherever.
     """
     if header:
         level = _header_level(header)
@@ -366,5 +373,9 @@ def level_of(header: str, message: str) -> str | None:
             return level
     elif found := _BARE_LEVEL.match(message.lstrip()):
         return found.group(1).upper()
+    for text in (header, message):
+        if "=" in text and (keyed := _KEYED_LEVEL.search(text)):
+            level = keyed.group(1).upper()
+            return _LOG15_LEVELS.get(level, level)
     spotted = _MESSAGE_LEVEL.search(message)
     return "ERROR" if spotted else None

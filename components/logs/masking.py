@@ -40,11 +40,11 @@ VARIABLE_PATTERNS: tuple[tuple[str, str], ...] = (
     ("path", r"(?<![\w/.:])/[\w.\-]+(?:/[\w.\-]*)+|\b[A-Za-z]:\\[^\s]*"),
     ("hex", r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*[0-9])(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{4,}\b"),
     # 12, -3, 0.25, `core.529`'s number after a name; a number with its unit (12ms, 1.5s, 512k, 22m0s) is masked but
-    # its unit kept, as Loghub's templates write it (`<*>ms`)
+    # its unit kept, as Loghub's templates write it (`<*>ms`); a signed hex offset (Go's `+0x1d`) is hex, not 0 `x1d`
     (
         "number",
         r"(?:(?<![A-Za-z0-9.])[-+]?|(?<=[A-Za-z]\.))\d+(?:\.\d+)?(?![\w.])"
-        r"|(?<![\w.])[-+]?\d+(?:\.\d+)?(?=[A-Za-zµ]{1,3}(?:\d+(?:\.\d+)?[A-Za-zµ]{1,3})*(?![\w.]))",
+        r"|(?<![\w.])(?![-+]?0x)[-+]?\d+(?:\.\d+)?(?=[A-Za-zµ]{1,3}(?:\d+(?:\.\d+)?[A-Za-zµ]{1,3})*(?![\w.]))",
     ),
 )
 """The variables we mask, in the order they are tried: (name, regular expression)."""
@@ -63,6 +63,8 @@ _ASCII_DIGIT = re.compile(r"[0-9]")
 _LETTER = re.compile(r"[^\W\d_]")
 SHAPES_CACHED = 8192
 """How many line shapes (a line with every digit read as 1) a `LineTokenizer` remembers."""
+SHAPE_CHARS = 4096
+"""The longest line whose shape a `LineTokenizer` remembers: 8192 shapes of 1 MiB lines would be 8 GiB."""
 _TRIAL, _PAUSE = 4096, 65536  # lines a tokenizer judges its hit rate over, and lines it then goes uncached
 
 
@@ -138,6 +140,7 @@ class LineTokenizer:
     seen are remembered, so memory stays flat however many lines go through. Where fewer than a quarter of the
     lines meet a known shape (a random word in every line), remembering costs more than it saves — the churn of
     cached lists keeps the garbage collector busy — so the tokenizer then goes uncached for a while and tries again.
+    A line longer than `SHAPE_CHARS` is never remembered: its shape is as long as it is.
     """
 
     def __init__(self, max_tokens: int = 100, shapes: int = SHAPES_CACHED) -> None:
@@ -154,7 +157,7 @@ class LineTokenizer:
                 self._paused = _PAUSE
                 self._shapes.clear()
             self._seen = self._hits = 0
-        if self._paused or "0x" in line or MASK in line:
+        if self._paused or "0x" in line or MASK in line or len(line) > SHAPE_CHARS:
             self._paused = max(0, self._paused - 1)
             message = split_header(line)[1]
             return (message, *shown_tokens(message, self.max_tokens))

@@ -28,8 +28,9 @@ __all__ = ["COLUMNS", "MALFORMED_EVENT", "PROGRESS_LINES", "ParseSummary", "grou
 
 COLUMNS = ("LineId", "Source", "Content", "EventId", "EventTemplate", "ParameterList")
 MALFORMED_EVENT = "E0"
-PROGRESS_LINES = 20_000  # how often parse_files says how far it got: often enough for a person, rare in the loop
 """The EventId of a line that could not be read (binary, invalid UTF-8, too long, broken JSON)."""
+PROGRESS_LINES = 20_000  # how often parse_files says how far it got: often enough for a person, rare in the loop
+_MALFORMED, _BLANK = "0", "-"  # what a pending row holds instead of a template id
 
 
 class ParseSummary(BaseModel):
@@ -75,10 +76,13 @@ def parse_files(
                 lines += 1
                 if on_lines is not None and lines % PROGRESS_LINES == 0:
                     on_lines(lines)
-                mined = _mined(line, malformed, tokenizer)
                 source = names.setdefault(line.source, len(names))
+                if line.problem is None and not line.text.strip():  # no event: a row without one, as detect skips it
+                    write(f"{_BLANK}\t{source}\t{line.text}\n")
+                    continue
+                mined = _mined(line, malformed, tokenizer)
                 if mined is None:
-                    write(f"0\t{source}\t\n")
+                    write(f"{_MALFORMED}\t{source}\t\n")
                 else:
                     mined_lines += 1
                     text, tokens, shown = mined
@@ -130,7 +134,8 @@ def _write_rows(ids: Path, out: Path, events: dict[int, tuple[int, str]], source
     """Second pass: each pending line becomes a row with its template's final text and its variables.
 
     ParameterList is what Loghub writes: the Python list of the strings that fill the template's `<*>` in turn
-    (empty when the message no longer matches, as when a line was cut at `max_tokens`).
+    (empty when the message no longer matches, as when a line was cut at `max_tokens`). A blank line has no event:
+    its EventId and EventTemplate are empty.
     """
     rendered: dict[str, tuple[str, str, re.Pattern[str] | None]] = {}  # per template id: EventId, template, pattern
     temporary = out.with_name(f".{out.name}.tmp")
@@ -144,10 +149,12 @@ def _write_rows(ids: Path, out: Path, events: dict[int, tuple[int, str]], source
             cluster, source, text = raw[:-1].split("\t", 2)
             event = rendered.get(cluster)
             if event is None:
-                known = events.get(int(cluster)) if cluster != "0" else None
-                if known is None:  # a malformed line, or a template the miner dropped (least recently used)
-                    name = MALFORMED_EVENT if cluster == "0" else f"E{cluster}"
-                    event = (name, "<malformed line>" if cluster == "0" else "", None)
+                known = events.get(int(cluster)) if cluster not in (_MALFORMED, _BLANK) else None
+                if cluster == _BLANK:
+                    event = ("", "", None)
+                elif known is None:  # a malformed line, or a template the miner dropped (least recently used)
+                    name = MALFORMED_EVENT if cluster == _MALFORMED else f"E{cluster}"
+                    event = (name, "<malformed line>" if cluster == _MALFORMED else "", None)
                 else:  # a template without a variable has no parameters to look for: no pattern
                     event = (f"E{known[0]}", known[1], template_pattern(known[1]) if MASK in known[1] else None)
                 rendered[cluster] = event
@@ -155,4 +162,4 @@ def _write_rows(ids: Path, out: Path, events: dict[int, tuple[int, str]], source
             parameters = str(list(found.groups())) if found is not None else "[]"
             writerow((number, sources[int(source)], text, event[0], event[1], parameters))
     os.replace(temporary, out)
-    return len({event[0] for cluster, event in rendered.items() if cluster != "0"})
+    return len({event[0] for cluster, event in rendered.items() if cluster not in (_MALFORMED, _BLANK)})

@@ -1,24 +1,32 @@
-"""Stream the lines of log sources — files, directories, globs, `.gz` — in bounded memory, never failing on a bad line.
+r"""Stream the lines of log sources — files, directories, globs, `.gz` — in bounded memory, never failing on a bad line.
 
 A production log directory holds whatever the service and its neighbours wrote: binary blobs, a truncated
 gzip, half-written JSON, a line of one megabyte. Each of those is counted by kind (with a few places to look)
 and skipped; only a source that does not exist or holds nothing stops the run, with one sentence.
+
+Every line leaves here as text that is safe to mine and to show: a line ends at `\n`, `\r\n` or a lone `\r`
+(what a terminal shows; old Mac files, progress bars), a UTF-16 or UTF-32 file with its byte-order mark (PowerShell's
+`>`) is read as text, terminal colours are taken out, and what looks like a credential is masked
+(`components.redact`) — so no template, CSV row, state file or example line holds one.
 """
 
 from __future__ import annotations
 
 import glob
 import gzip
+import io
+import os
 import re
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal, cast
+from typing import BinaryIO, Literal, TextIO, cast
 
 from pydantic import BaseModel, Field
 
 from components.errors import VcpilotError
+from components.redact import redact_text
 
 __all__ = [
     "MAX_LINE_BYTES",
@@ -26,12 +34,13 @@ __all__ = [
     "Malformed",
     "MalformedKind",
     "SourceLine",
+    "clean_text",
     "expand_sources",
     "read_lines",
 ]
 
 MAX_LINE_BYTES = 1 << 20
-"""A line of this many bytes or more (1 MiB) is not a log line we mine; it is counted as `too_long`."""
+"""A line of this many characters (bytes, in ASCII) or more (1 Mi) is not a log line we mine; it is `too_long`."""
 STDIN = Path("/dev/stdin")  # the source `-`
 
 MalformedKind = Literal[
@@ -39,7 +48,22 @@ MalformedKind = Literal[
 ]
 _EXAMPLES_PER_KIND = 3
 # Control characters that never appear in text logs (tab, newline, carriage return and ESC for colours do).
-_BINARY = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
+_BINARY = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f]")
+# The same, or a byte that is not UTF-8 (decoded as a lone surrogate, `surrogateescape`): one search for both.
+_UNREADABLE = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\udc80-\udcff]")
+# A UTF-32 or UTF-16 file: its byte-order mark, then an ASCII character (a log's first; random bytes rarely are both).
+_WIDE_TEXT = re.compile(
+    rb"(?P<utf_32>\xff\xfe\x00\x00[\x01-\x7f]\x00\x00\x00|\x00\x00\xfe\xff\x00\x00\x00[\x01-\x7f])"
+    rb"|(?P<utf_16>\xff\xfe[\x01-\x7f]\x00|\xfe\xff\x00[\x01-\x7f])"
+)
+# A terminal's escape sequences: colours and cursor moves (CSI), titles and links (OSC), and the two-byte ones.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+# Every credential `redact_text` masks holds one of these words (lower-cased) and, around it, `_SECRET_SHAPE`: most
+# lines are let through on a few substring tests (`redact_text` itself costs twice what mining a line does).
+_SECRET_WORDS = ("pass", "secret", "token", "key", "bearer", "basic", "://", "sk-", "xox", "akia", "eyj", "gh")
+_SECRET_SHAPE = re.compile(
+    r"""(?:pass(?:word|wd)?|secret|token|key)["']?\s*[=:]|(?:bearer|basic)\s|://\S*@|sk-|gh[pousr]_|xox|akia|eyj"""
+)
 
 
 # A ValueError too: the parsers that meet an unusable source raise and catch it as a bad value.
@@ -85,11 +109,24 @@ class SourceLine:
         return f"{self.source}:{self.number}"
 
 
+def clean_text(text: str) -> str:
+    """`text` as it is mined and shown: without a terminal's colour codes, what looks like a credential masked."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    lower = text.lower()
+    for word in _SECRET_WORDS:
+        if word in lower:
+            return redact_text(text) if _SECRET_SHAPE.search(lower) else text
+    return text
+
+
 def expand_sources(sources: Iterable[Path | str]) -> list[Path]:
     """The files behind `sources` (files, directories searched recursively, or glob patterns), in a stable order.
 
-    `-` is standard input (`kubectl logs POD | vcpilot logs parse -`), read once as it comes. Raises LogSourceError
-    when a source does not exist or a pattern matches no file.
+    `-` is standard input (`kubectl logs POD | vcpilot logs parse -`), read once as it comes. A file reached twice
+    (named twice, or through a link: a node's /var/log/containers/*.log point into /var/log/pods) is read once, and
+    neither a directory nor `**` follows a link to a directory (a link to `..` would never end). Raises
+    LogSourceError when a source does not exist or a pattern matches no file.
     """
     files: list[Path] = []
     for source in sources:
@@ -106,51 +143,90 @@ def expand_sources(sources: Iterable[Path | str]) -> list[Path]:
         elif path.exists():
             files.append(path)
         elif glob.has_magic(str(source)):
-            matches = sorted(Path(p) for p in glob.glob(str(source), recursive=True) if Path(p).is_file())
+            matches = _glob(str(source))
             if not matches:
                 raise LogSourceError(f"the pattern {source} matches no file: check the path")
             files.extend(matches)
         else:
             raise LogSourceError(f"the log source {source} does not exist: give a file, a directory or a glob")
-    return files
+    seen: set[str] = set()
+    unique = []
+    for file in files:
+        real = str(file) if file == STDIN else os.path.realpath(file)
+        if real not in seen:
+            seen.add(real)
+            unique.append(file)
+    return unique
 
 
-def _open(path: Path) -> BinaryIO:
-    if path.suffix == ".gz":
-        return cast(BinaryIO, gzip.open(path, "rb"))
-    return open(path, "rb", buffering=1 << 20)
+def _glob(pattern: str) -> list[Path]:
+    """The files `pattern` matches, hidden ones only where it names them; `**` takes no link to a directory.
+
+    `glob.glob` follows such links, so a directory holding a link to itself made `**` run until paths grew too long
+    (two such links: for ever). pathlib's `**` does not, but takes relative patterns only: it is given the part
+    after the last directory without wildcards.
+    """
+    parts = Path(pattern).parts
+    first = next(index for index, part in enumerate(parts) if glob.has_magic(part))
+    rest = Path(*parts[first:])
+    try:
+        found = Path(*parts[:first]).glob(str(rest))
+        return sorted(p for p in found if p.is_file() and (not p.name.startswith(".") or rest.name.startswith(".")))
+    except ValueError:  # `a**b`: pathlib takes `**` only as a whole part
+        raise LogSourceError(
+            f"the pattern {pattern} is not one this reads: write `**` as a whole part of the path (logs/**/*.log)"
+        ) from None
 
 
-def _lines_of(path: Path, malformed: Malformed, max_line_bytes: int) -> Iterator[SourceLine]:
+def _open(path: Path) -> TextIO:
+    """The file as text, line ends read universally; UTF-8 unless a byte-order mark says UTF-16 or UTF-32.
+
+    A byte that is not UTF-8 becomes a lone surrogate (`surrogateescape`), for `_lines_of` to count its line.
+    """
+    raw = cast(BinaryIO, gzip.open(path, "rb")) if path.suffix == ".gz" else open(path, "rb", buffering=1 << 20)
+    try:
+        wide = _WIDE_TEXT.match(raw.peek(8)[:8])  # type: ignore[attr-defined]  # buffered files and gzip both peek
+    except BaseException:  # not gzip after all, or cut short: counted by `read_lines`
+        raw.close()
+        raise
+    encoding = wide.lastgroup.replace("_", "-") if wide and wide.lastgroup else "utf-8"
+    errors = "surrogateescape" if encoding == "utf-8" else "replace"
+    return io.TextIOWrapper(raw, encoding=encoding, errors=errors, newline=None)
+
+
+def _lines_of(path: Path, malformed: Malformed, max_line_chars: int) -> Iterator[SourceLine]:
     name = str(path)
     number = 0
     with _open(path) as handle:
-        while raw := handle.readline(max_line_bytes):
+        while text := handle.readline(max_line_chars):
             number += 1
-            if len(raw) == max_line_bytes and not raw.endswith(b"\n"):
+            if len(text) == max_line_chars and not text.endswith("\n"):
                 # Skip the rest of the line chunk by chunk: never hold a huge line in memory.
-                size = len(raw)
-                while chunk := handle.readline(max_line_bytes):
-                    size += len(chunk.rstrip(b"\r\n"))
-                    if chunk.endswith(b"\n"):
+                size = _bytes(text)
+                while chunk := handle.readline(max_line_chars):
+                    size += _bytes(chunk.rstrip("\n"))
+                    if chunk.endswith("\n"):
                         break
                 malformed.add("too_long", f"{name}:{number}", f"{size:,} bytes")
                 yield SourceLine(name, number, "", "too_long")
                 continue
-            raw = raw.rstrip(b"\r\n")
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            try:
-                text = raw.decode("utf-8") if not _BINARY.search(raw) else None
-            except UnicodeDecodeError as err:
-                malformed.add("invalid_utf8", f"{name}:{number}", f"byte {err.start} is not UTF-8")
-                yield SourceLine(name, number, "", "invalid_utf8")
+            text = text.rstrip("\n")
+            if number == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            if found := _UNREADABLE.search(text):
+                if _BINARY.search(text):
+                    malformed.add("binary", f"{name}:{number}", "control characters")
+                    yield SourceLine(name, number, "", "binary")
+                else:
+                    where = _bytes(text[: found.start()])
+                    malformed.add("invalid_utf8", f"{name}:{number}", f"byte {where} is not UTF-8")
+                    yield SourceLine(name, number, "", "invalid_utf8")
                 continue
-            if text is None:
-                malformed.add("binary", f"{name}:{number}", "control characters")
-                yield SourceLine(name, number, "", "binary")
-                continue
-            yield SourceLine(name, number, text)
+            yield SourceLine(name, number, clean_text(text))
+
+
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogateescape"))
 
 
 def read_lines(
@@ -158,8 +234,8 @@ def read_lines(
 ) -> Iterator[SourceLine]:
     """Yield every line of `files` one at a time; a malformed one is counted in `malformed` and has a `problem`.
 
-    Memory stays bounded by `max_line_bytes` whatever the size of the files. A file that cannot be opened or a
-    gzip stream cut short is counted (`unreadable_file`, `truncated_gzip`) after yielding what it held.
+    Memory stays bounded by `max_line_bytes` (characters) whatever the size of the files. A file that cannot be
+    opened or a gzip stream cut short is counted (`unreadable_file`, `truncated_gzip`) after yielding what it held.
     """
     for path in files:
         try:

@@ -18,7 +18,9 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from components.logs.masking import ERROR_LEVELS, level_of, split_header
-from components.logs.reader import MAX_LINE_BYTES, Malformed, SourceLine, read_lines
+from components.logs.reader import MAX_LINE_BYTES, Malformed, SourceLine, clean_text, read_lines
+from components.redact import MASK as SECRET_MASK
+from components.redact import secret_name
 
 __all__ = ["LATENCY_KEYS", "TIME_KEYS", "Entry", "LogEvent", "RequestRecord", "classify", "read_entries"]
 
@@ -128,8 +130,9 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
     level = next((_level_name(data[key]) for key in _LEVEL_KEYS if data.get(key)), None)
     stamp = next((data[key] for key in TIME_KEYS if isinstance(data.get(key), str | int | float)), None)
     latency = next((data[key] for key in LATENCY_KEYS if _is_latency(data.get(key))), None)
-    # A container runtime's `{"log": "2026-12-05 08:49:42,123 ERROR app: ...\n"}` holds the program's whole line.
-    header, message = split_header(message)
+    # A container runtime's `{"log": "2026-12-05 08:49:42,123 ERROR app: ...\n"}` holds the program's whole line,
+    # colours and all (JSON writes ESC as `\u001b`, so only now is it one).
+    header, message = split_header(clean_text(message))
     return LogEvent(message.strip(), level or level_of(header, message), stamp, latency)
 
 
@@ -143,15 +146,19 @@ def _fields_text(data: dict[str, Any]) -> str:
 
     Its values that are not containers, in order, an object's one level down as `key.inner=value`; its time,
     level and latency are read apart. Variables among them are masked as in any message, the keys stay constant.
+    A value whose name says it is secret (`password`, `api_key`) reads `***`, whatever it looks like.
     """
     pairs: list[str] = []
     for key, value in data.items():
         if key in _KEYS_NOT_READ:
             continue
+        secret = secret_name(key)
         inner = value.items() if isinstance(value, dict) else [("", value)]
         for name, item in inner:
             if isinstance(item, str | int | float | bool) or item is None:
                 text = item if isinstance(item, str) and _BARE.fullmatch(item) else json.dumps(item, ensure_ascii=False)
+                if isinstance(item, str) and item and (secret or (name and secret_name(name))):
+                    text = SECRET_MASK
                 pairs.append(f"{key}.{name}={text}" if name else f"{key}={text}")
     return " ".join(pairs[:_FIELDS_READ])
 

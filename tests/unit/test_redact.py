@@ -29,6 +29,10 @@ from components.redact import (
     ("text", "expected"),
     [
         ("Authorization: Bearer abcdefghijkl123", "Authorization: Bearer ***"),
+        ("Authorization: Bearer abcdefghijklmnop", "Authorization: Bearer ***"),
+        ("authorization: basic dXNlcjpwYXNz", "authorization: basic ***"),
+        # prose stays readable: DeepSpeed's "Using client Optimizer as basic optimizer" was "basic ***"
+        ("Using client Optimizer as basic optimizer", "Using client Optimizer as basic optimizer"),
         ("api_key=sk-abcdefghijklmnopqrstu", "api_key=***"),
         ('{"MLFLOW_TRACKING_PASSWORD": "hunter2xx"}', '{"MLFLOW_TRACKING_PASSWORD": "***"}'),
         ("postgresql://mlflow:s3cret@db:5432/x", "postgresql://mlflow:***@db:5432/x"),

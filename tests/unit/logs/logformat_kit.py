@@ -22,6 +22,7 @@ from components.logs.reader import Malformed, SourceLine
 from components.logs.records import classify
 from components.logs.scoring import score_parsing
 from components.logs.timestamps import TimeReader
+from components.redact import redact_text
 
 __all__ = ["Event", "FormatScore", "Layout", "Line", "LogFormat", "generate", "hexid", "score_format"]
 
@@ -151,7 +152,10 @@ class FormatScore:
 
 
 def score_format(lines: Sequence[Line], work: Path) -> FormatScore:
-    """Parse `lines` with `vcpilot logs parse` and compare the Content and EventTemplate columns with the truth."""
+    """Parse `lines` with `vcpilot logs parse` and compare the Content and EventTemplate columns with the truth.
+
+    The true Content is the message as every output shows it: with what looks like a credential masked.
+    """
     source = work / "raw.log"
     source.write_text("".join(line.raw + "\n" for line in lines), encoding="utf-8")
     out = work / "parsed.csv"
@@ -160,7 +164,7 @@ def score_format(lines: Sequence[Line], work: Path) -> FormatScore:
         rows = list(csv.DictReader(handle))
     exact = left = eaten = 0
     for line, row in zip(lines, rows, strict=True):
-        ours, truth = " ".join(row["Content"].split()), " ".join(line.message.split())
+        ours, truth = " ".join(row["Content"].split()), " ".join(redact_text(line.message).split())
         exact += ours == truth
         left += ours != truth and ours.endswith(truth)
         eaten += ours != truth and truth.endswith(ours)

@@ -5,6 +5,8 @@ Every case here failed before the rule read headers token by token (a leftover h
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from components.logs.header import level_of, split_header
@@ -153,3 +155,38 @@ def test_words_of_a_message_that_look_like_a_header_stay_in_it(line: str, messag
 )
 def test_the_level_of_these_formats_is_read_from_their_header(line: str, level: str | None) -> None:
     assert level_of(*split_header(line)) == level
+
+
+@pytest.mark.parametrize(
+    ("line", "level"),
+    [
+        # logfmt says its level as `level=…` wherever it stands: each of these was no level, so no error counted.
+        ('level=error msg="db down" user=3', "ERROR"),  # no time: no header at all
+        ('ts=2026-12-05T08:49:42.123Z caller=main.go:12 level=error msg="db down"', "ERROR"),  # go-kit, Prometheus
+        ('t=2026-12-05T08:49:42+0000 lvl=eror logger=sqlstore msg="query failed"', "ERROR"),  # log15 (Grafana)
+        ('t=2026-12-05T08:49:42+0000 lvl=dbug logger=sqlstore msg="query"', "DEBUG"),
+        ("2026-12-05 08:49:42 INFO billing: level=error is a word here", "INFO"),  # the header's level comes first
+    ],
+)
+def test_a_logfmt_level_is_read_wherever_the_line_has_it(line: str, level: str) -> None:
+    assert level_of(*split_header(line)) == level
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('ts=2026-12-05T08:49:42.123Z caller=main.go:12 level=info msg="Server is ready"', 'msg="Server is ready"'),
+        ("2026-12-05T08:49:42+05 INFO service started", "service started"),  # ISO 8601's offset in hours alone
+    ],
+)
+def test_these_headers_end_where_their_message_starts(line: str, message: str) -> None:
+    assert split_header(line)[1] == message
+
+
+def test_a_header_with_a_long_field_is_split_in_linear_time() -> None:
+    # A header that is fields to its end keeps its last one as its message; the search for it started at every
+    # character of a long field and read to the field's end: 50,000 characters took a minute, 1 MiB hours.
+    line = "2026-12-05 08:49:42 [" + "a" * 50_000 + "] 12"
+    started = time.perf_counter()
+    assert split_header(line)[1] == "12"
+    assert time.perf_counter() - started < 1

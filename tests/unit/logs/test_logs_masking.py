@@ -194,3 +194,18 @@ def test_a_tokenizer_agrees_with_the_uncached_path_on_every_loghub_line(shared_d
             redrawn = re.sub(r"\d", lambda _: rng.choice("0123456789"), line)  # the same shape, other digits
             assert tokenizer.tokens(line) == _uncached(line)
             assert tokenizer.tokens(redrawn) == _uncached(redrawn)
+
+
+def test_a_signed_hex_offset_is_hex_not_a_number_with_a_unit() -> None:
+    # Every frame of a Go stack trace ends so: `+0x1d` read as 0 with the unit `x1d`, its template `<*>x1d`.
+    assert shown_tokens("/app/main.go:12 +0x1d")[1] == ["<*>:<*>", "+<*>"]
+    assert mask_variables("offset -0x10 after 12ms") == "offset -<*> after <*>ms"
+
+
+def test_a_tokenizer_does_not_remember_the_shape_of_a_long_line() -> None:
+    # A shape is as long as its line: 8192 remembered lines of 1 MiB would hold 8 GiB.
+    tokenizer = LineTokenizer()
+    for n in range(3):
+        line = f"2026-11-29 10:00:0{n} INFO payload " + "ab" * 5000
+        assert tokenizer.tokens(line) == _uncached(line)
+    assert len(tokenizer._shapes) == 0

@@ -291,3 +291,25 @@ def test_a_dash_reads_standard_input_once_as_it_comes(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("40 lines, 1 templates")
     assert set(events(out)) == {"E1"}
+
+
+def test_a_blank_line_gets_a_row_without_an_event_and_blank_lines_alone_are_refused(tmp_path: Path) -> None:
+    # Blank and whitespace lines were mined as an event with an empty template (`E1`, ``), so a file of blank lines
+    # parsed as `5 lines, 1 templates` where detect says it holds no log lines.
+    source = tmp_path / "app.log"
+    source.write_text("2026-11-29 10:00:01 INFO started\n\n   \t\n2026-11-29 10:00:02 INFO stopped\n")
+    out = tmp_path / "parsed.csv"
+    summary = parse_files([source], out)
+    with out.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(row["LineId"], row["EventId"] != "", row["EventTemplate"]) for row in rows] == [
+        ("1", True, "started"),
+        ("2", False, ""),
+        ("3", False, ""),
+        ("4", True, "stopped"),
+    ]
+    assert summary.templates == 2
+    (tmp_path / "blank.log").write_text("\n  \n\t\n")
+    result = CliRunner().invoke(app, ["parse", str(tmp_path / "blank.log"), "--out", str(tmp_path / "b.csv")])
+    assert result.exit_code == 1
+    assert result.output.strip() == f"error: {tmp_path / 'blank.log'} holds no log lines: nothing to parse"

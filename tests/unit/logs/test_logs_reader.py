@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 from pathlib import Path
 
 import pytest
 
+from components.logs.parse import parse_files
 from components.logs.reader import LogSourceError, Malformed, expand_sources, read_lines
 from components.logs.records import LogEvent, RequestRecord, read_entries
 
@@ -165,4 +167,64 @@ def test_json_lines_of_structlog_pino_and_a_container_runtime(tmp_path: Path) ->
         LogEvent("user 7 logged in", "INFO", "2026-12-05T08:49:42Z"),
         LogEvent("db down", "ERROR", 1764924582000),
         LogEvent("lookup failed", "ERROR"),
+    ]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
+def test_a_utf16_or_utf32_file_with_its_byte_order_mark_is_read_as_text(tmp_path: Path, encoding: str) -> None:
+    # PowerShell's `kubectl logs pod > app.log` writes UTF-16 with a mark: every line was counted `binary`.
+    text = "2026-12-05 08:49:42 ERROR café closed\n2026-12-05 08:49:43 INFO reopened\n"
+    data = text.encode(encoding)
+    if encoding == "utf-16-be":  # the codec named by its byte order writes no mark
+        data = b"\xfe\xff" + data
+    path = tmp_path / "app.log"
+    path.write_bytes(data)
+    entries, malformed = _entries(path)
+    assert malformed.total == 0
+    assert entries == [LogEvent("café closed", "ERROR"), LogEvent("reopened", "INFO")]
+
+
+def test_a_lone_carriage_return_ends_a_line_as_a_newline_does(tmp_path: Path) -> None:
+    # Old Mac files and progress bars end lines with `\r` alone: the whole file was one line (past 1 MiB, a
+    # `too_long` one), its header read across the breaks, and the `\r` went unquoted into parse's CSV.
+    path = tmp_path / "mac.log"
+    path.write_bytes(b"2026-12-05 08:49:42 INFO a 1\r2026-12-05 08:49:43 INFO a 2\r\n2026-12-05 08:49:44 WARN b\n")
+    malformed = Malformed()
+    assert [(line.number, line.text) for line in read_lines([path], malformed)] == [
+        (1, "2026-12-05 08:49:42 INFO a 1"),
+        (2, "2026-12-05 08:49:43 INFO a 2"),
+        (3, "2026-12-05 08:49:44 WARN b"),
+    ]
+    out = tmp_path / "parsed.csv"
+    parse_files([path], out)
+    with out.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(row["Content"], row["EventTemplate"]) for row in rows] == [("a 1", "a <*>"), ("a 2", "a <*>"), ("b", "b")]
+
+
+def test_terminal_colours_are_taken_out_of_plain_and_json_lines(tmp_path: Path) -> None:
+    # A coloured header was no header (`[32m2026-…` is no time) and ERROR no level; Docker's json-file log holds the
+    # same codes, written `\u001b`.
+    path = tmp_path / "colour.log"
+    path.write_text(
+        "\x1b[32m2026-12-05 08:49:42\x1b[0m \x1b[1;31mERROR\x1b[0m connection 3 reset\n"
+        + json.dumps({"log": "2026-12-05 08:49:43 \x1b[33mWARN\x1b[0m disk 91% full\n", "stream": "stdout"})
+        + "\n"
+    )
+    entries, malformed = _entries(path)
+    assert malformed.total == 0
+    assert entries == [LogEvent("connection 3 reset", "ERROR"), LogEvent("disk 91% full", "WARN")]
+
+
+def test_a_glob_takes_no_link_to_a_directory_and_each_file_is_read_once(tmp_path: Path) -> None:
+    # `logs/**/*.log` followed a link to `.` until paths grew too long (the file read 40 times); two such links and it
+    # never ended. A node's /var/log/containers/*.log link into /var/log/pods: given both, each was read twice.
+    (tmp_path / "logs" / "pods").mkdir(parents=True)
+    (tmp_path / "logs" / "pods" / "0.log").write_text("INFO one\n")
+    (tmp_path / "logs" / "again").symlink_to(".")
+    (tmp_path / "logs" / "containers").mkdir()
+    (tmp_path / "logs" / "containers" / "web.log").symlink_to(tmp_path / "logs" / "pods" / "0.log")
+    assert expand_sources([f"{tmp_path}/logs/**/*.log"]) == [tmp_path / "logs" / "containers" / "web.log"]
+    assert expand_sources([tmp_path / "logs", tmp_path / "logs" / "pods" / "0.log"]) == [
+        tmp_path / "logs" / "containers" / "web.log"
     ]
