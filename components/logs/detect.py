@@ -170,7 +170,8 @@ def _empty(
     where = f"the {name} window ({_describe(sources)}"
     if window is None:
         unreadable = f" ({malformed.total} malformed lines skipped)" if malformed.total else ""
-        return f"{where}) holds no log lines{unreadable}: point it at the service's logs"
+        remedy = malformed.remedy("point it at the service's logs")
+        return f"{where}) holds no log lines{unreadable}: {remedy}"
     if not seen:
         return (
             f"{where}, {window}) holds no line with a time this reads (ISO 8601, syslog, Apache, epoch seconds "

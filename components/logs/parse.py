@@ -93,7 +93,7 @@ def parse_files(
         if lines == 0 or not mined_lines:
             where = ", ".join(map(str, sources))
             skipped = f" ({malformed.total} malformed skipped: {malformed.describe()})" if malformed.total else ""
-            raise LogSourceError(f"{where} holds no log lines{skipped}: nothing to parse")
+            raise LogSourceError(f"{where} holds no log lines{skipped}: {malformed.remedy('nothing to parse')}")
         events = miner.events()
         if refiner is not None:
             events = refiner.refine(events, examples or {})

@@ -86,6 +86,12 @@ class Malformed(BaseModel):
         """How many of each kind, as `26 binary, 3 invalid_utf8`."""
         return ", ".join(f"{count} {kind}" for kind, count in sorted(self.counts.items()))
 
+    def remedy(self, otherwise: str) -> str:
+        """What to do when nothing was readable: convert text that is not UTF-8, else `otherwise`."""
+        if self.counts.get("invalid_utf8"):
+            return "convert the logs to UTF-8 (e.g. `iconv -f LATIN1 -t UTF-8`), or give other logs"
+        return otherwise
+
     def add(self, kind: MalformedKind, where: str, detail: str = "") -> None:
         """Count one bad line or file at `where` (`file:line`), keeping the first few as examples."""
         self.counts[kind] = self.counts.get(kind, 0) + 1

@@ -313,3 +313,13 @@ def test_a_blank_line_gets_a_row_without_an_event_and_blank_lines_alone_are_refu
     result = CliRunner().invoke(app, ["parse", str(tmp_path / "blank.log"), "--out", str(tmp_path / "b.csv")])
     assert result.exit_code == 1
     assert result.output.strip() == f"error: {tmp_path / 'blank.log'} holds no log lines: nothing to parse"
+
+
+def test_logs_that_are_not_utf8_say_to_convert_them(tmp_path):
+    # a Latin-1 file said "holds no log lines (2 malformed skipped: 2 invalid_utf8): nothing to parse"
+    latin = tmp_path / "latin.log"
+    latin.write_bytes("café error 1\nnaïve warn\n".encode("latin-1"))
+    result = CliRunner().invoke(app, ["parse", str(latin), "--out", str(tmp_path / "o.csv")])
+    assert result.exit_code == 1
+    assert "2 invalid_utf8): convert the logs to UTF-8" in result.stderr
+    assert not (tmp_path / "o.csv").exists()
