@@ -87,8 +87,8 @@ class Malformed(BaseModel):
         return ", ".join(f"{count} {kind}" for kind, count in sorted(self.counts.items()))
 
     def remedy(self, otherwise: str) -> str:
-        """What to do when nothing was readable: convert text that is not UTF-8, else `otherwise`."""
-        if self.counts.get("invalid_utf8"):
+        """What to do when nothing was readable: convert text that is not UTF-8 (not binary), else `otherwise`."""
+        if self.counts.get("invalid_utf8") and not self.counts.get("binary"):
             return "convert the logs to UTF-8 (e.g. `iconv -f LATIN1 -t UTF-8`), or give other logs"
         return otherwise
 
