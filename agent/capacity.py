@@ -2,7 +2,9 @@
 
 The rule policy (`agent.policy_rules`) reads the cluster through these definitions only, each after what
 Kubernetes and Volcano v1.15 do (the upstream source is named with each rule): `unusable_reason` and
-`usable_nodes` for the nodes, `Pool` for their GPUs, `QueueRoom` for a queue. Pure functions of the observation.
+`usable_nodes` for the nodes, `Pool` for their GPUs, `QueueRoom` for a queue (`queue_rooms` for the run's), and
+`missing_priority_class`; `remedy` says what would let a run that fits nowhere train. Pure functions of the
+observation.
 """
 
 from __future__ import annotations
@@ -11,12 +13,23 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agent.observation import PlanRequest
+from agent.observation import Observation, PlanRequest
 from components.volcano.cluster import NodeInfo, QueueSnapshot
 from components.volcano.placement import BLOCKING_EFFECTS, tolerates
 from components.volcano.resources import GPU
 
-__all__ = ["TRAINING_TOLERATIONS", "Pool", "QueueRoom", "left_out", "say_gpus", "unusable_reason", "usable_nodes"]
+__all__ = [
+    "TRAINING_TOLERATIONS",
+    "Pool",
+    "QueueRoom",
+    "left_out",
+    "missing_priority_class",
+    "queue_rooms",
+    "remedy",
+    "say_gpus",
+    "unusable_reason",
+    "usable_nodes",
+]
 
 # The tolerations of a training pod: none (components.volcano.builder renders none), so every NoSchedule or
 # NoExecute taint keeps it off a node.
@@ -109,6 +122,7 @@ class QueueRoom:
     allocated: float = 0.0  # the queue's own status.allocated, in GPUs
     limit: float | None = None  # the most it could ever hold (None: no queue limit, the nodes decide)
     limit_note: str = ""  # what sets `limit`
+    limit_fix: str = ""  # what would raise it
     room: float = math.inf  # GPUs it may take now
     held: float = 0.0  # GPUs allocated where `room` is tightest: they free up as those jobs end
     tight: str = ""  # the rationale's words for that level when it is not the queue's own capability
@@ -122,19 +136,20 @@ class QueueRoom:
             return cls(name=name)
         capability = snapshot.capability.get(GPU)
         allocated = snapshot.allocated.get(GPU, 0.0)
-        # (limit, room, held, why the limit, the rationale's words) for each level that caps this queue: its own
-        # capability, every ancestor's (a child without a GPU capability inherits its parent's), the guarantees of
-        # the other queues. The lowest limit is the queue's; the least room is where it waits.
-        levels: list[tuple[float, float, float, str, str]] = []
+        # (limit, room, held, why the limit, the rationale's words, what would raise it) for each level that caps
+        # this queue: its own capability, every ancestor's (a child without a GPU capability inherits its parent's),
+        # the guarantees of the other queues. The lowest limit is the queue's; the least room is where it waits.
+        levels: list[tuple[float, float, float, str, str, str]] = []
         if capability is not None:
             note = f"queue {name}'s capability is {capability:g} GPUs"
-            levels.append((capability, capability - allocated, allocated, note, ""))
+            levels.append((capability, capability - allocated, allocated, note, "", f"raise queue {name}'s capability"))
         for ancestor in snapshot.ancestors:
             cap = ancestor.capability.get(GPU)
             if cap is not None:
                 held = ancestor.allocated.get(GPU, 0.0)
                 note = f"queue {name} is under {ancestor.name}, whose capability is {cap:g} GPUs"
-                levels.append((cap, cap - held, held, note, f"{held:g} of {ancestor.name}'s {cap:g} GPUs allocated"))
+                tight = f"{held:g} of {ancestor.name}'s {cap:g} GPUs allocated"
+                levels.append((cap, cap - held, held, note, tight, f"raise queue {ancestor.name}'s capability"))
         elsewhere = snapshot.guaranteed_elsewhere.get(GPU, 0.0)
         if elsewhere > 0 and nodes:
             # Every node counts, as Volcano's session total does; a NotReady node's allocatable is read as 0, so its
@@ -145,13 +160,13 @@ class QueueRoom:
             note = f"queue {name} can hold at most {real:g} GPUs: "
             note += f"other queues are guaranteed {elsewhere:g} of the cluster's {total:g}"
             tight = f"at most {real:g} GPUs beside other queues' guarantees"
-            levels.append((real, real - allocated, allocated, note, tight))
-        limit, limit_note = None, ""
+            levels.append((real, real - allocated, allocated, note, tight, "lower the other queues' guarantees"))
+        limit, limit_note, limit_fix = None, "", ""
         if levels:
-            limit, _, _, limit_note, _ = min(levels, key=lambda level: level[0])
+            limit, _, _, limit_note, _, limit_fix = min(levels, key=lambda level: level[0])
         room, held, tight = math.inf, allocated, ""
         if levels:
-            _, room, held, _, tight = min(levels, key=lambda level: level[1])
+            _, room, held, _, tight, _ = min(levels, key=lambda level: level[1])
         lacking = snapshot.unknown_gpus
         return cls(
             name=name,
@@ -160,6 +175,7 @@ class QueueRoom:
             allocated=allocated,
             limit=limit,
             limit_note=limit_note,
+            limit_fix=limit_fix,
             room=room,
             held=held,
             tight=tight,
@@ -196,6 +212,63 @@ class QueueRoom:
             lack_nodes / max(pool.busy, 1) if lack_nodes > 0 else 0.0,
             lack_queue / max(self.held, 1.0) if lack_queue > 0 else 0.0,
         )
+
+
+def queue_rooms(observation: Observation) -> list[QueueRoom]:
+    """The run's queue, then its fallback queue when set and different; one the cluster lacks takes no job.
+
+    Volcano's job admission refuses a job into a queue that does not exist (admit_job.go `validateJobCreate`).
+    """
+    request = observation.request
+    queues = [(request.queue, observation.queue)]
+    if request.fallback_queue and request.fallback_queue != request.queue:
+        queues.append((request.fallback_queue, observation.fallback_queue))
+    return [
+        QueueRoom(name=name, refusal=f"queue {name} does not exist on this cluster")
+        if name in observation.missing_queues
+        else QueueRoom.of(name, snapshot, observation.nodes)
+        for name, snapshot in queues
+    ]
+
+
+def remedy(observation: Observation, sizes: Sequence[int]) -> str:
+    """What would let the run train when no size it allows can: each change named, by what stops its smallest size.
+
+    `sizes` are the sizes in whole pods that split the global batch, gpus-min aside, largest first. The smallest the
+    run allows is the easiest for every limit (a queue's and the nodes' refuse only sizes above them), so what stops
+    it is what must change; a lower gpus-min is named only when a size below it would run.
+    """
+    request = observation.request
+    rooms, pool = queue_rooms(observation), Pool.of(observation.nodes, request)
+
+    def runs(n: int) -> bool:
+        return not pool.never(n) and any(not room.never(n) for room in rooms)
+
+    lower = next((f"lower gpus-min to {n}" for n in sizes if n < request.gpus_min and runs(n)), "")
+    smallest, needs = min(n for n in sizes if n >= request.gpus_min), []
+    if pool.never(smallest):
+        most = max((node.gpu_allocatable for node in usable_nodes(observation.nodes, request.avoid_nodes)), default=0)
+        if 0 < most < request.gpus_per_pod:
+            needs.append(f"lower gpus-per-pod (no healthy node has {request.gpus_per_pod} GPUs; the most is {most})")
+        elif left_out(observation.nodes, request.avoid_nodes):
+            needs.append("bring back the nodes left out or add GPU nodes")
+        else:
+            needs.append("add GPU nodes")
+    if all(room.never(smallest) for room in rooms):
+        fixes = ["name a queue that takes jobs" if room.refusal else room.limit_fix for room in rooms]
+        needs.append(" or ".join(dict.fromkeys(fixes)))
+    return ", or ".join(filter(None, [lower, " and ".join(needs)]))
+
+
+def missing_priority_class(observation: Observation) -> str:
+    """Why no job of the run can start when its PriorityClass is not on the cluster ("" when it is, or unread)."""
+    name, known = observation.request.priority_class, observation.priority_classes
+    if not name or known is None or name in known:
+        return ""
+    return (
+        f"priority class {name!r} does not exist on this cluster (its priority classes: {', '.join(known) or 'none'}): "
+        "the API server refuses every pod that names it"
+    )
 
 
 def _refusal(snapshot: QueueSnapshot) -> str:

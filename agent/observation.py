@@ -147,5 +147,10 @@ class Observation(_Frozen):
     throughput: Throughput | None = None
     # The cluster's run-band PriorityClasses (`agent.run_bands`), shortest bound first; none when it has none.
     run_bands: list[str] = Field(default_factory=list)
+    # Names the request gives that the cluster lacks stop a job for good: Volcano admits no job into a queue that
+    # does not exist, and the API server refuses every pod naming a PriorityClass that does not. The queues the
+    # cluster said are not there; its PriorityClasses by name (None: they could not be read).
+    missing_queues: list[str] = Field(default_factory=list)
+    priority_classes: list[str] | None = None
     # Why parts are missing (the cluster unreachable, MLflow down): policies say so in their rationale.
     notes: list[str] = Field(default_factory=list)

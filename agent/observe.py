@@ -26,7 +26,7 @@ from components.tracking.adapter import (
     client,
     tracking_errors,
 )
-from components.volcano.cluster import Cluster, ClusterError, Event, JobInfo, NodeInfo, QueueSnapshot
+from components.volcano.cluster import Cluster, ClusterError, Event, JobInfo, NodeInfo, QueueNotFound, QueueSnapshot
 
 __all__ = ["find_checkpoint", "measured_throughput", "observe"]
 
@@ -69,14 +69,27 @@ def observe(
     nodes: list[NodeInfo] = []
     events: list[Event] = []
     bands: list[str] = []
+    missing: list[str] = []
+    classes: dict[str, int] | None = None
+
+    def read_queue(cluster: Cluster, name: str) -> QueueSnapshot | None:
+        try:
+            return cluster.queue(name)
+        except QueueNotFound:  # not a read that failed: a fact the policies act on
+            missing.append(name)
+        except ClusterError as err:
+            notes.append(f"could not read queue {name}: {err}")
+        return None
+
     if cluster is None:
         notes.append("no cluster to observe from this step")
     else:
-        queue = look(f"queue {request.queue}", lambda: cluster.queue(request.queue))
+        queue = read_queue(cluster, request.queue)
         if request.fallback_queue and request.fallback_queue != request.queue:
-            fallback = look(f"queue {request.fallback_queue}", lambda: cluster.queue(request.fallback_queue))
+            fallback = read_queue(cluster, request.fallback_queue)
         nodes = look("the nodes", cluster.nodes) or []
-        bands = run_bands(look("the priority classes", cluster.priority_classes) or {})
+        classes = look("the priority classes", cluster.priority_classes)
+        bands = run_bands(classes or {})
         if job_name:
             job = look(f"job {job_name}", lambda: cluster.get(job_name, request.namespace))
             if job is not None:
@@ -98,6 +111,8 @@ def observe(
         checkpoint=checkpoint,
         throughput=throughput,
         run_bands=bands,
+        missing_queues=missing,
+        priority_classes=None if classes is None else sorted(classes),
         notes=notes,
     )
 

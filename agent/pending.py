@@ -8,11 +8,12 @@ closed, nodes excluded (NotReady, cordoned, a taint, the job's own affinity), Po
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.capacity import QueueRoom
 from agent.guardrails import pod_gpus
 from components.untrusted import printable
 from components.volcano.cluster import JobInfo, NodeInfo, QueueSnapshot
@@ -50,8 +51,13 @@ def explain(
     nodes: Sequence[NodeInfo],
     queue: QueueSnapshot | None,
     ahead: Sequence[JobInfo] = (),
+    priority_classes: Collection[str] | None = None,
 ) -> PendingExplanation:
-    """Explain why `info` waits; `job` is its manifest (None when unreadable), `ahead` the jobs queued before it."""
+    """Explain why `info` waits; `job` is its manifest (None when unreadable), `ahead` the jobs queued before it.
+
+    `priority_classes` are the cluster's (None: unread): a class the job names that is not among them gets its pods
+    refused by the API server, which no scheduling session mends.
+    """
     base: dict[str, Any] = {
         "name": info.name,
         "namespace": info.namespace,
@@ -71,6 +77,15 @@ def explain(
     elif queue.state != "Open":
         reasons.append(f"queue {info.queue!r} is {queue.state} and admits no new work")
 
+    if job is not None and priority_classes is not None:
+        # Volcano's job controller gives a pod the job's class when its template names none.
+        named = {t.template.spec.priority_class_name or job.spec.priority_class_name for t in job.spec.tasks}
+        for name in sorted(n for n in named if n and n not in priority_classes):
+            reasons.append(
+                f"priority class {name!r} does not exist on this cluster, so the API server refuses the job's pods; "
+                "resubmit naming an existing one or none"
+            )
+
     asks = _pod_asks(job) if job is not None else []
     need_pods = (job.spec.min_available or len(asks)) if job is not None else 0
     need = int(sum(sorted(gpus for gpus, _ in asks)[:need_pods]))
@@ -79,6 +94,9 @@ def explain(
     free = sum(max(n.gpu_allocatable - n.gpu_allocated, 0) for n in usable)
     capacity = sum(n.gpu_allocatable for n in usable)
     short = max(need - free, 0)
+    gang = sorted(sorted(gpus for gpus, _ in asks)[:need_pods], reverse=True)  # the pods `need` counts
+    sizes = ", ".join(sorted({str(g) for g in gang}))
+    pods = f"the {need_pods} pods ({sizes} GPUs each)" if need_pods > 1 else f"its pod ({sizes} GPUs)"
 
     if excluded:
         reasons.append(_excluded_sentence(excluded, len(nodes)))
@@ -87,28 +105,44 @@ def explain(
             f"the gang is short by {short} GPUs and cannot start as asked: its {need_pods} pods need {need} GPUs at "
             f"once, more than the {capacity} the nodes it may use have in all; ask for fewer GPUs or bring nodes back"
         )
+    elif need and not _fits(gang, [n.gpu_allocatable for n in usable]):
+        # Enough GPUs in all, but not in whole pods on any node: no job ending frees the room.
+        most = max((n.gpu_allocatable for n in usable), default=0)
+        reasons.append(
+            f"the gang cannot start as asked: even with every GPU free, the nodes it may use (the largest has {most}) "
+            f"cannot hold {pods}{' at once' if need_pods > 1 else ''}; ask for fewer GPUs per pod or bring nodes back"
+        )
     elif short:
         reasons.append(
             f"the gang is short by {short} GPUs: its {need_pods} pods need {need} GPUs at once and the nodes it may "
             f"use have {free} free"
         )
-    elif job is not None and asks and not _fits(sorted((g for g, _ in asks), reverse=True)[:need_pods], usable):
-        reasons.append(
-            f"{free} GPUs are free but spread over nodes so that the {need_pods} pods "
-            f"({', '.join(sorted({str(g) for g, _ in asks}))} GPUs each) do not all fit at once"
-        )
+    elif need and not _fits(gang, [max(n.gpu_allocatable - n.gpu_allocated, 0) for n in usable]):
+        fit = "do not all fit at once" if need_pods > 1 else "fits on no node"
+        reasons.append(f"{free} GPUs are free but spread over nodes so that {pods} {fit}")
 
     if queue is not None and need:
         cap = queue.capability.get(GPU)
         held = int(queue.allocated.get(GPU, 0))
+        # The limits beyond the queue's own capability (its ancestors', the other queues' guarantees), as the
+        # rule policy reads them.
+        room = QueueRoom.of(queue.name, queue, nodes)
         if cap is not None and need > cap:
             reasons.append(
                 f"queue {queue.name!r} may hold at most {cap:g} GPUs and the gang needs {need}, so it never fits there"
             )
+        elif room.limit is not None and need > room.limit:
+            reasons.append(f"{room.limit_note}, and the gang needs {need}, so it never fits there")
         elif cap is not None and held + need > cap:
             reasons.append(
                 f"queue {queue.name!r} is at its capability: {held} of {cap:g} GPUs are allocated and the gang needs "
                 f"{need} more"
+            )
+        elif need > room.room:
+            where = f" ({room.tight})" if room.tight else ""
+            free_there = max(room.room, 0)
+            reasons.append(
+                f"queue {queue.name!r} has room for {free_there:g} more GPUs now{where} and the gang needs {need}"
             )
     if ahead:
         reasons.append(
@@ -180,9 +214,9 @@ def _excluded_sentence(excluded: Mapping[str, str], total: int) -> str:
     return f"{len(excluded)} of {total} nodes may not take its pods: " + ", ".join(parts)
 
 
-def _fits(asks: Sequence[int], nodes: Sequence[NodeInfo]) -> bool:
-    """True when every ask fits on the nodes' free GPUs at once (first fit, largest ask first)."""
-    free = sorted((max(n.gpu_allocatable - n.gpu_allocated, 0) for n in nodes), reverse=True)
+def _fits(asks: Sequence[int], rooms: Sequence[int]) -> bool:
+    """True when every ask fits in the nodes' `rooms` (GPUs each) at once (first fit, largest ask first)."""
+    free = sorted(rooms, reverse=True)
     for ask in asks:
         for i, room in enumerate(free):
             if room >= ask:

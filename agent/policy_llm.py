@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from agent.actions import Abort, Action, Downscale, RetryFromCheckpoint, Wait, action_schema, parse_action
-from agent.capacity import Pool, QueueRoom, say_gpus
+from agent.capacity import Pool, missing_priority_class, queue_rooms, say_gpus
 from agent.exchange import Check, CheckName, Exchange, Round, ToolCall
 from agent.failures import classify_failure
 from agent.guardrails import Guardrails, GuardrailViolation
@@ -77,13 +77,13 @@ def check_answer(action: Action, observation: Observation, stage: Stage) -> None
     """Raise a one-sentence ValueError unless `action` is allowed at `stage` and keeps the request's invariants.
 
     The invariants: the global batch is unchanged, the GPUs stay within [gpus_min, gpus] in whole pods, the queue
-    is the request's or its fallback and one Volcano admits jobs into (`QueueRoom.refusal`: Open, a leaf), the
-    priority class is not raised, a downscale starts from the request's GPUs, a retry stays within the attempt
-    budget (`max_attempts`), keeps off the nodes already avoided and those blamed for this failure
-    (`classify_failure`, as the rules do) and resumes only from the checkpoint observed, and the size is not one
-    the rules weigh as never running (above the queue's limit or the healthy nodes' GPUs, when nodes were
-    observed: its gang would stay Pending for good). An attempt that found its checkpoint volume full
-    (agent.failures, kind "storage") takes nothing but an abort.
+    is the request's or its fallback and one Volcano admits jobs into (`QueueRoom.refusal`: it exists, Open, a
+    leaf), the priority class is neither raised nor one the cluster lacks, a downscale starts from the request's
+    GPUs, a retry stays within the attempt budget (`max_attempts`), keeps off the nodes already avoided and those
+    blamed for this failure (`classify_failure`, as the rules do) and resumes only from the checkpoint observed,
+    and the size is not one the rules weigh as never running (above the queue's limit or the healthy nodes' GPUs,
+    when nodes were observed: its gang would stay Pending for good). An attempt that found its checkpoint volume
+    full (agent.failures, kind "storage") takes nothing but an abort.
     """
     if action.kind not in ALLOWED_KINDS[stage]:
         raise ValueError(f"{action.kind} is not allowed at {stage}, which takes {_either(stage)}")
@@ -109,8 +109,9 @@ def check_answer(action: Action, observation: Observation, stage: Stage) -> None
         raise ValueError(f"the action's queue {action.queue!r} is neither the request's queue nor its fallback")
     if action.priority_class not in ("", request.priority_class, *observation.run_bands):
         raise ValueError(f"the action raises the priority class to {action.priority_class!r}")
-    seen = {q.name: q for q in (observation.queue, observation.fallback_queue) if q is not None}
-    room = QueueRoom.of(action.queue, seen.get(action.queue), observation.nodes)
+    if (missing := missing_priority_class(observation)) and action.priority_class == request.priority_class:
+        raise ValueError(f"the action's job never starts: {missing}")
+    room = next(room for room in queue_rooms(observation) if room.name == action.queue)
     if room.refusal:
         raise ValueError(f"the action's queue cannot take the job: {room.refusal}")
     if action.kind == "proceed" and action.gpus != request.gpus:

@@ -19,7 +19,17 @@ from typing import TypedDict
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.actions import Abort, Action, Candidate, Downscale, Proceed, RetryFromCheckpoint, Wait
-from agent.capacity import Pool, QueueRoom, left_out, say_gpus, usable_nodes, whole_pods
+from agent.capacity import (
+    Pool,
+    QueueRoom,
+    left_out,
+    missing_priority_class,
+    queue_rooms,
+    remedy,
+    say_gpus,
+    usable_nodes,
+    whole_pods,
+)
 from agent.failures import Failure, attempt_record, classify_failure, same_failure
 from agent.observation import Observation, PlanRequest
 from agent.policy import Decision, Stage
@@ -140,9 +150,11 @@ class RulePolicy:
         With `may_wait` False (the pipeline waited as long as it may) the best candidate is taken anyway.
         """
         request = observation.request
+        if missing := missing_priority_class(observation):
+            return Abort(reason=missing, rationale=f"{missing}; create it, or leave priority-class empty for none")
         if not observation.nodes:
             # The queues may still have been read: one Volcano's admission refuses is no place to send the job.
-            rooms = self._rooms(observation)
+            rooms = queue_rooms(observation)
             refusals = [room.refusal for room in rooms if room.refusal]
             if len(refusals) == len(rooms):
                 reason = f"no queue of the run takes jobs: {'; '.join(refusals)}"
@@ -158,10 +170,13 @@ class RulePolicy:
         candidates = self.candidates(observation)
         feasible = [c for c in candidates if c.feasible]
         if not feasible:
+            all_sizes = allowed_sizes(request.model_copy(update={"gpus_min": 1}))
             why = "; ".join(dict.fromkeys(c.note for c in candidates))
+            if Pool.of(observation.nodes, request).never(candidates[-1].gpus):  # the nodes are short: say why
+                why += _left_out(observation.nodes, request.avoid_nodes)
             return Abort(
                 reason=f"no allowed size ({request.gpus_min}–{request.gpus} GPUs) can ever run: {why}",
-                rationale=f"every candidate is impossible: {why}; lower gpus-min or add capacity to the queue",
+                rationale=f"every candidate is impossible: {why}; {remedy(observation, all_sizes)}",
                 candidates=candidates,
             )
         best = min(feasible, key=lambda c: (round(c.finish_s, 3), -c.gpus, c.queue != request.queue))
@@ -198,17 +213,9 @@ class RulePolicy:
         pool = Pool.of(observation.nodes, request)
         return [
             self._estimate(observation, n, room, pool)
-            for room in self._rooms(observation)
+            for room in queue_rooms(observation)
             for n in allowed_sizes(request)
         ]
-
-    def _rooms(self, observation: Observation) -> list[QueueRoom]:
-        """The target queue, then the fallback queue when it is set and different."""
-        request = observation.request
-        queues = [(request.queue, observation.queue)]
-        if request.fallback_queue and request.fallback_queue != request.queue:
-            queues.append((request.fallback_queue, observation.fallback_queue))
-        return [QueueRoom.of(name, snapshot, observation.nodes) for name, snapshot in queues]
 
     def run_s(self, observation: Observation, gpus: int) -> float:
         """Seconds to train what is left (from the latest checkpoint) on `gpus` GPUs."""
@@ -293,7 +300,10 @@ class RulePolicy:
             facts.append(queue.tight)
         free = Pool.of(observation.nodes, request).free
         queued = _join(facts or ["nothing pending ahead"])
-        told = f"queue {request.queue} has {queued}; {say_gpus(free)} free on healthy nodes"
+        told = f"queue {request.queue} has {queued}"
+        if request.queue in observation.missing_queues:
+            told = f"queue {request.queue} does not exist on this cluster"
+        told += f"; {say_gpus(free)} free on healthy nodes"
         return told + _left_out(observation.nodes, request.avoid_nodes)
 
     def _comparison(self, best: Candidate, candidates: Sequence[Candidate], request: PlanRequest) -> str:
@@ -344,10 +354,13 @@ class RulePolicy:
 
     def _retry(self, observation: Observation, failure: Failure) -> Action:
         request = observation.request
+        if missing := missing_priority_class(observation):
+            reason = f"{failure.cause}, and {missing}"
+            return Abort(reason=reason, rationale=f"{reason}; create it, or leave priority-class empty, and run again")
         avoid = list(dict.fromkeys([*request.avoid_nodes, *failure.bad_nodes]))
         # The failed attempt's queue, unless the job (another run's, say) is in one the run does not name, or
         # Volcano's admission now refuses new jobs there (closed since): then the first of the run's that takes them.
-        rooms = {room.name: room for room in self._rooms(observation)}
+        rooms = {room.name: room for room in queue_rooms(observation)}
         job = observation.job
         queue = job.queue if job and job.queue in rooms else request.queue
         queue_note = ""
@@ -388,7 +401,7 @@ class RulePolicy:
                 if smallest > capacity:
                     short, then = f"the healthy nodes now offer only {offered}", "recover the nodes"
                 else:
-                    short, then = rooms[queue].never(smallest), f"raise the limit of queue {queue}"
+                    short, then = rooms[queue].never(smallest), rooms[queue].limit_fix
                 reason = f"{failure.cause}, and {short}, fewer than gpus-min {request.gpus_min}"
                 return Abort(reason=reason, rationale=f"{reason}; {then} and run again", candidates=candidates)
             if request.gpus not in fitting:

@@ -228,7 +228,11 @@ def _explain_pending(ctx: ToolContext, args: JobRef) -> PendingExplanation:
             break
         if other.queue == info.queue and other.phase == "Pending":
             ahead.append(other)
-    return explain(info, job, cluster.nodes(), queue, ahead)
+    try:
+        classes: list[str] | None = list(cluster.priority_classes())
+    except ClusterError:
+        classes = None  # unread: no class is called missing
+    return explain(info, job, cluster.nodes(), queue, ahead, classes)
 
 
 def _find_latest_checkpoint(ctx: ToolContext, args: CheckpointQuery) -> LatestCheckpoint:

@@ -2,11 +2,12 @@
 
 Hand-made edge cases (no nodes, queues closed or capped since the plan, a checkpoint past the run's end, a failed
 job in a stray queue) and observations drawn broadly by hypothesis: zero or huge GPU counts, nodes NotReady,
-cordoned, tainted or over-allocated, queues Closed or capped by a parent, failures of every kind over many
-attempts. Whatever the state, a decision keeps the request's invariants — never raises, the global batch kept, a
-size within [gpus_min, gpus] in whole pods, the avoided and blamed nodes kept off, no retry past the budget, a
-bounded wait, one readable sentence — and an action the rules take is one `check_answer` would accept from the
-LLM (an abort at plan aside: the LLM may only wait there, and the wait bound hands the decision back to the rules).
+cordoned, tainted or over-allocated, queues Closed, capped by a parent or missing, a PriorityClass missing,
+failures of every kind over many attempts. Whatever the state, a decision keeps the request's invariants — never
+raises, the global batch kept, a size within [gpus_min, gpus] in whole pods, the avoided and blamed nodes kept
+off, no retry past the budget, a bounded wait, one readable sentence — and an action the rules take is one
+`check_answer` would accept from the LLM (an abort at plan aside: the LLM may only wait there, and the wait bound
+hands the decision back to the rules).
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ def assert_sound(observation: Observation, stage: Stage) -> None:
         assert {*wanted.avoid_nodes, *blamed} <= set(action.avoid_nodes)
     if not (stage == "plan" and isinstance(action, Abort)):
         check_answer(action, observation, stage)
+    elif lower := re.search(r"lower gpus-min to (\d+)", action.rationale):  # advice that works
+        smaller = wanted.model_copy(update={"gpus_min": int(lower[1])})
+        assert not isinstance(POLICY.plan(observation.model_copy(update={"request": smaller})), Abort)
 
 
 # ---- hand-made ----------------------------------------------------------------------------------------------
@@ -260,6 +264,7 @@ def observations(draw: st.DrawFn) -> Observation:
         "attempt": draw(st.integers(1, 5)),
         "max_attempts": draw(st.integers(1, 4)),
         "avoid_nodes": draw(st.lists(st.sampled_from(NODES), max_size=2)),
+        "priority_class": draw(st.sampled_from(["", "high", "urgent"])),
     }
     step = draw(st.sampled_from([0, 5, 200, 10**12]))
     try:
@@ -270,6 +275,9 @@ def observations(draw: st.DrawFn) -> Observation:
                 "queue": draw(st.none() | queues("gpu-a")),
                 "fallback_queue": draw(st.none() | queues(fallback)) if fallback not in ("", "gpu-a") else None,
                 "nodes": draw(st.lists(NODE, max_size=4)),
+                # a queue or PriorityClass the cluster does not have (None: the classes were not read)
+                "missing_queues": draw(st.lists(st.sampled_from(["gpu-a", "spare"]), max_size=2, unique=True)),
+                "priority_classes": draw(st.none() | st.just(["high"])),
                 "job": draw(st.none() | JOB),
                 "history": draw(st.lists(HISTORY, max_size=4)),
                 "checkpoint": draw(st.none() | st.just({"path": f"/ws/ckpt/step-{step}", "step": step})),

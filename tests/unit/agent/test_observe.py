@@ -78,8 +78,9 @@ def test_observe_takes_the_queues_nodes_job_events_and_latest_complete_checkpoin
     assert seen.checkpoint is not None and (seen.checkpoint.path, seen.checkpoint.step) == (str(latest), 20)
     assert seen.history == history and seen.throughput == measured
     assert seen.run_bands == ["vcpilot-run-30m", "vcpilot-run-2h"]  # the run bands only, shortest first
-    # The fallback queue does not exist: a note, not an exception.
-    assert seen.fallback_queue is None and seen.notes == ["could not read queue spare: queue 'spare' does not exist."]
+    # The fallback queue does not exist: a fact the policies act on, not an exception.
+    assert seen.fallback_queue is None and seen.missing_queues == ["spare"] and seen.notes == []
+    assert seen.priority_classes == ["system-node-critical", "vcpilot-run-2h", "vcpilot-run-30m"]
     assert Observation.model_validate_json(seen.model_dump_json()) == seen  # serializable, so replayable
 
 
