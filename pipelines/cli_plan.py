@@ -221,5 +221,5 @@ def _flags_named(message: str) -> str:
     def option(match: re.Match[str]) -> str:
         return flag_name(_PARAMS.get(match[0], match[0].replace("-", "_"))) or match[0]
 
-    # A compound name (gpus-min, max_steps), or a plain one right before its number (gpus 2).
-    return re.sub(r"(?<![\w-])(?:[a-z]+(?:[_-][a-z]+)+|[a-z]+(?= -?\d))(?![\w-])", option, message)
+    # A compound name (gpus-min, max_steps), or a plain one right before its number (gpus 2) or a product (gpus × …).
+    return re.sub(r"(?<![\w-])(?:[a-z]+(?:[_-][a-z]+)+|[a-z]+(?= -?\d| × ))(?![\w-])", option, message)

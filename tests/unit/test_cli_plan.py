@@ -172,6 +172,8 @@ def test_plan_in_a_fresh_process_imports_no_hera(cluster: LocalCluster, tmp_path
         (["--gpus", "1000000000", "--global-batch", "4000000000"], 1, ("--gpus must be at most 100000",)),
         (["--max-steps", "1" + "0" * 30], 1, ("--max-steps must be at most 1000000000000",)),
         (["--global-batch", "10000000000"], 1, ("--global-batch must be at most 1000000000",)),
+        # every name an option: it said "… a multiple of gpus × --micro-batch"
+        (["--global-batch", "12"], 1, ("--global-batch 12 is not a multiple of --gpus × --micro-batch = 4 × 4",)),
     ],
 )
 def test_plan_refuses_an_option_the_vcjob_could_not_carry(
