@@ -126,6 +126,8 @@ def _go_int(text: str) -> int | None:
     if match is None:
         return None
     sign, digits = match.groups()
+    if len(digits) > 66:  # past any 64-bit literal (0b and 64 digits); Python's int() refuses 4,300 digits
+        return None
     if len(digits) > 1 and digits[0] == "0":
         base = _BASES.get(digits[1].lower(), 8)
         value = int(digits[2:] if base != 8 or digits[1] in "oO" else digits[1:], base)

@@ -150,10 +150,12 @@ def _read_documents(path: Path) -> list[Any] | Problem:
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        reason = getattr(error, "problem", None) or str(error)
+        reason = getattr(error, "problem", None) or " ".join(str(error).split())  # a NUL's ReaderError: 2 lines
         return Problem(str(path), "", f"is not valid YAML: {reason}{where}")
     except RecursionError:
         return Problem(str(path), "", "is not valid YAML: it nests its values too deeply to be read")
+    except (ValueError, TypeError) as error:  # a constructor's refusal: an int past Python's 4,300 digits, `!!binary`
+        return Problem(str(path), "", f"is not valid YAML: {' '.join(str(error).split())}")
     return docs if docs else Problem(str(path), "", "holds no YAML document")
 
 

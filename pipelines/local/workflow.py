@@ -422,6 +422,13 @@ def _check_templates(spec: Mapping[str, Any]) -> None:
             f"spec has synchronization ({_NOT_RUN['synchronization']}), which the local runner cannot run: "
             "remove it to run here."
         )
+    # Argo's controller honours both from the start: a suspended workflow waits for `argo resume` before anything
+    # runs, a shut-down one stops at once.
+    for key, what in (("suspend", "it waits for argo resume before anything runs"), ("shutdown", "it stops at once")):
+        if spec.get(key):
+            raise WorkflowError(
+                f"spec.{key} is set ({what} on Argo), which the local runner does not do: remove it to run here."
+            )
     entrypoint = spec.get("entrypoint")
     if not entrypoint:
         raise WorkflowError("spec.entrypoint is missing: name the template the workflow starts with.")
@@ -537,10 +544,16 @@ def check_argument_enums(arguments: Mapping[str, Any] | None, where: str) -> Non
 
 
 def _int_or_variable(value: Any) -> bool:
-    """Argo's IsValidIntOrArgoVariable: an IntOrString holding a whole number, or a `{{...}}` filled in later."""
+    """Argo's IsValidIntOrArgoVariable: an IntOrString holding a whole number, or a `{{...}}` filled in later.
+
+    Its number is an int32 (a larger one does not unmarshal); its string one strconv.Atoi takes (an int64).
+    """
     if isinstance(value, str):
-        return re.fullmatch(r"[+-]?[0-9]+", value) is not None or (value.startswith("{{") and value.endswith("}}"))
-    return isinstance(value, int) and not isinstance(value, bool)
+        if value.startswith("{{") and value.endswith("}}"):
+            return True
+        found = re.fullmatch(r"([+-]?)0*([0-9]{1,19})", value)  # past 19 digits no int64 (nor Python's int())
+        return found is not None and -(2**63) <= int(found[1] + found[2]) < 2**63
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**31) <= value < 2**31
 
 
 def check_timing(template: Mapping[str, Any], where: str) -> None:
@@ -553,8 +566,8 @@ def check_timing(template: Mapping[str, Any], where: str) -> None:
         )
     if deadline is not None and (not _int_or_variable(deadline) or str(deadline).startswith("-")):
         raise WorkflowError(
-            f"{where} activeDeadlineSeconds is {deadline!r}: write a whole number of seconds (0 or more) or a "
-            "{{...}} variable."
+            f"{where} activeDeadlineSeconds is {deadline!r}: write a whole number of seconds (0 to 2147483647) or "
+            "a {{...}} variable."
         )
     # pendingTimeout: how long a node's pod may stay Pending (Argo's controller fails it after). A local step's
     # process starts at once, so the runner checks the field as Argo does and has nothing to time.
@@ -583,7 +596,8 @@ def check_timing(template: Mapping[str, Any], where: str) -> None:
     for key, value in (("limit", strategy.get("limit")), ("backoff.factor", backoff.get("factor"))):
         if value is not None and not _int_or_variable(value):
             raise WorkflowError(
-                f"{where} retryStrategy.{key} is {value!r}: write a whole number or a {{{{...}}}} variable."
+                f"{where} retryStrategy.{key} is {value!r}: write a whole number (up to 2147483647) or a {{{{...}}}} "
+                "variable."
             )
     for key in ("duration", "maxDuration", "cap"):
         value = backoff.get(key)
@@ -676,6 +690,11 @@ def _check_runnable(template: Mapping[str, Any], where: str, spec: Mapping[str, 
         _check_pod_spec_patch(template.get("podSpecPatch") or spec.get("podSpecPatch"), where)
         _check_volumes(template, spec, where)
         mounted = list(volumes.moved_mounts(template, spec))
+    for param in (template.get("outputs") or {}).get("parameters") or [] if leaf else []:
+        path = (param.get("valueFrom") or {}).get("path")
+        if path and "{{" not in str(path):
+            here = f"{where} output parameter {param['name']!r}"
+            _check_artifact_path({"path": path}, here, mounted, "the files of output parameters")
     for artifact in (template.get("outputs") or {}).get("artifacts") or []:
         here = f"{where} output artifact {artifact['name']!r}"
         if leaf:
@@ -834,7 +853,7 @@ def _check_container_set(spec: Any, where: str) -> None:
     strategy = spec.get("retryStrategy")
     if strategy is not None:
         retries = strategy.get("retries") if isinstance(strategy, Mapping) else None
-        if retries is None or not re.fullmatch(r"[0-9]+", str(retries)) or isinstance(retries, bool):
+        if retries is None or not re.fullmatch(r"[0-9]+", str(retries)) or not _int_or_variable(retries):
             raise WorkflowError(f"{where} containerSet.retryStrategy.retries {retries!r} is not a whole number.")
         if strategy.get("duration") not in (None, ""):
             parse_duration(strategy["duration"], f"{where} containerSet.retryStrategy.duration")
@@ -859,14 +878,18 @@ def _check_http(spec: Any, where: str) -> None:
             )
 
 
-def _check_artifact_path(artifact: Mapping[str, Any], where: str, mounted: list[str]) -> None:
-    """An artifact's path is in the step's own directory or on a volume that moved (`mounted`), never the host's."""
+def _check_artifact_path(artifact: Mapping[str, Any], where: str, mounted: list[str], what: str = "artifacts") -> None:
+    """An artifact's path is in the step's own directory or on a volume that moved (`mounted`), never the host's.
+
+    So is the file an output parameter is read from (`what`): the host's /etc/hostname is not the container's, and
+    its /dev/zero never ends.
+    """
     path = artifact.get("path")
     parts = path.split("/") if isinstance(path, str) else []
     on_volume = isinstance(path, str) and any(path == m or path.startswith(f"{m}/") for m in mounted)
     if len(parts) < 2 or parts[0] or ".." in parts or (parts[1] in HOST_ROOTS and not on_volume):
         raise WorkflowError(
-            f"{where} is at {path!r}; the local runner keeps artifacts in the step's own directory or its volumes, "
+            f"{where} is at {path!r}; the local runner keeps {what} in the step's own directory or its volumes, "
             "so it takes an absolute path outside this machine's system directories (/etc, /usr, /home, /mnt, ...) "
             "unless a claim or emptyDir is mounted there: use /tmp."
         )
@@ -987,10 +1010,15 @@ def optional_field(holder: Mapping[str, Any], key: str, expected: type, where: s
 
 
 def _whole(holder: Mapping[str, Any], key: str, where: str, *, least: int) -> None:
-    """Refuse `holder[key]`, when given, unless it is a whole number of at least `least`, naming the field."""
+    """Refuse `holder[key]`, when given, unless it is a whole number of at least `least`, naming the field.
+
+    The fields are int64s in Argo's types: a larger number does not unmarshal, and `argo submit` refuses it.
+    """
     value = holder.get(key)
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
         raise WorkflowError(f"{where}.{key} must be a whole number of at least {least}, not {value!r}.")
+    if value is not None and value >= 2**63:
+        raise WorkflowError(f"{where}.{key} is {value}, more than an int64 holds: give at most {2**63 - 1}.")
 
 
 def _named_mappings(holder: Mapping[str, Any], key: str, where: str, *, names: bool = True) -> list[Mapping[str, Any]]:
@@ -1012,6 +1040,8 @@ def _check_io(holder: Mapping[str, Any], where: str) -> None:
             for kind in ("parameter", "artifact"):
                 items = _named_mappings(block, f"{kind}s", f"{where}.{key}")
                 _check_unique([item["name"] for item in items], f"{where}.{key}", kind)
+            for index, param in enumerate(block.get("parameters") or []):
+                optional_field(param, "valueFrom", Mapping, f"{where}.{key}.parameters[{index}]")
 
 
 def _check_hooks(holder: Mapping[str, Any], where: str) -> None:
@@ -1019,12 +1049,17 @@ def _check_hooks(holder: Mapping[str, Any], where: str) -> None:
     for name, hook in (optional_field(holder, "hooks", Mapping, where) or {}).items():
         if not isinstance(hook, Mapping):
             raise WorkflowError(f"{where}.hooks.{name} must be a mapping, not {kind_of(hook)}.")
+        for key in ("template", "expression"):  # a hook is a call too: what it runs, with its arguments
+            optional_field(hook, key, str, f"{where}.hooks.{name}")
+        _check_io(hook, f"{where}.hooks.{name}")
 
 
 def _check_call(call: Mapping[str, Any], where: str) -> None:
     """A step or a DAG task: what it calls, its arguments, its hooks."""
     for key in ("template", "when", "depends"):
         optional_field(call, key, str, where)
+    optional_field(call, "withItems", list, where)
+    optional_field(call, "withSequence", Mapping, where)
     inline = optional_field(call, "inline", Mapping, where)
     if inline is not None:
         _check_template(inline, f"{where}.inline")

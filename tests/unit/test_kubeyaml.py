@@ -182,6 +182,8 @@ def test_expansion_just_under_the_bound_reads_and_just_over_it_does_not() -> Non
         ("12:30", "12:30"),  # PyYAML: 750
         ("1:30:00", "1:30:00"),
         ("1e400", "1e400"),  # beyond float64: ParseFloat fails, the string stays
+        ("1" * 5000, "1" * 5000),  # ... and past 4,300 digits, which Python's int() refused (a ValueError)
+        ("9" * 300, float("9" * 300)),
         ("0x", "0x"),
         ("2024-01-01", "2024-01-01"),
         ("v1.2", "v1.2"),

@@ -62,6 +62,22 @@ def test_malformed_yaml_is_one_problem_with_its_line(tmp_path: Path) -> None:
     assert problem.file == str(path) and "not valid YAML" in problem.message and "line 4" in problem.message
 
 
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        # its message was two lines (yaml's ReaderError names the stream on a line of its own)
+        ("kind: Workflow\nspec: {}\n\x00", "is not valid YAML: unacceptable character #x0000"),
+        # an internal error: a constructor's ValueError, which lint did not catch
+        ("kind: Workflow\nspec: {parallelism: !!int abc}\n", "is not valid YAML: invalid literal for int()"),
+    ],
+)
+def test_yaml_the_reader_refuses_is_one_problem_on_one_line(tmp_path: Path, text: str, says: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    problem = only(lint_files([path]))
+    assert problem.message.startswith(says) and "\n" not in problem.message
+
+
 def test_a_key_given_twice_is_reported_not_silently_dropped(tmp_path: Path) -> None:
     path = tmp_path / "twice.yaml"
     path.write_text("kind: Workflow\nspec:\n  entrypoint: a\n  entrypoint: b\n")

@@ -244,7 +244,10 @@ class _Dag:
         if when:
             resolved_when = substitute(str(when), scope, strict=False)
             _check_resolved(name, resolved_when)
-            if "{{" not in resolved_when and not evaluate_when(resolved_when):
+            # A `{{item}}` is decided per item once the loop expands; a task that does not loop has nothing to fill
+            # a `{{...}}` left in with, and its `when` errs (Argo's resolveDependencyReferences).
+            per_item = "{{" in resolved_when and any(task.get(f) not in (None, "", []) for f in _LOOP_FIELDS)
+            if not per_item and not evaluate_when(resolved_when):
                 if self._task_node(name) is None:
                     self._skip(name, "Skipped", f"when '{resolved_when}' evaluated false")
                 return _SETTLED

@@ -48,6 +48,7 @@ from pipelines.local.engine.retry import run_retries
 from pipelines.local.engine.scope import artifact_local, resolve_artifact_arguments, substitute_tree
 from pipelines.local.engine.status import (
     ARTIFACT_MARK,
+    TOO_MANY_NODES,
     Inputs,
     NodeStatus,
     Outputs,
@@ -131,6 +132,8 @@ class Engine:
             )
             phase = WORKFLOW_PHASE.get(root.phase, "Error")
             message = root.message
+            if self.state.overflowed:  # as Argo errs a workflow its status cannot hold any more
+                phase, message = "Error", f"{TOO_MANY_NODES}."
             self.runtime["workflow.status"] = phase
             self.runtime["workflow.failures"] = self._failures()
             hook = None if self.stopped.is_set() else self._workflow_exit_hook()
@@ -160,7 +163,10 @@ class Engine:
         if seconds in (None, ""):
             return None
         started = parse_rfc3339(self.state.status.started_at) or time.time()
-        timer = threading.Timer(max(0.0, started + float(seconds) - time.time()), self._expire)
+        left = max(0.0, started + float(seconds) - time.time())
+        if left > threading.TIMEOUT_MAX:  # past what a timer can wait (292 years): it never comes in this run
+            return None
+        timer = threading.Timer(left, self._expire)
         timer.daemon = True
         timer.start()
         return timer

@@ -62,6 +62,7 @@ POD_DEADLINE_MESSAGE = "Pod was active on the node longer than the specified dea
 # The last 4 kB a node wrote to stderr, beside main.log: where a failed step's reason is read from.
 STDERR_TAIL = "stderr.tail"
 MAX_RESULT_BYTES = 256 * 1024  # Argo's executor keeps the last 256 kB of a longer stdout as the result
+MAX_PARAMETER_BYTES = 16 * 2**20  # the most of an output parameter's file read: past any value Argo could keep
 # The roots a template's paths move from into its node's directory: /tmp, /argo and the first directory of each
 # path the template declares for an output parameter or an artifact (`/outputs/x/data` moves /outputs), as
 # each pod has its own filesystem; never the host's own directories, which the local process needs as they are.
@@ -339,6 +340,8 @@ def _run(
             )
         except OSError as err:
             return LeafResult("Error", f"cannot start {argv[0]!r}: {err.strerror or err}.")
+        except ValueError as err:  # a NUL byte, or an env name with '=': what execve refuses a container's runtime too
+            return LeafResult("Error", f"cannot start {argv[0]!r}: {err} in its command, args or env.")
 
         def pump_stderr() -> None:
             assert proc.stderr is not None
@@ -411,16 +414,24 @@ def read_output_parameters(template: Mapping[str, Any], ctx: LeafContext) -> lis
         value: str | None = None
         if source.get("path"):
             path = Path(localize(str(source["path"]), ctx.node_dir))
+            shown = source.get("_declared_path", source["path"])
             try:
-                value = path.read_text(errors="replace")
-                value = value[:-1] if value.endswith("\n") else value
-            except OSError:
+                with open(path, "rb") as file:  # a bounded read: a link to /dev/zero never ends
+                    data = file.read(MAX_PARAMETER_BYTES + 1)
+            except OSError as err:
                 if default is None:
-                    shown = source.get("_declared_path", source["path"])
-                    raise _LeafError(
-                        f"output parameter {param['name']!r}: {shown} does not exist and has no default."
-                    ) from None
+                    why = "does not exist" if isinstance(err, FileNotFoundError) else f"cannot be read ({err.strerror})"
+                    raise _LeafError(f"output parameter {param['name']!r}: {shown} {why} and has no default.") from None
                 value = stringify(default)
+            else:
+                if len(data) > MAX_PARAMETER_BYTES:
+                    raise _LeafError(
+                        f"output parameter {param['name']!r}: {shown} holds more than {MAX_PARAMETER_BYTES // 2**20} "
+                        "MiB, far more than Argo keeps of a parameter (its Workflow object is at most 1.5 MB): "
+                        "output it as an artifact."
+                    )
+                value = data.decode(errors="replace")
+                value = value[:-1] if value.endswith("\n") else value
         elif default is not None:
             value = stringify(default)
         elif "value" in param:

@@ -9,6 +9,8 @@ then the expression. Backoff sleeps for real: `duration * factor^(attempt-1)`, c
 from __future__ import annotations
 
 import math
+import re
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -24,6 +26,8 @@ from pipelines.local.govalues import format_float_g
 from pipelines.local.workflow import WorkflowError, parse_duration
 
 __all__ = ["run_retries"]
+
+_LONGEST_WAIT_S = (2**63 - 1) / 1e9  # Go's longest time.Duration, about 292 years
 
 
 def run_retries(engine: NodeRunner, call: Call, prepared: Prepared) -> NodeStatus:
@@ -56,7 +60,7 @@ def run_retries(engine: NodeRunner, call: Call, prepared: Prepared) -> NodeStatu
             if wait > 0:
                 engine.state.update(node, message=f"Backoff for {_humanize(wait)}")
                 cancel = engine.never if call.on_exit else engine.cancel
-                if cancel.wait(wait):
+                if cancel.wait(min(wait, threading.TIMEOUT_MAX)):
                     continue
                 engine.state.update(node, message=None)
             index = len(attempts)
@@ -106,9 +110,13 @@ def _retry_verdict(
         if not backoff.get("duration"):
             raise WorkflowError("no base duration specified for retryStrategy.")
         wait = parse_duration(backoff["duration"], "backoff.duration")
-        factor = _int(backoff.get("factor") or 0, "backoff.factor")
-        if factor > 0:
-            wait *= math.pow(factor, len(attempts) - 1)
+        factor = _int32(backoff.get("factor") or 0, "backoff.factor")
+        if factor > 0 and wait > 0:
+            try:
+                wait *= math.pow(factor, len(attempts) - 1)
+            except OverflowError:
+                wait = math.inf
+            wait = min(wait, _LONGEST_WAIT_S)  # Argo caps it so, where the multiplication would overflow
         if backoff.get("cap"):
             wait = min(wait, parse_duration(backoff["cap"], "backoff.cap"))
         finished = last_ended or parse_rfc3339(last.finished_at) or now
@@ -123,7 +131,7 @@ def _retry_verdict(
     if (last.phase == "Failed" and not retry_failed) or (last.phase == "Error" and not retry_error):
         return last.message or "", 0.0
     limit = strategy.get("limit")
-    if limit is not None and len(attempts) > _int(limit, "retryStrategy.limit"):
+    if limit is not None and len(attempts) > _int32(limit, "retryStrategy.limit"):
         return "No more retries left", 0.0
     if strategy.get("expression"):
         scope = {"retries": str(len(attempts) - 1), **_last_retry(last, default_exit="-1")}
@@ -132,11 +140,13 @@ def _retry_verdict(
     return None, wait
 
 
-def _int(value: Any, what: str) -> int:
-    try:
-        return int(str(value))
-    except ValueError:
-        raise WorkflowError(f"{what} {value!r} is not an integer.") from None
+def _int32(value: Any, what: str) -> int:
+    """Argo's intstr.Int32: strconv.Atoi's int64, then Go's conversion to int32 (which wraps a larger one around)."""
+    found = re.fullmatch(r"([+-]?)0*([0-9]{1,19})", str(value))
+    number = int(found[1] + found[2]) if found else None
+    if number is None or not -(2**63) <= number < 2**63:
+        raise WorkflowError(f"{what} {value!r} is not an integer.")
+    return (number + 2**31) % 2**32 - 2**31
 
 
 def _last_retry(last: NodeStatus | None, default_exit: str) -> dict[str, str]:

@@ -229,6 +229,10 @@ def _too_many(count: int, field: str) -> str:
     )
 
 
+def _not_json(word: str) -> Any:
+    raise ValueError(f"{word} is not JSON")
+
+
 def expand_items(holder: Mapping[str, Any]) -> list[Any] | None:
     """The items a step/task loops over (withItems, withParam, withSequence), or None when it does not loop."""
     if holder.get("withItems") is not None:
@@ -237,8 +241,8 @@ def expand_items(holder: Mapping[str, Any]) -> list[Any] | None:
         raw = holder["withParam"]
         if isinstance(raw, list):
             return _bounded(raw, "withParam")
-        try:
-            items = loads_json(str(raw))
+        try:  # as Go's encoding/json: NaN and Infinity are no JSON
+            items = loads_json(str(raw), parse_constant=_not_json)
         except ValueError:
             items = None
         if not isinstance(items, list):
@@ -251,10 +255,12 @@ def expand_items(holder: Mapping[str, Any]) -> list[Any] | None:
 
 
 def _sequence(seq: Mapping[str, Any]) -> list[str]:
-    def whole(value: Any) -> int:  # Go's strconv.Atoi: ASCII digits and a sign, nothing else
-        if not re.fullmatch(r"[+-]?\d+", str(value), re.ASCII):
-            raise WorkflowError(f"withSequence {dict(seq)} has a value that is not an integer.")
-        return int(str(value))
+    def whole(value: Any) -> int:  # Go's strconv.Atoi of the IntOrString: ASCII digits and a sign, nothing else
+        text = stringify(value)  # a number as JSON has it: YAML's `1e3` is 1000
+        found = re.fullmatch(r"([+-]?)0*(\d{1,19})", text, re.ASCII)  # past 19 digits no int64 (nor Python int())
+        if found is None or not -(2**63) <= int(found[1] + found[2]) < 2**63:
+            raise WorkflowError(f"withSequence {dict(seq)} has a value that is not an integer (an int64).")
+        return int(found[1] + found[2])
 
     start = whole(seq.get("start", 0))
     if seq.get("end") is not None:

@@ -20,9 +20,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipelines.local.workflow import WorkflowError
+
 __all__ = [
     "ARTIFACT_MARK",
     "COMPLETED",
+    "MAX_NODES",
+    "TOO_MANY_NODES",
     "Artifact",
     "FULFILLED",
     "Inputs",
@@ -42,6 +46,15 @@ FULFILLED = frozenset({"Succeeded", "Failed", "Error", "Skipped", "Omitted"})
 COMPLETED = frozenset({"Succeeded", "Failed", "Error"})
 # Argo's stepsOrDagSeparator: what is left of a node name once its boundary's name is cut off.
 _SEPARATOR_PREFIXES = (".",)
+# The most nodes a run may start. Argo keeps every node in the Workflow's status, at most 1 MB compressed
+# (MAX_WORKFLOW_SIZE) unless node status offloading is on, some 20,000 nodes at the most, and errs a workflow that
+# outgrows it. Here each running node has a thread, and Linux gives a process some 32,000 (vm.max_map_count): a
+# template that calls itself twice, or loops within loops, would add nodes until threads could not start.
+MAX_NODES = 20_000
+TOO_MANY_NODES = (
+    f"the workflow reached {MAX_NODES:,} nodes, more than Argo keeps in a Workflow's status (1 MB compressed): "
+    "bound the templates that call themselves or the loops within loops"
+)
 
 
 def now_rfc3339() -> str:
@@ -213,6 +226,7 @@ class RunState:
         self._dirty = threading.Event()
         self._closed = False
         self._frozen: dict[str, Any] | None = None
+        self.overflowed = False  # set once a node was refused for MAX_NODES: the workflow errs with TOO_MANY_NODES
         self._last_write = 0.0
         self._writer = threading.Thread(target=self._write_loop, name="status-writer", daemon=True)
         self._writer.start()
@@ -266,8 +280,15 @@ class RunState:
         inputs: Inputs | None = None,
         flag: NodeFlag | None = None,
     ) -> NodeStatus:
-        """Create a node (Argo's initializeNode) and link it under its parents (node names)."""
+        """Create a node (Argo's initializeNode) and link it under its parents (node names).
+
+        Past MAX_NODES a node that would still run is refused (WorkflowError); one that is already decided (the
+        Error node that refusal makes) is not, so that every branch ends.
+        """
         with self.lock:
+            if phase not in FULFILLED and len(self.status.nodes) >= MAX_NODES:
+                self.overflowed = True
+                raise WorkflowError(f"{TOO_MANY_NODES}.")
             boundary = self.status.nodes.get(boundary_id) if boundary_id else None
             display = name
             if boundary is not None and name.startswith(boundary.name):

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pipelines.local.expressions.errors import ExpressionError, Unsupported
-from pipelines.local.expressions.expr.functions import from_json, go_split
+from pipelines.local.expressions.expr.functions import MEMORY_BUDGET, check_text_size, from_json, go_split
 from pipelines.local.expressions.expr.runtime import deep_equal, regex
 from pipelines.local.govalues import go_json, go_sprint, go_type
 
@@ -76,6 +76,32 @@ def _count(value: Any, name: str) -> int:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     raise ExpressionError(f"sprig.{name} expects an integer, not {go_type(value)}")
+
+
+def _within_budget(size: int, name: str, what: str) -> None:
+    """Refuse a count past expr-lang's memory budget, which its own `repeat` and `..` keep to.
+
+    Go's sprig has none, and a count mistyped by a few digits would take all of this runner's memory instead of
+    failing the step.
+    """
+    if size > MEMORY_BUDGET:
+        raise ExpressionError(
+            f"sprig.{name} would make {size:,} {what}; an expression may make at most {MEMORY_BUDGET:,}"
+        )
+
+
+def _repeat(count: Any, text: Any) -> str:
+    count, text = _count(count, "repeat"), _str(text, "repeat")
+    _within_budget(count, "repeat", "copies")
+    check_text_size(len(text) * count, "sprig.repeat")
+    return text * count
+
+
+def _indent(name: str, count: Any, text: Any) -> str:
+    count, text = _count(count, name), _str(text, name)
+    _within_budget(count, name, "spaces a line")
+    check_text_size(len(text) + count * (text.count("\n") + 1), f"sprig.{name}")
+    return ("\n" if name == "nindent" else "") + " " * count + text.replace("\n", "\n" + " " * count)
 
 
 def _list(value: Any, name: str) -> list[Any]:
@@ -204,9 +230,11 @@ def _b64decode(text: str, decoder: Callable[[str], bytes], alphabet: str) -> str
         return f"illegal base64 data at input byte {position}"
 
 
-def _until_step(start: int, stop: int, step: int) -> list[int]:
+def _until_step(start: Any, stop: Any, step: Any, name: str = "untilStep") -> list[int]:
+    start, stop, step = _count(start, name), _count(stop, name), _count(step, name)
     if (stop < start and step >= 0) or (stop >= start and step <= 0):
         return []
+    _within_budget(-(-(stop - start) // step), name, "items")
     return list(range(start, stop, step))
 
 
@@ -264,7 +292,7 @@ SPRIG: dict[str, Callable[..., Any]] = {
     "title": _title,
     "untitle": lambda s: _str(s, "untitle")[:1].lower() + s[1:],
     "substr": _substr,
-    "repeat": lambda count, s: _str(s, "repeat") * _count(count, "repeat"),
+    "repeat": _repeat,
     "trimAll": lambda cutset, s: _str(s, "trimAll").strip(_str(cutset, "trimAll")),
     "trimSuffix": lambda suffix, s: _str(s, "trimSuffix").removesuffix(_str(suffix, "trimSuffix")),
     "trimPrefix": lambda prefix, s: _str(s, "trimPrefix").removeprefix(_str(prefix, "trimPrefix")),
@@ -276,8 +304,8 @@ SPRIG: dict[str, Callable[..., Any]] = {
     "quote": lambda *values: " ".join(go_json(go_sprint(v)) for v in values if v is not None),
     "squote": lambda *values: " ".join(f"'{go_sprint(v)}'" for v in values if v is not None),
     "cat": lambda *values: " ".join(go_sprint(v) for v in values if v is not None),
-    "indent": lambda n, s: " " * _count(n, "indent") + _str(s, "indent").replace("\n", "\n" + " " * n),
-    "nindent": lambda n, s: "\n" + " " * _count(n, "nindent") + _str(s, "nindent").replace("\n", "\n" + " " * n),
+    "indent": lambda n, s: _indent("indent", n, s),
+    "nindent": lambda n, s: _indent("nindent", n, s),
     "replace": lambda old, new, s: _str(s, "replace").replace(_str(old, "replace"), _str(new, "replace")),
     "plural": lambda one, many, count: one if count == 1 else many,
     "toString": go_sprint,
@@ -325,7 +353,7 @@ SPRIG: dict[str, Callable[..., Any]] = {
     "floor": lambda v: float(int(to_float64(v) // 1)),
     "ceil": lambda v: float(-int(-to_float64(v) // 1)),
     "round": _round,
-    "until": lambda count: _until_step(0, count, 1 if count >= 0 else -1),
+    "until": lambda count: _until_step(0, count, 1 if _count(count, "until") >= 0 else -1, "until"),
     "untilStep": _until_step,
     # defaults and flow
     "default": _default,

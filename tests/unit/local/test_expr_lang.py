@@ -114,6 +114,11 @@ def test_expressions(expression: str, expected: Any) -> None:
         ("now()", "clock"),
         ("jsonpath(inputs.parameters.doc, '$.a.c')", "not found"),
         ("fromJSON(inputs.parameters.deep)", "invalid JSON: JSON nested too deeply to be read"),
+        # expr-lang's memory budget: a range of 1e8 items took 4 s and gigabytes, `map` over it a MemoryError
+        ("len(1..100000000)", "memory budget exceeded"),
+        ("map(1..100000000, #)", "memory budget exceeded"),
+        # copies of copies: a terabyte asked for at once
+        ("repeat(repeat('x', 1000000), 1000000)", "repeat would make a text of 1,000,000,000,000 characters"),
     ],
 )
 def test_failures_are_one_sentence_errors(expression: str, reason: str) -> None:

@@ -64,6 +64,12 @@ def test_sprig(expression: str, expected: Any) -> None:
         ("sprig.env('HOME')", "not a function"),  # Argo removes env and expandenv
         ("sprig.upper(1)", "expects a string"),
         ("sprig.div(1, 0)", "divide by zero"),
+        # a count a few digits too long: a MemoryError (an internal error), or the machine's memory, not the step's
+        ("sprig.until(100000000)", "sprig.until would make 100,000,000 items; an expression may make at most"),
+        ("sprig.untilStep(0, 1000000000, 1)", "sprig.untilStep would make 1,000,000,000 items"),
+        ("sprig.repeat(10000000000, 'x')", "sprig.repeat would make 10,000,000,000 copies"),
+        ("sprig.indent(1000000000, 'x')", "sprig.indent would make 1,000,000,000 spaces a line"),
+        ("sprig.repeat(1000000, sprig.repeat(1000000, 'x'))", "would make a text of 1,000,000,000,000 characters"),
     ],
 )
 def test_refused_or_failing_sprig_calls(expression: str, reason: str) -> None:

@@ -74,6 +74,21 @@ def test_a_sequence_reads_its_numbers_as_go_does(count: str) -> None:
         expand_items({"withSequence": {"count": count}})
 
 
+def test_a_sequence_takes_a_number_as_json_has_it_and_refuses_one_past_an_int64() -> None:
+    # YAML's `count: 1e3` is the float 1000.0 (go-yaml too), which Argo's IntOrString reads as 1000: it was refused
+    assert len(expand_items({"withSequence": {"count": 1e3}}) or []) == 1000
+    # a ValueError (Python's int() refuses 4,300 digits): an internal error of the step
+    with pytest.raises(WorkflowError, match="has a value that is not an integer"):
+        expand_items({"withSequence": {"count": "1" * 5000}})
+
+
+@pytest.mark.parametrize("value", ["[NaN]", "[1, Infinity]", "[-Infinity]"])
+def test_with_param_reads_json_as_go_does(value: str) -> None:
+    # Python's json took these and the loop ran; Go's encoding/json refuses them, and Argo's step errs
+    with pytest.raises(WorkflowError, match="could not be parsed as a JSON list"):
+        expand_items({"withParam": value})
+
+
 def test_aggregates_keep_loop_order_and_skip_failures() -> None:
     children = [
         node("t(10:c)", result='{"k": 1}', num="10"),

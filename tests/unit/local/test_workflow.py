@@ -875,3 +875,66 @@ def test_a_pod_spec_patch_of_resources_only_runs() -> None:
     patch = '{"containers":[{"name":"main", "resources":{"limits":{"cpu": "{{inputs.parameters.cpu-limit}}"}}}]}'
     main = {"name": "main", "podSpecPatch": patch, "container": {"image": "x", "command": ["true"]}}
     assert load_workflow(wf(templates=[main])) is not None
+
+
+# -- found by mutating the upstream examples: each was a Python exception, or a run Argo would not make ----------
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        # an AttributeError / "unhashable type" from the loader: the loader shape-checked a hook only as a mapping
+        ({"hooks": {"exit": {"template": ["main"]}}}, "spec.hooks.exit.template must be a string, not a list."),
+        ({"hooks": {"exit": {"template": "main", "arguments": 5}}}, "spec.hooks.exit.arguments must be a mapping"),
+        (
+            {"arguments": {"parameters": [{"name": "a", "valueFrom": "x"}]}},
+            "spec.arguments.parameters[0].valueFrom must be a mapping, not a string.",
+        ),
+        # Argo's types: a larger number does not unmarshal (argo submit refuses it); the runner's timer overflowed
+        ({"activeDeadlineSeconds": 2**63}, "spec.activeDeadlineSeconds is 9223372036854775808, more than an int64"),
+        ({"parallelism": 2**64}, "spec.parallelism is 18446744073709551616, more than an int64 holds"),
+        # Argo's controller honours these from the start; the runner ran the workflow at once, to its end
+        ({"suspend": True}, "spec.suspend is set (it waits for argo resume before anything runs on Argo)"),
+        ({"shutdown": "Terminate"}, "spec.shutdown is set (it stops at once on Argo)"),
+    ],
+)
+def test_a_mutated_spec_is_refused_in_one_sentence(spec: dict, says: str) -> None:
+    assert refused(wf(**spec)).startswith(says)
+
+
+@pytest.mark.parametrize(
+    ("loop", "says"),
+    [
+        ({"withItems": "abc"}, "withItems must be a list, not a string."),  # it looped over 'a', 'b' and 'c'
+        ({"withItems": {"a": 1}}, "withItems must be a list, not a mapping."),  # ... over the keys
+        ({"withSequence": "3"}, "withSequence must be a mapping, not a string."),  # an AttributeError at run time
+    ],
+)
+def test_a_loop_of_the_wrong_type_is_refused_before_anything_runs(loop: dict, says: str) -> None:
+    steps = {"name": "main", "steps": [[{"name": "a", "template": "leaf", **loop}]]}
+    assert refused(wf(templates=[steps, LEAF])) == f"spec.templates[0].steps[0][0].{says}"
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        # an int32 in Argo's IntOrString: 2**63 retried a failing step without end, Argo's CLI does not unmarshal it
+        ({"retryStrategy": {"limit": 2**31}}, "retryStrategy.limit is 2147483648: write a whole number (up to"),
+        # strconv.Atoi cannot read it; the runner retried without end
+        ({"retryStrategy": {"limit": "99999999999999999999"}}, "retryStrategy.limit is '99999999999999999999'"),
+        ({"activeDeadlineSeconds": "1" * 5000}, "activeDeadlineSeconds is '1111"),  # int() refused it: a ValueError
+        ({"retryStrategy": {"limit": 1, "backoff": {"duration": "1", "factor": 2**40}}}, "backoff.factor is"),
+    ],
+)
+def test_an_int_or_string_past_what_argo_reads_is_refused(fields: dict, says: str) -> None:
+    assert says in refused(wf(templates=[{**LEAF, "name": "main", **fields}]))
+    strings = {"retryStrategy": {"limit": "2147483648", "backoff": {"duration": "1", "factor": "-2147483648"}}}
+    assert load_workflow(wf(templates=[{**LEAF, "name": "main", **strings}]))  # Atoi reads these
+
+
+@pytest.mark.parametrize("path", ["/etc/hostname", "/dev/zero", "relative/x", "/tmp/../etc/hostname"])
+def test_an_output_parameter_read_from_the_hosts_files_is_refused(path: str) -> None:
+    # the host's /etc/hostname was read, not the container's; its /dev/zero without end (a MemoryError)
+    outputs = {"parameters": [{"name": "v", "valueFrom": {"path": path}}]}
+    says = refused(wf(templates=[{**LEAF, "name": "main", "outputs": outputs}]))
+    assert says.startswith(f"template 'main' output parameter 'v' is at {path!r}; the local runner keeps the files")

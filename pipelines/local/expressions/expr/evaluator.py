@@ -11,7 +11,7 @@ from typing import Any
 
 from pipelines.local.expressions.errors import ExpressionError, Unsupported
 from pipelines.local.expressions.expr.checker import check_types
-from pipelines.local.expressions.expr.functions import BUILTINS, sort_values
+from pipelines.local.expressions.expr.functions import BUILTINS, MEMORY_BUDGET, sort_values
 from pipelines.local.expressions.expr.nodes import (
     Array,
     Binary,
@@ -182,6 +182,8 @@ class _Evaluator:
         if op == "..":
             if not (type(left) is int and type(right) is int):
                 raise ExpressionError(f"invalid operation: {go_type(left)} .. {go_type(right)}")
+            if right - left + 1 >= MEMORY_BUDGET:  # expr-lang's vm grows its memory by the range's size first
+                raise ExpressionError("memory budget exceeded")
             return list(range(left, right + 1))
         raise ExpressionError(f"unknown operator {op}")
 
@@ -203,6 +205,8 @@ class _Evaluator:
             raise kind(message if message.startswith(name) else f"{name}: {message}") from None
         except (TypeError, ValueError, ArithmeticError, LookupError) as error:
             raise ExpressionError(f"{name}: {error}") from None
+        except MemoryError:  # e.g. a string of a terabyte asked for at once: refused before any of it is used
+            raise ExpressionError(f"{name}: its result does not fit in memory") from None
 
     def map_literal(self, node: MapLiteral) -> dict[str, Any]:
         result: dict[str, Any] = {}

@@ -18,7 +18,21 @@ from pipelines.local.expressions.errors import ExpressionError, Unsupported
 from pipelines.local.expressions.expr.runtime import equal, fetch, to_float, to_int
 from pipelines.local.govalues import go_json, go_sprint, go_type, is_number
 
-__all__ = ["BUILTINS", "from_json", "go_split", "sort_values"]
+__all__ = ["BUILTINS", "MAX_TEXT", "MEMORY_BUDGET", "check_text_size", "from_json", "go_split", "sort_values"]
+
+# expr-lang's default MemoryBudget: what one evaluation may build (`repeat`'s copies, the items of a range `a..b`).
+MEMORY_BUDGET = 1_000_000
+# The longest text a repeat may build here. Argo keeps every value in the Workflow object, which etcd holds to
+# 1.5 MB, so no longer one could be used; a longer one asked for (copies of copies) would take all of the memory.
+MAX_TEXT = 16 * 2**20
+
+
+def check_text_size(length: int, name: str) -> None:
+    """Refuse (ExpressionError) to build a text of `length` characters past MAX_TEXT, before it is built."""
+    if length > MAX_TEXT:
+        raise ExpressionError(
+            f"{name} would make a text of {length:,} characters; an expression may make at most {MAX_TEXT:,}"
+        )
 
 
 def from_json(text: Any) -> Any:
@@ -188,9 +202,11 @@ def _repeat(args: list[Any]) -> str:
     count = to_int(args[1])
     if count < 0:
         raise ExpressionError(f"invalid argument for repeat (expected positive integer, got {count})")
-    if count > 1_000_000:
+    if count > MEMORY_BUDGET:
         raise ExpressionError("memory budget exceeded")
-    return _string("repeat", args[0]) * count
+    text = _string("repeat", args[0])
+    check_text_size(len(text) * count, "repeat")
+    return text * count
 
 
 def _join(args: list[Any]) -> str:
