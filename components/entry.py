@@ -455,10 +455,16 @@ def _bound(value: float) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+# The most characters of an error sentence shown whole: far past any sentence of ours, short of a screenful.
+SENTENCE_MAX = 1200
+
+
 def _fail(sentence: str, code: int, as_json: bool) -> int:
     sentence = redact_text(sentence)  # an error may quote a URL or a header: never their credentials
     # one line, whatever it quotes: a name typed with a newline in it (`$'x\ny'`) shows as `x\ny`
     sentence = sentence.replace("\r", "\\r").replace("\n", "\\n")
+    if len(sentence) > SENTENCE_MAX:  # a value of 5,000 digits quoted whole: its start, and its end (what to do)
+        sentence = f"{sentence[: SENTENCE_MAX * 2 // 3]} [...] {sentence[-SENTENCE_MAX // 3 :]}"
     if as_json:
         print(json.dumps({"error": sentence, "exit_code": code}), flush=True)
     print(f"error: {sentence}", file=sys.stderr, flush=True)

@@ -20,7 +20,7 @@ from typer._click import core as click_core
 from typer.core import TyperArgument, TyperGroup
 from typer.testing import CliRunner
 
-from components.entry import new_app
+from components.entry import SENTENCE_MAX, new_app
 from components.errors import EXIT_INPUT, EXIT_INTERRUPTED, EXIT_UNAVAILABLE, EXIT_USAGE, InputError, Unavailable
 from pipelines.cli import app
 
@@ -198,6 +198,19 @@ def test_an_option_is_named_as_it_is_typed(run, tmp_path, args, message):
     line = one_line_error(run(*(a.replace("{tmp}", str(tmp_path)) for a in args)), EXIT_INPUT)
     assert line.startswith(message), line
     assert "_" not in line.split(" ")[0] and not line.split(" ")[0].endswith(":")
+
+
+def test_an_error_quoting_a_huge_value_keeps_its_start_and_its_advice(run, tmp_path):
+    # a 5,000-digit spec.parallelism was quoted whole: one "sentence" of 5,100 characters
+    workflow = tmp_path / "w.yaml"
+    workflow.write_text(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: x}\nspec:\n"
+        f"  parallelism: {'9' * 5000}\n  entrypoint: a\n"
+        "  templates: [{name: a, container: {image: busybox, command: [echo]}}]\n"
+    )
+    sentence = one_line_error(run("run-workflow", str(workflow), "--json"), EXIT_INPUT, "spec.parallelism", " [...] ")
+    assert len(sentence) <= SENTENCE_MAX + len(" [...] ")
+    assert json.loads(run("run-workflow", str(workflow), "--json").stdout)["error"] == sentence
 
 
 def test_debug_and_vcpilot_debug_show_the_traceback(run):
