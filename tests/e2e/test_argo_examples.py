@@ -71,10 +71,12 @@ COMPARED = [
     Example("template-defaults", last_attempts, redraw=True, timeout_s=300),
 ]
 # Workflows of ours (tests/e2e/workflows/) for what no upstream example here covers and the local runner does:
-# containerSet pods, {{steps.X.exitCode}}, `retryStrategy: {}`, a retry expression, a timed suspend.
+# containerSet pods, {{steps.X.exitCode}}, `retryStrategy: {}`, a retry expression, a timed suspend, loop items
+# as their JSON text (numbers as spelt, map values' escapes kept).
 COMPARED += [
     Example("container-set", directory=OURS),
     Example("exit-codes-and-retries", directory=OURS),
+    Example("loop-item-values", directory=OURS),
     Example("suspend-for-a-while", directory=OURS),
 ]
 

@@ -14,7 +14,7 @@ from typing import Any
 from components.untrusted import loads_json
 from pipelines.local.engine.status import ARTIFACT_MARK, Artifact, NodeStatus, Outputs, Parameter
 from pipelines.local.expressions import ExpressionError, evaluate_expr, substitute
-from pipelines.local.govalues import go_sprint
+from pipelines.local.govalues import go_json, go_sprint
 from pipelines.local.workflow import WorkflowError, stringify
 
 __all__ = [
@@ -233,24 +233,29 @@ def _not_json(word: str) -> Any:
     raise ValueError(f"{word} is not JSON")
 
 
-def expand_items(holder: Mapping[str, Any]) -> list[Any] | None:
-    """The items a step/task loops over (withItems, withParam, withSequence), or None when it does not loop."""
+def expand_items(holder: Mapping[str, Any]) -> list[str] | None:
+    """The items a step/task loops over (withItems, withParam, withSequence), or None when it does not loop.
+
+    Each item is its JSON text, as Argo's wfv1.Item holds it (a json.RawMessage): withItems as the API server wrote
+    the workflow (Go's JSON of the values), withParam as the parameter spells it, withSequence a quoted string.
+    """
     if holder.get("withItems") is not None:
-        return _bounded(list(holder["withItems"]), "withItems")
+        return [_go_raw(item, "withItems") for item in _bounded(list(holder["withItems"]), "withItems")]
     if holder.get("withParam") is not None:
         raw = holder["withParam"]
         if isinstance(raw, list):
-            return _bounded(raw, "withParam")
+            return [_go_raw(item, "withParam") for item in _bounded(raw, "withParam")]
+        text = str(raw)
         try:  # as Go's encoding/json: NaN and Infinity are no JSON
-            items = loads_json(str(raw), parse_constant=_not_json)
+            items = loads_json(text, parse_constant=_not_json)
         except ValueError:
             items = None
         if not isinstance(items, list):
-            shown = " ".join(str(raw).split())[:120]
+            shown = " ".join(text.split())[:120]
             raise WorkflowError(f"withParam value could not be parsed as a JSON list: {shown}.")
-        return _bounded(items, "withParam")
+        return _bounded(_raw_parts(_compact(text)), "withParam")
     if holder.get("withSequence") is not None:
-        return _sequence(holder["withSequence"])
+        return [_quoted(text, holder["withSequence"]) for text in _sequence(holder["withSequence"])]
     return None
 
 
@@ -282,24 +287,150 @@ def _sequence(seq: Mapping[str, Any]) -> list[str]:
         raise WorkflowError(f"withSequence format {fmt!r} is not a printf format for an integer.") from None
 
 
-def item_vars(item: Any) -> dict[str, Any]:
-    """`item` (and `item.<key>` for maps) as Argo substitutes them."""
-    if isinstance(item, dict):
-        out: dict[str, Any] = {f"item.{k}": stringify(v) for k, v in item.items()}
-        out["item"] = json.dumps(item, separators=(",", ":"), sort_keys=True)
+def item_vars(item: str) -> dict[str, Any]:
+    r"""`item` (and `item.<key>` for maps) as Argo's processItem substitutes them, from the item's JSON text.
+
+    Its quirks are kept (argo-workflows#3409, a "won't fix"): a map's `item.<key>` is the value's JSON text without
+    the quotes, its escapes left in (`a\"b` for a"b), and `{{item}}` of a map or list is Go's JSON of it.
+    """
+    kind = _item_kind(item)
+    if kind == "map":
+        members = _members(item)
+        out: dict[str, Any] = {f"item.{k}": _item_text(v) for k, v in members.items()}
+        out["item"] = "{" + ",".join(f"{go_json(k)}:{_html_escaped(members[k])}" for k in sorted(members)) + "}"
         return out
-    return {"item": stringify(item)}
+    if kind == "list":
+        return {"item": "[" + ",".join(_html_escaped(e) for e in _elements(item)) + "]"}
+    return {"item": _str_value(item) if kind == "string" else _item_text(item)}
 
 
-def item_name(name: str, index: int, item: Any) -> str:
+def item_name(name: str, index: int, item: str) -> str:
     """Argo's generateNodeName: `name(index:description)` with parentheses removed from the description."""
-    if isinstance(item, dict):
-        desc = ",".join(sorted(f"{k}:{stringify(v)}" for k, v in item.items()))
-    elif isinstance(item, list):
-        desc = "[" + " ".join(stringify(v) for v in item) + "]"
-    else:
-        desc = stringify(item)
+    kind = _item_kind(item)
+    if kind == "map":
+        desc = ",".join(sorted(f"{k}:{_item_text(v)}" for k, v in _members(item).items()))
+    elif kind == "list":
+        desc = "[" + " ".join(_item_text(e) for e in _elements(item)) + "]"
+    else:  # Item.String(), a string's escapes kept: processItem names a string item by the item, not GetStrVal
+        desc = _item_text(item)
     return f"{name}({index}:{desc.replace('(', '').replace(')', '')})"
+
+
+# The tokens of JSON text that matter for splitting it: a string (escapes and all), a bracket, a comma, a colon.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},:]')
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+def _compact(text: str) -> str:
+    """Valid JSON text without the whitespace between its tokens (encoding/json's compact)."""
+    return re.sub(r'("(?:[^"\\]|\\.)*")|[ \t\n\r]+', lambda m: m.group(1) or "", text)
+
+
+def _raw_parts(compact: str) -> list[str]:
+    """The elements of a compact JSON array, or the `"key":value` members of an object, each as its text."""
+    parts, depth, start = [], 0, 1
+    for token in _JSON_TOKEN.finditer(compact):
+        first = token.group()[0]
+        if first in "[{":
+            depth += 1
+        elif first in "]}":
+            depth -= 1
+        if (first == "," and depth == 1) or depth == 0:
+            if token.start() > start:
+                parts.append(compact[start : token.start()])
+            start = token.end()
+    return parts
+
+
+def _go_raw(value: Any, field: str) -> str:
+    try:
+        return go_json(value)
+    except ValueError as err:  # NaN, infinities: no JSON holds them, the API server would not take the workflow
+        raise WorkflowError(f"{field} holds an item JSON cannot hold ({err}).") from None
+
+
+def _quoted(text: str, seq: Mapping[str, Any]) -> str:
+    """A withSequence item: `"` + the formatted number + `"`, which must read as JSON (wfv1.ParseItem)."""
+    raw = f'"{text}"'
+    try:
+        json.loads(raw)
+    except ValueError:
+        raise WorkflowError(
+            f"withSequence format {seq.get('format')!r} makes {raw}, which is not JSON: an item must read as a "
+            "JSON string."
+        ) from None
+    return raw
+
+
+def _finite(number: str) -> float:
+    value = float(number)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {number} is out of range")  # Go's float64 cannot hold it
+    return value
+
+
+def _item_kind(raw: str) -> str:
+    """wfv1.Item.GetType, in its order: a number, a bool, a list (`null` too), a map, else a string."""
+    if _JSON_NUMBER.fullmatch(raw):
+        try:
+            _finite(raw)
+            return "number"
+        except ValueError:
+            return "string"  # strconv.ParseFloat's range error; and json cannot read it as a string either
+    if raw in ("true", "false"):
+        return "bool"
+    if raw == "null" or raw[:1] in "[{":
+        try:  # json.Unmarshal into []any / map[string]any: a float64 past range anywhere fails it
+            json.loads(raw, parse_float=_finite, parse_int=_finite)
+        except ValueError:
+            return "string"
+        return "list" if raw[:1] != "{" else "map"
+    return "string"
+
+
+def _elements(raw: str) -> list[str]:
+    return _raw_parts(raw) if raw != "null" else []
+
+
+def _members(raw: str) -> dict[str, str]:
+    """GetMapVal: each key (decoded) to its value's text; a key given twice keeps its last value, as Go's map."""
+    members = {}
+    for member in _raw_parts(raw):
+        key = re.match(r'"(?:[^"\\]|\\.)*"', member)
+        assert key is not None  # a member of valid JSON starts with its key
+        members[_valid_utf8(json.loads(key.group()))] = member[key.end() + 1 :]
+    return members
+
+
+def _item_text(raw: str) -> str:
+    """Item.String(): the JSON text, a string's quotes removed (its escapes kept), `<`, `>`, `&` unescaped."""
+    text = raw.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    text = text[1:-1] if text.startswith('"') else text
+    return text.replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u0026", "&")
+
+
+def _html_escaped(raw: str) -> str:
+    """The text encoding/json writes for a RawMessage: `<`, `>`, `&`, U+2028 and U+2029 escaped (in strings only)."""
+    for char, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        raw = raw.replace(char, escaped)
+    return raw
+
+
+def _str_value(raw: str) -> str:
+    """GetStrVal: the decoded string, or "" where the text is no JSON string (errors ignored, as Argo does)."""
+    if not raw.startswith('"'):
+        return ""
+    return _valid_utf8(json.loads(raw))
+
+
+def _valid_utf8(text: str) -> str:
+    return re.sub("[\ud800-\udfff]", "\ufffd", text)  # a lone surrogate escape decodes to U+FFFD in Go
 
 
 def artifact_local(value: Any, where: str) -> str:

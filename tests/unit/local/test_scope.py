@@ -30,26 +30,78 @@ def node(name: str, phase: str = "Succeeded", result: str | None = None, **param
 
 
 def test_item_names_follow_argo() -> None:
-    assert item_name("print", 0, "hello (world)") == "print(0:hello world)"
-    assert item_name("n", 3, 4) == "n(3:4)"
-    assert item_name("m", 1, {"num": "2", "evenness": "even"}) == "m(1:evenness:even,num:2)"
+    assert item_name("print", 0, '"hello (world)"') == "print(0:hello world)"
+    assert item_name("n", 3, "4") == "n(3:4)"
+    assert item_name("m", 1, '{"num":"2","evenness":"even"}') == "m(1:evenness:even,num:2)"
 
 
 def test_item_vars() -> None:
-    assert item_vars(7) == {"item": "7"}
-    assert item_vars(True) == {"item": "true"}
-    assert item_vars({"b": 1, "a": "x"}) == {"item.b": "1", "item.a": "x", "item": '{"a":"x","b":1}'}
+    assert item_vars("7") == {"item": "7"}
+    assert item_vars("true") == {"item": "true"}
+    assert item_vars('{"b":1,"a":"x"}') == {"item.b": "1", "item.a": "x", "item": '{"a":"x","b":1}'}
 
 
 def test_expand_items() -> None:
     assert expand_items({"template": "x"}) is None
-    assert expand_items({"withParam": "[1, 2]"}) == [1, 2]
-    assert expand_items({"withSequence": {"count": "3", "start": "1", "format": "n%02d"}}) == ["n01", "n02", "n03"]
-    assert expand_items({"withSequence": {"start": "3", "end": "1"}}) == ["3", "2", "1"]
+    assert expand_items({"withParam": "[1, 2]"}) == ["1", "2"]
+    assert expand_items({"withItems": ["a", 1e3, {"k": True}]}) == ['"a"', "1000", '{"k":true}']
+    assert expand_items({"withSequence": {"count": "3", "start": "1", "format": "n%02d"}}) == [
+        '"n01"',
+        '"n02"',
+        '"n03"',
+    ]
+    assert expand_items({"withSequence": {"start": "3", "end": "1"}}) == ['"3"', '"2"', '"1"']
     with pytest.raises(WorkflowError, match="could not be parsed as a JSON list"):
         expand_items({"withParam": "heads"})
     with pytest.raises(WorkflowError, match="could not be parsed as a JSON list"):  # too deep for Python's parser
         expand_items({"withParam": "[" * 50_000 + "]" * 50_000})
+
+
+def _substituted(holder: dict) -> list[tuple[str, dict[str, str]]]:
+    return [(item_name("s", i, item), item_vars(item)) for i, item in enumerate(expand_items(holder) or [])]
+
+
+def test_with_param_items_keep_their_json_text_as_argo_does() -> None:
+    # wfv1.Item is a json.RawMessage: a number reads as the parameter spells it (Python read 2.50 as 2.5, 1e3 as
+    # 1000); 1e999, which no float64 holds, is neither a number nor a string to GetType/GetStrVal: "" (was Infinity)
+    param = '[2.50, 1e3, -0, 1e999, "caf\\u00e9", true, null, [1, "a<b"]]'
+    assert _substituted({"withParam": param}) == [
+        ("s(0:2.50)", {"item": "2.50"}),
+        ("s(1:1e3)", {"item": "1e3"}),
+        ("s(2:-0)", {"item": "-0"}),
+        ("s(3:1e999)", {"item": ""}),
+        ("s(4:caf\\u00e9)", {"item": "café"}),  # decoded (GetStrVal); its name keeps the escape
+        ("s(5:true)", {"item": "true"}),
+        ("s(6:[])", {"item": "[]"}),  # null unmarshals into a list: GetType says List
+        ("s(7:[1 a<b])", {"item": '[1,"a\\u003cb"]'}),  # json.Marshal of []Item: HTML escapes
+    ]
+
+
+def test_map_items_keep_their_values_json_text_as_argo_does() -> None:
+    # argo-workflows#3409 (won't fix): item.KEY is Item.String() of the value, its JSON text with a string's quotes
+    # removed and its escapes kept; {{item}} is json.Marshal of map[string]Item (sorted keys, HTML escapes)
+    expected = {
+        "item.q": 'a\\"b\\nc',
+        "item.u": "\\u00e9",
+        "item.n": "2.50",
+        "item.h": "<&>",
+        "item.l": '[1,"x"]',
+        "item": '{"h":"\\u003c\\u0026\\u003e","l":[1,"x"],"n":2.50,"q":"a\\"b\\nc","u":"\\u00e9"}',
+    }
+    param = '[{"q": "a\\"b\\nc", "u": "\\u00e9", "n": 2.50, "h": "<&>", "l": [1, "x"]}]'
+    [(name, scope)] = _substituted({"withParam": param})
+    assert scope == expected
+    assert name == 's(0:h:<&>,l:[1,"x"],n:2.50,q:a\\"b\\nc,u:\\u00e9)'
+    # withItems as the API server hands the workflow to the controller: Go's JSON of each value
+    [(_, scope)] = _substituted({"withItems": [{"q": 'a"b\nc', "n": 1000.0}]})
+    assert scope == {"item.q": 'a\\"b\\nc', "item.n": "1000", "item": '{"n":1000,"q":"a\\"b\\nc"}'}
+    # a key given twice keeps the last value, as a Go map does
+    assert _substituted({"withParam": '[{"k": 1, "k": 2}]'}) == [("s(0:k:2)", {"item.k": "2", "item": '{"k":2}'})]
+
+
+def test_a_sequence_format_must_make_a_json_string() -> None:
+    with pytest.raises(WorkflowError, match="not JSON"):
+        expand_items({"withSequence": {"count": "1", "format": 'a"%d'}})
 
 
 @pytest.mark.parametrize(
