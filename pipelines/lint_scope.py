@@ -406,9 +406,17 @@ class _Walk:
     ) -> None:
         """Argo's resolveAllVariables over `value` (part of `template`) after its substitutions."""
         texts = []
-        for at, text in strings(value, path, rewritten or {}):
-            found = tags(template.text(text))
-            if found is None:  # a `{{` never closed: Argo's scan runs on into what follows it
+        every = [(at, template.text(text)) for at, text in strings(value, path, rewritten or {})]
+        for index, (at, text) in enumerate(every):
+            found = tags(text)
+            if found is None:  # a `{{` never closed: Argo's scan runs on into what follows it (the unit's JSON)
+                if not any("}}" in later for _, later in every[index + 1 :]):  # fasttemplate finds no end tag
+                    opened = text[_unclosed(text) :]
+                    shown = opened if len(opened) <= 60 else f"{opened[:57]}..."
+                    self.found[(at, "{{")] = (
+                        f'{where}: {shown!r} opens a tag that never closes (cannot find end tag "}}}}"): add the '
+                        "'}}'"
+                    )
                 return
             texts.append((at, found))
         for at, found in texts:
@@ -443,6 +451,14 @@ class _Walk:
         if self.any_output and key.startswith("workflow.outputs."):
             return None
         return explain(key, scope, where, self.known, self.declared_outputs)
+
+
+def _unclosed(text: str) -> int:
+    """Where the first `{{` of `text` that no `}}` follows starts (fasttemplate's scan: a tag ends at the next `}}`)."""
+    start = text.find("{{")
+    while (end := text.find("}}", start + 2)) >= 0:
+        start = text.find("{{", end + 2)
+    return start
 
 
 def _declared_globals(template: dict[str, Any]) -> set[str]:

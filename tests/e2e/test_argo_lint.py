@@ -129,6 +129,9 @@ PRODUCES_G = echo("g", outputs={"parameters": [{"name": "p", "value": "1", "glob
 # The scopes of Argo's validator (pipelines/lint_scope.py): "failed to resolve {{...}}", or resolved.
 BAD |= {
     "a misspelt pod variable": workflow([echo("main", "{{pod.nme}}")]),
+    # fasttemplate: 'cannot find end tag "}}"' over the template's JSON (vcpilot ran it and failed at the node)
+    "a tag that never closes": workflow([echo("main", "value {{workflow.name")]),
+    "a tag that never closes in a step's argument": workflow([steps([passing("a", "{{workflow.name")]), SAY]),
     "an input artifact not declared": workflow(
         [
             echo(
@@ -158,6 +161,8 @@ BAD |= {
     ),
 }
 GOOD |= {
+    # the scan runs on through the template's JSON: the tag is `","`, no variable, so nothing to resolve
+    "a tag a later string closes": workflow([echo("main", "{{", "}}")]),
     "what Argo's validator does not check": workflow(
         [echo("main", "{{ pod.name }}", "{{node.name}}", "{{retries}}", "{{item}}", "{{=inputs.parameters.x}}")]
     ),

@@ -72,6 +72,17 @@ EXIT_HOOK = {"exit": {"template": "echo"}}
 
 # name: (document, where the problem is, what its sentence says)
 REFUSED: dict[str, tuple[dict[str, Any], str, str]] = {
+    # fasttemplate over the template's JSON: 'cannot find end tag "}}"' (the local runner failed at the node)
+    "a tag that never closes": (
+        wf(leaf("value {{workflow.name", "done")),
+        "spec.templates[0].container.command[1]",
+        "template 'main': '{{workflow.name' opens a tag that never closes",
+    ),
+    "a tag that never closes in a step's argument": (
+        wf(steps([say("a", "x}} then {{inputs.parameters.nope")])),
+        f"spec.templates[0].steps[0][0].{ARG}",
+        "template 'main' step 'a': '{{inputs.parameters.nope' opens a tag that never closes",
+    ),
     "a misspelt pod variable": (
         wf(leaf("{{pod.nme}}")),
         "spec.templates[0].container.command[1]",
@@ -283,6 +294,7 @@ REFUSED: dict[str, tuple[dict[str, Any], str, str]] = {
 }
 
 ACCEPTED: dict[str, dict[str, Any]] = {
+    "a tag a later string closes (the tag is '\",\"', no variable)": wf(leaf("{{", "}}")),
     "pod.name in a container, spaced": wf(leaf("{{pod.name}}", "{{ pod.name }}")),
     "pod.name in a resource manifest": wf(
         {"name": "main", "resource": {"action": "create", "manifest": "name: '{{pod.name}}'\n"}}
