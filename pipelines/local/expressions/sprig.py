@@ -184,7 +184,7 @@ def _go_expand(template: str) -> Callable[[re.Match[str]], str]:
                 return "$"
             try:
                 return match.group(int(name) if name.isdigit() else name) or ""
-            except IndexError:
+            except (IndexError, KeyError):
                 return ""
 
         return re.sub(r"\$(?:\{(\w+)\}|(\w+)|\$)", group, template)

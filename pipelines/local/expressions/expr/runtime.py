@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
 
 from pipelines.local.expressions.errors import ExpressionError
+from pipelines.local.expressions.goregexp import RegexpError, compile_go
 from pipelines.local.govalues import go_type, is_number
 
 __all__ = [
@@ -209,10 +209,9 @@ def member_in(needle: Any, haystack: Any) -> bool:
     raise ExpressionError(f'operator "in" not defined on {go_type(haystack)}')
 
 
-@lru_cache(maxsize=256)
-def regex(pattern: str) -> re.Pattern[str]:
-    """Compile a Go (RE2) regular expression with Python's engine; the common syntax is the same."""
+def regex(pattern: str) -> Any:
+    """A Go (RE2) regular expression, compiled by RE2 itself (goregexp)."""
     try:
-        return re.compile(pattern.replace(r"\z", r"\Z"))
-    except re.error as error:
+        return compile_go(pattern)
+    except RegexpError as error:
         raise ExpressionError(f"invalid regular expression {pattern!r}: {error}") from None

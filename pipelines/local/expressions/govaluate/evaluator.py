@@ -9,11 +9,11 @@ shouldExecute).  So `heads == heads` is true, `'5' == 5` is false (no coercion),
 from __future__ import annotations
 
 import math
-import re
 from functools import lru_cache
 from typing import Any
 
 from pipelines.local.expressions.errors import ExpressionError, quote_expression
+from pipelines.local.expressions.goregexp import GoRegexp, RegexpError, compile_go
 from pipelines.local.expressions.govaluate.lexer import (
     COMPARATOR_OPS,
     TERNARY_OPS,
@@ -123,7 +123,7 @@ def _shown(value: Any) -> str:
         return format_float_g(value)
     if isinstance(value, list):
         return "[" + " ".join(_shown(v) for v in value) + "]"
-    if isinstance(value, re.Pattern):
+    if isinstance(value, GoRegexp):
         return value.pattern
     return "<nil>" if value is None else str(value)
 
@@ -239,11 +239,11 @@ def _evaluate(stage: _Stage | None) -> Any:
     if symbol in ("=~", "!~"):
         if not isinstance(left, str):
             raise _fail("comparator", left, symbol)
-        if not isinstance(right, str | re.Pattern):
+        if not isinstance(right, str | GoRegexp):
             raise _fail("comparator", right, symbol)
         try:
-            pattern = right if isinstance(right, re.Pattern) else re.compile(right)
-        except re.error as error:
+            pattern = right if isinstance(right, GoRegexp) else compile_go(right)
+        except RegexpError as error:
             raise ExpressionError(f"unable to compile regexp pattern '{right}': {error}") from None
         return (pattern.search(left) is not None) == (symbol == "=~")
     if symbol == "in":

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pipelines.local.expressions.errors import ExpressionError
+from pipelines.local.expressions.goregexp import RegexpError, compile_go
 from pipelines.local.govalues import format_float_g
 
 __all__ = ["COMPARATOR_OPS", "TERNARY_OPS", "Token", "check_syntax", "compile_patterns", "tokenize"]
@@ -237,8 +238,8 @@ def compile_patterns(tokens: list[Token]) -> None:
         following = tokens[index + 1]
         if token.kind == "COMPARATOR" and token.value in ("=~", "!~") and following.kind == "STRING":
             try:
-                tokens[index + 1] = Token("PATTERN", re.compile(following.value))
-            except re.error as error:
+                tokens[index + 1] = Token("PATTERN", compile_go(following.value))
+            except RegexpError as error:
                 raise ExpressionError(f"unable to compile regexp pattern '{following.value}': {error}") from None
 
 
