@@ -2,9 +2,9 @@
 
 `Gate` is a plain ASGI wrapper around the SDK's streamable HTTP app, so every request meets, in this order: the
 token (401: nothing reaches the MCP session without it; repeated failures from one address get 429, so guessing is
-slowed down), the rate limit of its client — its MCP session, or its connection before it has one (429) — and the
-declared body size (413; the SDK also cuts a streamed body at the same limit). A request that passes carries who
-sent it in its ASGI scope, where the tool handler finds it for the audit log.
+slowed down), the rate limit of its client — its MCP session, or its connection before it has one, within a ceiling
+for its address (429) — and the declared body size (413; the SDK also cuts a streamed body at the same limit). A
+request that passes carries who sent it in its ASGI scope, where the tool handler finds it for the audit log.
 """
 
 from __future__ import annotations
@@ -103,11 +103,12 @@ class RateLimit:
     clock: Callable[[], float] = time.monotonic
     _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
 
-    def allow(self, client: str) -> bool:
-        """Whether `client` may make one more request now (and count it)."""
+    def allow(self, client: str, share: int = 1) -> bool:
+        """Whether `client` may make one more request now (and count it); `share` clients' allowance for a group."""
         now = self.clock()
-        level, since = self._buckets.get(client, (float(self.burst), now))
-        level = min(float(self.burst), level + (now - since) * self.per_second)
+        burst, per_second = float(self.burst * share), self.per_second * share
+        level, since = self._buckets.get(client, (burst, now))
+        level = min(burst, level + (now - since) * per_second)
         if level < 1:
             self._buckets[client] = (level, now)
             return False
@@ -115,6 +116,11 @@ class RateLimit:
         if len(self._buckets) > 10_000:  # forget idle clients rather than grow without end
             self._buckets = {k: v for k, v in self._buckets.items() if now - v[1] < 60}
         return True
+
+
+# How many clients' allowance every session from one address shares (a client holding the token opened a new
+# session, or sent a new invented session id, for a fresh allowance each time).
+HOST_SHARE = 4
 
 
 class Gate:
@@ -145,9 +151,11 @@ class Gate:
                 await self._refuse(send, peer, 401, "a valid bearer token is required (Authorization: Bearer TOKEN)")
             return
         caller = f"{self._identity} from {peer}"  # past the token: the audit names who was refused
-        # A client is its MCP session; before it has one (initialize), its connection.
+        # A client is its MCP session; before it has one (initialize), its connection. Every session from one
+        # address together gets HOST_SHARE clients' allowance: new sessions (or invented ids) buy no more than that.
         session = headers.get("mcp-session-id", "")
-        if not self._rate.allow(f"session {session}" if session else f"connection {peer}"):
+        client = f"session {session}" if session else f"connection {peer}"
+        if not (self._rate.allow(f"host {host}", HOST_SHARE) and self._rate.allow(client)):
             await self._refuse(send, peer, 429, "too many requests from this client; slow down and retry", "1", caller)
             return
         length = headers.get("content-length", "")

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from agent.guardrails import DEFAULT_IMAGE, Guardrails
-from agent.mcp_http import CALLER_KEY, Gate, RateLimit, TokenMask, token_identity
+from agent.mcp_http import CALLER_KEY, HOST_SHARE, Gate, RateLimit, TokenMask, token_identity
 from agent.mcp_server import AUDIT, build_server
 from agent.tools import ToolContext
 from components.volcano.cluster_local import LocalCluster
@@ -150,3 +150,14 @@ def test_the_servers_own_token_is_masked_in_whatever_line_carries_it():
     finally:
         log.removeHandler(handler)
     assert lines == ['audit {"arguments": {"x": "***", "***": 1}}', "nothing secret in this one"]
+
+
+def test_new_sessions_from_one_address_share_its_ceiling():
+    # Each new (or invented) MCP session id had an allowance of its own: a client holding the token was not paced.
+    log: list[str] = []
+    limited = gate(log, per_second=1, burst=2)
+    statuses = [call(limited, f"Bearer {TOKEN}", mcp_session_id=f"s-{i}")[0] for i in range(2 * HOST_SHARE + 3)]
+    assert statuses == [200] * (2 * HOST_SHARE) + [429] * 3
+    assert all('"http_status": 429' in line for line in log)
+    one = gate([], per_second=1, burst=2)  # within it, each session still has its own bucket
+    assert [call(one, f"Bearer {TOKEN}", mcp_session_id="s")[0] for _ in range(3)] == [200, 200, 429]
