@@ -12,10 +12,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import gzip
+import io
 import json
 import os
 import sys
 import time
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,24 +67,27 @@ MANIFEST_MAX_BYTES = 16 * 1024 * 1024
 DATASET_MAX_BYTES = 256 * 1024 * 1024
 
 
-def read_text(path: str | Path, what: str = "file", *, max_bytes: int | None = None, stdin: bool = False) -> str:
-    """The UTF-8 text of `path`; InputError, naming `what` and the file, when it cannot be read or is not text.
-
-    With `max_bytes`, a file (or a device or pipe) that holds more is refused after reading that much. With
-    `stdin`, the path `-` is standard input (kubectl's `-f -`).
-    """
+def _read_bytes(path: str | Path, what: str, max_bytes: int | None, stdin: bool) -> bytes:
     named = source_name(path, stdin)
-    target, label = Path(path), _label(named, what)
+    label = _label(named, what)
     try:
-        with contextlib.nullcontext(sys.stdin.buffer) if named != path else target.open("rb") as file:
+        with contextlib.nullcontext(sys.stdin.buffer) if named != path else Path(path).open("rb") as file:
             data = file.read() if max_bytes is None else file.read(max_bytes + 1)
     except IsADirectoryError:
         raise InputError(f"{label} is a directory; give a file") from None
     except OSError as err:
         raise InputError(f"cannot read {label}: {err.strerror or err}") from None
+    _check_size(data, max_bytes, what, label)
+    return data
+
+
+def _check_size(data: bytes, max_bytes: int | None, what: str, label: str) -> None:
     if max_bytes is not None and len(data) > max_bytes:
         most = "any manifest" if max_bytes == MANIFEST_MAX_BYTES else f"a {what} vcpilot reads"
         raise InputError(f"{label} holds more than {max_bytes // 2**20} MiB, more than {most}; give the right file")
+
+
+def _decode(data: bytes, label: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -90,9 +96,31 @@ def read_text(path: str | Path, what: str = "file", *, max_bytes: int | None = N
         ) from None
 
 
+def read_text(path: str | Path, what: str = "file", *, max_bytes: int | None = None, stdin: bool = False) -> str:
+    """The UTF-8 text of `path`; InputError, naming `what` and the file, when it cannot be read or is not text.
+
+    With `max_bytes`, a file (or a device or pipe) that holds more is refused after reading that much. With
+    `stdin`, the path `-` is standard input (kubectl's `-f -`).
+    """
+    return _decode(_read_bytes(path, what, max_bytes, stdin), _label(source_name(path, stdin), what))
+
+
 def read_dataset(path: str | Path, what: str = "dataset") -> str:
-    """The UTF-8 text of a JSONL data set, read as `read_text` reads it, refused past DATASET_MAX_BYTES."""
-    return read_text(path, what, max_bytes=DATASET_MAX_BYTES)
+    """The UTF-8 text of a data set, read as `read_text` reads it, refused past DATASET_MAX_BYTES.
+
+    A gzip file (found by its first bytes, whatever its name) is read decompressed, within the same bound, and a
+    leading byte-order mark (Windows editors write one) is dropped: neither is part of the first record.
+    """
+    label = _label(path, what)
+    data = _read_bytes(path, what, DATASET_MAX_BYTES, False)
+    if data.startswith(b"\x1f\x8b"):
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as file:
+                data = file.read(DATASET_MAX_BYTES + 1)
+        except (OSError, EOFError, zlib.error) as err:
+            raise InputError(f"{label} is a gzip file that cannot be decompressed ({err}); give it whole") from None
+        _check_size(data, DATASET_MAX_BYTES, what, label)
+    return _decode(data, label).removeprefix("\ufeff")
 
 
 def describe_yaml_error(err: yaml.YAMLError) -> str:

@@ -6,12 +6,14 @@ the evaluate pod has one, on the CPU otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from components.errors import VcpilotError
+from components.finetune.records import chat_prompt
 
 __all__ = ["CausalLM", "ModelDirError", "quiet_progress"]
 
@@ -28,6 +30,8 @@ class CausalLM:
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.device = device
+        # the most positions the model has: past them a model with learned positions fails, and none is trained
+        self.context: int | None = getattr(getattr(model, "config", None), "max_position_embeddings", None)
 
     @classmethod
     def load(cls, path: str | Path, device: str | None = None) -> CausalLM:
@@ -50,14 +54,34 @@ class CausalLM:
     def _ids(self, text: str, *, special: bool) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=special).input_ids)
 
+    def _prompt_ids(self, prompt: str, room: int) -> list[int]:
+        """The prompt's ids, its start cut so that `room` more tokens fit the context (one token at least).
+
+        An empty prompt is the BOS token (else EOS), as `vcpilot serve` has it: there must be a position to
+        predict the first token from.
+        """
+        ids = self._ids(prompt, special=True)
+        if not ids:
+            ids = [t for t in (self.tokenizer.bos_token_id, self.tokenizer.eos_token_id) if t is not None][:1]
+        return ids[-max(self.context - room, 1) :] if self.context else ids
+
+    def chat_prompt(self, messages: Sequence[dict[str, str]]) -> str:
+        """The prompt for the answer after `messages`, as `vcpilot serve` renders a chat request to this model."""
+        return chat_prompt(self.tokenizer, messages)
+
     def token_count(self, text: str) -> int:
         """How many tokens `text` takes."""
         return len(self._ids(text, special=False))
 
     @torch.inference_mode()
     def complete(self, prompt: str, max_new_tokens: int) -> str:
-        """Greedy completion of `prompt`, stopped at the end-of-sequence token or after `max_new_tokens`."""
-        ids = torch.tensor([self._ids(prompt, special=True)], device=self.device)
+        """Greedy completion of `prompt`, stopped at the end-of-sequence token or after `max_new_tokens`.
+
+        Within the model's context: a long prompt loses its start.
+        """
+        if self.context:
+            max_new_tokens = min(max_new_tokens, self.context - 1)
+        ids = torch.tensor([self._prompt_ids(prompt, max_new_tokens)], device=self.device)
         out = self.model.generate(
             ids,
             attention_mask=torch.ones_like(ids),
@@ -73,13 +97,15 @@ class CausalLM:
         """Summed negative log-likelihood of `completion`'s tokens after `prompt`, and how many there are.
 
         Prompt and completion are tokenized apart and joined, as training on prompt/completion pairs does, so
-        the completion's tokens are exactly the ones scored. With an empty prompt (and no BOS token) the first
-        completion token has nothing to be predicted from and is not counted.
+        the completion's tokens are exactly the ones scored. Past the model's context, the prompt loses its start
+        and the completion its end, as training cuts a sequence.
         """
-        prompt_ids = self._ids(prompt, special=True)
         completion_ids = self._ids(completion, special=False)
         if not completion_ids:
             return 0.0, 0
+        if self.context:
+            completion_ids = completion_ids[: self.context - 1]
+        prompt_ids = self._prompt_ids(prompt, len(completion_ids))
         ids = torch.tensor([prompt_ids + completion_ids], device=self.device)
         logprobs = torch.log_softmax(self.model(ids).logits[0, :-1].float(), dim=-1)
         targets = ids[0, 1:]

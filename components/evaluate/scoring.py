@@ -6,16 +6,15 @@ completion is — so they are tested on stubs and used on real model directories
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from components.errors import InputError, VcpilotError
-from components.files import read_dataset
+from components.finetune.records import read_records
 
 __all__ = [
     "EvalSetError",
@@ -35,12 +34,13 @@ class EvalSetError(VcpilotError, ValueError):
 
 
 class Example(BaseModel):
-    """One line of an evaluation set: a prompt and the reference completion."""
+    """One record of an evaluation set: a prompt (or a conversation) and the reference completion."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    prompt: str
+    prompt: str = ""
     completion: str
+    messages: tuple[dict[str, str], ...] = ()  # a conversation before the answer, rendered by the model scored
     category: str = ""  # what the service filed the request under (a route, an intent, a product type), if it did
 
 
@@ -70,28 +70,22 @@ class LanguageModel(Protocol):
         """How many tokens `text` takes."""
         ...
 
+    def chat_prompt(self, messages: Sequence[dict[str, str]]) -> str:
+        """The prompt for the answer after `messages`, as `vcpilot serve` renders a chat request to this model."""
+        ...
+
 
 def read_eval_set(path: str | Path) -> list[Example]:
-    """The examples of a JSONL evaluation set ({"prompt", "completion"} per line; blank lines are skipped)."""
+    """The examples of an evaluation set, in any shape a training set may have (components/finetune/records.py)."""
     file = Path(path)
     if not file.exists():
         raise EvalSetError(f"the evaluation set {file} does not exist; pass --eval-set with a JSONL file")
-    examples = []
-    try:  # a directory, bytes that are not UTF-8, a pipe that never ends: as every data set (components.files)
-        lines = read_dataset(file, "the evaluation set").splitlines()
+    try:  # a directory, bytes that are not UTF-8, a pipe that never ends, a bad line: as every data set
+        examples = [Example.model_validate(record) for record in read_records(file, "the evaluation set")]
     except InputError as err:
         raise EvalSetError(str(err)) from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            examples.append(Example.model_validate(json.loads(line)))
-        except (json.JSONDecodeError, ValidationError):
-            raise EvalSetError(
-                f"line {number} of {file} is not a JSON object with string fields prompt and completion"
-            ) from None
     if not examples:
-        raise EvalSetError(f"the evaluation set {file} has no examples; it needs JSON lines of prompt and completion")
+        raise EvalSetError(f"the evaluation set {file} has no examples; it needs at least one record")
     return examples
 
 
@@ -127,10 +121,11 @@ def score(model: LanguageModel, examples: Sequence[Example], *, stop: str = "\n"
     predictions: list[str] = []
     total_nll, total_tokens = 0.0, 0
     for example in examples:
+        prompt = model.chat_prompt(example.messages) if example.messages else example.prompt
         budget = model.token_count(example.completion) + slack_tokens
-        text = model.complete(example.prompt, budget)
+        text = model.complete(prompt, budget)
         predictions.append(text if stop and stop in example.completion else _cut(text, stop))
-        nll, tokens = model.completion_nll(example.prompt, example.completion)
+        nll, tokens = model.completion_nll(prompt, example.completion)
         total_nll, total_tokens = total_nll + nll, total_tokens + tokens
     mean_nll = total_nll / total_tokens if total_tokens else 0.0  # empty references: nothing to be perplexed by
     perplexity = math.exp(mean_nll) if mean_nll < 700 else math.inf  # past e^700 a float overflows

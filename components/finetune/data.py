@@ -1,4 +1,4 @@
-"""The fine-tuning data: prompt/completion JSONL turned into padded batches, in an order that survives restarts.
+"""The fine-tuning data: the records of a data set turned into padded batches, in an order that survives restarts.
 
 The order of samples is a pure function of (seed, epoch): a seeded permutation per epoch, read as one endless
 stream. A position in that stream — epoch and offset — is all a checkpoint needs to continue mid-epoch, and the
@@ -19,9 +19,8 @@ from typing import Any
 import torch
 
 from components.errors import InputError
-from components.files import read_dataset
 from components.finetune.errors import FinetuneError
-from components.untrusted import loads_json
+from components.finetune.records import Record, chat_prompt, read_records
 
 __all__ = [
     "Batch",
@@ -71,8 +70,8 @@ class Batch:
         return Batch(self.input_ids.to(device), self.attention_mask.to(device), self.labels.to(device))
 
 
-def load_examples(directory: Path, split: str = "train", *, required: bool = True) -> list[dict[str, str]]:
-    """The {"prompt", "completion"} records of `<directory>/<split>.jsonl`; FinetuneError for missing or bad data."""
+def load_examples(directory: Path, split: str = "train", *, required: bool = True) -> list[Record]:
+    """The records of `<directory>/<split>.jsonl` (any shape `records` reads); FinetuneError for missing or bad data."""
     path = directory / f"{split}.jsonl"
     if not path.is_file():
         if not required:
@@ -84,37 +83,26 @@ def load_examples(directory: Path, split: str = "train", *, required: bool = Tru
         else:
             problem = f"holds no {split}.jsonl"
         raise FinetuneError(f"dataset directory {directory} {problem}; pass a directory with {split}.jsonl in it.")
-    records: list[dict[str, str]] = []
     try:
-        lines = read_dataset(path).splitlines()
+        records = read_records(path, f"{split} set")
     except InputError as err:
         raise FinetuneError(str(err)) from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        records.append(_record(path, number, line))
-    if required and not records:
-        raise FinetuneError(f"{path} is empty; it needs at least one {{'prompt', 'completion'}} line to train on.")
+    if not records:  # an eval set given empty would be no evaluation, without a word
+        raise FinetuneError(f"{path} is empty; give it at least one record.")
     return records
 
 
-def _record(path: Path, number: int, line: str) -> dict[str, str]:
-    try:
-        record: Any = loads_json(line)
-    except ValueError:
-        raise FinetuneError(f"{path} line {number} is not valid JSON; each line must be one JSON object.") from None
-    if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in ("prompt", "completion")):
-        raise FinetuneError(f"{path} line {number} needs string fields 'prompt' and 'completion'.")
-    return {"prompt": record["prompt"], "completion": record["completion"]}
+def tokenize(records: Sequence[Record], tokenizer: Any, max_length: int) -> list[Example]:
+    """Prompt and completion tokenized apart (as the prompt is at inference), eos appended, cut at `max_length`.
 
-
-def tokenize(records: Sequence[dict[str, str]], tokenizer: Any, max_length: int) -> list[Example]:
-    """Prompt and completion tokenized apart (as the prompt is at inference), eos appended, cut at `max_length`."""
+    A conversation's prompt is rendered as `vcpilot serve` renders a chat request for this tokenizer.
+    """
     if tokenizer.eos_token_id is None:
         raise FinetuneError("the tokenizer has no end-of-sequence token; the model could never learn to stop.")
     examples = []
     for record in records:
-        prompt = tokenizer(record["prompt"], add_special_tokens=False)["input_ids"]
+        text = chat_prompt(tokenizer, record["messages"]) if "messages" in record else record["prompt"]
+        prompt = tokenizer(text, add_special_tokens=False)["input_ids"]
         completion = tokenizer(record["completion"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         ids = (prompt + completion)[:max_length]
         labels = ([IGNORE] * len(prompt) + completion)[:max_length]
