@@ -47,7 +47,9 @@ def loadtest_command(
     chat: Annotated[bool, typer.Option("--chat", help="Use /v1/chat/completions.")] = False,
     model: Annotated[str | None, typer.Option(help="Model name in requests (default: the server's first).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the arrival process and the synthetic prompts.")] = 0,
-    timeout_s: Annotated[float, typer.Option(help="Timeout of one request, seconds.")] = 300.0,
+    timeout_s: Annotated[
+        float, typer.Option(help="How long a request may wait for the next byte from the server, seconds.")
+    ] = 300.0,
     api_key: Annotated[str, typer.Option(envvar="OPENAI_API_KEY", help="Bearer token, if the server needs one.")] = "",
     json_output: JsonOption = False,
     records: Annotated[Path | None, typer.Option(help="Write one JSON line per request here.")] = None,

@@ -175,6 +175,7 @@ def _count(value: object) -> int | None:
 
 
 _UNFINISHED = "the stream ended without [DONE]"
+_SSE_FIELDS = (":", "event:", "id:", "retry:")  # the lines of an event stream besides `data:` (":" a comment)
 
 
 def describe(err: BaseException) -> str:
@@ -190,7 +191,9 @@ class Completion:
     chunks costs one call, not one per line; `failure` is set, and the rest ignored, at the first bad chunk.
     """
 
-    __slots__ = ("chat", "start", "ttft", "last", "itl", "pieces", "usage_tokens", "prompt_tokens", "done", "failure")
+    __slots__ = (
+        "chat", "start", "ttft", "last", "itl", "pieces", "usage_tokens", "prompt_tokens", "done", "failure", "stray"
+    )  # fmt: skip
 
     def __init__(self, chat: bool, start: float) -> None:
         self.chat, self.start, self.last = chat, start, start
@@ -201,13 +204,18 @@ class Completion:
         self.prompt_tokens = 0
         self.done = False
         self.failure: str | None = None
+        self.stray: str | None = None  # the first line that is no part of an event stream (an HTML page, JSON)
 
     def feed(self, text: str, now: float) -> None:
         """The complete lines `text` (without the last line ending), which arrived at `now`."""
         for line in text.split("\n"):
             # Read to the end even after [DONE]: a response left unread cannot go back to the connection pool.
-            if self.done or not line.startswith("data:"):
+            if not line.startswith("data:"):
+                if line and self.stray is None and not line.startswith(_SSE_FIELDS):
+                    self.stray = line.strip()[:80]
                 continue  # blank separators, comments, event names
+            if self.done:
+                continue
             data = line[5:].strip()
             if data == "[DONE]":
                 self.done = True
@@ -237,7 +245,10 @@ class Completion:
     def record(self, index: int, t0: float, clock: Clock) -> RequestRecord:
         """The request's record, once its response has been read to the end (`clock` times an empty completion)."""
         if self.failure is not None or not self.done:
-            return RequestRecord(index=index, start_s=self.start - t0, error=self.failure or _UNFINISHED)
+            error = self.failure or _UNFINISHED
+            if self.failure is None and self.stray is not None:
+                error += f" (the body began {self.stray!r}, not server-sent events)"
+            return RequestRecord(index=index, start_s=self.start - t0, error=error)
         pieces, start = self.pieces, self.start
         ttft, latency = self.ttft, (self.last - start) * 1000
         if not pieces:  # an empty completion: the first (and last) token is the end of the stream

@@ -35,10 +35,21 @@ from components.serving.protocol import (
 )
 from components.serving.textstream import TextStream
 
-__all__ = ["COMPLETION_DEFAULT_MAX_TOKENS", "create_app"]
+__all__ = ["COMPLETION_DEFAULT_MAX_TOKENS", "body_limit", "create_app"]
 
 # OpenAI's default for /v1/completions; chat completions default to the rest of the context.
 COMPLETION_DEFAULT_MAX_TOKENS = 16
+
+# A request body may hold this many bytes per token of context (at least MIN_BODY_LIMIT_BYTES): room for JSON
+# escapes and many messages, while a 50 MB body, which no context holds, is refused before it is read, tokenized
+# (seconds of the event loop) and held in memory (gigabytes, with its token ids).
+BODY_BYTES_PER_TOKEN = 64
+MIN_BODY_LIMIT_BYTES = 1 << 20
+
+
+def body_limit(context_length: int) -> int:
+    """The largest request body, in bytes, a server with this context reads."""
+    return max(MIN_BODY_LIMIT_BYTES, BODY_BYTES_PER_TOKEN * context_length)
 
 
 @dataclass
@@ -62,11 +73,17 @@ class _Generator:
 
     def prepare(self, prompt: str, request: GenerationRequest, max_tokens: int | None, default: int | None) -> _Job:
         ids = self.engine.encode(prompt)
-        room = self.engine.context_length - len(ids)
+        context = self.engine.context_length
+        room = context - len(ids)
+        if room < 1:  # no token left to generate, whatever max_tokens says
+            raise RequestError(
+                f"This model's context is {context} tokens, but the prompt has {len(ids)}; shorten the prompt.",
+                param="messages" if isinstance(request, ChatCompletionRequest) else "prompt",
+            )
         wanted = max_tokens or default or room
         if wanted > room:
             raise RequestError(
-                f"This model's context is {self.engine.context_length} tokens, but the prompt has {len(ids)} and "
+                f"This model's context is {context} tokens, but the prompt has {len(ids)} and "
                 f"max_tokens asks for {wanted}; shorten the prompt or lower max_tokens.",
                 param="max_tokens",
             )
@@ -97,6 +114,26 @@ def _error(err: RequestError) -> JSONResponse:
     return JSONResponse(error_body(str(err), err.kind, err.param), status_code=err.status)
 
 
+async def _read_body(raw: Request, context_length: int) -> bytes:
+    """The request's body, or RequestError (413) once it passes `body_limit`: nothing past that is kept."""
+    limit = body_limit(context_length)
+    declared = raw.headers.get("content-length", "")
+    size = int(declared) if declared.isdigit() else 0
+    body = bytearray()
+    if size <= limit:
+        async for piece in raw.stream():
+            body += piece
+            if len(body) > limit:
+                break
+    if max(size, len(body)) > limit:
+        raise RequestError(
+            f"The request body is over {limit // 1024} KiB, the most this server reads for a context of "
+            f"{context_length} tokens; shorten the prompt.",
+            status=413,
+        )
+    return bytes(body)
+
+
 def create_app(engine: Engine, model_name: str) -> FastAPI:
     """The FastAPI application serving `engine` under the name `model_name`."""
     app = FastAPI(title="vcpilot serving", docs_url=None, redoc_url=None)
@@ -112,6 +149,12 @@ def create_app(engine: Engine, model_name: str) -> FastAPI:
             )
             return JSONResponse(error_body(message, "not_found_error"), status_code=exc.status_code)
         return JSONResponse(error_body(f"{exc.detail}.", "invalid_request_error"), status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def _server_error(request: Request, exc: Exception) -> JSONResponse:
+        # A bug of ours still answers in OpenAI's shape; the traceback goes to the server's log, not to the caller.
+        message = f"The server failed on this request ({type(exc).__name__}); its log says why."
+        return JSONResponse(error_body(message, "server_error"), status_code=500)
 
     @app.get("/health")
     async def health() -> dict[str, str]:
@@ -140,7 +183,7 @@ def create_app(engine: Engine, model_name: str) -> FastAPI:
     @app.post("/v1/completions", response_model=None)
     async def completions(raw: Request) -> JSONResponse | StreamingResponse:
         try:
-            request = parse_request(CompletionRequest, await raw.body())
+            request = parse_request(CompletionRequest, await _read_body(raw, engine.context_length))
             check_model(request)
             job = generator.prepare(request.prompt_text(), request, request.max_tokens, COMPLETION_DEFAULT_MAX_TOKENS)
         except RequestError as err:
@@ -157,9 +200,12 @@ def create_app(engine: Engine, model_name: str) -> FastAPI:
     @app.post("/v1/chat/completions", response_model=None)
     async def chat_completions(raw: Request) -> JSONResponse | StreamingResponse:
         try:
-            request = parse_request(ChatCompletionRequest, await raw.body())
+            request = parse_request(ChatCompletionRequest, await _read_body(raw, engine.context_length))
             check_model(request)
-            prompt = engine.render_chat([{"role": m.role, "content": m.text()} for m in request.messages])
+            try:
+                prompt = engine.render_chat([{"role": m.role, "content": m.text()} for m in request.messages])
+            except ValueError as err:
+                raise RequestError(f"{err}; change the messages.", param="messages") from None
             job = generator.prepare(prompt, request, request.token_budget(), None)
         except RequestError as err:
             return _error(err)

@@ -17,7 +17,20 @@ from components.errors import VcpilotError
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["Decoding", "Engine", "ModelLoadError", "Sampling", "TransformersEngine", "load_engine", "plain_chat"]
+__all__ = [
+    "GREEDY_BELOW",
+    "Decoding",
+    "Engine",
+    "ModelLoadError",
+    "Sampling",
+    "TransformersEngine",
+    "load_engine",
+    "plain_chat",
+]
+
+# Below this temperature decoding is greedy (vLLM's bound): logits divided by 1e-300 overflow to inf, and a
+# softmax of inf is NaN, which no token can be sampled from.
+GREEDY_BELOW = 1e-5
 
 
 class ModelLoadError(VcpilotError):
@@ -26,12 +39,17 @@ class ModelLoadError(VcpilotError):
 
 @dataclass(frozen=True)
 class Sampling:
-    """How to pick each next token: greedy when temperature is 0, else sampled (seeded when seed is set)."""
+    """How to pick each next token: greedy when temperature is (nearly) 0, else sampled (seeded when seed is set)."""
 
     max_tokens: int
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int | None = None
+
+    @property
+    def greedy(self) -> bool:
+        """Whether each next token is the likeliest one."""
+        return self.temperature < GREEDY_BELOW
 
 
 class Decoding(Protocol):
@@ -56,7 +74,7 @@ class Engine(Protocol):
         ...
 
     def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
-        """The prompt for a conversation, ready for the assistant's answer."""
+        """The prompt for a conversation, ready for the assistant's answer; ValueError if the model refuses it."""
         ...
 
     def start(self, prompt_ids: Sequence[int], sampling: Sampling) -> Decoding:
@@ -81,7 +99,7 @@ class _TransformersDecoding:
         self._past: Any = None
         self._generated = 0
         self._generator: torch.Generator | None = None
-        if sampling.temperature > 0 and sampling.seed is not None:
+        if not sampling.greedy and sampling.seed is not None:
             self._generator = torch.Generator(device=engine.device).manual_seed(sampling.seed)
 
     def step(self) -> int | None:
@@ -104,7 +122,7 @@ class _TransformersDecoding:
     def _pick(self, logits: torch.Tensor) -> int:
         import torch
 
-        if self._sampling.temperature == 0:
+        if self._sampling.greedy:
             return int(logits.argmax())
         probs = torch.softmax(logits / self._sampling.temperature, dim=-1)
         if self._sampling.top_p < 1.0:
@@ -144,7 +162,13 @@ class TransformersEngine:
     def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
         """The model's own chat template when it has one, else `plain_chat`."""
         if getattr(self.tokenizer, "chat_template", None):
-            return str(self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True))
+            from jinja2 import TemplateError
+
+            try:
+                prompt = self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+            except TemplateError as err:  # the template's raise_exception: "roles must alternate", "no system role"
+                raise ValueError(f"The model's chat template refuses these messages ({err})") from None
+            return str(prompt)
         return plain_chat(messages)
 
     def start(self, prompt_ids: Sequence[int], sampling: Sampling) -> Decoding:

@@ -62,7 +62,7 @@ class GenerationRequest(BaseModel):
     temperature: float = Field(default=1.0, ge=0.0, le=2.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     n: int = 1
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1)  # what torch's generator takes, as vLLM
     stop: str | list[str] | None = None
     stream: bool = False
     stream_options: StreamOptions | None = None
@@ -145,28 +145,53 @@ class ChatCompletionRequest(GenerationRequest):
         return self.max_completion_tokens or self.max_tokens
 
 
-def _describe(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"])
-    if first["type"] == "missing":
-        return f"'{where}' is required."
-    message = first["msg"].removeprefix("Value error, ")
-    return f"'{where}' is invalid: {message[0].lower() + message[1:]}." if where else f"{message}."
+def _path(loc: tuple[int | str, ...], data: Any) -> list[int | str]:
+    """`loc` as a path into the request: without pydantic's names of union members (`str`, `list[str]`)."""
+    path: list[int | str] = []
+    for i, part in enumerate(loc):
+        if isinstance(data, dict) and (part in data or i == len(loc) - 1):  # the last may be a missing field
+            path.append(part)
+            data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            path.append(part)
+            data = data[part]
+    return path
+
+
+def _describe(error: ValidationError, data: Any) -> tuple[str, str]:
+    """One sentence for the deepest problem (a union's members all fail; the one that got furthest says most)."""
+    paths = [_path(e["loc"], data) for e in error.errors()]
+    deepest = max(range(len(paths)), key=lambda i: len(paths[i]))
+    chosen, path = error.errors()[deepest], paths[deepest]
+    where = ".".join(str(part) for part in path)
+    param = str(path[0]) if path else ""
+    if chosen["type"] == "missing":
+        return f"'{where}' is required.", param
+    message = chosen["msg"].removeprefix("Value error, ")
+    return (f"'{where}' is invalid: {message[0].lower() + message[1:]}." if where else f"{message}."), param
 
 
 def parse_request(model: type[R], body: bytes) -> R:
     """Validate a raw request body into `model`, or raise RequestError with one sentence."""
     try:
         data = json.loads(body)
+        json.dumps(data, ensure_ascii=False).encode()  # a lone surrogate (`\\ud800`) parses, but no text holds it
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise RequestError("The request body is not valid JSON.") from None
+    except UnicodeEncodeError:
+        raise RequestError(
+            "The request body holds a lone UTF-16 surrogate escape (\\ud800 to \\udfff without its pair); "
+            "send valid Unicode text."
+        ) from None
+    except RecursionError:
+        raise RequestError("The request body nests arrays or objects too deeply to read.") from None
     if not isinstance(data, dict):
         raise RequestError("The request body must be a JSON object.")
     try:
         return model.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]["loc"]
-        raise RequestError(_describe(err), param=str(first[0]) if first else "") from None
+        message, param = _describe(err, data)
+        raise RequestError(message, param=param) from None
 
 
 def error_body(message: str, kind: str = "invalid_request_error", param: str | None = None) -> dict[str, Any]:
