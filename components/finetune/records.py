@@ -28,10 +28,14 @@ _SHAREGPT_ROLES = {"system": "system", "human": "user", "user": "user", "gpt": "
 _SHAPES = "'prompt' and 'completion', 'messages', 'conversations', or 'instruction' and 'output'"
 
 
-def read_records(path: Path, what: str) -> list[Record]:
-    """Every record of the data set at `path`, in order; InputError (naming `what`, the file and line) otherwise."""
+def read_records(path: Path, what: str, *, answered: bool = True) -> list[Record]:
+    """Every record of the data set at `path`, in order; InputError (naming `what`, the file and line) otherwise.
+
+    Without `answered` (a load test's prompts) a record may leave its answer out: its completion is then "".
+    """
     label = f"{what} {path}"
-    return [_record(value, f"{label} {where}") for where, value in _values(read_dataset(path, what), label)]
+    text = read_dataset(path, what)
+    return [_record(value, f"{label} {where}", answered) for where, value in _values(text, label)]
 
 
 def _values(text: str, label: str) -> Iterator[tuple[str, Any]]:
@@ -63,32 +67,39 @@ def _why(err: ValueError) -> str:
     return f"{getattr(err, 'msg', err)} at column {column}" if column else str(getattr(err, "msg", err))
 
 
-def _record(value: Any, where: str) -> Record:
+def _record(value: Any, where: str, answered: bool = True) -> Record:
     if not isinstance(value, dict):
         raise InputError(f"{where} is {kind_of(value)}, not a JSON object with {_SHAPES}")
     category = {"category": _text(value, "category", where)} if "category" in value else {}
+
+    def answer(field: str) -> str:
+        return _text(value, field, where) if answered or field in value else ""
+
     if "prompt" in value or "completion" in value:
-        return {"prompt": _text(value, "prompt", where), "completion": _text(value, "completion", where), **category}
+        return {"prompt": _text(value, "prompt", where), "completion": answer("completion"), **category}
     if "messages" in value:
         messages = _list(value, "messages", where)
-        return _chat([_message(m, f"{where} message {i}") for i, m in enumerate(messages, start=1)], where, category)
+        chat = [_message(m, f"{where} message {i}") for i, m in enumerate(messages, start=1)]
+        return _chat(chat, where, category, answered)
     if "conversations" in value:
         turns = _list(value, "conversations", where)
-        return _chat([_turn(t, f"{where} turn {i}") for i, t in enumerate(turns, start=1)], where, category)
+        return _chat([_turn(t, f"{where} turn {i}") for i, t in enumerate(turns, start=1)], where, category, answered)
     if "instruction" in value or "output" in value:
         ask = _text(value, "instruction", where)
         given = _text(value, "input", where) if value.get("input") is not None else ""
         user = f"{ask}\n\n{given}" if given else ask
         return {
             "messages": [{"role": "user", "content": user}],
-            "completion": _text(value, "output", where),
+            "completion": answer("output"),
             **category,
         }
     raise InputError(f"{where} has none of {_SHAPES}; give each record one of these shapes")
 
 
-def _chat(messages: list[dict[str, str]], where: str, category: dict[str, str]) -> Record:
-    """The conversation's last message is the answer; there must be one, the assistant's."""
+def _chat(messages: list[dict[str, str]], where: str, category: dict[str, str], answered: bool) -> Record:
+    """The conversation's last message is the answer; there must be one, the assistant's (unless not `answered`)."""
+    if not answered and messages and messages[-1]["role"] != "assistant":
+        return {"messages": messages, "completion": "", **category}
     if not messages or messages[-1]["role"] != "assistant":
         raise InputError(f"{where} does not end with an assistant message; end each conversation with the answer")
     return {"messages": messages[:-1], "completion": messages[-1]["content"], **category}

@@ -128,7 +128,7 @@ def _payload(target: Target, spec: RequestSpec) -> dict[str, Any]:
     if target.model:
         body["model"] = target.model
     if target.chat:
-        body["messages"] = [{"role": "user", "content": spec.prompt}]
+        body["messages"] = spec.messages or [{"role": "user", "content": spec.prompt}]
     else:
         body["prompt"] = spec.prompt
     return body

@@ -1,4 +1,4 @@
-"""Where load-test prompts come from: the evaluation set (JSONL of prompt/completion) or a seeded synthetic set."""
+"""Where load-test prompts come from: a data set (as fine-tuning and evaluation read one) or a seeded synthetic set."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ import random
 from pathlib import Path
 
 from components.errors import InputError, VcpilotError
-from components.files import read_dataset
 from components.loadtest.records import RequestSpec
-from components.untrusted import loads_json
 
 __all__ = ["DatasetError", "load_requests", "synthetic_requests"]
 
@@ -32,25 +30,24 @@ def synthetic_requests(count: int, *, prompt_words: int = 6, max_tokens: int = 1
 
 
 def load_requests(path: Path, count: int, *, max_tokens: int = 16) -> list[RequestSpec]:
-    """`count` requests from a JSONL file of {"prompt", "completion"} lines, cycling when it holds fewer."""
+    """`count` requests from a data set (any shape `finetune.records` reads, answers optional), cycling it."""
+    from components.finetune.records import read_records
+    from components.serving.engine import plain_chat
+
     if not path.exists():
         raise DatasetError(f"dataset {path} does not exist")
     try:
-        lines = read_dataset(path).splitlines()
+        records = read_records(path, "dataset", answered=False)
     except InputError as err:
         raise DatasetError(str(err)) from None
-    rows: list[RequestSpec] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = loads_json(line)
-        except ValueError:
-            raise DatasetError(f"line {number} of {path} is not valid JSON") from None
-        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
-            raise DatasetError(f'line {number} of {path} is not an object with a string "prompt"')
-        expected = row.get("completion")
-        rows.append(RequestSpec(prompt=row["prompt"], max_tokens=max_tokens, expected=str(expected or "")))
+    rows = [
+        RequestSpec(
+            prompt=plain_chat(r["messages"]), messages=r["messages"], max_tokens=max_tokens, expected=r["completion"]
+        )
+        if "messages" in r
+        else RequestSpec(prompt=r["prompt"], max_tokens=max_tokens, expected=r["completion"])
+        for r in records
+    ]
     if not rows:
         raise DatasetError(f"dataset {path} holds no requests")
     return [rows[i % len(rows)] for i in range(count)]

@@ -16,9 +16,10 @@ class RequestSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    prompt: str
+    prompt: str  # a conversation's too, as a model without a chat template reads it (for /v1/completions)
     max_tokens: int = Field(gt=0)
     expected: str = ""  # the reference completion, when the request came from an evaluation set
+    messages: list[dict[str, str]] = []  # a conversation's messages, sent as they are to /v1/chat/completions
 
 
 class RequestRecord(BaseModel):

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from components.errors import EXIT_INPUT, EXIT_UNAVAILABLE
 from components.loadtest.cli import app
+from components.loadtest.client import encode_request, parse_target
 from components.loadtest.dataset import DatasetError, load_requests, synthetic_requests
 
 
@@ -44,13 +45,29 @@ def test_dataset_requests_cycle_through_the_file(tmp_path):
     assert specs[1].expected == "2" and specs[0].max_tokens == 4
 
 
+def test_a_data_set_of_any_shape_fine_tuning_reads_feeds_a_load_test(tmp_path):
+    # It took only {"prompt"} lines: the chat eval set that `finetune` and `evaluate` read was refused here.
+    path = tmp_path / "eval.jsonl"
+    chat = {"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}]}
+    answered = {"conversations": [{"from": "human", "value": "Q2"}, {"from": "gpt", "value": "A2"}]}
+    path.write_text("\n".join(json.dumps(r) for r in (chat, answered, {"prompt": "p"})) + "\n")
+    first, second, third = load_requests(path, 3, max_tokens=4)
+    assert first.messages == chat["messages"] and first.expected == ""  # a prompt needs no answer here
+    assert first.prompt == "system: S\nuser: Q\nassistant:"  # for /v1/completions, as serve reads a chat
+    assert second.messages == [{"role": "user", "content": "Q2"}] and second.expected == "A2"
+    assert (third.prompt, third.messages, third.expected) == ("p", [], "")
+    assert json.loads(encode_request(parse_target("http://x", chat=True), first))["messages"] == chat["messages"]
+    assert json.loads(encode_request(parse_target("http://x"), first))["prompt"] == first.prompt
+
+
 @pytest.mark.parametrize(
     ("content", "fragment"),
     [
         (None, "does not exist"),
         ("\n\n", "holds no requests"),
-        ('{"prompt": "a"}\n{"prompt": "b"', "line 2 of"),
-        ('{"completion": "x"}\n', 'string "prompt"'),
+        ('{"prompt": "a"}\n{"prompt": "b"', "eval.jsonl line 2 is not valid JSON"),
+        ('{"completion": "x"}\n', "line 1 has no 'prompt'; add it"),
+        ('{"messages": [{"role": "wizard", "content": "x"}]}\n', "line 1 message 1 has role 'wizard'"),
     ],
 )
 def test_bad_datasets_are_named_in_one_sentence(tmp_path, content, fragment):
