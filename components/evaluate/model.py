@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from components.errors import VcpilotError
-from components.finetune.records import chat_prompt
+from components.serving.engine import chat_prompt
 
 __all__ = ["CausalLM", "ModelDirError", "quiet_progress"]
 

@@ -120,8 +120,11 @@ def score(model: LanguageModel, examples: Sequence[Example], *, stop: str = "\n"
         raise EvalSetError("the evaluation set has no examples")
     predictions: list[str] = []
     total_nll, total_tokens = 0.0, 0
-    for example in examples:
-        prompt = model.chat_prompt(example.messages) if example.messages else example.prompt
+    for number, example in enumerate(examples, start=1):
+        try:
+            prompt = model.chat_prompt(example.messages) if example.messages else example.prompt
+        except ValueError as err:  # the model's chat template refuses the conversation
+            raise EvalSetError(f"example {number} of the evaluation set: {err}") from None
         budget = model.token_count(example.completion) + slack_tokens
         text = model.complete(prompt, budget)
         predictions.append(text if stop and stop in example.completion else _cut(text, stop))

@@ -20,7 +20,8 @@ import torch
 
 from components.errors import InputError
 from components.finetune.errors import FinetuneError
-from components.finetune.records import Record, chat_prompt, read_records
+from components.finetune.records import Record, read_records
+from components.serving.engine import chat_prompt
 
 __all__ = [
     "Batch",
@@ -100,8 +101,11 @@ def tokenize(records: Sequence[Record], tokenizer: Any, max_length: int) -> list
     if tokenizer.eos_token_id is None:
         raise FinetuneError("the tokenizer has no end-of-sequence token; the model could never learn to stop.")
     examples = []
-    for record in records:
-        text = chat_prompt(tokenizer, record["messages"]) if "messages" in record else record["prompt"]
+    for number, record in enumerate(records, start=1):
+        try:
+            text = chat_prompt(tokenizer, record["messages"]) if "messages" in record else record["prompt"]
+        except ValueError as err:  # the model's chat template refuses the conversation
+            raise FinetuneError(f"record {number} of the training set: {err}") from None
         prompt = tokenizer(text, add_special_tokens=False)["input_ids"]
         completion = tokenizer(record["completion"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         ids = (prompt + completion)[:max_length]

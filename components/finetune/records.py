@@ -4,22 +4,22 @@ A data set is JSON lines (or one JSON array) of records, plain or gzipped. Each 
 completion; an OpenAI chat (`messages` of `role` and `content`, a string or text parts); a ShareGPT conversation
 (`conversations` of `from` and `value`); an Alpaca instruction (`instruction`, optional `input`, `output`). A
 conversation's last message is the answer learnt and scored, and what comes before it is its prompt, rendered as
-`vcpilot serve` renders a chat request (`chat_prompt`), so a model answers a request as it was trained to. Every
-record that cannot be read is refused with one sentence naming the file and the line; none is skipped.
+`vcpilot serve` renders a chat request (`serving.engine.chat_prompt`), so a model answers a request as it was
+trained to. Every record that cannot be read is refused with one sentence naming the file and the line; none is
+skipped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from components.errors import InputError
 from components.files import kind_of, read_dataset
-from components.serving.engine import plain_chat
 from components.untrusted import loads_json
 
-__all__ = ["ROLES", "Record", "chat_prompt", "read_records"]
+__all__ = ["ROLES", "Record", "read_records"]
 
 Record = dict[str, Any]  # {"prompt", "completion"} or {"messages", "completion"}, with "category" when given
 
@@ -152,13 +152,3 @@ def _text(value: dict[str, Any], field: str, where: str) -> str:
     except UnicodeEncodeError as err:  # a lone UTF-16 surrogate (`"\ud800"`): no tokenizer can take it
         raise InputError(f"{where} '{field}' holds a lone surrogate {text[err.start]!r}; remove it") from None
     return text
-
-
-def chat_prompt(tokenizer: Any, messages: Sequence[dict[str, str]]) -> str:
-    """The prompt for the answer after `messages`, as `vcpilot serve` renders a chat request for this tokenizer.
-
-    The tokenizer's own chat template when it has one, else `role: content` lines and `assistant:`.
-    """
-    if getattr(tokenizer, "chat_template", None):
-        return str(tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True))
-    return plain_chat(messages)

@@ -87,6 +87,23 @@ def plain_chat(messages: Sequence[dict[str, str]]) -> str:
     return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
 
 
+def chat_prompt(tokenizer: Any, messages: Sequence[dict[str, str]]) -> str:
+    """The prompt for the answer after `messages`: the tokenizer's chat template when it has one, else `plain_chat`.
+
+    What `serve` sends the model for a chat request, and so what fine-tuning and evaluation render a conversation
+    as; ValueError when the template refuses the messages.
+    """
+    if getattr(tokenizer, "chat_template", None):
+        from jinja2 import TemplateError
+
+        try:
+            prompt = tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        except TemplateError as err:  # the template's raise_exception: "roles must alternate", "no system role"
+            raise ValueError(f"The model's chat template refuses these messages ({err})") from None
+        return str(prompt)
+    return plain_chat(messages)
+
+
 class _TransformersDecoding:
     """Greedy or sampled decoding with a KV cache: the prompt once, then one new token per step."""
 
@@ -161,15 +178,7 @@ class TransformersEngine:
 
     def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
         """The model's own chat template when it has one, else `plain_chat`."""
-        if getattr(self.tokenizer, "chat_template", None):
-            from jinja2 import TemplateError
-
-            try:
-                prompt = self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
-            except TemplateError as err:  # the template's raise_exception: "roles must alternate", "no system role"
-                raise ValueError(f"The model's chat template refuses these messages ({err})") from None
-            return str(prompt)
-        return plain_chat(messages)
+        return chat_prompt(self.tokenizer, messages)
 
     def start(self, prompt_ids: Sequence[int], sampling: Sampling) -> Decoding:
         """A new decoding of this model."""
