@@ -161,7 +161,8 @@ def render_view(shown: RegistryView) -> str:
     aliases = ", ".join(f"{alias} → {version}" for alias, version in sorted(shown.aliases.items())) or "none"
     lines = [shown.name] + ([f"  {shown.description}"] if shown.description else []) + [f"  aliases: {aliases}"]
     for v in shown.versions:
-        lines += ["", f"version {v.version}" + (f" [{', '.join(v.aliases)}]" if v.aliases else "")]
+        status = f" ({v.status})" if v.status != "READY" else ""
+        lines += ["", f"version {v.version}" + (f" [{', '.join(v.aliases)}]" if v.aliases else "") + status]
         runs = [f"release run {v.run_id}"] if v.run_id else []
         where = runs + [f"{label} {v.tags[tag]}" for tag, label in _LINEAGE.items() if v.tags.get(tag)]
         if where:

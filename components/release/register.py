@@ -26,10 +26,13 @@ from components.release.registry import (
     CHAMPION,
     PREVIOUS,
     REPLACED_TAG,
+    RegistryUnavailable,
     aliases,
     connect,
     describe_model,
+    find_versions,
     mlflow_errors,
+    name_problem,
 )
 from components.release.verdict import Verdict, describe, verdict_tags
 from components.tracking.adapter import (
@@ -55,8 +58,10 @@ __all__ = [
     "lineage_tags",
     "register",
     "register_model",
+    "release_key",
 ]
 
+RELEASE_TAG = "vcpilot.release"  # a workflow release's key (`release_key`)
 TRAINING_STEP = "finetune"  # the step tag of a training attempt's run (components/finetune/tracking.py)
 
 
@@ -160,42 +165,34 @@ def register(
     if not any(directory.iterdir()):
         raise InputError(f"the model directory {directory} is empty; nothing to register")
     uri = str(client.tracking_uri)
+    # Read first: a name MLflow refuses (a '/'), or a server that refuses, then changes nothing.
+    exists = aliases(client, name) is not None
     with mlflow_errors(f"registering {directory} as {name}", uri):
         experiment_id, parent = _experiment_id(client, uri, experiment, lineage.workflow)
         if parent:
             found = lineage.training_run or _training_run(client, experiment_id, parent)
             lineage = lineage.model_copy(update={"parent_run": parent, "training_run": found})
         tags = lineage_tags(lineage) | verdict_tags(verdict)
-        # Not the workflow tag on the run: `workflow_run` finds the parent run by it. The parent link says it.
-        run_tags = {STEP_TAG: "release"} | {k: v for k, v in tags.items() if k != WORKFLOW_TAG}
-        run_tags |= {PARENT_TAG: parent} if parent else {}
-        run = client.create_run(experiment_id, run_name=f"release-{name}", tags=run_tags)
-        run_id = run.info.run_id
-        try:
-            for metric, value in verdict.scores.numbers().items():
-                client.log_metric(run_id, metric, value)
-            client.log_artifacts(run_id, str(directory), artifact_path="model")
-        except BaseException:
-            # The first error is the one to report; marking the run FAILED is only worth a try.
-            with contextlib.suppress(TrackingUnavailable), tracking_errors(uri, f"mark run {run_id} FAILED"):
-                client.set_terminated(run_id, status="FAILED")
-            raise
-        client.set_terminated(run_id, status="FINISHED")
-        current = aliases(client, name)
-        if current is None:
-            client.create_registered_model(name)
-        old = (current or {}).get(CHAMPION)
-        promote = verdict.promoted
-        version_tags = tags | ({REPLACED_TAG: old} if promote and old else {})
+        key = release_key(directory, tags) if lineage.workflow else ""
+        tags |= {RELEASE_TAG: key} if key else {}
         description = describe(verdict)
-        mv = client.create_model_version(
-            name, source=f"{run.info.artifact_uri}/model", run_id=run_id, tags=version_tags, description=description
+        resumed = find_versions(client, name, f"tags.`{RELEASE_TAG}` = '{key}'") if key and exists else []
+        mv = (
+            resumed[0]
+            if resumed
+            else _new_version(client, name, directory, experiment_id, parent, tags, description, verdict, exists)
         )
-        version = str(mv.version)
-        if promote:
-            client.set_registered_model_alias(name, CHAMPION, version)
-            if old and old != version:
-                client.set_registered_model_alias(name, PREVIOUS, old)
+    version, run_id, promote = str(mv.version), str(mv.run_id), verdict.promoted
+    if promote:
+        try:
+            _promote(client, name, version)
+        except TrackingUnavailable as err:
+            again = "run the same step again to finish" if lineage.workflow else f"point {CHAMPION} at it in MLflow"
+            raise RegistryUnavailable(
+                f"version {version} of {name} is registered but {CHAMPION} was not moved to it ({err.reason}); {again}",
+                uri=uri,
+                reason=err.reason,
+            ) from None
     by = f"workflow {lineage.workflow}" if lineage.workflow else "`vcpilot release register`"
     describe_model(client, name, by=by if promote else "")
     now = aliases(client, name) or {}
@@ -211,6 +208,79 @@ def register(
         lineage=lineage,
         verdict=verdict,
     )
+
+
+def release_key(directory: Path, tags: dict[str, str]) -> str:
+    """What names one workflow's release for good: its model directory and every lineage and verdict tag.
+
+    A step run again after MLflow cut it off has the same key, and finishes that version instead of registering
+    the model twice; a second release in the same workflow (other scores, another checkpoint) has another.
+    """
+    text = "\n".join([str(directory.resolve()), *(f"{k}={v}" for k, v in sorted(tags.items()))])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _new_version(
+    client: Any,
+    name: str,
+    directory: Path,
+    experiment_id: str,
+    parent: str | None,
+    tags: dict[str, str],
+    description: str,
+    verdict: Verdict,
+    exists: bool,
+) -> Any:
+    """Log `directory` as a release run's artifacts and register them as a new version of `name` (no alias yet).
+
+    The registered model is made only once the files are logged, so a failed upload leaves no empty model behind.
+    """
+    from mlflow.exceptions import MlflowException
+
+    uri = str(client.tracking_uri)
+    # Not the workflow tag on the run: `workflow_run` finds the parent run by it. The parent link says it.
+    run_tags = {STEP_TAG: "release"} | {k: v for k, v in tags.items() if k != WORKFLOW_TAG}
+    run_tags |= {PARENT_TAG: parent} if parent else {}
+    run = client.create_run(experiment_id, run_name=f"release-{name}", tags=run_tags)
+    run_id = run.info.run_id
+    try:
+        for metric, value in verdict.scores.numbers().items():
+            client.log_metric(run_id, metric, value)
+        client.log_artifacts(run_id, str(directory), artifact_path="model")
+    except BaseException:
+        # The first error is the one to report; marking the run FAILED is only worth a try.
+        with contextlib.suppress(TrackingUnavailable), tracking_errors(uri, f"mark run {run_id} FAILED"):
+            client.set_terminated(run_id, status="FAILED")
+        raise
+    client.set_terminated(run_id, status="FINISHED")
+    try:
+        if not exists:
+            client.create_registered_model(name)
+    except MlflowException as err:  # another release made it a moment ago
+        if err.error_code != "RESOURCE_ALREADY_EXISTS":
+            raise
+    return client.create_model_version(
+        name, source=f"{run.info.artifact_uri}/model", run_id=run_id, tags=tags, description=description
+    )
+
+
+def _promote(client: Any, name: str, version: str) -> None:
+    """Move `champion` to `version` and `previous` to the champion it replaces; done again, it changes nothing.
+
+    The champion is read once the new version exists, just before the move: a release that finished while this one
+    uploaded becomes `previous` (MLflow has no compare-and-set: two moves in the same instant may still skip one).
+    A version that is champion already (a release cut off before it moved `previous`) takes the champion it
+    replaced from its `vcpilot.replaced` tag.
+    """
+    old = (aliases(client, name) or {}).get(CHAMPION)
+    with mlflow_errors(f"promoting version {version} of {name}", str(client.tracking_uri)):
+        if old == version:
+            old = client.get_model_version(name, version).tags.get(REPLACED_TAG)
+        elif old:
+            client.set_model_version_tag(name, version, REPLACED_TAG, old)
+        client.set_registered_model_alias(name, CHAMPION, version)
+        if old and old != version:
+            client.set_registered_model_alias(name, PREVIOUS, old)
 
 
 def lineage_from(
@@ -252,8 +322,8 @@ def register_model(
     InputError or RegistryError with one sentence.
     """
     quiet()
-    if not name:
-        raise InputError("--registered-model is empty; name the registered model to add a version to")
+    if problem := name_problem(name):
+        raise InputError(f"--registered-model {problem}")
     if not model.is_dir():
         raise InputError(f"the model directory {model} does not exist")
     lineage = lineage_from(

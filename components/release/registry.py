@@ -15,6 +15,7 @@ server answers before anything is attempted.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,14 +40,19 @@ __all__ = [
     "connect",
     "describe_model",
     "download",
+    "filter_literal",
     "find_alias",
+    "find_versions",
     "mlflow_errors",
     "model_description",
+    "name_problem",
     "rollback",
     "view",
 ]
 
 CHAMPION, PREVIOUS = "champion", "previous"
+# MLflow's registry schema keeps names this long: sqlite does not check, PostgreSQL and MySQL fail the request.
+NAME_LIMIT = 256
 REPLACED_TAG = "vcpilot.replaced"
 ROLLED_BACK_TAG = "vcpilot.rolled_back"
 CHANGED_BY_TAG = "vcpilot.champion_changed_by"
@@ -76,6 +82,7 @@ class ModelVersion(BaseModel):
     source: str
     run_id: str | None = None
     created_ms: int | None = None
+    status: str = "READY"  # PENDING_REGISTRATION and FAILED_REGISTRATION have no files to serve
     aliases: list[str] = []
     description: str = ""  # why it was or was not promoted, with the numbers
     tags: dict[str, str] = {}
@@ -156,6 +163,11 @@ def connect(tracking_uri: str, *, timeout_s: float = 5.0, create: bool = True) -
         check_reachable(tracking_uri, timeout_s)
     except TrackingUnavailable as err:
         raise RegistryUnavailable(str(err), uri=tracking_uri, reason=err.reason) from None
+    if _is_file_store(tracking_uri) and os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() not in ("true", "1"):
+        raise RegistryError(
+            f"MLflow 3 keeps no model registry in a directory ({tracking_uri}); give --tracking-uri (or "
+            "MLFLOW_TRACKING_URI) sqlite:///PATH/mlflow.db or http(s)://HOST:PORT, or set MLFLOW_ALLOW_FILE_STORE=true"
+        )
     if tracking_uri.startswith("sqlite:///"):
         store = Path(tracking_uri.removeprefix("sqlite:///"))
         if not create and not store.exists():
@@ -166,6 +178,48 @@ def connect(tracking_uri: str, *, timeout_s: float = 5.0, create: bool = True) -
         store.parent.mkdir(parents=True, exist_ok=True)
     with mlflow_errors(f"connecting to MLflow at {tracking_uri}", tracking_uri):
         return client(tracking_uri)
+
+
+def name_problem(name: str) -> str | None:
+    """What is wrong with `name` for a new version (None: nothing we can tell before MLflow answers).
+
+    Only registering checks the length: a longer name a sqlite store took is still shown and rolled back.
+    """
+    if not name.strip():
+        return "is empty; give the registered model's name"
+    if len(name) > NAME_LIMIT:
+        return f"is {len(name)} characters long; MLflow's registry keeps names of at most {NAME_LIMIT}"
+    return None
+
+
+def _is_file_store(tracking_uri: str) -> bool:
+    """A directory (`/path`, `./mlruns`, `file:///path`): MLflow 3's file store, which it refuses in a paragraph."""
+    from urllib.parse import urlsplit
+
+    scheme = urlsplit(tracking_uri).scheme.lower()
+    return scheme in ("", "file")
+
+
+def filter_literal(value: str) -> str:
+    """`value` quoted for an MLflow search filter, which has no escapes: in the quote it does not contain."""
+    for quote in ("'", '"'):
+        if quote not in value:
+            return f"{quote}{value}{quote}"
+    raise RegistryError(f"the name {value!r} has both ' and \"; MLflow cannot search for it, so rename it")
+
+
+def find_versions(client: Any, name: str, where: str = "") -> list[Any]:
+    """Every version of `name` (that matches `where`, an MLflow filter clause), however many pages MLflow gives."""
+    query = f"name = {filter_literal(name)}" + (f" and {where}" if where else "")
+    found: list[Any] = []
+    token = None
+    with mlflow_errors(f"listing the versions of {name}", _uri(client)):
+        while True:
+            page = client.search_model_versions(query, page_token=token)
+            found.extend(page)
+            token = page.token
+            if not token:
+                return found
 
 
 def _uri(client: Any) -> str:
@@ -203,6 +257,7 @@ def _to_view(mv: Any) -> ModelVersion:
         source=mv.source,
         run_id=mv.run_id or None,
         created_ms=mv.creation_timestamp,
+        status=str(mv.status or "READY"),
         aliases=list(mv.aliases or []),
         description=mv.description or "",
         tags=dict(mv.tags or {}),
@@ -222,9 +277,9 @@ def view(client: Any, name: str) -> RegistryView:
     found = aliases(client, name)
     if found is None:
         raise RegistryError(f"there is no registered model {name}; register one with `vcpilot release register`")
-    with mlflow_errors(f"listing the versions of {name}", _uri(client)):
+    with mlflow_errors(f"reading registered model {name}", _uri(client)):
         model = client.get_registered_model(name)
-        found_versions = client.search_model_versions(f"name = '{name}'")
+    found_versions = find_versions(client, name)
     # Searches do not fill in a version's aliases on every store; the registered model's map is authoritative.
     by_version: dict[str, list[str]] = {}
     for alias, version in sorted(found.items()):
@@ -292,6 +347,11 @@ def rollback(client: Any, name: str) -> Rollback:
     if PREVIOUS not in found:
         raise RegistryError(f"{name} has no previous version to roll back to (its champion is {found.get(CHAMPION)})")
     restored = _version(client, name, found[PREVIOUS])
+    if restored.status != "READY":
+        raise RegistryError(
+            f"{name}'s previous version {restored.version} is {restored.status}, not READY, so it has no files to "
+            "serve; nothing was changed"
+        )
     rolled_back = found.get(CHAMPION)
     older = restored.tags.get(REPLACED_TAG)
     with mlflow_errors(f"rolling back {name}", _uri(client)):

@@ -10,6 +10,7 @@ description, the failed checks first: "Not promoted: p95 TTFT 900 ms > SLO 500 m
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,8 @@ class Verdict(BaseModel):
 
 def _report(path: Path, what: str) -> dict[str, Any]:
     if not path.is_file():
-        raise InputError(f"the {what} report {path} does not exist; pass the file the {what} step wrote")
+        missing = "is not a file" if path.exists() else "does not exist"
+        raise InputError(f"the {what} report {path} {missing}; pass the file the {what} step wrote")
     try:
         data = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -97,13 +99,20 @@ def _report(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
-def _number(data: dict[str, Any], key: str, path: Path, what: str) -> float | None:
+def _number(data: dict[str, Any], key: str, path: Path, what: str, *, whole: bool = False) -> float | None:
+    """A finite number (a whole one if `whole`): Python's JSON reads NaN and Infinity, which judge nothing."""
     value = data.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"the {what} report {path} has {key} {value!r}, which is not a number")
-    return float(value)
+        kind = "a number"
+    elif not math.isfinite(value):
+        kind = "a finite number"
+    elif whole and (value < 0 or value != int(value)):
+        kind = "a whole number of 0 or more"
+    else:
+        return float(value)
+    raise InputError(f"the {what} report {path} has {key} {value!r}, which is not {kind}")
 
 
 def read_scores(evaluation: Path | None = None, loadtest: Path | None = None) -> Scores:
@@ -118,10 +127,11 @@ def read_scores(evaluation: Path | None = None, loadtest: Path | None = None) ->
             fields["champion_version"] = str(data["champion_version"])
     if loadtest is not None:
         data = _report(loadtest, "loadtest")
-        for name in ("ttft_p95_ms", "tpot_p95_ms", "goodput_rps", "errors", "requests"):
+        for name in ("ttft_p95_ms", "tpot_p95_ms", "goodput_rps"):
             fields[name] = _number(data, name, loadtest, "loadtest")
         for name in ("errors", "requests"):
-            fields[name] = None if fields[name] is None else int(fields[name])
+            count = _number(data, name, loadtest, "loadtest", whole=True)
+            fields[name] = None if count is None else int(count)
     return Scores(**fields)
 
 
