@@ -33,6 +33,7 @@ from components.release.registry import (
     find_versions,
     mlflow_errors,
     name_problem,
+    upsert,
 )
 from components.release.verdict import Verdict, describe, verdict_tags
 from components.tracking.adapter import (
@@ -42,7 +43,7 @@ from components.tracking.adapter import (
     WORKFLOW_ENV,
     WORKFLOW_TAG,
     TrackingUnavailable,
-    artifact_root,
+    ensure_experiment,
     experiment_name,
     quiet,
     resolve_uri,
@@ -124,10 +125,7 @@ def _experiment_id(client: Any, tracking_uri: str, experiment: str, workflow: st
     if workflow:
         parent = workflow_run(tracking_uri, experiment, workflow)
         return str(client.get_run(parent).info.experiment_id), parent
-    found = client.get_experiment_by_name(experiment)
-    if found:
-        return str(found.experiment_id), None
-    return str(client.create_experiment(experiment, artifact_root(tracking_uri))), None
+    return ensure_experiment(client, experiment, tracking_uri), None
 
 
 def _training_run(client: Any, experiment_id: str, parent: str) -> str:
@@ -277,10 +275,10 @@ def _promote(client: Any, name: str, version: str) -> None:
         if old == version:
             old = client.get_model_version(name, version).tags.get(REPLACED_TAG)
         elif old:
-            client.set_model_version_tag(name, version, REPLACED_TAG, old)
-        client.set_registered_model_alias(name, CHAMPION, version)
+            upsert(client.set_model_version_tag, name, version, REPLACED_TAG, old)
+        upsert(client.set_registered_model_alias, name, CHAMPION, version)
         if old and old != version:
-            client.set_registered_model_alias(name, PREVIOUS, old)
+            upsert(client.set_registered_model_alias, name, PREVIOUS, old)
 
 
 def lineage_from(

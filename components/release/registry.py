@@ -47,6 +47,7 @@ __all__ = [
     "model_description",
     "name_problem",
     "rollback",
+    "upsert",
     "view",
 ]
 
@@ -309,12 +310,28 @@ def model_description(name: str, champion: str | None, changed_by: str) -> str:
     return f"{what} Version {champion} is champion, made so by {changed_by or 'an earlier release'}."
 
 
+def upsert(setter: Any, *args: str) -> None:
+    """Call an MLflow setter of a tag or an alias, again if a concurrent writer made the row first.
+
+    MLflow's SQL store sets one by reading and then inserting: two releases at once, and the second insert fails a
+    unique constraint (BAD_REQUEST). The row is there then, and a second call updates it.
+    """
+    from mlflow.exceptions import MlflowException
+
+    try:
+        setter(*args)
+    except MlflowException as err:
+        if err.error_code != "BAD_REQUEST":
+            raise
+        setter(*args)
+
+
 def describe_model(client: Any, name: str, *, by: str = "") -> str:
     """Write the registered model's description; `by` is what just changed its champion ("": nothing did)."""
     found = aliases(client, name) or {}
     with mlflow_errors(f"describing registered model {name}", _uri(client)):
         if by:
-            client.set_registered_model_tag(name, CHANGED_BY_TAG, by)
+            upsert(client.set_registered_model_tag, name, CHANGED_BY_TAG, by)
         else:
             by = client.get_registered_model(name).tags.get(CHANGED_BY_TAG, "")
         description = model_description(name, found.get(CHAMPION), by)

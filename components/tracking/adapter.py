@@ -63,6 +63,7 @@ __all__ = [
     "client",
     "configured_uri",
     "experiment_name",
+    "ensure_experiment",
     "first_line",
     "local_store_uri",
     "quiet",
@@ -184,6 +185,24 @@ def artifact_root(tracking_uri: str) -> str | None:
     if tracking_uri.startswith("sqlite:///"):
         return (Path(tracking_uri.removeprefix("sqlite:///")).parent / "mlartifacts").resolve().as_uri()
     return None
+
+
+def ensure_experiment(client: Any, name: str, tracking_uri: str) -> str:
+    """The id of experiment `name`, created (artifacts as `artifact_root` says) when there is none.
+
+    Two processes that both find none race to create it: the loser's RESOURCE_ALREADY_EXISTS means it is there now.
+    """
+    from mlflow.exceptions import MlflowException  # imported here: MLflow takes seconds to import
+
+    found = client.get_experiment_by_name(name)
+    if found:
+        return str(found.experiment_id)
+    try:
+        return str(client.create_experiment(name, artifact_root(tracking_uri)))
+    except MlflowException as err:
+        if err.error_code != "RESOURCE_ALREADY_EXISTS" or not (made := client.get_experiment_by_name(name)):
+            raise
+        return str(made.experiment_id)
 
 
 def first_line(err: BaseException) -> str:

@@ -35,9 +35,9 @@ from components.tracking.adapter import (
     TAG_LIMIT,
     WORKFLOW_TAG,
     TrackingUnavailable,
-    artifact_root,
     bounded_retries,
     client,
+    ensure_experiment,
     tracking_errors,
     unreachable,
 )
@@ -197,10 +197,7 @@ class _Sender:
 
     def _experiment(self, name: str) -> str:
         if name not in self.experiments:
-            found = self.client.get_experiment_by_name(name)
-            self.experiments[name] = (
-                found.experiment_id if found else self.client.create_experiment(name, artifact_root(self.uri))
-            )
+            self.experiments[name] = ensure_experiment(self.client, name, self.uri)
         return self.experiments[name]
 
     def _run(self, record: dict[str, Any], cursor: Cursor) -> str:

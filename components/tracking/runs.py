@@ -23,8 +23,8 @@ from components.tracking.adapter import (
     STATUS_TAG,
     WORKFLOW_TAG,
     TrackingUnavailable,
-    artifact_root,
     client,
+    ensure_experiment,
     tracking_errors,
 )
 from components.tracking.recorder import Recorder
@@ -50,10 +50,7 @@ def workflow_run(tracking_uri: str, experiment: str, workflow: str, uid: str = "
     mlflow = client(tracking_uri)
     run = WorkflowRun(name=workflow, uid=uid)
     with tracking_errors(tracking_uri, f"find the parent run of {workflow}"):
-        found = mlflow.get_experiment_by_name(experiment)
-        experiment_id = (
-            found.experiment_id if found else mlflow.create_experiment(experiment, artifact_root(tracking_uri))
-        )
+        experiment_id = ensure_experiment(mlflow, experiment, tracking_uri)
         if uid and (keyed := find_run(mlflow, experiment_id, run.key, workflow)):
             return keyed[0]
         if not uid:
