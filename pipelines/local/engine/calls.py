@@ -26,7 +26,9 @@ class Call:
     on_exit: bool = False  # part of an exit handler: not stopped by the workflow deadline
     hooked: bool = False
     retried: bool = False
-    locals: Mapping[str, str] = field(default_factory=dict)  # tasks.name / steps.name
+    # tasks.name / steps.name. Argo runs the entrypoint, spec.onExit and exit hooks as a WorkflowStep with no name,
+    # so their template's body sees `steps.name` as "" (executeTemplate's localParams).
+    locals: Mapping[str, str] = field(default_factory=lambda: {"steps.name": ""})
     depth: int = 1  # templates nested to get here, this one counted: Argo's stack depth (`MAX_STACK_DEPTH`)
 
     @property

@@ -11,7 +11,6 @@ its nodes runs, so waiting for quiescence gives the same phase.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import threading
 from collections.abc import Callable, Mapping
@@ -223,7 +222,7 @@ class _Dag:
             if node.type == "TaskGroup":
                 strict_here = strict and result_referenced("tasks", dep, self.prepared.template)
                 scope.update(aggregate_vars("tasks", dep, self._children(node), strict_here))
-            scope.update(node_vars("tasks", dep, node))
+            scope.update(node_vars("tasks", dep, self.state.last_attempt(node)))
             template = self.engine.wf.templates.get(str(self.tasks[dep].get("template")))
             scope.update(absent_outputs("tasks", dep, node, template))
         return scope
@@ -243,7 +242,7 @@ class _Dag:
         when = task.get("when")
         if when:
             resolved_when = substitute(str(when), scope, strict=False)
-            _check_resolved(name, resolved_when)
+            _check_resolved(name, resolved_when, when)
             # A `{{item}}` is decided per item once the loop expands; a task that does not loop has nothing to fill
             # a `{{...}}` left in with, and its `when` errs (Argo's resolveDependencyReferences).
             per_item = "{{" in resolved_when and any(task.get(f) not in (None, "", []) for f in _LOOP_FIELDS)
@@ -252,7 +251,7 @@ class _Dag:
                     self._skip(name, "Skipped", f"when '{resolved_when}' evaluated false")
                 return _SETTLED
         resolved = resolve_artifact_arguments(substitute_tree(drop_absent_arguments(task, scope), scope), scope)
-        _check_resolved(name, resolved)
+        _check_resolved(name, resolved, task)
         items = expand_items(resolved)
         if items is None:
             return self._single(name, resolved)
@@ -312,7 +311,14 @@ class _Dag:
             )
 
         def unit() -> None:
-            for future in [self.engine.spawn(functools.partial(self._run_one, name, c)) for c in calls]:
+            futures = []
+            for c in calls:
+                if self.slots is not None:
+                    # Argo launches a loop's items in order up to the limit: take the slot here, not in the item's
+                    # thread, so that they start in order however the threads are scheduled.
+                    self.slots.acquire()
+                futures.append(self.engine.spawn(functools.partial(self._run_one, name, c, held=True)))
+            for future in futures:
                 future.result()
             phase = "Succeeded"
             for child in self._children(group):
@@ -322,11 +328,17 @@ class _Dag:
 
         return unit
 
-    def _run_one(self, name: str, call: Call) -> None:
-        with self.slots or contextlib.nullcontext():
+    def _run_one(self, name: str, call: Call, held: bool = False) -> None:
+        """Run one task (or item) and its exit hook; `held`: its launcher took its slot already."""
+        if self.slots is not None and not held:
+            self.slots.acquire()
+        try:
             if self._tripped():
                 return  # failFast: no new children once one failed
             node = self.engine.execute(call)
+        finally:
+            if self.slots is not None:
+                self.slots.release()
         scope = self.scope(name, strict=False)
         self.engine.run_exit_hook(self.tasks[name], node, self.node.id, scope, "tasks", name, self.call.depth + 1)
 
@@ -392,7 +404,10 @@ class _Dag:
         return node
 
 
-def _check_resolved(name: str, value: Any) -> None:
-    missing = unresolved_refs(value)
+def _check_resolved(name: str, value: Any, written: Any) -> None:
+    # Only the tags the task spells: a value put in may hold `{{steps.…}}` text of its own (a failed step's
+    # message in {{workflow.failures}}, a step's output), which Argo's one pass of substitution leaves as it is.
+    spelt = set(unresolved_refs(written))
+    missing = [tag for tag in unresolved_refs(value) if tag in spelt]
     if missing:
         raise WorkflowError(f"task {name!r} refers to {{{{{missing[0]}}}}}, which no ancestor task provides.")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import shutil
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -54,6 +55,7 @@ from pipelines.local.engine.status import (
     Outputs,
     Parameter,
     RunState,
+    node_id,
     now_rfc3339,
     parse_rfc3339,
 )
@@ -268,8 +270,7 @@ class Engine:
         """Argo's v2 pod name: `<workflow>-<template>-<fnv32a(node name)>`."""
         if node_name == self.wf.name:
             return node_name
-        node = self.state.by_name(node_name)
-        suffix = (node.id if node else "").rsplit("-", 1)[-1]
+        suffix = node_id(self.wf.name, node_name).rsplit("-", 1)[-1]  # known before the node is: {{pod.name}}
         # A template a templateRef reached is named `<workflowtemplate>.<template>`; Argo's pod takes the template's.
         prefix = f"{self.wf.name}-{template_name.rsplit('.', 1)[-1]}" if template_name else self.wf.name
         return f"{prefix[:243]}-{suffix}"
@@ -389,6 +390,13 @@ class Engine:
                     continue
                 raise WorkflowError(f"inputs.artifacts.{name} was not supplied.")
             data = substitute(stringify(raw.get("data") or ""), scope, strict=False)
+            if template_type(template) in ("steps", "dag"):
+                # Its steps may pass it on (`from: "{{inputs.artifacts.NAME}}"`): Argo's scope holds the raw
+                # artifact itself; the run keeps its data where a reference can copy it from.
+                kept = self.run_dir / "nodes" / node_id(self.wf.name, call.name) / ".raw-inputs" / name
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                kept.write_text(data)
+                scope[f"inputs.artifacts.{name}"] = f"{ARTIFACT_MARK}{kept.relative_to(self.run_dir)}"
             artifacts.append({**spec, "raw": {"data": data}})
         return artifacts
 
@@ -430,6 +438,8 @@ class Engine:
                 result = LeafResult("Failed", DEADLINE_MESSAGE)
             else:
                 self.state.mark(node, "Running")
+                if node.type == "Pod":  # Argo records the Kubernetes node a pod ran on; a local pod runs here
+                    self.state.update(node, host_node_name=socket.gethostname())
                 result = self._run_leaf(kind, node, call, prepared)
         self.state.mark(node, result.phase, result.message or "", result.outputs)
         self.publish(result.outputs)

@@ -71,13 +71,18 @@ def unresolved_refs(value: Any, prefixes: tuple[str, ...] = ("tasks.", "steps.")
 
 
 def node_vars(prefix: str, name: str, node: NodeStatus) -> dict[str, Any]:
-    """`<prefix>.<name>.{id,status,startedAt,finishedAt,outputs.*}` for one task or step node."""
+    """`<prefix>.<name>.{id,status,startedAt,finishedAt,hostNodeName,outputs.*}` for one task or step node.
+
+    Of a retried one, pass its last attempt (`RunState.last_attempt`), as Argo's buildLocalScope reads it.
+    """
     base = f"{prefix}.{name}"
     out: dict[str, Any] = {f"{base}.id": node.id, f"{base}.status": node.phase}
     if node.started_at:
         out[f"{base}.startedAt"] = node.started_at
     if node.finished_at:
         out[f"{base}.finishedAt"] = node.finished_at
+    if node.host_node_name:
+        out[f"{base}.hostNodeName"] = node.host_node_name
     outputs = node.outputs
     if outputs is not None:
         if outputs.result is not None:

@@ -166,6 +166,7 @@ class NodeStatus(_Model):
     children: list[str] | None = None
     outbound_nodes: list[str] | None = Field(default=None, alias="outboundNodes")
     node_flag: NodeFlag | None = Field(default=None, alias="nodeFlag")
+    host_node_name: str | None = Field(default=None, alias="hostNodeName")  # a pod's: the machine it ran on
 
     @property
     def fulfilled(self) -> bool:
@@ -245,6 +246,21 @@ class RunState:
         """A snapshot of every node, in creation order."""
         with self.lock:
             return list(self.status.nodes.values())
+
+    def last_attempt(self, node: NodeStatus) -> NodeStatus:
+        """Argo's possiblyGetRetryChildNode: a Retry node's last attempt (not a hook), else the node itself.
+
+        `steps.NAME.id`, `.status`, `.startedAt`, `.finishedAt` and `.hostNodeName` of a retried step are its last
+        attempt's (buildLocalScope).
+        """
+        if node.type != "Retry":
+            return node
+        with self.lock:
+            for child_id in reversed(node.children or []):
+                child = self.status.nodes.get(child_id)
+                if child is not None and not child.hooked:
+                    return child
+        return node
 
     def outbound(self, node: NodeStatus) -> list[str]:
         """Argo's getOutboundNodes: the IDs a dependent of this node hangs from."""

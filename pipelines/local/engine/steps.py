@@ -7,7 +7,6 @@ each group its steps' outputs join the scope as `steps.<name>.*` (JSON lists for
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import threading
 from collections.abc import Mapping
@@ -126,7 +125,8 @@ class _Steps:
         node = self.state.by_name(f"{sg.name}.{name}")
         if node is not None:
             template = self.engine.wf.templates.get(str(step.get("template")))
-            return {**node_vars("steps", name, node), **absent_outputs("steps", name, node, template)}
+            attempt = self.state.last_attempt(node)
+            return {**node_vars("steps", name, attempt), **absent_outputs("steps", name, node, template)}
         prefix = f"{sg.name}.{name}("
         children = [
             c
@@ -163,6 +163,13 @@ class _Steps:
                 if not proceed:
                     self._skip(child_name, step, "Skipped", f"when '{when}' evaluated false", sg)
                     continue
+            if self.slots is not None:
+                # Argo launches a group's steps in order and stops at the limit: take the slot here, not in the
+                # step's thread, so that the items of a loop start in order however the threads are scheduled.
+                self.slots.acquire()
+                if self.fail_fast and any(n.failed_or_error for n in self._kids(sg)):
+                    self.slots.release()
+                    break
             launched.append((child_name, step))
             futures.append(self.engine.spawn(functools.partial(self._run_one, child_name, step, sg)))
         ran = [future.result() for future in futures]
@@ -188,11 +195,11 @@ class _Steps:
         when = body.get("when")
         if when:
             resolved_when = substitute(str(when), scope, strict=False)
-            _check_resolved(name, resolved_when)
+            _check_resolved(name, resolved_when, when)
             if "{{" not in resolved_when and not evaluate_when(resolved_when):
                 return [(f"{sg.name}.{name}", {**step, "when": resolved_when})]
         resolved = resolve_artifact_arguments(substitute_tree(drop_absent_arguments(body, scope), scope), scope)
-        _check_resolved(name, resolved)
+        _check_resolved(name, resolved, body)
         items = expand_items(resolved)
         if items is None:
             return [(f"{sg.name}.{name}", {**step, **resolved})]
@@ -233,10 +240,13 @@ class _Steps:
             locals={"steps.name": step["name"]},
             depth=self.call.depth + 1,
         )
-        with self.slots or contextlib.nullcontext():
+        try:  # the slot, when there is a limit, was taken when the step was launched
             if self.fail_fast and any(n.failed_or_error for n in self._kids(sg)):
                 return False
             node = self.engine.execute(call)
+        finally:
+            if self.slots is not None:
+                self.slots.release()
         scope = {**self.prepared.scope, **self.engine.globals()}
         for kid in self._kids(sg):
             scope[f"steps.{kid.display_name}.status"] = kid.phase
@@ -244,7 +254,10 @@ class _Steps:
         return True
 
 
-def _check_resolved(name: str, value: Any) -> None:
-    missing = unresolved_refs(value)
+def _check_resolved(name: str, value: Any, written: Any) -> None:
+    # Only the tags the step spells: a value put in may hold `{{steps.…}}` text of its own (a failed step's
+    # message in {{workflow.failures}}, a step's output), which Argo's one pass of substitution leaves as it is.
+    spelt = set(unresolved_refs(written))
+    missing = [tag for tag in unresolved_refs(value) if tag in spelt]
     if missing:
         raise WorkflowError(f"step {name!r} refers to {{{{{missing[0]}}}}}, which no earlier step provides.")
