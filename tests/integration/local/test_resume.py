@@ -81,7 +81,7 @@ def test_sigkilled_runner_resumes_without_rerunning_finished_nodes(tmp_path: Pat
     marks, home = tmp_path / "marks", tmp_path / "home"
     marks.mkdir()
     source = tmp_path / "wf.yaml"
-    source.write_text(yaml.safe_dump(WORKFLOW))
+    source.write_text(json.dumps(WORKFLOW))  # JSON is YAML: PyYAML's safe_dump writes `n`, which go-yaml reads as false
     env = {**os.environ, "VCPILOT_HOME": str(home)}
     cmd = [sys.executable, "-m", "pipelines.local.cli", "run-workflow", str(source), "-p", f"dir={marks}", "--json"]
     runner = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
