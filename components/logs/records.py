@@ -27,9 +27,10 @@ __all__ = ["LATENCY_KEYS", "TIME_KEYS", "Entry", "LogEvent", "RequestRecord", "c
 Feedback = Literal["positive", "negative", "none"]
 # Serilog's compact JSON writes `@m` (its rendered message) and `@mt` (its template); structlog's JSONRenderer writes
 # `event`, tried last, as other logs name a kind of event so.
-_MESSAGE_KEYS = ("message", "msg", "log", "@m", "@mt", "event")
-_LEVEL_KEYS = ("level", "severity", "levelname", "log.level", "@l")  # `log.level`: Elastic's ECS
-TIME_KEYS = ("timestamp", "time", "ts", "@timestamp", "@t")
+# journald's `journalctl -o json` (MESSAGE, PRIORITY, __REALTIME_TIMESTAMP in µs) and GELF (short_message) too.
+_MESSAGE_KEYS = ("message", "msg", "log", "@m", "@mt", "event", "MESSAGE", "short_message")
+_LEVEL_KEYS = ("level", "severity", "levelname", "log.level", "@l", "PRIORITY")  # `log.level`: Elastic's ECS
+TIME_KEYS = ("timestamp", "time", "ts", "@timestamp", "@t", "__REALTIME_TIMESTAMP")
 """The fields of a JSON line that say when it was written, the first present wins."""
 LATENCY_KEYS = ("latency_ms", "duration_ms", "elapsed_ms", "response_time_ms")
 """The fields of a JSON line that say how long its request took, in milliseconds."""
@@ -163,13 +164,19 @@ def _fields_text(data: dict[str, Any]) -> str:
     return " ".join(pairs[:_FIELDS_READ])
 
 
-# pino and bunyan write levels as numbers.
+# pino and bunyan write levels as numbers; journald's PRIORITY and GELF's level are syslog's severities, 0 to 7.
 _NUMBERED_LEVELS = {10: "TRACE", 20: "DEBUG", 30: "INFO", 40: "WARN", 50: "ERROR", 60: "FATAL"}
+_SYSLOG_LEVELS = ("EMERG", "ALERT", "CRIT", "ERR", "WARNING", "NOTICE", "INFO", "DEBUG")
 
 
 def _level_name(value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and value in _NUMBERED_LEVELS:
-        return _NUMBERED_LEVELS[value]
+    if isinstance(value, str) and value.isascii() and value.isdigit():  # journald writes PRIORITY as "3"
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value in _NUMBERED_LEVELS:
+            return _NUMBERED_LEVELS[value]
+        if 0 <= value < len(_SYSLOG_LEVELS):
+            return _SYSLOG_LEVELS[value]
     return str(value).upper()
 
 

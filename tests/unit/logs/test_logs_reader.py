@@ -152,6 +152,30 @@ def test_json_events_without_a_message_field_are_read_as_their_fields(tmp_path: 
     ]
 
 
+def test_journald_and_gelf_json_are_read_with_their_levels_and_times(tmp_path: Path) -> None:
+    # `journalctl -o json` (a node's kubelet) and GELF: their message, level and time were not read — every field,
+    # the timestamps too, went into the mined text, and PRIORITY "3" (err) counted no error.
+    path = tmp_path / "node.jsonl"
+    journald = {
+        "__REALTIME_TIMESTAMP": "1796600001495572",
+        "__MONOTONIC_TIMESTAMP": "179660000149557",
+        "_HOSTNAME": "node-1",
+        "PRIORITY": "3",
+        "SYSLOG_IDENTIFIER": "kubelet",
+        "MESSAGE": "Failed to pull image nginx:1.27",
+    }
+    gelf = {"version": "1.1", "host": "web-1", "short_message": "disk full", "timestamp": 1796600000.5, "level": 4}
+    path.write_text("".join(json.dumps(record) + "\n" for record in (journald, gelf, {**journald, "PRIORITY": "6"})))
+    entries, malformed = _entries(path)
+    assert malformed.total == 0
+    assert entries == [
+        LogEvent("Failed to pull image nginx:1.27", "ERR", "1796600001495572"),
+        LogEvent("disk full", "WARNING", 1796600000.5),
+        LogEvent("Failed to pull image nginx:1.27", "INFO", "1796600001495572"),
+    ]
+    assert entries[0].failed and not entries[1].failed
+
+
 def test_json_lines_of_structlog_pino_and_a_container_runtime(tmp_path: Path) -> None:
     # structlog names its message `event` (each line was counted invalid_record), pino writes levels as numbers, and
     # a container runtime's `log` holds the program's whole line, header and all.
