@@ -304,8 +304,8 @@ def item_vars(item: str) -> dict[str, Any]:
         out: dict[str, Any] = {f"item.{k}": _item_text(v) for k, v in members.items()}
         out["item"] = "{" + ",".join(f"{go_json(k)}:{_html_escaped(members[k])}" for k in sorted(members)) + "}"
         return out
-    if kind == "list":
-        return {"item": "[" + ",".join(_html_escaped(e) for e in _elements(item)) + "]"}
+    if kind == "list":  # null unmarshals into a nil slice: Go's JSON of it is null again (its node is named [])
+        return {"item": "null" if item == "null" else "[" + ",".join(_html_escaped(e) for e in _elements(item)) + "]"}
     return {"item": _str_value(item) if kind == "string" else _item_text(item)}
 
 

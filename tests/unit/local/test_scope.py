@@ -72,7 +72,7 @@ def test_with_param_items_keep_their_json_text_as_argo_does() -> None:
         ("s(3:1e999)", {"item": ""}),
         ("s(4:caf\\u00e9)", {"item": "café"}),  # decoded (GetStrVal); its name keeps the escape
         ("s(5:true)", {"item": "true"}),
-        ("s(6:[])", {"item": "[]"}),  # null unmarshals into a list: GetType says List
+        ("s(6:[])", {"item": "null"}),  # GetType says List; a nil slice: named [], written null
         ("s(7:[1 a<b])", {"item": '[1,"a\\u003cb"]'}),  # json.Marshal of []Item: HTML escapes
     ]
 
