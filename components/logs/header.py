@@ -49,6 +49,7 @@ _STAMP = (
     r'(?:\w+=)?"?(?:'
     r"\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?" + _ZONE + r"?)?"  # ISO 8601, or its date alone
     r"|\d{4}-\d{2}-\d{2}-\d{2}\.\d{2}\.\d{2}(?:\.\d+)?"  # BGL: 2005-06-03-15.42.50.675872
+    r"|\d{8}T\d{6}(?:[.,]\d+)?" + _ZONE + r"?"  # ISO 8601's basic format: 20261203T120000Z
     r"|\d{8}-" + _TIME + r"|\d{4}\.\d{2}\.\d{2}"  # HealthApp: 20171223-22:15:29:606; BGL: 2005.06.03
     r"|\d{1,4}/\d{1,2}/\d{1,4}"  # 17/06/09, 2026/12/05
     r"|" + _TIME + _ZONE + r"?"
@@ -85,10 +86,11 @@ _FIELD = (
 )
 _SEPARATOR = r"([ \t]*\|[ \t]*|\s+|$)"
 # What dates a line, wherever it is: every time token holds one, and so does a bracketed field that dates the line.
-_DATED = re.compile(r"\d{1,2}:\d{1,2}:\d{1,2}|\d{4}[-./]\d{2}[-./]\d{2}|\d{1,4}/\d{1,2}/\d{1,4}")
+_DATED = re.compile(r"\d{1,2}:\d{1,2}:\d{1,2}|\d{4}[-./]\d{2}[-./]\d{2}|\d{1,4}/\d{1,2}/\d{1,4}|\d{8}T\d{6}")
 # More than `_DATED` (an IP address too) but cheaper to look for: a line without it near its start has no header.
 _MAYBE_DATED = re.compile(
-    r"\d{1,4}(?::\d{1,2}:\d{1,2}|[-./]\d{1,2}[-./]\d{1,4})|^\s*\d{6,}\s+\d{6}\b|(?<!\S)" + _EPOCH + r"(?!\S)"
+    r"\d{1,4}(?::\d{1,2}:\d{1,2}|[-./]\d{1,2}[-./]\d{1,4}|\d{4}T\d{6})|^\s*\d{6,}\s+\d{6}\b"
+    r"|(?<!\S)" + _EPOCH + r"(?!\S)"
 )
 _DATED_WITHIN = 200  # characters: a header is short
 # A line's first tokens when each is a time or a field, in one match; the last token and its separator are kept.

@@ -6,8 +6,9 @@ and skipped; only a source that does not exist or holds nothing stops the run, w
 
 Every line leaves here as text that is safe to mine and to show: a line ends at `\n`, `\r\n` or a lone `\r`
 (what a terminal shows; old Mac files, progress bars), a UTF-16 or UTF-32 file with its byte-order mark (PowerShell's
-`>`) is read as text, terminal colours are taken out, and what looks like a credential is masked
-(`components.redact`) — so no template, CSV row, state file or example line holds one.
+`>`) or without one (Windows tools; told by its NUL bytes) is read as text, terminal colours are taken out, and what
+looks like a credential is masked (`components.redact`) — so no template, CSV row, state file or example line holds
+one.
 """
 
 from __future__ import annotations
@@ -56,6 +57,13 @@ _WIDE_TEXT = re.compile(
     rb"(?P<utf_32>\xff\xfe\x00\x00[\x01-\x7f]\x00\x00\x00|\x00\x00\xfe\xff\x00\x00\x00[\x01-\x7f])"
     rb"|(?P<utf_16>\xff\xfe[\x01-\x7f]\x00|\xfe\xff\x00[\x01-\x7f])"
 )
+# The same without a byte-order mark (Windows tools write it so): printable ASCII characters, each with the NUL
+# bytes that UTF-16 or UTF-32 put beside it. Text in UTF-8 never holds a NUL, and binary data seldom opens so.
+_BOMLESS_WIDE = re.compile(
+    rb"(?P<utf_32_le>(?:[\t\x20-\x7e]\x00\x00\x00){4})|(?P<utf_32_be>(?:\x00\x00\x00[\t\x20-\x7e]){4})"
+    rb"|(?P<utf_16_le>(?:[\t\x20-\x7e]\x00){8})|(?P<utf_16_be>(?:\x00[\t\x20-\x7e]){8})"
+)
+_WIDE_SAMPLE = 512  # bytes: the opening of a file a wide encoding without a byte-order mark is told by
 # A terminal's escape sequences: colours and cursor moves (CSI), titles and links (OSC), and the two-byte ones.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 # Every credential `redact_text` masks holds one of these words (lower-cased) and, around it, `_SECRET_SHAPE`: most
@@ -184,18 +192,39 @@ def _glob(pattern: str) -> list[Path]:
         ) from None
 
 
+def _bomless(opening: bytes) -> str | None:
+    """The wide encoding of a file without a byte-order mark that opens with `opening`, or None (UTF-8).
+
+    It opens with printable ASCII characters (a log's time or level), each with its NUL bytes, and none of the
+    characters in the first `_WIDE_SAMPLE` bytes is NUL itself (a UTF-8 file that begins with NUL bytes, as
+    `copytruncate` leaves one, is not wide).
+    """
+    found = _BOMLESS_WIDE.match(opening)
+    if found is None or found.lastgroup is None:
+        return None
+    name = found.lastgroup
+    width = 4 if name.startswith("utf_32") else 2
+    units = (opening[at : at + width] for at in range(0, len(opening) - width + 1, width))
+    return None if any(unit == bytes(width) for unit in units) else name.replace("_", "-")
+
+
 def _open(path: Path) -> TextIO:
     """The file as text, line ends read universally; UTF-8 unless a byte-order mark says UTF-16 or UTF-32.
 
-    A byte that is not UTF-8 becomes a lone surrogate (`surrogateescape`), for `_lines_of` to count its line.
+    Without a byte-order mark, UTF-16 and UTF-32 are told by their NUL bytes (`_bomless`). A byte that is not UTF-8
+    becomes a lone surrogate (`surrogateescape`), for `_lines_of` to count its line.
     """
     raw = cast(BinaryIO, gzip.open(path, "rb")) if path.suffix == ".gz" else open(path, "rb", buffering=1 << 20)
     try:
-        wide = _WIDE_TEXT.match(raw.peek(8)[:8])  # type: ignore[attr-defined]  # buffered files and gzip both peek
+        opening = raw.peek(_WIDE_SAMPLE)[:_WIDE_SAMPLE]  # type: ignore[attr-defined]  # buffered files and gzip peek
     except BaseException:  # not gzip after all, or cut short: counted by `read_lines`
         raw.close()
         raise
-    encoding = wide.lastgroup.replace("_", "-") if wide and wide.lastgroup else "utf-8"
+    wide = _WIDE_TEXT.match(opening[:8])
+    if wide and wide.lastgroup:
+        encoding = wide.lastgroup.replace("_", "-")
+    else:
+        encoding = _bomless(opening) or "utf-8"
     errors = "surrogateescape" if encoding == "utf-8" else "replace"
     return io.TextIOWrapper(raw, encoding=encoding, errors=errors, newline=None)
 

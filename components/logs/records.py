@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from components.logs.masking import ERROR_LEVELS, level_of, split_header
+from components.logs.multiline import BLANK, EXCEPTION, HEAD, MORE, fold, joined_message, traced_level
 from components.logs.reader import MAX_LINE_BYTES, Malformed, SourceLine, clean_text, read_lines
 from components.redact import MASK as SECRET_MASK
 from components.redact import secret_name
@@ -198,11 +199,40 @@ def classify(line: SourceLine, malformed: Malformed) -> Entry | None:
     return LogEvent(message.strip(), level_of(header, message))
 
 
+def _traced(entry: Entry, exception: str | None) -> Entry:
+    """The entry of an event that carries a stack trace: an error, its message naming the exception (`multiline`)."""
+    if isinstance(entry, RequestRecord):
+        return entry
+    message = joined_message(entry.message, exception)
+    return LogEvent(message, traced_level(entry.level), entry.timestamp, entry.latency_ms)
+
+
 def read_entries(
     files: Sequence[Path], malformed: Malformed, *, max_line_bytes: int = MAX_LINE_BYTES
 ) -> Iterator[tuple[SourceLine, Entry]]:
-    """Stream (line, entry) pairs from `files`; blank lines are skipped, malformed ones counted."""
-    for line in read_lines(files, malformed, max_line_bytes=max_line_bytes):
+    """Stream (line, entry) pairs from `files`, one per event; blank lines are skipped, malformed ones counted.
+
+    A stack trace's lines are folded into the event that logged it (`multiline.fold`): the pair holds the event's
+    first line, and its entry the message and error of the whole event (`multiline.joined_message`).
+    """
+    head: tuple[SourceLine, Entry] | None = None  # an event whose continuation lines are still being read
+    exception: str | None = None
+    for line, role in fold(read_lines(files, malformed, max_line_bytes=max_line_bytes)):
+        if role == MORE or role == EXCEPTION:
+            if role == EXCEPTION:
+                exception = line.text
+            continue
+        if role == BLANK:
+            continue
+        if head is not None:
+            yield head[0], _traced(head[1], exception)
+            head = None
         entry = classify(line, malformed)
-        if entry is not None:
+        if entry is None:
+            continue  # a malformed first line: its continuation lines go with it
+        if role == HEAD:
+            head, exception = (line, entry), None
+        else:
             yield line, entry
+    if head is not None:
+        yield head[0], _traced(head[1], exception)

@@ -1,10 +1,11 @@
 """Read when a log line was written, in whatever common format it says so, without being told the format.
 
 `--baseline-window` / `--current-window` cut one log source by time, so every line needs a time: the formats that
-services, web servers and the Loghub systems write are recognized by their shape (ISO 8601, syslog, Apache, Spark's
-`yy/MM/dd`, HDFS's `yyMMdd HHmmss`, BGL's `yyyy-MM-dd-HH.mm.ss`, epoch seconds or milliseconds, ...). The leftmost
-time in the first characters of a line wins; a time without a zone is UTC, a time without a year (syslog) takes the
-year that puts it at most a month after `reference`. Times are epoch seconds (float, UTC).
+services, web servers and the Loghub systems write are recognized by their shape (ISO 8601 and its basic
+`yyyyMMddTHHmmss`, syslog, Apache, Spark's `yy/MM/dd`, HDFS's `yyMMdd HHmmss`, BGL's `yyyy-MM-dd-HH.mm.ss`, epoch
+seconds or milliseconds, ...). The leftmost time in the first characters of a line wins; a time without a zone is
+UTC, a time without a year (syslog) takes the year that puts it at most a month after `reference`. Times are epoch
+seconds (float, UTC).
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ _ZONE = r"(Z|[+-]\d{2}(?::?\d{2})?|\s[+-]\d{2}:?\d{2})?(?!\d)"
 _PATTERNS: tuple[tuple[str, str], ...] = (
     # 2026-11-03T12:00:01.5+01:00, 2015-10-18 18:01:47,978 (Hadoop, Zookeeper, Python logging), 2026-11-03T12:00Z
     ("iso", r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?" + _ZONE),
+    # ISO 8601's basic format, its `T` and seconds required (eight digits alone are an id as often as a date):
+    # 20261203T120000Z, 20261203T120000.123+0100
+    (
+        "iso_basic",
+        r"(?<![\w.])(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}(?:\d{2})?)?(?![\w.:])",
+    ),
     # BGL: 2005-06-03-15.42.50.675872
     ("bgl", r"(\d{4})-(\d{2})-(\d{2})-(\d{2})\.(\d{2})\.(\d{2})(?:\.(\d{1,9}))?"),
     # the month first, as transformers and accelerate log (12/05/2026 08:49:42); the day first where it is over 12
@@ -61,7 +68,7 @@ _EACH = {name: re.compile(pattern) for name, pattern in _PATTERNS}
 _OPENING = tuple(_EACH[name] for name in ("hdfs", "month_day", "klog"))
 _NAMES = {pattern: name for name, pattern in _EACH.items()}
 # Every format but HDFS's holds a time of day: only near one are the formats tried (one search each is slow).
-_CLOCK = re.compile(r"\d{2}:\d{2}|\d{2}\.\d{2}\.\d{2}")
+_CLOCK = re.compile(r"\d{2}:\d{2}|\d{2}\.\d{2}\.\d{2}|\dT\d{6}")
 _BEFORE_CLOCK = 16  # `Sun Dec 04 04:47:44`: the longest date before its time of day, and a bracket
 _AFTER_CLOCK = 24  # `04:47:44.123456 +01:00 2005`: seconds, fraction, zone or year after it
 # Epoch seconds (10 digits) or milliseconds (13) as one of a line's first tokens (BGL, Thunderbird, HPC).
@@ -109,8 +116,8 @@ def _yearless(month: int, day: int, hms: tuple[str, ...], micro: int, reference:
 
 def _convert(name: str, g: tuple[str, ...], reference: datetime) -> float:
     """The time (epoch seconds) the groups of format `name` spell (missing groups are '')."""
-    if name in ("iso", "bgl", "ymd_slash", "compact"):
-        zone = _offset(g[7]) if name == "iso" else 0.0
+    if name in ("iso", "iso_basic", "bgl", "ymd_slash", "compact"):
+        zone = _offset(g[7]) if name in ("iso", "iso_basic") else 0.0
         return _full(int(g[0]), int(g[1]), int(g[2]), g[3:6], _micro(g[6]), zone)
     if name == "ctime":
         return _full(int(g[6]), _MONTHS[g[0]], int(g[1]), g[2:5], _micro(g[5]), 0.0)

@@ -177,6 +177,9 @@ def test_a_logfmt_level_is_read_wherever_the_line_has_it(line: str, level: str) 
     [
         ('ts=2026-12-05T08:49:42.123Z caller=main.go:12 level=info msg="Server is ready"', 'msg="Server is ready"'),
         ("2026-12-05T08:49:42+05 INFO service started", "service started"),  # ISO 8601's offset in hours alone
+        # ISO 8601's basic format dates a header too: these were all message, their level unread
+        ("20261203T120000Z INFO [main] worker: started 3 jobs", "started 3 jobs"),
+        ("20261203T120000.123+0100 ERROR app.db - connection lost", "connection lost"),
     ],
 )
 def test_these_headers_end_where_their_message_starts(line: str, message: str) -> None:

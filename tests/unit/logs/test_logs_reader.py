@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from logformat_kit import generate
+from logformats import FORMATS
 
 from components.logs.parse import parse_files
 from components.logs.reader import LogSourceError, Malformed, expand_sources, read_lines
@@ -206,6 +208,43 @@ def test_a_utf16_or_utf32_file_with_its_byte_order_mark_is_read_as_text(tmp_path
     entries, malformed = _entries(path)
     assert malformed.total == 0
     assert entries == [LogEvent("café closed", "ERROR"), LogEvent("reopened", "INFO")]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+@pytest.mark.parametrize("fmt", ["logback", "uvicorn", "Windows"])
+def test_a_utf16_or_utf32_file_without_a_byte_order_mark_is_read_as_text(
+    tmp_path: Path, encoding: str, fmt: str
+) -> None:
+    # Windows tools write UTF-16 without a mark too: every line was `binary` (NUL bytes), the file refused as holding
+    # no log lines, or skipped unseen in a directory of other logs. Its NUL bytes tell it.
+    lines = [line.raw for line in generate(next(f for f in FORMATS if f.name == fmt), 40, seed=5)]
+    text = "".join(f"{line}\r\n" for line in lines)
+    (tmp_path / "utf8.log").write_text(text, encoding="utf-8")
+    (tmp_path / "wide.log").write_bytes(text.encode(encoding))
+    expected, _ = _entries(tmp_path / "utf8.log")
+    entries, malformed = _entries(tmp_path / "wide.log")
+    assert malformed.total == 0 and entries == expected
+    parse_files([tmp_path / "utf8.log"], tmp_path / "utf8.csv")
+    parse_files([tmp_path / "wide.log"], tmp_path / "wide.csv")
+    rows = [
+        (tmp_path / f"{name}.csv").read_text(encoding="utf-8").replace(f"{name}.log", "") for name in ("utf8", "wide")
+    ]
+    assert rows[0] == rows[1]
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
+        b"\x00" * 64,  # `copytruncate` leaves NUL bytes where the file was cut
+        b"a\x00b\x00c\x00d\x00e\x00f\x00g\x00h\x00\x00\x00",  # UTF-16's shape, then a NUL character
+        b"\x01\x00\x02\x00\x03\x00\x04\x00\x05\x00\x06\x00\x07\x00\x08\x00",  # 16-bit numbers, not text
+    ],
+)
+def test_nul_bytes_that_are_not_wide_text_stay_binary(tmp_path: Path, opening: bytes) -> None:
+    path = tmp_path / "app.log"
+    path.write_bytes(opening + b"\n2026-12-05 08:49:42 INFO ready\n")
+    entries, malformed = _entries(path)
+    assert entries == [LogEvent("ready", "INFO")] and malformed.counts == {"binary": 1}
 
 
 def test_a_lone_carriage_return_ends_a_line_as_a_newline_does(tmp_path: Path) -> None:

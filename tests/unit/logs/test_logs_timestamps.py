@@ -49,6 +49,12 @@ REFERENCE = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
         ("WARNING 11-03 12:00:01 scheduler.py:1592] Sequence group 3 is preempted", "2026-11-03T12:00:01Z"),
         # a shape that is no date (month 13) is passed over for the next time on the line
         ("2026-13-45 10:00:00 then 2026-11-01 10:00:00", "2026-11-01T10:00:00Z"),
+        # ISO 8601's basic format: no time was read from it
+        ("20261203T120000Z INFO served", "2026-12-03T12:00:00Z"),
+        ("20261203T120000.123+0100 WARN slow", "2026-12-03T11:00:00Z"),
+        ("20261203T120000,5-05 ERROR down", "2026-12-03T17:00:00Z"),
+        ("INFO 20261203T235959 worker 3 started", "2026-12-03T23:59:59Z"),
+        ("ts=20261203T120000Z level=info msg=ok", "2026-12-03T12:00:00Z"),
     ],
 )
 def test_common_formats_are_read_without_configuration(line: str, expected: str) -> None:
@@ -58,7 +64,17 @@ def test_common_formats_are_read_without_configuration(line: str, expected: str)
 
 @pytest.mark.parametrize(
     "line",
-    ["    at com.example.Handler.run(Handler.java:42)", "Traceback (most recent call last):", "served 12.50 in 10:30"],
+    [
+        "    at com.example.Handler.run(Handler.java:42)",
+        "Traceback (most recent call last):",
+        "served 12.50 in 10:30",
+        # what the basic format's shape is not: eight digits alone, its minutes without seconds, an hour 25, an id
+        "build 20261203 done",
+        "snapshot 20261203T1200 taken",
+        "at 20261203T250000Z",
+        "id 120261203T120000Z",
+        "v1.20261203T120000Z",
+    ],
 )
 def test_a_line_without_a_time_has_none(line: str) -> None:
     assert TimeReader(REFERENCE).line(line) is None

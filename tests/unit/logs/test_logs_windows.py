@@ -61,8 +61,8 @@ def test_two_days_of_one_source_compare_by_time_with_stack_traces_in_their_day(t
     assert report.compared_with == "baseline" and report.baseline is not None
     assert report.baseline.window == "2026-11-01T00:00:00Z/2026-11-02T00:00:00Z"
     assert (report.baseline.log_lines, report.baseline.requests) == (300, 200)
-    # 300 served + 30 errors + 60 traceback lines, which take the time of the error before them
-    assert (report.current.log_lines, report.current.requests) == (390, 200)
+    # 300 served + 30 errors, each with its traceback's lines folded in (`multiline.fold`): events, not lines
+    assert (report.current.log_lines, report.current.requests) == (330, 200)
     assert report.current.first_timestamp == "2026-11-02T00:00:00Z"
     assert report.current.last_timestamp == "2026-11-02T04:59:00Z"
 
@@ -171,7 +171,7 @@ def test_the_detect_pod_gets_the_pipelines_windows_as_options_its_command_reads(
     assert args[args.index("--baseline-window") + 1] == DAY1 and args[args.index("--current-window") + 1] == DAY2
     assert main(list(args)) == 0  # what the pod runs: python -m components.logs <args>
     report = json.loads(Path(args[args.index("--report") + 1]).read_text())
-    assert report["baseline"]["log_lines"] == 300 and report["current"]["log_lines"] == 390
+    assert report["baseline"]["log_lines"] == 300 and report["current"]["log_lines"] == 330
     assert "--current-window" not in (
         build_detect_job(context, log_source="/logs").spec.tasks[0].template.spec.containers[0].args or []
     )
