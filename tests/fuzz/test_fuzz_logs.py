@@ -1,7 +1,9 @@
-"""Fuzz the log reader and the masker: any bytes are lines or counted malformed ones, any text masks without error."""
+"""Fuzz the log reader, the masker and the folding of stack traces: any bytes are lines or counted malformed ones,
+any text masks without error, any mix of trace shapes is one CSV row per line in `logs parse`."""
 
 from __future__ import annotations
 
+import csv
 import gzip
 import random
 import re
@@ -21,7 +23,9 @@ from components.logs.masking import (
     shown_tokens,
     split_header,
 )
-from components.logs.reader import Malformed, read_lines
+from components.logs.parse import parse_files
+from components.logs.reader import LogSourceError, Malformed, read_lines
+from components.logs.records import read_entries
 from components.logs.timestamps import TimeReader
 
 # Real lines of the formats we read: the first lines of each loghub sample when ../shared is there, else a few.
@@ -140,3 +144,58 @@ def test_lists_whose_digits_decide_what_collapses_are_tokenized_as_uncached(
 def test_reading_a_time_never_raises(line: str, reference: datetime) -> None:
     seconds = TimeReader(reference.replace(tzinfo=UTC)).line(line)
     assert seconds is None or isinstance(seconds, float)
+
+
+# Lines of every shape the folding of stack traces tells apart (components.logs.multiline), and some it must not fold.
+TRACE_SHAPES = [
+    "2026-12-05 08:49:42,001 ERROR app: request 7 failed",
+    "2026-12-05 08:49:43 INFO app: ok",
+    "Traceback (most recent call last):",
+    '  File "/app/x.py", line 12, in handler',
+    "    result = model(x)",
+    "    ^^^^^^",
+    "ValueError: bad value 3",
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+    "java.lang.IllegalStateException: queue 4 is full",
+    "\tat com.example.Orders.place(Orders.java:12)",
+    "Caused by: java.io.IOException: reset",
+    "\t... 12 more",
+    "panic: runtime error: index out of range",
+    "goroutine 1 [running]:",
+    "main.main()",
+    "\t/app/main.go:12 +0x1d",
+    "[signal SIGSEGV: segmentation violation]",
+    "INFO:     127.0.0.1 - GET /health 200",
+    "  indented config line",
+    "",
+    "   ",
+]
+TRACE_FILES = st.lists(
+    st.one_of(st.sampled_from(TRACE_SHAPES), st.sampled_from(LINES), st.text(max_size=40)), max_size=40
+).map(lambda lines: "\n".join(lines).encode("utf-8", errors="surrogatepass") + b"\n")
+
+
+@given(st.lists(st.one_of(TRACE_FILES, mutated_bytes(FILES)), min_size=1, max_size=3))
+@example([b"Traceback (most recent call last):\n  File \"a.py\", line 1\nKeyError: 'k'\n"])  # a trace first in its file
+def test_any_mix_of_stack_trace_shapes_parses_to_one_row_per_line(files: list[bytes]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for index, data in enumerate(files):
+            path = Path(tmp) / f"service-{index}.log"
+            path.write_bytes(data)
+            paths.append(path)
+        lines = list(read_lines(paths, Malformed()))
+        entries = list(read_entries(paths, Malformed()))
+        out = Path(tmp) / "out" / "structured.csv"
+        try:
+            summary = parse_files(paths, out)
+        except LogSourceError:  # nothing to mine: one sentence, and no CSV left behind
+            assert not out.exists()
+            return
+        with out.open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    assert len(rows) == len(lines) == summary.lines
+    # every event detect reads begins at a row of its own, and no two events share a first line
+    assert len({(line.source, line.number) for line, _ in entries}) == len(entries)
+    assert len(entries) <= sum(1 for line in lines if line.problem is None and line.text.strip())
