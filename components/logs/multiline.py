@@ -176,28 +176,29 @@ def fold(lines: Iterable[SourceLine]) -> Iterator[tuple[SourceLine, Role]]:
     held: SourceLine | None = None  # a line that begins an event: `HEAD` if the next non-blank line continues it
     blanks: list[SourceLine] = []  # blank lines after the last line, held for the same reason
     source = None
+
+    def end_event() -> Iterator[tuple[SourceLine, Role]]:
+        """End the event being read: the held line begins none, the held blank lines are blank, the shapes reset."""
+        nonlocal held
+        if held is not None:
+            yield held, ALONE
+            held = None
+        yield from ((blank, BLANK) for blank in blanks)
+        blanks.clear()
+        shapes.reset()
+
     iterator = iter(lines)
     following = next(iterator, None)
     while following is not None:
         line, following = following, next(iterator, None)
         if line.source != source:
-            if held is not None:
-                yield held, ALONE
-                held = None
-            yield from ((blank, BLANK) for blank in blanks)
-            blanks.clear()
-            shapes.reset()
+            yield from end_event()
             source = line.source
         text = line.text
         if line.problem is None and (not text or text.isspace()):
             blanks.append(line)
             if len(blanks) > MAX_BLANKS:  # a long blank run ends any event
-                if held is not None:
-                    yield held, ALONE
-                    held = None
-                yield from ((blank, BLANK) for blank in blanks)
-                blanks.clear()
-                shapes.reset()
+                yield from end_event()
             continue
         if line.problem is not None:
             role: Role = ALONE
@@ -231,6 +232,4 @@ def fold(lines: Iterable[SourceLine]) -> Iterator[tuple[SourceLine, Role]]:
             yield from ((blank, BLANK) for blank in blanks)
             blanks.clear()
         yield line, role
-    if held is not None:
-        yield held, ALONE
-    yield from ((blank, BLANK) for blank in blanks)
+    yield from end_event()
