@@ -143,6 +143,12 @@ _MESSAGE_LEVEL = re.compile(r"\b(ERROR|FATAL|CRITICAL|Exception|Traceback)\b")
 # log15's (Grafana's) spelling of two levels.
 _KEYED_LEVEL = re.compile(r"(?<!\w)(?:level|lvl|severity)=[\"']?(" + _LEVELS + r"|eror|dbug)\b")
 _LOG15_LEVELS = {"EROR": "ERROR", "DBUG": "DEBUG"}
+# An HTTP server's access line: the request line and its status (nginx, Apache, Envoy, Traefik, uvicorn, gunicorn:
+# `"POST /v1/completions HTTP/1.1" 503`; OpenStack's `… HTTP/1.1" status: 503`), or logfmt's `status=503`. A 5xx
+# is the server failing a request: an error, whatever level the line was written at.
+_SERVER_ERROR = re.compile(
+    r'HTTP/[\d.]+"\s+(?:status:\s*)?5\d\d(?![\w.])|(?<![\w.])(?:status|status_code)="?5\d\d(?![\w.])'
+)
 
 _STAMPED, _FIELDED, _OTHER = 0, 1, 2
 
@@ -367,8 +373,10 @@ def level_of(header: str, message: str) -> str | None:
     """The line's level, upper-cased: from its header, or (if the header has none) an error word in the message.
 
     A line without a header (no date or time up front) may still open with its level: `WARN disk 91% full`; a
-    logfmt line says it as `level=…` wherever.
+    logfmt line says it as `level=…` wherever. An access line's 5xx status is an error at any level.
     """
+    if ("HTTP/" in message or "status" in message) and _SERVER_ERROR.search(message):
+        return "ERROR"
     if header:
         level = _header_level(header)
         if level is not None:

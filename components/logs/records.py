@@ -35,6 +35,7 @@ TIME_KEYS = ("timestamp", "time", "ts", "@timestamp", "@t", "__REALTIME_TIMESTAM
 """The fields of a JSON line that say when it was written, the first present wins."""
 LATENCY_KEYS = ("latency_ms", "duration_ms", "elapsed_ms", "response_time_ms")
 """The fields of a JSON line that say how long its request took, in milliseconds."""
+_STATUS_KEYS = ("status", "status_code", "statusCode", "response_code")  # a JSON access log's HTTP status
 _OK_WORDS = frozenset({"ok", "success", "succeeded"})
 _ERROR_WORDS = frozenset({"error", "failed", "failure", "fail"})
 
@@ -130,6 +131,8 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
         malformed.add("invalid_record", line.where, "neither a request (no 'prompt') nor a log event (no 'message')")
         return None
     level = next((_level_name(data[key]) for key in _LEVEL_KEYS if data.get(key)), None)
+    if any(_server_error(data.get(key)) for key in _STATUS_KEYS):
+        level = "ERROR"  # an access log's 5xx (nginx's, Envoy's JSON): the server failed the request, at any level
     stamp = next((data[key] for key in TIME_KEYS if isinstance(data.get(key), str | int | float)), None)
     latency = next((data[key] for key in LATENCY_KEYS if _is_latency(data.get(key))), None)
     # A container runtime's `{"log": "2026-12-05 08:49:42,123 ERROR app: ...\n"}` holds the program's whole line,
@@ -179,6 +182,13 @@ def _level_name(value: Any) -> str:
         if 0 <= value < len(_SYSLOG_LEVELS):
             return _SYSLOG_LEVELS[value]
     return str(value).upper()
+
+
+def _server_error(value: Any) -> bool:
+    """An HTTP status of 500 to 599, as a number or as digits."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    return isinstance(value, int) and not isinstance(value, bool) and 500 <= value <= 599
 
 
 def _is_latency(value: Any) -> bool:  # finite: `1e999` reads as inf, which no request took

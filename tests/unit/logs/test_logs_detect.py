@@ -140,6 +140,27 @@ def test_an_unwritable_output_is_one_sentence(make_windows: WindowsFactory, tmp_
     assert result.output.strip().splitlines() == [said]
 
 
+@pytest.mark.parametrize(("current_5xx", "trigger"), [(0.2, True), (0.01, False)])
+def test_a_rising_share_of_5xx_in_an_access_log_triggers(tmp_path: Path, current_5xx: float, trigger: bool) -> None:
+    # A model served behind nginx: only its access log shows the server failing requests. It read as 0 errors.
+    def window(name: str, day: int, share: float) -> Path:
+        lines = [
+            f'10.0.0.{i % 250 + 1} - - [{day:02d}/Dec/2026:10:{i // 60 % 60:02d}:{i % 60:02d} +0000] '
+            f'"POST /v1/completions HTTP/1.1" {500 if i % round(1 / share) == 0 else 200} {100 + i} "-" "httpx/0.27"'
+            for i in range(600)
+        ]
+        path = tmp_path / name
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    baseline, current = window("before.log", 2, 0.01), window("after.log", 3, current_5xx)
+    report = detect([current], tmp_path / "out" / "report.json", baseline=[baseline])
+    assert report.baseline.log_errors == 6
+    assert report.current.log_errors == round(600 * current_5xx)
+    assert report.trigger is trigger
+    assert ("error_rate" in {finding.kind for finding in report.findings}) is trigger
+
+
 def test_detect_joins_templates_with_the_merge_pass_of_logs_parse(tmp_path: Path) -> None:
     names = ["admin", "oracle", "test", "guest", "ubuntu", "postgres", "git", "pi"]
     lines = [f"2026-11-01 00:00:{i:02d} INFO sshd: Invalid user {names[i % 8]}" for i in range(40)]

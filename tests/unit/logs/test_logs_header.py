@@ -172,6 +172,33 @@ def test_a_logfmt_level_is_read_wherever_the_line_has_it(line: str, level: str) 
     assert level_of(*split_header(line)) == level
 
 
+_CLF = '10.0.0.7 - - [03/Dec/2026:10:00:01 +0000] "POST /v1/completions HTTP/1.1" {} 512 "-" "python-httpx/0.27"'
+
+
+@pytest.mark.parametrize(
+    ("line", "level"),
+    [
+        # An access line's 5xx is the server failing a request: these read as no level (or INFO), so a proxy's or
+        # a model server's rising 5xx share was no error at all, and `logs detect` saw no change.
+        (_CLF.format(502), "ERROR"),  # nginx / Apache combined
+        (_CLF.format(200), None),
+        (_CLF.format(404), None),  # the client's error, not the server's
+        ('10.0.0.7 - - [03/Dec/2026:10:00:01 +0000] "GET /health HTTP/1.1" 200 503', None),  # 503 bytes, not a status
+        ('INFO:     10.0.0.7:51234 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error', "ERROR"),  # uvicorn
+        ('[2026-12-03T10:00:01.310Z] "POST /v1/completions HTTP/2" 503 UF 154 0 226 - "10.0.35.28" "-"', "ERROR"),  # Envoy
+        (
+            '2026-12-03 10:00:01.123 2931 INFO nova.osapi_compute.wsgi.server [req-1 - - - - -] 10.11.10.1 '
+            '"GET /v2/servers/detail HTTP/1.1" status: 500 len: 1893 time: 0.2477829',
+            "ERROR",
+        ),  # OpenStack's WSGI server
+        ('time=2026-12-03T10:00:01Z level=info msg="request done" status=503 path=/v1/completions', "ERROR"),  # logfmt
+        ('time=2026-12-03T10:00:01Z level=info msg="request done" status=200 bytes=503', "INFO"),
+    ],
+)
+def test_an_access_lines_5xx_status_is_an_error_at_any_level(line: str, level: str | None) -> None:
+    assert level_of(*split_header(line)) == level
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [

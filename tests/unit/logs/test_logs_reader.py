@@ -196,6 +196,20 @@ def test_json_lines_of_structlog_pino_and_a_container_runtime(tmp_path: Path) ->
     ]
 
 
+def test_a_json_access_lines_5xx_status_is_an_error_at_any_level(tmp_path: Path) -> None:
+    # nginx's `escape=json` log and Envoy's JSON access log have no level, a service's may say info: a 5xx was none.
+    path = tmp_path / "access.jsonl"
+    path.write_text(
+        '{"remote_addr": "10.0.0.7", "request": "POST /v1/completions HTTP/1.1", "status": "502"}\n'
+        '{"level": "info", "msg": "request done", "status_code": 503}\n'
+        '{"level": "info", "msg": "request done", "status": 404}\n'
+        '{"level": "info", "msg": "request done", "status": "ok"}\n'
+    )
+    entries, malformed = _entries(path)
+    assert malformed.total == 0
+    assert [entry.failed for entry in entries] == [True, True, False, False]
+
+
 @pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
 def test_a_utf16_or_utf32_file_with_its_byte_order_mark_is_read_as_text(tmp_path: Path, encoding: str) -> None:
     # PowerShell's `kubectl logs pod > app.log` writes UTF-16 with a mark: every line was counted `binary`.
