@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ERROR_LEVELS", "level_of", "split_header"]
+__all__ = ["ERROR_LEVELS", "LETTER_LEVELS", "SYSLOG_LEVELS", "level_of", "split_header"]
 
 _UPPER_LEVELS = "TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|SEVERE|FATAL|CRITICAL|CRIT|ALERT|EMERG|PANIC"
 _LEVELS = _UPPER_LEVELS + "|" + _UPPER_LEVELS.lower()
@@ -37,7 +37,10 @@ _LEVELS = _UPPER_LEVELS + "|" + _UPPER_LEVELS.lower()
 _TITLE_LEVELS = "Trace|Debug|Info|Notice|Warn|Warning|Error|Severe|Fatal|Critical|Alert|Panic"
 ERROR_LEVELS = frozenset({"ERROR", "ERR", "SEVERE", "FATAL", "CRITICAL", "CRIT", "ALERT", "EMERG", "PANIC"})
 """Levels (upper-cased) whose lines count as errors."""
-_LETTER_LEVELS = {"V": "TRACE", "D": "DEBUG", "I": "INFO", "W": "WARN", "E": "ERROR", "F": "FATAL"}
+LETTER_LEVELS = {"V": "TRACE", "D": "DEBUG", "I": "INFO", "W": "WARN", "E": "ERROR", "F": "FATAL"}
+"""One-letter levels: logcat's, klog's (`E1205`), MongoDB's (`"s": "E"`)."""
+SYSLOG_LEVELS = ("EMERG", "ALERT", "CRIT", "ERR", "WARNING", "NOTICE", "INFO", "DEBUG")
+"""Syslog's severities by number, 0 to 7: a `<PRI>`'s remainder by 8, journald's PRIORITY, GELF's level."""
 
 _BRACKETED = r"\[(?:[^\[\]]++|\[[^\[\]]*+\])*+\]"  # [main], [Sun Dec 04 04:47:44 2005], [QuorumPeer[myid=1]/0:...]
 _TIME = r"\d{1,2}:\d{1,2}:\d{1,2}(?:[.,:]\d+)?"  # 20:10:40,978; HealthApp's 22:15:29:606 and 22:16:0:159
@@ -148,7 +151,12 @@ _LOG15_LEVELS = {"EROR": "ERROR", "DBUG": "DEBUG"}
 # is the server failing a request: an error, whatever level the line was written at.
 _SERVER_ERROR = re.compile(
     r'HTTP/[\d.]+"\s+(?:status:\s*)?5\d\d(?![\w.])|(?<![\w.])(?:status|status_code)="?5\d\d(?![\w.])'
+    r"|(?<!\S)-?\d+/-?\d+/-?\d+/-?\d+/\+?\d+\s+5\d\d(?!\S)"  # HAProxy: its timers Tq/Tw/Tc/Tr/Tt, then the status
 )
+# Microsoft.Extensions.Logging's console (.NET): `fail: Category[EventId]`; its `info:` and `warn:` are levels already.
+_DOTNET_LEVEL = re.compile(r"(trce|dbug|fail|crit): ")
+_DOTNET_LEVELS = {"trce": "TRACE", "dbug": "DEBUG", "fail": "ERROR", "crit": "CRITICAL"}
+_PRIORITY = re.compile(r"\s*<(\d{1,3})>")  # a syslog line's `<PRI>`: facility × 8 + severity
 
 _STAMPED, _FIELDED, _OTHER = 0, 1, 2
 
@@ -364,7 +372,7 @@ def _header_level(header: str) -> str | None:
     previous = ""
     for token in header.split():
         if _LETTER.fullmatch(token) and previous not in ("stdout", "stderr"):
-            return _LETTER_LEVELS[token[0]]
+            return LETTER_LEVELS[token[0]]
         previous = token
     return None
 
@@ -381,11 +389,16 @@ def level_of(header: str, message: str) -> str | None:
         level = _header_level(header)
         if level is not None:
             return level
-    elif found := _BARE_LEVEL.match(message.lstrip()):
+    if dotnet := _DOTNET_LEVEL.match(message):
+        return _DOTNET_LEVELS[dotnet.group(1)]
+    if not header and (found := _BARE_LEVEL.match(message.lstrip())):
         return found.group(1).upper()
     for text in (header, message):
         if "=" in text and (keyed := _KEYED_LEVEL.search(text)):
             level = keyed.group(1).upper()
             return _LOG15_LEVELS.get(level, level)
-    spotted = _MESSAGE_LEVEL.search(message)
-    return "ERROR" if spotted else None
+    if _MESSAGE_LEVEL.search(message):
+        return "ERROR"
+    # Last, a syslog priority's severity (`<11>1 …` is an error): many programs log every line at one priority.
+    priority = _PRIORITY.match(header)
+    return SYSLOG_LEVELS[int(priority.group(1)) % 8] if priority and int(priority.group(1)) <= 191 else None

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from components.logs.header import LETTER_LEVELS, SYSLOG_LEVELS
 from components.logs.masking import ERROR_LEVELS, level_of, split_header
 from components.logs.multiline import BLANK, EXCEPTION, HEAD, MORE, fold, joined_message, traced_level
 from components.logs.reader import MAX_LINE_BYTES, Malformed, SourceLine, clean_text, read_lines
@@ -31,6 +32,7 @@ Feedback = Literal["positive", "negative", "none"]
 # journald's `journalctl -o json` (MESSAGE, PRIORITY, __REALTIME_TIMESTAMP in µs) and GELF (short_message) too.
 _MESSAGE_KEYS = ("message", "msg", "log", "@m", "@mt", "event", "MESSAGE", "short_message")
 _LEVEL_KEYS = ("level", "severity", "levelname", "log.level", "@l", "PRIORITY")  # `log.level`: Elastic's ECS
+_MONGODB_SEVERITY = re.compile(r"[FEWI]|D[1-5]?")  # MongoDB's `"s"`: one letter, debug with its verbosity
 TIME_KEYS = ("timestamp", "time", "ts", "@timestamp", "@t", "__REALTIME_TIMESTAMP")
 """The fields of a JSON line that say when it was written, the first present wins."""
 LATENCY_KEYS = ("latency_ms", "duration_ms", "elapsed_ms", "response_time_ms")
@@ -131,9 +133,13 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
         malformed.add("invalid_record", line.where, "neither a request (no 'prompt') nor a log event (no 'message')")
         return None
     level = next((_level_name(data[key]) for key in _LEVEL_KEYS if data.get(key)), None)
+    if level is None and isinstance(data.get("s"), str) and _MONGODB_SEVERITY.fullmatch(data["s"]):
+        level = LETTER_LEVELS[data["s"][0]]
     if any(_server_error(data.get(key)) for key in _STATUS_KEYS):
         level = "ERROR"  # an access log's 5xx (nginx's, Envoy's JSON): the server failed the request, at any level
     stamp = next((data[key] for key in TIME_KEYS if isinstance(data.get(key), str | int | float)), None)
+    if stamp is None and isinstance(data.get("t"), dict):  # MongoDB's `"t": {"$date": "2026-12-03T10:00:00.123Z"}`
+        stamp = data["t"].get("$date") if isinstance(data["t"].get("$date"), str) else None
     latency = next((data[key] for key in LATENCY_KEYS if _is_latency(data.get(key))), None)
     # A container runtime's `{"log": "2026-12-05 08:49:42,123 ERROR app: ...\n"}` holds the program's whole line,
     # colours and all (JSON writes ESC as `\u001b`, so only now is it one).
@@ -170,7 +176,6 @@ def _fields_text(data: dict[str, Any]) -> str:
 
 # pino and bunyan write levels as numbers; journald's PRIORITY and GELF's level are syslog's severities, 0 to 7.
 _NUMBERED_LEVELS = {10: "TRACE", 20: "DEBUG", 30: "INFO", 40: "WARN", 50: "ERROR", 60: "FATAL"}
-_SYSLOG_LEVELS = ("EMERG", "ALERT", "CRIT", "ERR", "WARNING", "NOTICE", "INFO", "DEBUG")
 
 
 def _level_name(value: Any) -> str:
@@ -179,8 +184,8 @@ def _level_name(value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         if value in _NUMBERED_LEVELS:
             return _NUMBERED_LEVELS[value]
-        if 0 <= value < len(_SYSLOG_LEVELS):
-            return _SYSLOG_LEVELS[value]
+        if 0 <= value < len(SYSLOG_LEVELS):
+            return SYSLOG_LEVELS[value]
     return str(value).upper()
 
 

@@ -200,6 +200,31 @@ def test_an_access_lines_5xx_status_is_an_error_at_any_level(line: str, level: s
 
 
 @pytest.mark.parametrize(
+    ("line", "level"),
+    [
+        # A syslog priority's severity is the line's level where nothing else names one: these were no level.
+        ("<11>1 2026-12-03T10:00:00.123Z host app 123 - - disk failure", "ERR"),  # 11 = user.err
+        ("<10>Dec  3 10:00:00 host app[1]: disk failure", "CRIT"),  # RFC 3164, 10 = user.crit
+        ("<14>1 2026-12-03T10:00:00.123Z host app 123 - - all good", "INFO"),
+        ("<14>1 2026-12-03T10:00:00.123Z host app 123 - - ERROR lookup failed", "ERROR"),  # the program's own word
+        # HAProxy's HTTP log: its timers, then the status, the request line last.
+        (
+            '10.0.0.1:5000 [03/Dec/2026:10:00:00.123] fe be/srv1 0/0/1/-1/2 503 212 - - SC-- 1/1/0/0/0 0/0 '
+            '"POST /v1/completions HTTP/1.1"',
+            "ERROR",
+        ),
+        ('10.0.0.1:5000 [03/Dec/2026:10:00:00.123] fe be/srv1 0/0/1/4/5 200 512 - - ---- 1/1/0/0/0 0/0 "GET / HTTP/1.1"', None),
+        # .NET's console logger writes `fail:` and `crit:` where others write ERROR and CRITICAL.
+        ("fail: Microsoft.AspNetCore.Server.Kestrel[13]", "ERROR"),
+        ("2026-12-03 10:00:00 crit: Microsoft.Hosting.Lifetime[6]", "CRITICAL"),
+        ("fail to see why: a plain message", None),
+    ],
+)
+def test_syslog_priorities_haproxy_and_dotnet_levels(line: str, level: str | None) -> None:
+    assert level_of(*split_header(line)) == level
+
+
+@pytest.mark.parametrize(
     ("line", "message"),
     [
         ('ts=2026-12-05T08:49:42.123Z caller=main.go:12 level=info msg="Server is ready"', 'msg="Server is ready"'),

@@ -196,6 +196,19 @@ def test_json_lines_of_structlog_pino_and_a_container_runtime(tmp_path: Path) ->
     ]
 
 
+def test_mongodb_json_lines_are_read_with_their_one_letter_severity_and_time(tmp_path: Path) -> None:
+    # MongoDB (4.4 on) writes `"s": "E"` and `"t": {"$date": …}`: every line was no level and no time.
+    path = tmp_path / "mongod.log"
+    line = '{{"t":{{"$date":"2026-12-03T10:00:0{}.123+00:00"}},"s":"{}","c":"NETWORK","id":1,"ctx":"conn1","msg":"{}"}}\n'
+    path.write_text(line.format(1, "E", "Error receiving request") + line.format(2, "I", "Connection accepted"))
+    entries, malformed = _entries(path)
+    assert malformed.total == 0
+    assert entries == [
+        LogEvent("Error receiving request", "ERROR", "2026-12-03T10:00:01.123+00:00"),
+        LogEvent("Connection accepted", "INFO", "2026-12-03T10:00:02.123+00:00"),
+    ]
+
+
 def test_a_json_access_lines_5xx_status_is_an_error_at_any_level(tmp_path: Path) -> None:
     # nginx's `escape=json` log and Envoy's JSON access log have no level, a service's may say info: a 5xx was none.
     path = tmp_path / "access.jsonl"
