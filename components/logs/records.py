@@ -127,24 +127,35 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
             malformed.add("invalid_record", line.where, f"{field}: {problem['msg']}")
             return None
     message = next((data[key] for key in _MESSAGE_KEYS if isinstance(data.get(key), str)), None)
+    if message is None:  # Rust's tracing-subscriber (TGI, vector) nests it: `"fields": {"message": …}`
+        message = _nested(data, "fields", "message")
     if message is None:
         message = _fields_text(data)
     if not message:
         malformed.add("invalid_record", line.where, "neither a request (no 'prompt') nor a log event (no 'message')")
         return None
     level = next((_level_name(data[key]) for key in _LEVEL_KEYS if data.get(key)), None)
+    if level is None and (ecs := _nested(data, "log", "level")):  # ECS writes `log.level` nested as well
+        level = _level_name(ecs)
     if level is None and isinstance(data.get("s"), str) and _MONGODB_SEVERITY.fullmatch(data["s"]):
         level = LETTER_LEVELS[data["s"][0]]
     if any(_server_error(data.get(key)) for key in _STATUS_KEYS):
         level = "ERROR"  # an access log's 5xx (nginx's, Envoy's JSON): the server failed the request, at any level
     stamp = next((data[key] for key in TIME_KEYS if isinstance(data.get(key), str | int | float)), None)
-    if stamp is None and isinstance(data.get("t"), dict):  # MongoDB's `"t": {"$date": "2026-12-03T10:00:00.123Z"}`
-        stamp = data["t"].get("$date") if isinstance(data["t"].get("$date"), str) else None
+    if stamp is None:  # MongoDB's `"t": {"$date": "2026-12-03T10:00:00.123Z"}`
+        stamp = _nested(data, "t", "$date")
     latency = next((data[key] for key in LATENCY_KEYS if _is_latency(data.get(key))), None)
     # A container runtime's `{"log": "2026-12-05 08:49:42,123 ERROR app: ...\n"}` holds the program's whole line,
     # colours and all (JSON writes ESC as `\u001b`, so only now is it one).
     header, message = split_header(clean_text(message))
     return LogEvent(message.strip(), level or level_of(header, message), stamp, latency)
+
+
+def _nested(data: dict[str, Any], outer: str, inner: str) -> str | None:
+    """The text at `data[outer][inner]`, if there is one."""
+    nested = data.get(outer)
+    value = nested.get(inner) if isinstance(nested, dict) else None
+    return value if isinstance(value, str) else None
 
 
 _FIELDS_READ = 32

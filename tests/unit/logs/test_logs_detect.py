@@ -145,7 +145,7 @@ def test_a_rising_share_of_5xx_in_an_access_log_triggers(tmp_path: Path, current
     # A model served behind nginx: only its access log shows the server failing requests. It read as 0 errors.
     def window(name: str, day: int, share: float) -> Path:
         lines = [
-            f'10.0.0.{i % 250 + 1} - - [{day:02d}/Dec/2026:10:{i // 60 % 60:02d}:{i % 60:02d} +0000] '
+            f"10.0.0.{i % 250 + 1} - - [{day:02d}/Dec/2026:10:{i // 60 % 60:02d}:{i % 60:02d} +0000] "
             f'"POST /v1/completions HTTP/1.1" {500 if i % round(1 / share) == 0 else 200} {100 + i} "-" "httpx/0.27"'
             for i in range(600)
         ]

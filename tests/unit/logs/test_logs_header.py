@@ -183,11 +183,14 @@ _CLF = '10.0.0.7 - - [03/Dec/2026:10:00:01 +0000] "POST /v1/completions HTTP/1.1
         (_CLF.format(502), "ERROR"),  # nginx / Apache combined
         (_CLF.format(200), None),
         (_CLF.format(404), None),  # the client's error, not the server's
-        ('10.0.0.7 - - [03/Dec/2026:10:00:01 +0000] "GET /health HTTP/1.1" 200 503', None),  # 503 bytes, not a status
-        ('INFO:     10.0.0.7:51234 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error', "ERROR"),  # uvicorn
-        ('[2026-12-03T10:00:01.310Z] "POST /v1/completions HTTP/2" 503 UF 154 0 226 - "10.0.35.28" "-"', "ERROR"),  # Envoy
+        # 503 bytes, not a status
+        ('10.0.0.7 - - [03/Dec/2026:10:00:01 +0000] "GET /health HTTP/1.1" 200 503', None),
+        # uvicorn
+        ('INFO:     10.0.0.7:51234 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error', "ERROR"),
+        # Envoy
+        ('[2026-12-03T10:00:01.310Z] "POST /v1/completions HTTP/2" 503 UF 154 0 226 - "10.0.35.28" "-"', "ERROR"),
         (
-            '2026-12-03 10:00:01.123 2931 INFO nova.osapi_compute.wsgi.server [req-1 - - - - -] 10.11.10.1 '
+            "2026-12-03 10:00:01.123 2931 INFO nova.osapi_compute.wsgi.server [req-1 - - - - -] 10.11.10.1 "
             '"GET /v2/servers/detail HTTP/1.1" status: 500 len: 1893 time: 0.2477829',
             "ERROR",
         ),  # OpenStack's WSGI server
@@ -209,11 +212,15 @@ def test_an_access_lines_5xx_status_is_an_error_at_any_level(line: str, level: s
         ("<14>1 2026-12-03T10:00:00.123Z host app 123 - - ERROR lookup failed", "ERROR"),  # the program's own word
         # HAProxy's HTTP log: its timers, then the status, the request line last.
         (
-            '10.0.0.1:5000 [03/Dec/2026:10:00:00.123] fe be/srv1 0/0/1/-1/2 503 212 - - SC-- 1/1/0/0/0 0/0 '
+            "10.0.0.1:5000 [03/Dec/2026:10:00:00.123] fe be/srv1 0/0/1/-1/2 503 212 - - SC-- 1/1/0/0/0 0/0 "
             '"POST /v1/completions HTTP/1.1"',
             "ERROR",
         ),
-        ('10.0.0.1:5000 [03/Dec/2026:10:00:00.123] fe be/srv1 0/0/1/4/5 200 512 - - ---- 1/1/0/0/0 0/0 "GET / HTTP/1.1"', None),
+        (
+            "10.0.0.1:5000 [03/Dec/2026:10:00:00.123] fe be/srv1 0/0/1/4/5 200 512 - - ---- 1/1/0/0/0 0/0 "
+            '"GET / HTTP/1.1"',
+            None,
+        ),
         # .NET's console logger writes `fail:` and `crit:` where others write ERROR and CRITICAL.
         ("fail: Microsoft.AspNetCore.Server.Kestrel[13]", "ERROR"),
         ("2026-12-03 10:00:00 crit: Microsoft.Hosting.Lifetime[6]", "CRITICAL"),

@@ -199,13 +199,30 @@ def test_json_lines_of_structlog_pino_and_a_container_runtime(tmp_path: Path) ->
 def test_mongodb_json_lines_are_read_with_their_one_letter_severity_and_time(tmp_path: Path) -> None:
     # MongoDB (4.4 on) writes `"s": "E"` and `"t": {"$date": …}`: every line was no level and no time.
     path = tmp_path / "mongod.log"
-    line = '{{"t":{{"$date":"2026-12-03T10:00:0{}.123+00:00"}},"s":"{}","c":"NETWORK","id":1,"ctx":"conn1","msg":"{}"}}\n'
+    line = '{{"t":{{"$date":"2026-12-03T10:00:0{}.123+00:00"}},"s":"{}","c":"NETWORK","ctx":"conn1","msg":"{}"}}\n'
     path.write_text(line.format(1, "E", "Error receiving request") + line.format(2, "I", "Connection accepted"))
     entries, malformed = _entries(path)
     assert malformed.total == 0
     assert entries == [
         LogEvent("Error receiving request", "ERROR", "2026-12-03T10:00:01.123+00:00"),
         LogEvent("Connection accepted", "INFO", "2026-12-03T10:00:02.123+00:00"),
+    ]
+
+
+def test_nested_message_and_level_fields_of_rust_tracing_and_elastic_ecs(tmp_path: Path) -> None:
+    # TGI (Rust's tracing-subscriber) nests its message in `fields`; ECS may nest `log.level`. The first was read as
+    # `fields.message="…" target=…`, the second had no level.
+    path = tmp_path / "events.jsonl"
+    path.write_text(
+        '{"timestamp":"2026-12-03T10:00:00.123Z","level":"ERROR","fields":{"message":"Shard 0 failed"},'
+        '"target":"text_generation_launcher"}\n'
+        '{"@timestamp":"2026-12-03T10:00:01Z","log":{"level":"error","logger":"app"},"message":"db down"}\n'
+    )
+    entries, malformed = _entries(path)
+    assert malformed.total == 0
+    assert entries == [
+        LogEvent("Shard 0 failed", "ERROR", "2026-12-03T10:00:00.123Z"),
+        LogEvent("db down", "ERROR", "2026-12-03T10:00:01Z"),
     ]
 
 
