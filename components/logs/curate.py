@@ -46,6 +46,10 @@ def _normalized(prompt: str) -> str:
     return " ".join(prompt.split())
 
 
+SPLIT_FILES = {"train": "train.jsonl", "eval": "eval.jsonl"}
+"""The files a Curator writes into its directory, by split."""
+
+
 class Curator:
     """Writes `train.jsonl` and `eval.jsonl` into a directory from the corrected requests it is offered."""
 
@@ -54,10 +58,12 @@ class Curator:
             raise ValueError(f"the eval fraction must be in [0, 1), got {eval_fraction}")
         self._made = make_dirs(out_dir)  # removed again by `discard`
         self.summary = DatasetSummary(
-            train=str(out_dir / "train.jsonl"), eval=str(out_dir / "eval.jsonl"), eval_fraction=eval_fraction
+            train=str(out_dir / SPLIT_FILES["train"]),
+            eval=str(out_dir / SPLIT_FILES["eval"]),
+            eval_fraction=eval_fraction,
         )
         self._seen: set[bytes] = set()
-        self._paths = {"train": out_dir / ".train.jsonl.tmp", "eval": out_dir / ".eval.jsonl.tmp"}
+        self._paths = {split: out_dir / f".{name}.tmp" for split, name in SPLIT_FILES.items()}
         self._files = {split: path.open("w", encoding="utf-8") for split, path in self._paths.items()}
         # The train example that moves to eval if hashing sent none there: (its hash position, its line number).
         self._first_train: tuple[float, int] | None = None

@@ -19,9 +19,16 @@ from pydantic import ValidationError
 from components.errors import InputError
 from components.files import write_text
 from components.logs.compare import DetectPolicy, compare
-from components.logs.curate import Curator
+from components.logs.curate import SPLIT_FILES, Curator
 from components.logs.interval import TimeWindow
-from components.logs.reader import MAX_LINE_BYTES, LogSourceError, Malformed, SourceLine, expand_sources
+from components.logs.reader import (
+    MAX_LINE_BYTES,
+    LogSourceError,
+    Malformed,
+    SourceLine,
+    expand_sources,
+    refuse_overwriting,
+)
 from components.logs.records import Entry, RequestRecord, read_entries
 from components.logs.report import DetectionReport, StateInfo, build_report
 from components.logs.templates import Miner, MinerSettings
@@ -235,9 +242,15 @@ def detect(
     """
     policy = policy or DetectPolicy()
     _check_windows(baseline, baseline_window, current_window)
-    expand_sources(current)  # fail on a missing source before any work
+    read = expand_sources(current)  # fail on a missing source before any work
     if baseline:
-        expand_sources(baseline)
+        read += expand_sources(baseline)
+    written = [
+        report_path,
+        report_path.with_name("report.md"),
+        *(report_path.with_name(n) for n in SPLIT_FILES.values()),
+    ]
+    refuse_overwriting(read, [(path, "--out") for path in written])
     from_current = baseline_window is not None and not baseline
     previous = None if baseline or from_current else _previous_window(state_dir)
     miners = (

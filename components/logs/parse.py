@@ -19,7 +19,15 @@ from pydantic import BaseModel
 from components.files import make_dirs, remove_made_dirs
 from components.logs.masking import MASK, LineTokenizer, shown_tokens, template_pattern
 from components.logs.multiline import BLANK, EXCEPTION, HEAD, MORE, fold, joined_message
-from components.logs.reader import MAX_LINE_BYTES, LogSourceError, Malformed, SourceLine, expand_sources, read_lines
+from components.logs.reader import (
+    MAX_LINE_BYTES,
+    LogSourceError,
+    Malformed,
+    SourceLine,
+    expand_sources,
+    read_lines,
+    refuse_overwriting,
+)
 from components.logs.records import RequestRecord, classify
 from components.logs.refine import RefineSummary, TemplateRefiner
 from components.logs.scoring import grouping_accuracy
@@ -66,6 +74,7 @@ def parse_files(
     the templates are refined by an LLM (`refine.py`) before the rows are written.
     """
     files = expand_sources(sources)
+    refuse_overwriting(files, [(out, "--out")] + ([(state_file, "--state")] if state_file is not None else []))
     miner = Miner(settings, state_file)
     malformed = Malformed()
     made = make_dirs(out.parent)  # removed again when the sources turn out to be unusable

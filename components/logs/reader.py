@@ -173,6 +173,28 @@ def expand_sources(sources: Iterable[Path | str]) -> list[Path]:
     return unique
 
 
+def refuse_overwriting(files: Iterable[Path], outputs: Iterable[tuple[Path, str]]) -> None:
+    """Raise LogSourceError when an output (path, the option that names it) is one of the log `files` being read.
+
+    Writing there would replace a log with what was mined from it (`logs parse app.log --out app.log`, or a glob that
+    takes in the report of a previous run); links and a second name of the same file count, by their inode.
+    """
+    read = {(info.st_dev, info.st_ino) for file in files if file != STDIN and (info := _stat(file)) is not None}
+    for path, option in outputs:
+        info = _stat(path)
+        if info is not None and (info.st_dev, info.st_ino) in read:
+            raise LogSourceError(
+                f"{option} {path} is one of the logs being read: writing there would replace it; give another {option}"
+            )
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except (OSError, ValueError):  # a path that does not exist yet, or one the system cannot name
+        return None
+
+
 def _glob(pattern: str) -> list[Path]:
     """The files `pattern` matches, hidden ones only where it names them; `**` takes no link to a directory.
 

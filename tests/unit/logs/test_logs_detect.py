@@ -212,3 +212,19 @@ def test_a_report_path_that_is_a_directory_is_refused_before_anything_is_written
     parsed = CliRunner().invoke(app, ["parse", str(source / "current"), "--out", str(out)])
     assert parsed.exit_code == 1 and parsed.stderr.strip().endswith("is a directory; give the path of a file to write")
     assert list(out.iterdir()) == [] and not (tmp_path / ".parsed.csv.tmp").exists()
+
+
+def test_a_log_among_the_files_detect_writes_is_refused_and_kept(tmp_path: Path) -> None:
+    # A glob or a directory that takes in the last run's output (`--current runs/ --out runs/`) was overwritten.
+    out = tmp_path / "out"
+    out.mkdir()
+    log = out / "train.jsonl"
+    content = "".join(f'{{"prompt": "q{i}", "completion": "a{i}"}}\n' for i in range(40))
+    log.write_text(content)
+    result = CliRunner().invoke(app, ["detect", "--current", str(out), "--out", str(out)])
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        f"error: --out {log} is one of the logs being read: writing there would replace it; give another --out"
+    )
+    assert log.read_text() == content
+    assert [path.name for path in out.iterdir()] == ["train.jsonl"]

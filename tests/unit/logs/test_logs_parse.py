@@ -323,3 +323,24 @@ def test_logs_that_are_not_utf8_say_to_convert_them(tmp_path):
     assert result.exit_code == 1
     assert "2 invalid_utf8): convert the logs to UTF-8" in result.stderr
     assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize("option", ["--out", "--state"])
+def test_an_output_that_is_one_of_the_logs_is_refused_and_the_log_kept(tmp_path: Path, option: str) -> None:
+    # `logs parse app.log --out app.log` replaced the log with its CSV, and said it had done well.
+    log = tmp_path / "app.log"
+    content = "".join(f"2026-12-03 10:00:{i:02d} INFO request {i} done\n" for i in range(20))
+    log.write_text(content)
+    (tmp_path / "link.log").symlink_to(log)  # the same file by another name counts
+    for target in (log, tmp_path / "link.log"):
+        args = ["parse", str(tmp_path), "--out", str(tmp_path / "o.csv"), option, str(target)]
+        if option == "--out":
+            args = ["parse", str(log), "--out", str(target)]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 1
+        assert result.output.strip() == (
+            f"error: {option} {target} is one of the logs being read: writing there would replace it; "
+            f"give another {option}"
+        )
+        assert log.read_text() == content
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["app.log", "link.log"]
