@@ -19,7 +19,7 @@ from components.errors import InputError
 from components.files import kind_of, read_dataset
 from components.untrusted import loads_json
 
-__all__ = ["ROLES", "Record", "read_records"]
+__all__ = ["ROLES", "Record", "chat_messages", "read_records"]
 
 Record = dict[str, Any]  # {"prompt", "completion"} or {"messages", "completion"}, with "category" when given
 
@@ -78,9 +78,7 @@ def _record(value: Any, where: str, answered: bool = True) -> Record:
     if "prompt" in value or "completion" in value:
         return {"prompt": _text(value, "prompt", where), "completion": answer("completion"), **category}
     if "messages" in value:
-        messages = _list(value, "messages", where)
-        chat = [_message(m, f"{where} message {i}") for i, m in enumerate(messages, start=1)]
-        return _chat(chat, where, category, answered)
+        return _chat(chat_messages(value, where), where, category, answered)
     if "conversations" in value:
         turns = _list(value, "conversations", where)
         return _chat([_turn(t, f"{where} turn {i}") for i, t in enumerate(turns, start=1)], where, category, answered)
@@ -94,6 +92,15 @@ def _record(value: Any, where: str, answered: bool = True) -> Record:
             **category,
         }
     raise InputError(f"{where} has none of {_SHAPES}; give each record one of these shapes")
+
+
+def chat_messages(value: dict[str, Any], where: str) -> list[dict[str, str]]:
+    """The `messages` of an OpenAI chat record, each `{"role", "content"}` with its text parts joined.
+
+    InputError naming `where` and the message otherwise. A request log's chat requests are read so too (`logs`).
+    """
+    messages = _list(value, "messages", where)
+    return [_message(m, f"{where} message {i}") for i, m in enumerate(messages, start=1)]
 
 
 def _chat(messages: list[dict[str, str]], where: str, category: dict[str, str], answered: bool) -> Record:

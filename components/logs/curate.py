@@ -76,17 +76,23 @@ class Curator:
         # Data, never commands: what the model would learn must not tell it (or the agent reading it) what to do.
         # And no credential a user pasted (`sk-…`, a bearer token): a model learns what it is shown.
         prompt, correction = redact_text(clean(record.prompt)), redact_text(clean(record.correction))
-        if max(len(prompt), len(correction)) > MAX_FIELD or instruction_in(prompt) or instruction_in(correction):
+        # A chat request is learnt as its conversation, the correction its answer: every message is checked.
+        chat = [{"role": m["role"], "content": redact_text(clean(m["content"]))} for m in record.messages]
+        texts = [m["content"] for m in chat] or [prompt]
+        if any(len(text) > MAX_FIELD or instruction_in(text) for text in (*texts, correction)):
             self.summary.rejected += 1
             return False
-        digest = hashlib.sha256(_normalized(prompt).encode("utf-8")).digest()
+        asked = json.dumps([[m["role"], _normalized(m["content"])] for m in chat]) if chat else _normalized(prompt)
+        digest = hashlib.sha256(asked.encode("utf-8")).digest()
         if digest in self._seen:
             self.summary.duplicates += 1
             return False
         self._seen.add(digest)
         position = int.from_bytes(digest[:8], "big") / 2**64
         split = "eval" if position < self.summary.eval_fraction else "train"
-        example = {"prompt": prompt, "completion": correction}
+        example: dict[str, object] = {"prompt": prompt, "completion": correction}
+        if chat:
+            example = {"messages": [*chat, {"role": "assistant", "content": correction}]}
         example |= {"category": clean(record.category)} if record.category else {}
         line = json.dumps(example, ensure_ascii=False)
         self._files[split].write(line + "\n")

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from components.errors import InputError
 from components.logs.header import LETTER_LEVELS, SYSLOG_LEVELS
 from components.logs.masking import ERROR_LEVELS, level_of, split_header
 from components.logs.multiline import BLANK, EXCEPTION, HEAD, MORE, fold, joined_message, traced_level
@@ -43,12 +44,17 @@ _ERROR_WORDS = frozenset({"error", "failed", "failure", "fail"})
 
 
 class RequestRecord(BaseModel):
-    """One request the model served, as the service logs it (one JSON object per line)."""
+    """One request the model served, as the service logs it (one JSON object per line).
+
+    A completion request logs its `prompt`; a chat request its `messages` (OpenAI's shape, read as fine-tuning reads
+    them), and then its prompt is the last user message: what is mined and compared.
+    """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     prompt: str
-    completion: str = ""
+    messages: tuple[dict[str, str], ...] = ()
+    completion: str = Field(default="", validation_alias=AliasChoices("completion", "response"))
     request_id: str = ""
     timestamp: str | None = Field(default=None, validation_alias=AliasChoices(*TIME_KEYS))
     latency_ms: float | None = Field(
@@ -118,9 +124,12 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
     if not isinstance(data, dict):
         malformed.add("invalid_record", line.where, "a JSON line must be an object")
         return None
-    if "prompt" in data:
+    if "prompt" in data or _is_chat(data.get("messages")):
         try:
-            return RequestRecord.model_validate(data)
+            return RequestRecord.model_validate(_request(data))
+        except InputError as err:
+            malformed.add("invalid_record", line.where, str(err))
+            return None
         except ValidationError as err:
             problem = err.errors()[0]
             field = ".".join(str(part) for part in problem["loc"]) or "record"
@@ -149,6 +158,24 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
     # colours and all (JSON writes ESC as `\u001b`, so only now is it one).
     header, message = split_header(clean_text(message))
     return LogEvent(message.strip(), level or level_of(header, message), stamp, latency)
+
+
+def _is_chat(messages: Any) -> bool:
+    """`messages` as a chat request logs them: a list of objects with a role (a count of messages is no chat)."""
+    return isinstance(messages, list) and bool(messages) and all(isinstance(m, dict) and "role" in m for m in messages)
+
+
+def _request(data: dict[str, Any]) -> dict[str, Any]:
+    """A request's fields: a chat request (`messages`, no `prompt`) asks its last user message (else its last)."""
+    if "messages" not in data:
+        return data
+    if "prompt" in data:  # a completion request: its prompt is what was asked
+        return {key: value for key, value in data.items() if key != "messages"}
+    from components.finetune.records import chat_messages
+
+    messages = chat_messages(data, "the request")
+    asked = next((m["content"] for m in reversed(messages) if m["role"] == "user"), messages[-1]["content"])
+    return {**data, "prompt": asked, "messages": messages}
 
 
 def _nested(data: dict[str, Any], outer: str, inner: str) -> str | None:

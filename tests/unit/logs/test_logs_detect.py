@@ -228,3 +228,41 @@ def test_a_log_among_the_files_detect_writes_is_refused_and_kept(tmp_path: Path)
     )
     assert log.read_text() == content
     assert [path.name for path in out.iterdir()] == ["train.jsonl"]
+
+
+def test_chat_requests_are_requests_their_corrections_learnt_as_conversations(tmp_path: Path) -> None:
+    # A chat service logs OpenAI's `messages`, not a `prompt`: every such line was a plain log event, so negative
+    # feedback was never counted and no correction became training data.
+    from components.finetune.records import read_records
+
+    def request(i: int, feedback: str, correction: str | None) -> str:
+        messages = [
+            {"role": "system", "content": "You are the shop's assistant."},
+            {"role": "user", "content": [{"type": "text", "text": f"where is order {i}?"}]},
+        ]
+        record = {"request_id": f"r{i}", "messages": messages, "response": "no idea", "feedback": feedback}
+        return json.dumps(record | ({"correction": f"Order {i} ships today."} if correction else {}))
+
+    baseline, current = tmp_path / "before.jsonl", tmp_path / "after.jsonl"
+    baseline.write_text("".join(request(i, "positive", None) + "\n" for i in range(60)))
+    current.write_text(
+        "".join(request(i, "negative", "yes") + "\n" for i in range(40))
+        + "".join(request(i, "positive", None) + "\n" for i in range(40, 60))
+        + '{"messages": [{"role": "robot", "content": "x"}]}\n'  # a role no chat has: one sentence, counted
+        + '{"level": "info", "msg": "queue drained", "messages": 3}\n'  # a count of messages: a log event
+    )
+    report = detect([current], tmp_path / "out" / "report.json", baseline=[baseline])
+    assert (report.current.requests, report.current.negative_feedback, report.current.log_lines) == (60, 40, 1)
+    assert report.current.malformed.counts == {"invalid_record": 1}
+    assert report.current.malformed.examples["invalid_record"][0].endswith(
+        "the request message 1 has role 'robot'; use one of system, developer, user, assistant, tool"
+    )
+    assert [t.template for t in report.top_templates if t.key.startswith("prompt")] == ["where is order <*>"]
+    assert report.trigger
+    learnt = read_records(tmp_path / "out" / "train.jsonl", "training set") + read_records(
+        tmp_path / "out" / "eval.jsonl", "evaluation set"
+    )
+    assert len(learnt) == 40
+    assert learnt[0]["messages"][0] == {"role": "system", "content": "You are the shop's assistant."}
+    assert learnt[0]["messages"][1]["content"].startswith("where is order ")
+    assert learnt[0]["completion"].startswith("Order ")
