@@ -83,6 +83,7 @@ _FIELD = (
     + _UPPER_LEVELS
     + r"|LOG):"  # a level with its colon: PostgreSQL's `LOG:  `, `ERROR:  `
     r"|UTC|GMT|[ECMP][SD]T|CES?T|BST|IST|JST|KST|AE[SD]T|EES?T|WES?T|MSK|HKT|SGT"  # a zone by its name
+    r"|AM|PM"  # a 12-hour clock's half (java.util.logging's `Dec 03, 2026 1:00:00 PM`)
     r"|\d+#\d+:|\*\d+"  # nginx's pid#thread: and *connection
     r"|[*#.]"  # Redis's level, one character (`_LEVEL_MARKS`)
     r"),?"

@@ -2,10 +2,10 @@
 
 `--baseline-window` / `--current-window` cut one log source by time, so every line needs a time: the formats that
 services, web servers and the Loghub systems write are recognized by their shape (ISO 8601 and its basic
-`yyyyMMddTHHmmss`, syslog, Apache, Spark's `yy/MM/dd`, HDFS's `yyMMdd HHmmss`, BGL's `yyyy-MM-dd-HH.mm.ss`, epoch
-seconds or milliseconds, ...). The leftmost time in the first characters of a line wins; a time without a zone is
-UTC, a time without a year (syslog) takes the year that puts it at most a month after `reference`. Times are epoch
-seconds (float, UTC).
+`yyyyMMddTHHmmss`, syslog, Apache, Tomcat, java.util.logging's 12-hour clock, dotted dates, Spark's `yy/MM/dd`,
+HDFS's `yyMMdd HHmmss`, BGL's `yyyy-MM-dd-HH.mm.ss`, epoch seconds or milliseconds, ...). The leftmost time in the
+first characters of a line wins; a time without a zone is UTC, a time without a year (syslog) takes the year that puts
+it at most a month after `reference`. Times are epoch seconds (float, UTC).
 """
 
 from __future__ import annotations
@@ -46,6 +46,13 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
     ("ctime", r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+" + _MON + r"\s+(\d{1,2})\s+" + _HMS + _FRACTION + r"\s+(\d{4})"),
     # Apache/nginx access log: 03/Nov/2026:12:00:01 +0000
     ("clf", r"(\d{2})/" + _MON + r"/(\d{4}):" + _HMS + r"(?:\s([+-]\d{4}))?"),
+    # the day, the month by its name and the year joined by dashes: Tomcat's 03-Dec-2026 10:00:00.123, PHP's error log
+    ("day_month_year_dashed", r"(?<!\d)(\d{1,2})-" + _MON + r"-(\d{4})[ :]" + _HMS + _FRACTION),
+    # java.util.logging's SimpleFormatter: Dec 03, 2026 1:00:00 PM (a 12-hour clock, its hour unpadded)
+    ("month_day_year_12h", _MON + r"\s+(\d{1,2}),\s+(\d{4})\s+(\d{1,2}):(\d{2}):(\d{2})(?:\s*([AP]M))?"),
+    # dots: 2026.12.03 10:00:00 (year first), 03.12.2026 10:00:00 (day first, as most of Europe writes it)
+    ("ymd_dot", r"(?<![\d.])(\d{4})\.(\d{2})\.(\d{2})[ T]" + _HMS + _FRACTION),
+    ("dmy_dot", r"(?<![\d.])(\d{1,2})\.(\d{1,2})\.(\d{4})[ T]" + _HMS + _FRACTION),
     # the day first, the month by its name: Redis's 05 Dec 2026 08:49:42.123, RFC 2822's Sat, 05 Dec 2026 08:49:42 +0000
     ("day_month_year", r"(?<!\d)(\d{1,2})\s+" + _MON + r"\s+(\d{4})\s+" + _HMS + _FRACTION + r"(?:\s+([+-]\d{4}))?"),
     # syslog: Nov  3 12:00:01 (no year)
@@ -116,7 +123,7 @@ def _yearless(month: int, day: int, hms: tuple[str, ...], micro: int, reference:
 
 def _convert(name: str, g: tuple[str, ...], reference: datetime) -> float:
     """The time (epoch seconds) the groups of format `name` spell (missing groups are '')."""
-    if name in ("iso", "iso_basic", "bgl", "ymd_slash", "compact"):
+    if name in ("iso", "iso_basic", "bgl", "ymd_slash", "ymd_dot", "compact"):
         zone = _offset(g[7]) if name in ("iso", "iso_basic") else 0.0
         return _full(int(g[0]), int(g[1]), int(g[2]), g[3:6], _micro(g[6]), zone)
     if name == "ctime":
@@ -127,6 +134,17 @@ def _convert(name: str, g: tuple[str, ...], reference: datetime) -> float:
         return _full(int(g[2]), month, day, g[3:6], _micro(g[6]), 0.0)
     if name == "day_month_year":
         return _full(int(g[2]), _MONTHS[g[1]], int(g[0]), g[3:6], _micro(g[6]), _offset(g[7]))
+    if name == "day_month_year_dashed":
+        return _full(int(g[2]), _MONTHS[g[1]], int(g[0]), g[3:6], _micro(g[6]), 0.0)
+    if name == "month_day_year_12h":
+        hour, half = int(g[3]), g[6]
+        if half:  # 12 AM is midnight, 12 PM noon
+            if not 1 <= hour <= 12:
+                raise ValueError(f"{hour} is no hour of a 12-hour clock")
+            hour = hour % 12 + (12 if half == "PM" else 0)
+        return _full(int(g[2]), _MONTHS[g[0]], int(g[1]), (str(hour), g[4], g[5]), 0, 0.0)
+    if name == "dmy_dot":
+        return _full(int(g[2]), int(g[1]), int(g[0]), g[3:6], _micro(g[6]), 0.0)
     if name == "clf":
         return _full(int(g[2]), _MONTHS[g[1]], int(g[0]), g[3:6], 0, _offset(g[6]))
     if name in ("spark", "hdfs"):

@@ -203,6 +203,19 @@ def test_an_access_lines_5xx_status_is_an_error_at_any_level(line: str, level: s
 
 
 @pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        # a 12-hour clock's half stayed in the message, so a morning's and an afternoon's events were two templates
+        ("Dec 03, 2026 10:00:00 AM org.apache.catalina.startup.Catalina start", "org.apache.catalina.startup."),
+        ("Dec 3, 2026 1:00:00 PM org.apache.catalina.startup.Catalina start", "org.apache.catalina.startup."),
+        ("03-Dec-2026 10:00:00.123 INFO [main] org.apache.catalina.startup.Catalina.start ok", "org.apache.catalina."),
+    ],
+)
+def test_a_twelve_hour_clocks_half_is_header(line: str, message: str) -> None:
+    assert split_header(line)[1].startswith(message)
+
+
+@pytest.mark.parametrize(
     ("line", "level"),
     [
         # A syslog priority's severity is the line's level where nothing else names one: these were no level.

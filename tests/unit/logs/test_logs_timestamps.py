@@ -55,6 +55,15 @@ REFERENCE = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
         ("20261203T120000,5-05 ERROR down", "2026-12-03T17:00:00Z"),
         ("INFO 20261203T235959 worker 3 started", "2026-12-03T23:59:59Z"),
         ("ts=20261203T120000Z level=info msg=ok", "2026-12-03T12:00:00Z"),
+        # no time was read from these: Tomcat's and PHP's day-month-year, java.util.logging's 12-hour clock, dots
+        ("03-Dec-2026 10:00:00.123 INFO [main] org.apache.catalina.startup.Catalina.start", "2026-12-03T10:00:00Z"),
+        ("[03-Dec-2026 10:00:00 UTC] PHP Fatal error:  Uncaught Exception: boom", "2026-12-03T10:00:00Z"),
+        ("Dec 03, 2026 10:00:00 AM org.apache.catalina.startup.Catalina start", "2026-12-03T10:00:00Z"),
+        ("Dec 3, 2026 1:00:00 PM com.example.Main main", "2026-12-03T13:00:00Z"),
+        ("Dec 3, 2026 12:30:00 AM com.example.Main main", "2026-12-03T00:30:00Z"),  # 12 AM is midnight
+        ("Dec 3, 2026 12:30:00 PM com.example.Main main", "2026-12-03T12:30:00Z"),
+        ("2026.12.03 10:00:00 INFO started", "2026-12-03T10:00:00Z"),
+        ("03.12.2026 10:00:00 INFO gestartet", "2026-12-03T10:00:00Z"),  # the day first, as most of Europe writes
     ],
 )
 def test_common_formats_are_read_without_configuration(line: str, expected: str) -> None:
@@ -74,6 +83,7 @@ def test_common_formats_are_read_without_configuration(line: str, expected: str)
         "at 20261203T250000Z",
         "id 120261203T120000Z",
         "v1.20261203T120000Z",
+        "Dec 3, 2026 13:00:00 PM no such hour",
     ],
 )
 def test_a_line_without_a_time_has_none(line: str) -> None:
