@@ -39,6 +39,13 @@ TIME_KEYS = ("timestamp", "time", "ts", "@timestamp", "@t", "__REALTIME_TIMESTAM
 LATENCY_KEYS = ("latency_ms", "duration_ms", "elapsed_ms", "response_time_ms")
 """The fields of a JSON line that say how long its request took, in milliseconds."""
 _STATUS_KEYS = ("status", "status_code", "statusCode", "response_code")  # a JSON access log's HTTP status
+_FEEDBACK: dict[str, Feedback] = {
+    **dict.fromkeys(("positive", "up", "thumbs_up", "thumbs-up", "thumbsup", "like", "liked", "good", "helpful",
+                     "+1", "1", "\N{THUMBS UP SIGN}"), "positive"),
+    **dict.fromkeys(("negative", "down", "thumbs_down", "thumbs-down", "thumbsdown", "dislike", "disliked", "bad",
+                     "unhelpful", "not_helpful", "-1", "\N{THUMBS DOWN SIGN}"), "negative"),
+    **dict.fromkeys(("none", "", "null", "neutral", "0"), "none"),
+}  # fmt: skip
 _OK_WORDS = frozenset({"ok", "success", "succeeded"})
 _ERROR_WORDS = frozenset({"error", "failed", "failure", "fail"})
 
@@ -80,13 +87,23 @@ class RequestRecord(BaseModel):
                 return 200
             if word in _ERROR_WORDS:
                 return 500
-            raise ValueError(f"status {value!r} is neither an HTTP code nor one of ok, error")
+            raise ValueError(f"{value!r} is neither an HTTP code nor one of ok, error")
         return value
 
     @field_validator("feedback", mode="before")
     @classmethod
     def _feedback(cls, value: Any) -> Any:
-        return "none" if value is None or value == "" else value
+        """A rating as services write it: a word (any case), a thumb, or 1 / -1 / 0; `true` says neither way."""
+        if value is None:
+            return "none"
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if isinstance(value, str) and (feedback := _FEEDBACK.get(value.strip().lower())) is not None:
+            return feedback
+        raise ValueError(
+            f"{value!r} is none of positive, negative, none (or up/down, thumbs_up/thumbs_down, like/dislike, "
+            "good/bad, 1/-1/0)"
+        )
 
     @property
     def failed(self) -> bool:
@@ -133,7 +150,8 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
         except ValidationError as err:
             problem = err.errors()[0]
             field = ".".join(str(part) for part in problem["loc"]) or "record"
-            malformed.add("invalid_record", line.where, f"{field}: {problem['msg']}")
+            said = problem["ctx"]["error"] if problem["type"] == "value_error" else problem["msg"]  # ours, as written
+            malformed.add("invalid_record", line.where, f"{field}: {said}")
             return None
     message = next((data[key] for key in _MESSAGE_KEYS if isinstance(data.get(key), str)), None)
     if message is None:  # Rust's tracing-subscriber (TGI, vector) nests it: `"fields": {"message": …}`

@@ -335,3 +335,18 @@ def test_a_glob_takes_no_link_to_a_directory_and_each_file_is_read_once(tmp_path
     assert expand_sources([tmp_path / "logs", tmp_path / "logs" / "pods" / "0.log"]) == [
         tmp_path / "logs" / "containers" / "web.log"
     ]
+
+
+def test_feedback_is_read_as_services_write_it(tmp_path: Path) -> None:
+    # A thumb, a word in capitals, 1 / -1: each record was malformed and skipped, its rating lost.
+    written = ["thumbs_down", "NEGATIVE", -1, "👎", "Dislike", "thumbs_up", "like", 1, "👍", 0, None, "", "neutral"]
+    path = tmp_path / "requests.jsonl"
+    path.write_text("".join(json.dumps({"prompt": "p", "feedback": value}) + "\n" for value in written + [True, "meh"]))
+    entries, malformed = _entries(path)
+    assert [entry.feedback for entry in entries] == ["negative"] * 5 + ["positive"] * 4 + ["none"] * 4
+    assert malformed.examples["invalid_record"] == [
+        f"{path}:14: feedback: True is none of positive, negative, none (or up/down, thumbs_up/thumbs_down, "
+        "like/dislike, good/bad, 1/-1/0)",
+        f"{path}:15: feedback: 'meh' is none of positive, negative, none (or up/down, thumbs_up/thumbs_down, "
+        "like/dislike, good/bad, 1/-1/0)",
+    ]
