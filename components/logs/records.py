@@ -38,6 +38,15 @@ TIME_KEYS = ("timestamp", "time", "ts", "@timestamp", "@t", "__REALTIME_TIMESTAM
 """The fields of a JSON line that say when it was written, the first present wins."""
 LATENCY_KEYS = ("latency_ms", "duration_ms", "elapsed_ms", "response_time_ms")
 """The fields of a JSON line that say how long its request took, in milliseconds."""
+# The same in other units, each by the milliseconds in one, read where no field above is: nginx's `request_time` is
+# seconds. A field with no unit in its name (`latency`, `duration`) is not read: seconds and milliseconds both occur.
+_SCALED_LATENCY_KEYS = {
+    **dict.fromkeys(("latency_s", "duration_s", "elapsed_s", "latency_seconds", "duration_seconds"), 1e3),
+    "request_time": 1e3,
+    **dict.fromkeys(("latency_us", "duration_us"), 1e-3),
+    "duration_ns": 1e-6,
+}
+_SCALED_LATENCY_NAMES = frozenset(_SCALED_LATENCY_KEYS)
 _STATUS_KEYS = ("status", "status_code", "statusCode", "response_code")  # a JSON access log's HTTP status
 _FEEDBACK: dict[str, Feedback] = {
     **dict.fromkeys(("positive", "up", "thumbs_up", "thumbs-up", "thumbsup", "like", "liked", "good", "helpful",
@@ -172,6 +181,8 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
     if stamp is None:  # MongoDB's `"t": {"$date": "2026-12-03T10:00:00.123Z"}`
         stamp = _nested(data, "t", "$date")
     latency = next((data[key] for key in LATENCY_KEYS if _is_latency(data.get(key))), None)
+    if latency is None and (scaled := _scaled_latency(data)) is not None and _is_latency(scaled[1]):
+        latency = scaled[1]
     # A container runtime's `{"log": "2026-12-05 08:49:42,123 ERROR app: ...\n"}` holds the program's whole line,
     # colours and all (JSON writes ESC as `\u001b`, so only now is it one).
     header, message = split_header(clean_text(message))
@@ -184,7 +195,16 @@ def _is_chat(messages: Any) -> bool:
 
 
 def _request(data: dict[str, Any]) -> dict[str, Any]:
-    """A request's fields: a chat request (`messages`, no `prompt`) asks its last user message (else its last)."""
+    """A request's fields as `RequestRecord` reads them.
+
+    A chat request (`messages`, no `prompt`) asks its last user message (else its last); a latency in another unit
+    is given in milliseconds.
+    """
+    if (scaled := _scaled_latency(data)) is not None and not any(key in data for key in LATENCY_KEYS):
+        key, latency = scaled
+        if latency is None:
+            raise InputError(f"{key}: {data[key]!r} is not a number")
+        data = {**data, LATENCY_KEYS[0]: latency}
     if "messages" not in data:
         return data
     if "prompt" in data:  # a completion request: its prompt is what was asked
@@ -205,7 +225,7 @@ def _nested(data: dict[str, Any], outer: str, inner: str) -> str | None:
 
 _FIELDS_READ = 32
 _BARE = re.compile(r'[^\s"=]+')  # a value written as it is; one with a space, a quote or `=` in it is quoted
-_KEYS_NOT_READ = frozenset((*TIME_KEYS, *LATENCY_KEYS, *_LEVEL_KEYS))
+_KEYS_NOT_READ = frozenset((*TIME_KEYS, *LATENCY_KEYS, *_SCALED_LATENCY_KEYS, *_LEVEL_KEYS))
 
 
 def _fields_text(data: dict[str, Any]) -> str:
@@ -250,6 +270,22 @@ def _server_error(value: Any) -> bool:
     if isinstance(value, str) and value.isascii() and value.isdigit():
         value = int(value)
     return isinstance(value, int) and not isinstance(value, bool) and 500 <= value <= 599
+
+
+def _scaled_latency(data: dict[str, Any]) -> tuple[str, float | None] | None:
+    """The first latency in another unit (`_SCALED_LATENCY_KEYS`): its field and milliseconds; None if there is none.
+
+    The milliseconds are None where the value is no number (a request record then says so).
+    """
+    if _SCALED_LATENCY_NAMES.isdisjoint(data):  # the common case, in one look
+        return None
+    key = next(key for key in _SCALED_LATENCY_KEYS if key in data)
+    value = data[key]
+    try:  # nginx's JSON log quotes its numbers: "0.250"
+        number = float(value) if isinstance(value, str | int | float) and not isinstance(value, bool) else math.nan
+    except ValueError:
+        number = math.nan
+    return key, number * _SCALED_LATENCY_KEYS[key] if math.isfinite(number) else None
 
 
 def _is_latency(value: Any) -> bool:  # finite: `1e999` reads as inf, which no request took

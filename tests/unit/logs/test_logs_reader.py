@@ -350,3 +350,19 @@ def test_feedback_is_read_as_services_write_it(tmp_path: Path) -> None:
         f"{path}:15: feedback: 'meh' is none of positive, negative, none (or up/down, thumbs_up/thumbs_down, "
         "like/dislike, good/bad, 1/-1/0)",
     ]
+
+
+def test_a_latency_in_seconds_or_nanoseconds_is_read_in_milliseconds(tmp_path: Path) -> None:
+    # nginx's JSON log writes `request_time` in seconds (quoted), others `_s`, `_us`, `_ns`: no latency was read.
+    path = tmp_path / "requests.jsonl"
+    path.write_text(
+        '{"prompt": "a", "request_time": "0.250"}\n'
+        '{"prompt": "b", "latency_s": 1.5}\n'
+        '{"prompt": "c", "duration_ns": 1500000}\n'
+        '{"prompt": "d", "latency_ms": 7, "latency_s": 9}\n'  # milliseconds first
+        '{"msg": "served", "duration_us": 2500}\n'
+        '{"prompt": "e", "latency_s": "soon"}\n'
+    )
+    entries, malformed = _entries(path)
+    assert [entry.latency_ms for entry in entries] == [250.0, 1500.0, 1.5, 7, 2.5]
+    assert malformed.examples["invalid_record"] == [f"{path}:6: latency_s: 'soon' is not a number"]
