@@ -16,9 +16,11 @@ import gzip
 import io
 import json
 import os
+import stat
 import sys
 import time
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,8 +41,10 @@ __all__ = [
     "load_documents",
     "lock_within",
     "make_dirs",
+    "overwrite_problem",
     "read_dataset",
     "read_text",
+    "refuse_overwriting",
     "remove_made_dirs",
     "source_name",
     "state_home",
@@ -210,6 +214,60 @@ def check_output_dir(path: str | Path, option: str) -> None:
     if target.exists() and not target.is_dir():
         raise InputError(f"{option} {path} is a file; give the path of a directory to write into")
     _check_parents(path, option)
+
+
+def overwrite_problem(
+    inputs: Iterable[tuple[str | Path, str]], outputs: Iterable[tuple[str | Path, str]]
+) -> str | None:
+    """The sentence refusing the first output that would replace what the command reads; None when none would.
+
+    `inputs` are (path, what it is: `the evaluation set`), `outputs` (path, the option as it is typed: `--report`). An
+    output that is an input, by its inode (a link or a second name counts), would replace it (`evaluate --eval-set
+    e.jsonl --report e.jsonl`); one that is already there inside an input directory (a model: every file of it is
+    read) would replace part of it. Called before anything is written, so a refusal changes nothing.
+    """
+    read: dict[tuple[int, int], str] = {}
+    directories: list[tuple[Path, str]] = []
+    for path, what in inputs:
+        info = _stat(path)
+        if info is None:
+            continue
+        read.setdefault((info.st_dev, info.st_ino), what)
+        if stat.S_ISDIR(info.st_mode):
+            directories.append((Path(path), what))
+    for path, option in outputs:
+        info = _stat(path)
+        if info is None:
+            continue
+        if (same := read.get((info.st_dev, info.st_ino))) is not None:
+            return f"{option} {path} is {same} being read: writing there would replace it; give another {option}"
+        for directory, holder in directories:
+            if _inside(Path(path), directory):
+                return (
+                    f"{option} {path} is inside {holder} being read: writing there would replace part of it; "
+                    f"give another {option}"
+                )
+    return None
+
+
+def refuse_overwriting(inputs: Iterable[tuple[str | Path, str]], outputs: Iterable[tuple[str | Path, str]]) -> None:
+    """InputError when an output would replace what the command reads (`overwrite_problem` says which)."""
+    if (problem := overwrite_problem(inputs, outputs)) is not None:
+        raise InputError(problem)
+
+
+def _stat(path: str | Path) -> os.stat_result | None:
+    try:
+        return Path(path).stat()
+    except (OSError, ValueError):  # a path that does not exist yet, or one the system cannot name
+        return None
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(directory.resolve())
+    except (OSError, RuntimeError, ValueError):  # a link loop: nothing can be written there anyway
+        return False
 
 
 def state_home() -> Path:

@@ -61,7 +61,7 @@ def evaluate_command(
     from components.entry import option_error
     from components.evaluate.model import quiet_progress
     from components.evaluate.step import eval_set_of, run_step
-    from components.files import check_output
+    from components.files import check_output, refuse_overwriting
     from components.release.verdict import Bars
     from components.tracking.adapter import configured_uri
 
@@ -73,6 +73,9 @@ def evaluate_command(
         raise option_error(err) from None
     if report is not None:
         check_output(report, "--report")
+        read = eval_set or (dataset_dir / "eval.jsonl" if dataset_dir is not None else None)
+        inputs = [(model, "the model"), (read, "the evaluation set"), (loadtest_report, "the load-test report")]
+        refuse_overwriting([(path, what) for path, what in inputs if path is not None], [(report, "--report")])
     configured_uri(tracking_uri)  # a URI MLflow cannot use, refused before a model loads
     quiet_progress()  # a pod's log is not a terminal, and a person wants the figures, not progress bars
     examples = eval_set_of(eval_set, dataset_dir)

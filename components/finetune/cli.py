@@ -90,7 +90,8 @@ def finetune_command(
     """Fine-tune a causal LM on prompt/completion pairs, checkpointing as it goes; rank 0 writes the model."""
     from pydantic import ValidationError
 
-    from components.files import check_output_dir
+    from components.files import check_output_dir, refuse_overwriting
+    from components.finetune.base_model import TINY
     from components.finetune.config import LORA_TARGETS, TrainConfig
 
     if not lora and (given := given_options("lora_r", "lora_alpha", "lora_target")):
@@ -99,6 +100,10 @@ def finetune_command(
     checkpoint_dir = checkpoint_dir or out.with_name(f"{out.name}-checkpoints")  # beside the model, not in it
     check_output_dir(out, "--out")
     check_output_dir(checkpoint_dir, "--checkpoint-dir")
+    # A model directory as the base: writing the fine-tuned model there would replace it (its weights, its config).
+    # 'tiny' is built in memory, never read from a directory of that name.
+    if base_model != TINY:
+        refuse_overwriting([(base_model, "the base model")], [(out, "--out")])
     try:
         config = TrainConfig(
             base_model=base_model,

@@ -59,12 +59,13 @@ def loadtest_command(
     Sends --requests streaming requests at a fixed --concurrency or at --rate arrivals per second and reports
     TTFT, TPOT, ITL, end-to-end latency, throughput, goodput and errors.
     """
-    from components.files import check_output
+    from components.files import check_output, refuse_overwriting
     from components.loadtest.session import LoadtestError, build_config, run_loadtest_sync, write_records
     from components.progress import Progress
 
     if records is not None:
         check_output(records, "--records")
+        refuse_overwriting([(dataset, "the data set")] if dataset is not None else [], [(records, "--records")])
     if concurrency is None and rate is None:
         raise LoadtestError("give --concurrency C (requests in flight) or --rate R (requests per second)")
     if max_tokens <= 0:
@@ -143,13 +144,17 @@ def step_command(
     ] = None,
 ) -> None:
     """Load-test the gang's server (VC_SERVER_HOSTS) and write the report; the SLO verdict is the release step's."""
-    from components.files import check_output
-    from components.loadtest.step import run_step
+    from components.files import check_output, refuse_overwriting
+    from components.loadtest.step import default_records, run_step
     from components.progress import Progress
 
     check_output(report, "--report")
     if records is not None:
         check_output(records, "--records")
+    refuse_overwriting(
+        [(dataset, "the data set")] if dataset is not None else [],
+        [(report, "--report"), (records or default_records(report), "--records")],
+    )
     # A line every few seconds in the step's log (stderr: stdout ends with the JSON line).
     with Progress(sys.stderr).steps("requests", requests, every_s=5) as advance:
         outcome = run_step(

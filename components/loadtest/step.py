@@ -15,7 +15,7 @@ from components.files import write_json
 from components.loadtest.session import Outcome, build_config, run_loadtest_sync, write_records
 from components.tracking.steps import StepLog, log_step_run, report_metrics
 
-__all__ = ["gang_server", "run_step", "step_log"]
+__all__ = ["default_records", "gang_server", "run_step", "step_log"]
 
 
 def gang_server(port: int, env: Mapping[str, str] = os.environ) -> str:
@@ -40,6 +40,11 @@ def step_log(outcome: Outcome, report: Path, records: Path) -> StepLog:
         },
         artifacts=(report, records),
     )
+
+
+def default_records(report: Path) -> Path:
+    """Where the per-request records go without `--records`: records.jsonl beside the report."""
+    return report.with_name("records.jsonl")
 
 
 def run_step(
@@ -74,7 +79,7 @@ def run_step(
     )
     outcome = run_loadtest_sync(config, on_done)
     write_json(report, outcome.summary())
-    records = records or report.with_name("records.jsonl")
+    records = records or default_records(report)
     write_records(records, outcome.records)
     log_step_run(step_log(outcome, report, records))  # in a workflow: a child run of its MLflow run; else nothing
     return outcome

@@ -26,7 +26,8 @@ from typing import BinaryIO, Literal, TextIO, cast
 
 from pydantic import BaseModel, Field
 
-from components.errors import VcpilotError
+from components.errors import InputError, VcpilotError
+from components.files import overwrite_problem
 from components.redact import redact_text
 
 __all__ = [
@@ -177,22 +178,20 @@ def refuse_overwriting(files: Iterable[Path], outputs: Iterable[tuple[Path, str]
     """Raise LogSourceError when an output (path, the option that names it) is one of the log `files` being read.
 
     Writing there would replace a log with what was mined from it (`logs parse app.log --out app.log`, or a glob that
-    takes in the report of a previous run); links and a second name of the same file count, by their inode.
+    takes in the report of a previous run); links and a second name of the same file count (`components.files`).
     """
-    read = {(info.st_dev, info.st_ino) for file in files if file != STDIN and (info := _stat(file)) is not None}
-    for path, option in outputs:
-        info = _stat(path)
-        if info is not None and (info.st_dev, info.st_ino) in read:
-            raise LogSourceError(
-                f"{option} {path} is one of the logs being read: writing there would replace it; give another {option}"
-            )
+    problem = overwrite_problem([(file, "one of the logs") for file in files if file != STDIN], outputs)
+    if problem is not None:
+        raise LogSourceError(problem)
 
 
-def _stat(path: Path) -> os.stat_result | None:
-    try:
-        return path.stat()
-    except (OSError, ValueError):  # a path that does not exist yet, or one the system cannot name
-        return None
+def unwritable(err: OSError, out: Path) -> InputError:
+    """The sentence for an output that could not be written, naming it as the user gave it.
+
+    Not the work file beside it that failed first (`.parsed.csv.ids` for `--out parsed.csv`).
+    """
+    failed = Path(err.filename) if err.filename else out
+    return InputError(f"cannot write {out if failed.parent == out.parent else failed}: {err.strerror or err}")
 
 
 def _glob(pattern: str) -> list[Path]:

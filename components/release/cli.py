@@ -78,7 +78,7 @@ def register_command(
 
     from components.entry import option_error
     from components.errors import InputError
-    from components.files import check_output, write_json
+    from components.files import check_output, refuse_overwriting, write_json
     from components.names import run_name_problem
     from components.release.register import register_model
     from components.release.verdict import Bars, Verdict, read_scores
@@ -91,6 +91,9 @@ def register_command(
         raise InputError(f"--workflow {problem}")
     if report is not None:
         check_output(report, "--report")
+        inputs = [(model, "the model"), (dataset, "the data set"), (evaluation, "the evaluation report")]
+        inputs.append((loadtest, "the load-test report"))
+        refuse_overwriting([(path, what) for path, what in inputs if path is not None], [(report, "--report")])
     verdict = Verdict(promoted=promote, reason=reason, scores=read_scores(evaluation, loadtest), bars=bars)
     done = register_model(
         model,
