@@ -94,6 +94,7 @@ def parse_command(
     """Write every line's template in Loghub's structured format, one row per input line."""
     from components.files import check_output
     from components.logs.parse import parse_files
+    from components.logs.reader import unwritable
     from components.progress import Progress
 
     check_output(out, "--out")
@@ -109,7 +110,7 @@ def parse_command(
         with Progress.for_command(as_json).steps("lines parsed", None, every_s=5) as advance:
             summary = parse_files(files, out, state_file=state, on_lines=lambda n: advance(n, ""), refiner=refiner)
     except OSError as err:
-        raise InputError(f"cannot write {err.filename or out}: {err.strerror or err}") from None
+        raise unwritable(err, out) from None
     if as_json:
         print(summary.model_dump_json(indent=2))
         return
@@ -197,7 +198,14 @@ def detect_command(
     policy = DetectPolicy(alpha=alpha, min_sample=min_sample)
     path = out / "report.json"
     report = run_detect(
-        current, path, baseline=baseline or None, state=state, policy=policy, eval_=eval_fraction, windows=windows
+        current,
+        path,
+        baseline=baseline or None,
+        state=state,
+        policy=policy,
+        eval_=eval_fraction,
+        windows=windows,
+        report_option="--out",
     )
     _print(report, path, as_json)
 

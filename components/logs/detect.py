@@ -232,13 +232,15 @@ def detect(
     max_line_bytes: int = MAX_LINE_BYTES,
     baseline_window: TimeWindow | None = None,
     current_window: TimeWindow | None = None,
+    report_option: str = "--out",
 ) -> DetectionReport:
     """Compare `current` with `baseline` (or the previous run's window in `state_dir`) and write the results.
 
     `current_window` keeps only the current lines of that time; `baseline_window` cuts the baseline from
     `baseline`, or — without it — from the current sources, in the same pass. Writes `report_path` (JSON),
     `report.md`, `train.jsonl` and `eval.jsonl` in its directory. Raises LogSourceError, one sentence, when a source
-    is missing or a window holds no log lines, and InputError when the windows overlap over one source.
+    is missing or a window holds no log lines or the report would replace one (named as `report_option`), and
+    InputError when the windows overlap over one source.
     """
     policy = policy or DetectPolicy()
     _check_windows(baseline, baseline_window, current_window)
@@ -250,7 +252,7 @@ def detect(
         report_path.with_name("report.md"),
         *(report_path.with_name(n) for n in SPLIT_FILES.values()),
     ]
-    refuse_overwriting(read, [(path, "--out") for path in written])
+    refuse_overwriting(read, [(path, report_option) for path in written])
     from_current = baseline_window is not None and not baseline
     previous = None if baseline or from_current else _previous_window(state_dir)
     miners = (

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from components.errors import InputError
 from components.files import check_output
 from components.logs.compare import DetectPolicy
 from components.logs.detect import default_state_dir, detect, split_source
 from components.logs.interval import TimeWindow
+from components.logs.reader import unwritable
 from components.logs.report import DetectionReport
 from components.tracking.steps import StepLog, log_step_run, report_metrics
 
@@ -32,11 +32,12 @@ def run_detect(
     policy: DetectPolicy,
     eval_: float,
     windows: Windows = (None, None),
+    report_option: str = "--report",
 ) -> DetectionReport:
     """Compare `current` with `baseline` (default: the previous run's, kept in `state`) and write the report.
 
     `windows` (baseline, current) cut them by time (`detect`). A log source that cannot be used raises
-    LogSourceError, a report that cannot be written InputError.
+    LogSourceError, a report that cannot be written InputError; `report_option` names the report's option.
     """
     check_output(report, "report")  # before the fine-tuning set beside it is written
     state = state or default_state_dir()
@@ -50,9 +51,10 @@ def run_detect(
             eval_fraction=eval_,
             baseline_window=windows[0],
             current_window=windows[1],
+            report_option=report_option,
         )
     except OSError as err:
-        raise InputError(f"cannot write {err.filename or report}: {err.strerror or err}") from None
+        raise unwritable(err, report) from None
 
 
 def run_step(

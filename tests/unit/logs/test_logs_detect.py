@@ -266,3 +266,18 @@ def test_chat_requests_are_requests_their_corrections_learnt_as_conversations(tm
     assert learnt[0]["messages"][0] == {"role": "system", "content": "You are the shop's assistant."}
     assert learnt[0]["messages"][1]["content"].startswith("where is order ")
     assert learnt[0]["completion"].startswith("Order ")
+
+
+def test_the_step_names_its_report_option_and_an_unwritable_output_is_named_as_given(tmp_path: Path) -> None:
+    # `logs step` was told its --report was `--out`; `logs parse --out /proc/x.csv` named its work file `.x.csv.ids`.
+    current = tmp_path / "logs"
+    current.mkdir()
+    log = current / "report.json"
+    log.write_text("".join(f"2026-12-03 10:00:{i:02d} INFO request {i} done\n" for i in range(40)))
+    step = CliRunner().invoke(app, ["step", "--source", str(current), "--report", str(log)])
+    assert (step.exit_code, step.output.strip()) == (
+        1,
+        f"error: --report {log} is one of the logs being read: writing there would replace it; give another --report",
+    )
+    parse = CliRunner().invoke(app, ["parse", str(log), "--out", "/proc/x.csv"])
+    assert (parse.exit_code, parse.output.strip()) == (1, "error: cannot write /proc/x.csv: No such file or directory")
