@@ -14,7 +14,9 @@ The shapes are strict, and none is that of a line with a time or a header of its
 - Go's `goroutine N [running]:` and `[signal …]`; after a goroutine header its function lines (`main.main()`,
   `created by …`);
 - a bare exception line (`java.lang.IllegalStateException: boom`, `Error: boom`), only when an `at` frame follows it
-  on the next line.
+  on the next line;
+- .NET's console logger: after its `fail: Category[EventId]` line (`info:`, `warn:` …) every indented line — the
+  message, then the exception and its frames, the first unindented `System.…Exception: …` line naming it.
 
 A continuation line needs an event before it in its file (the first line of a file, or the line after a malformed
 one or after more than `MAX_BLANKS` blank lines, begins an event of its own whatever its shape). Blank lines inside a
@@ -39,11 +41,13 @@ from components.logs.reader import SourceLine
 __all__ = [
     "ALONE",
     "BLANK",
+    "CONTINUING",
     "EXCEPTION",
     "HEAD",
     "MAX_BLANKS",
     "MORE",
     "SEPARATOR",
+    "TEXT",
     "Role",
     "fold",
     "joined_message",
@@ -61,6 +65,10 @@ EXCEPTION: Role = 3
 """A line that continues the event and names its exception (the last one named is the event's)."""
 BLANK: Role = 4
 """A blank line: no event, and it does not end one."""
+TEXT: Role = 5
+"""A line that continues the event's message (.NET writes its message under its first line): no trace, no error."""
+CONTINUING = frozenset({MORE, EXCEPTION, TEXT})
+"""The roles of a line that continues the event before it."""
 
 MAX_BLANKS = 2
 """Blank lines a traceback may hold between two of its lines (Python's chained tracebacks, Go's goroutines)."""
@@ -89,7 +97,10 @@ _PYTHON_EXCEPTION = re.compile(r"(?:[A-Za-z_]\w*\.)*(?P<name>[A-Z]\w*)(?::(?:[ \
 # A Java (C#, JavaScript) exception on a line of its own, an `at` frame after it.
 _BARE_EXCEPTION = re.compile(r"(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:Exception|Error|Throwable)(?::[ \t].*)?\Z")
 
-_NONE, _PYTHON, _PYTHON_ENDED, _GO = 0, 1, 2, 3  # what the lines before say the next may be
+# .NET's Microsoft.Extensions.Logging console: `fail: Category[EventId]`, a time before it where one is configured.
+_DOTNET_HEAD = re.compile(r"(?:\S.*[ \t])?(?:trce|dbug|info|warn|fail|crit): \S+\[\d+\][ \t]*\Z")
+
+_NONE, _PYTHON, _PYTHON_ENDED, _GO, _DOTNET = 0, 1, 2, 3, 4  # what the lines before say the next may be
 _INDENT = frozenset(" \t")
 # How a line of a continuation shape may open: any other line, after a line that set no mode, begins an event unless
 # the next line is an `at` frame (its bare exception line). Most lines are settled by these two set lookups.
@@ -99,12 +110,13 @@ _LEVEL_WORDS = frozenset(
 )
 
 
-def joined_message(message: str, exception: str | None) -> str:
-    """The message of a folded event: the exception its trace names (if any), then its first line's."""
-    message = message.strip()
-    if not exception:
-        return message
-    return f"{exception.strip()} {SEPARATOR} {message}" if message else exception.strip()
+def joined_message(message: str, exception: str | None, told: str | None = None) -> str:
+    """The message of a folded event: the exception its trace names, its first `TEXT` line, its first line's message.
+
+    Those it has; the `TEXT` line is what .NET writes under its first line.
+    """
+    parts = (part.strip() for part in (exception, told, message) if part)
+    return f" {SEPARATOR} ".join(part for part in parts if part)
 
 
 def traced_level(level: str | None) -> str:
@@ -139,6 +151,10 @@ class _Shapes:
                 return MORE
         elif mode == _GO and (_GO_FRAME.match(text) or (first in (" ", "\t") and _ALWAYS.match(text))):
             return MORE
+        elif mode == _DOTNET and first in _INDENT:
+            if _AT_FRAME.match(text):
+                return MORE
+            return EXCEPTION if _BARE_EXCEPTION.match(text.lstrip()) else TEXT
         self.mode = _NONE
         role = ALONE
         if first in (" ", "\t"):
@@ -160,15 +176,17 @@ class _Shapes:
         if role == ALONE and following is not None and following[:1] in (" ", "\t") and _AT_FRAME.match(following):
             if ("Exception" in text or "Error" in text or "Throwable" in text) and _BARE_EXCEPTION.match(text):
                 role = EXCEPTION
+        if role == ALONE and following is not None and following[:1] in _INDENT and _DOTNET_HEAD.match(text):
+            self.mode = _DOTNET  # the indented lines after it are its message and its exception
         if not self.open:
             return ALONE  # nothing to continue: the line begins an event (its shape still sets the mode)
         return role
 
 
 def fold(lines: Iterable[SourceLine]) -> Iterator[tuple[SourceLine, Role]]:
-    """Each line of `lines`, in order, with its role: `ALONE`, `HEAD`, `MORE`, `EXCEPTION` or `BLANK`.
+    """Each line of `lines`, in order, with its role: `ALONE`, `HEAD`, `MORE`, `EXCEPTION`, `TEXT` or `BLANK`.
 
-    An event's lines are `HEAD` then `MORE`/`EXCEPTION` lines (`BLANK` ones among them); a malformed line is `ALONE`.
+    An event's lines are `HEAD` then `CONTINUING` lines (`BLANK` ones among them); a malformed line is `ALONE`.
     A line's role may wait on the next few (a first line on the line after it, blank lines on the next non-blank
     one): at most `MAX_BLANKS` + 2 lines are held.
     """

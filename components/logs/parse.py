@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from components.files import make_dirs, remove_made_dirs
 from components.logs.masking import MASK, LineTokenizer, shown_tokens, template_pattern
-from components.logs.multiline import BLANK, EXCEPTION, HEAD, MORE, fold, joined_message
+from components.logs.multiline import BLANK, CONTINUING, EXCEPTION, HEAD, TEXT, fold, joined_message
 from components.logs.reader import (
     MAX_LINE_BYTES,
     LogSourceError,
@@ -91,6 +91,7 @@ def parse_files(
             write, add, tokenizer = pending.write, miner.add, LineTokenizer(miner.settings.max_tokens)  # hot loop
             event: tuple[str, list[str], list[str]] | None = None  # the first line of the event being read, mined
             exception: str | None = None  # the exception its trace names so far
+            told: str | None = None  # the first line of its message under its first line (.NET's)
             in_event = False
             for line, role in fold(read_lines(files, malformed, max_line_bytes=max_line_bytes)):
                 lines += 1
@@ -100,18 +101,20 @@ def parse_files(
                 if role == BLANK:  # no event: a row without one, as detect skips it
                     write(f"{_BLANK}\t{source}\t{line.text}\n")
                     continue
-                if role == MORE or role == EXCEPTION:
+                if role in CONTINUING:
                     if role == EXCEPTION:
                         exception = line.text
+                    elif role == TEXT and told is None:
+                        told = line.text
                     write(f"{_CONTINUED}\t{source}\t{line.text}\n")
                     continue
                 if in_event:  # the event before ends here
-                    ends.write(_end_event(event, exception, add, examples, tokenizer.max_tokens))
+                    ends.write(_end_event(event, exception, told, add, examples, tokenizer.max_tokens))
                     in_event = False
                 mined = _mined(line, malformed, tokenizer)
                 if role == HEAD:
                     mined_lines += mined is not None
-                    event, exception, in_event = mined, None, True
+                    event, exception, told, in_event = mined, None, None, True
                     write(f"{_FIRST}\t{source}\t\n")
                     continue
                 if mined is None:
@@ -124,7 +127,7 @@ def parse_files(
                         examples[cluster] = text
                     write(f"{cluster}\t{source}\t{text}\n")
             if in_event:
-                ends.write(_end_event(event, exception, add, examples, tokenizer.max_tokens))
+                ends.write(_end_event(event, exception, told, add, examples, tokenizer.max_tokens))
         if lines == 0 or not mined_lines:
             where = ", ".join(map(str, sources))
             skipped = f" ({malformed.total} malformed skipped: {malformed.describe()})" if malformed.total else ""
@@ -155,20 +158,22 @@ def parse_files(
 def _end_event(
     event: tuple[str, list[str], list[str]] | None,
     exception: str | None,
+    told: str | None,
     add: Callable[[list[str], list[str]], int],
     examples: dict[int, str] | None,
     max_tokens: int,
 ) -> str:
     """Mine an event read over several lines, now that it ended; its line of the events file (template id, message).
 
-    Its message is the exception its trace names and its first line's (`multiline.joined_message`); an event whose
-    first line is malformed is malformed, its continuation lines with it.
+    Its message is the exception its trace names, the first line its message goes on with (`told`) and its first
+    line's (`multiline.joined_message`); an event whose first line is malformed is malformed, its continuation lines
+    with it.
     """
     if event is None:
         return f"{_MALFORMED}\t\n"
     text, tokens, shown = event
-    if exception:
-        text = joined_message(text, exception)
+    if exception or told:
+        text = joined_message(text, exception, told)
         tokens, shown = shown_tokens(text, max_tokens)
     cluster = add(tokens, shown)
     if examples is not None and cluster not in examples:

@@ -20,7 +20,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from components.errors import InputError
 from components.logs.header import LETTER_LEVELS, SYSLOG_LEVELS
 from components.logs.masking import ERROR_LEVELS, level_of, split_header
-from components.logs.multiline import BLANK, EXCEPTION, HEAD, MORE, fold, joined_message, traced_level
+from components.logs.multiline import BLANK, EXCEPTION, HEAD, MORE, TEXT, fold, joined_message, traced_level
 from components.logs.reader import MAX_LINE_BYTES, Malformed, SourceLine, clean_text, read_lines
 from components.redact import MASK as SECRET_MASK
 from components.redact import secret_name
@@ -306,12 +306,15 @@ def classify(line: SourceLine, malformed: Malformed) -> Entry | None:
     return LogEvent(message.strip(), level_of(header, message))
 
 
-def _traced(entry: Entry, exception: str | None) -> Entry:
-    """The entry of an event that carries a stack trace: an error, its message naming the exception (`multiline`)."""
-    if isinstance(entry, RequestRecord):
+def _folded(entry: Entry, exception: str | None, told: str | None, traced: bool) -> Entry:
+    """The entry of an event over several lines (`multiline`), its message joined with what it `told` below.
+
+    One that carries a stack trace (`traced`) is an error, its message naming the exception.
+    """
+    if isinstance(entry, RequestRecord) or not (traced or told):
         return entry
-    message = joined_message(entry.message, exception)
-    return LogEvent(message, traced_level(entry.level), entry.timestamp, entry.latency_ms)
+    level = traced_level(entry.level) if traced else entry.level
+    return LogEvent(joined_message(entry.message, exception, told), level, entry.timestamp, entry.latency_ms)
 
 
 def read_entries(
@@ -324,22 +327,28 @@ def read_entries(
     """
     head: tuple[SourceLine, Entry] | None = None  # an event whose continuation lines are still being read
     exception: str | None = None
+    told: str | None = None  # the first line of its message under its first line (.NET's)
+    traced = False  # whether they hold a stack trace (not only more of the message)
     for line, role in fold(read_lines(files, malformed, max_line_bytes=max_line_bytes)):
         if role == MORE or role == EXCEPTION:
+            traced = True
             if role == EXCEPTION:
                 exception = line.text
+            continue
+        if role == TEXT:
+            told = line.text if told is None else told
             continue
         if role == BLANK:
             continue
         if head is not None:
-            yield head[0], _traced(head[1], exception)
+            yield head[0], _folded(head[1], exception, told, traced)
             head = None
         entry = classify(line, malformed)
         if entry is None:
             continue  # a malformed first line: its continuation lines go with it
         if role == HEAD:
-            head, exception = (line, entry), None
+            head, exception, told, traced = (line, entry), None, None, False
         else:
             yield line, entry
     if head is not None:
-        yield head[0], _traced(head[1], exception)
+        yield head[0], _folded(head[1], exception, told, traced)

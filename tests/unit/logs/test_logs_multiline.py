@@ -147,6 +147,38 @@ def test_a_python_traceback_names_its_exception_and_counts_as_an_error(tmp_path:
     assert rows[0]["EventTemplate"] == "TimeoutError: request <*> timed out after <*>s | retrying job <*>"
 
 
+def test_a_dotnet_console_event_is_one_event_named_by_its_message(tmp_path: Path) -> None:
+    # .NET writes `level: Category[EventId]` and its message on the indented line under it: each line was an event,
+    # so every event counted twice and all of a category's events were one template (`Lifetime[<*>]`).
+    lines = [
+        "info: Microsoft.Hosting.Lifetime[14]",
+        "      Now listening on: http://localhost:5000",
+        "fail: Microsoft.AspNetCore.Server.Kestrel[13]",
+        '      Connection id "0HMV", Request id "0HMV:00000001": An unhandled exception was thrown by the application.',
+        "      System.InvalidOperationException: boom",
+        "         at Program.<>c.<<Main>$>b__0_0() in /src/Program.cs:line 12",
+        "info: Microsoft.Hosting.Lifetime[0]",
+        "      Application is shutting down...",
+        "warn: Microsoft.AspNetCore.DataProtection.Repositories.EphemeralXmlRepository[50]",
+        "      Using an in-memory repository. Keys will not be persisted to storage.",
+    ]
+    source = tmp_path / "app.log"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    entries = [entry for _, entry in read_entries([source], Malformed())]
+    assert [(entry.message.split(" | ")[0], entry.level) for entry in entries] == [  # type: ignore[union-attr]
+        ("Now listening on: http://localhost:5000", "INFO"),
+        ("System.InvalidOperationException: boom", "ERROR"),
+        ("Application is shutting down...", "INFO"),
+        ("Using an in-memory repository. Keys will not be persisted to storage.", "WARN"),
+    ]
+    rows = _parse(tmp_path, lines)
+    assert len(rows) == len(lines)
+    assert len({row["EventId"] for row in rows}) == 4  # four events, four templates
+    assert [row["EventId"] for row in rows] == [rows[0]["EventId"]] * 2 + [rows[2]["EventId"]] * 4 + [
+        rows[6]["EventId"]
+    ] * 2 + [rows[8]["EventId"]] * 2
+
+
 def test_a_chained_python_traceback_is_one_event_named_by_its_last_exception(tmp_path: Path) -> None:
     rng = random.Random(2)
     lines = [
