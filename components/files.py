@@ -18,6 +18,7 @@ import json
 import os
 import stat
 import sys
+import tempfile
 import time
 import zlib
 from collections.abc import Iterable
@@ -196,24 +197,53 @@ def kind_of(value: Any) -> str:
 
 
 def check_output(path: str | Path, what: str = "file") -> None:
-    """InputError when `path` cannot be a file we write: a directory is there, or a file where a parent goes.
+    """InputError when `path` cannot be a file we write: a directory is there, a file is above it, or it is unwritable.
 
-    Called before any work starts, with `what` the option as it is typed (`--report`).
+    Unwritable is a read-only file system, `/proc`, a directory we may not write (`_check_creatable`).
+    Called before any work starts, with `what` the option as it is typed (`--report`), so that an unwritable output
+    never costs the work, nor comes to light after an action that cannot be undone (a registered model version).
     """
     if Path(path).is_dir():
         raise InputError(f"{_label(path, what)} is a directory; give the path of a file to write")
-    _check_parents(path, what)
+    _check_creatable(path, what, _existing_parent(path, what))
 
 
 def check_output_dir(path: str | Path, option: str) -> None:
-    """InputError when `path` cannot be a directory we write into: a file is there, or a file where a parent goes.
+    """InputError when `path` cannot be a directory we write into: a file is there or above it, or it is unwritable.
 
-    Called before any work starts, with `option` as it is typed (`--out`).
+    Unwritable as for `check_output`: no file can be created in it (while it does not exist: where it would be
+    made). Called before any work starts, with `option` as it is typed (`--out`).
     """
+    _check_creatable(path, option, _directory_or_parent(path, option))
+
+
+def _directory_or_parent(path: str | Path, option: str) -> Path | None:
+    """`path` where it is a directory, else its nearest existing parent; InputError when a file is in the way."""
     target = Path(path)
     if target.exists() and not target.is_dir():
         raise InputError(f"{option} {path} is a file; give the path of a directory to write into")
-    _check_parents(path, option)
+    return target if target.is_dir() else _existing_parent(path, option)
+
+
+def _check_creatable(path: str | Path, what: str, directory: Path | None) -> None:
+    """InputError when no file can be created in `directory`, where `path` (or the directories it needs) will go.
+
+    Asked of the file system, not of permission bits (root passes those; `/proc` and a read-only mount refuse
+    root too): a uniquely named file is created there and removed at once. The output itself is never touched,
+    nor is any directory made.
+    """
+    if directory is None:
+        return
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".vcpilot-write-check-", dir=directory)
+    except OSError as err:
+        raise InputError(
+            f"{_label(path, what)} cannot be written: no file can be created in {directory} "
+            f"({err.strerror or err}); give a path in a writable directory"
+        ) from None
+    os.close(fd)
+    with contextlib.suppress(OSError):  # ours, made a moment ago: only a directory changed under us keeps it
+        os.unlink(probe)
 
 
 def overwrite_problem(
@@ -280,17 +310,19 @@ def state_home() -> Path:
         home = Path(given).resolve()
     except (OSError, RuntimeError) as err:  # a symlink loop: RuntimeError before Python 3.13, OSError after
         raise InputError(f"VCPILOT_HOME {given} cannot be a directory ({err}); point VCPILOT_HOME at one") from None
-    check_output_dir(home, "VCPILOT_HOME")
+    # Its shape only: most commands just read it, and a read-only home serves those well.
+    _directory_or_parent(home, "VCPILOT_HOME")
     return home
 
 
-def _check_parents(path: str | Path, what: str) -> None:
-    """InputError when a parent of `path` is a file: nothing can be created under it."""
+def _existing_parent(path: str | Path, what: str) -> Path | None:
+    """The nearest parent of `path` that exists; InputError when it is a file: nothing can be created under it."""
     for parent in Path(path).parents:
         if parent.exists():
             if not parent.is_dir():
                 raise InputError(f"{_label(path, what)} is under {parent}, a file; give a path under a directory")
-            return
+            return parent
+    return None
 
 
 def make_dirs(path: str | Path) -> list[Path]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
+from unwritable_kit import KINDS, unwritable_place
 
 from pipelines.cli import app
 
@@ -195,3 +196,61 @@ def test_a_vcpilot_home_that_is_a_symlink_loop_is_one_sentence(tmp_path, monkeyp
     (tmp_path / "b").symlink_to(tmp_path / "a")
     monkeypatch.setenv("VCPILOT_HOME", str(tmp_path / "a"))
     refused(command, f"VCPILOT_HOME {tmp_path / 'a'} cannot be a directory", "point VCPILOT_HOME at one")
+
+
+# Each command that writes a file a person names, its inputs present, with the option named in the key given a path
+# where no file can be created. The check up front took such a path (it looked only for a file in the way), and
+# `loadtest` ran its load, `release register` registered a model version in MLflow, before failing to write it.
+# Now: exit 1, one sentence naming the option and path, nothing done, nothing left behind.
+UNWRITABLE_OUTPUTS = {
+    "loadtest --records": ["loadtest", "--url", "URL", "--concurrency", "1", "--requests", "2", "--timeout-s", "2"],
+    "release register --report": ["release", "register", "--model", "MODEL", "--registered-model", "m"],
+    "evaluate --report": ["evaluate", "--model", "MODEL", "--eval-set", "DATA/eval.jsonl"],
+    "finetune --out": ["finetune", "--data", "DATA", "--max-steps", "1"],
+    "finetune --checkpoint-dir": ["finetune", "--data", "DATA", "--out", "TMP/model", "--max-steps", "1"],
+    "logs parse --out": ["logs", "parse", "DATA/a.log"],
+    "logs parse --state": ["logs", "parse", "DATA/a.log", "--out", "TMP/parsed.csv"],
+    "logs detect --out": ["logs", "detect", "--current", "DATA/a.log"],
+    "logs step --report": ["logs", "step", "--source", "DATA/a.log"],
+    "demo data --out": ["demo", "data"],
+    "compile --out": ["compile"],
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("case", UNWRITABLE_OUTPUTS)
+def test_an_output_no_file_can_be_created_at_is_refused_before_any_work(home, tmp_path, monkeypatch, case, kind):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # the registry is the one under the test's home
+    data, model = tmp_path / "data", tmp_path / "model-in"
+    data.mkdir()
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    line = json.dumps({"prompt": "What is 2+2?", "completion": "4"}) + "\n"
+    (data / "train.jsonl").write_text(line * 8)
+    (data / "eval.jsonl").write_text(line * 2)
+    (data / "a.log").write_text("2024-01-01 00:00:00 INFO service started\n" * 40)
+    option = case.split()[-1]
+    with socket.socket() as server, unwritable_place(kind, tmp_path) as place:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.setblocking(False)
+        url = f"http://127.0.0.1:{server.getsockname()[1]}"
+        given = {"URL": url, "MODEL": str(model), "DATA": str(data), "TMP": str(tmp_path)}
+        args = [_placed(arg, given) for arg in UNWRITABLE_OUTPUTS[case]]
+        out = place.under("out")
+        before = sorted(tmp_path.rglob("*"))
+        text = refused([*args, option, str(out)])
+        assert text == (
+            f"error: {option} {out} cannot be written: no file can be created in {place.directory} "
+            f"({place.strerror}); give a path in a writable directory"
+        )
+        with pytest.raises(BlockingIOError):  # no request reached the server
+            server.accept()
+        assert sorted(tmp_path.rglob("*")) == before  # no MLflow store or run under the home, no model, no state
+        assert not home.exists()
+
+
+def _placed(arg: str, given: dict[str, str]) -> str:
+    """`arg` with its leading placeholder (`DATA/a.log`) replaced by the test's path."""
+    head, _, rest = arg.partition("/")
+    return given[head] + (f"/{rest}" if rest else "") if head in given else arg

@@ -12,11 +12,21 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from unwritable_kit import KINDS, unwritable_place
 
 from agent.guardrails import Guardrails
 from agent.records import read_decision
 from components.errors import VcpilotError
-from components.files import MANIFEST_MAX_BYTES, load_document, load_documents, lock_within, read_text, write_bytes
+from components.files import (
+    MANIFEST_MAX_BYTES,
+    check_output,
+    check_output_dir,
+    load_document,
+    load_documents,
+    lock_within,
+    read_text,
+    write_bytes,
+)
 from components.finetune.data import load_examples
 from components.loadtest.dataset import load_requests
 from components.volcano.localconfig import load_config
@@ -140,3 +150,39 @@ def test_lock_within_waits_its_time_for_a_lock_held_elsewhere_then_takes_it_once
         assert time.monotonic() - began >= 0.1
         holder.close()  # closing lets go, as a process's death does
         assert lock_within(other.fileno(), 0.0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("check", [check_output, check_output_dir])
+@pytest.mark.parametrize("deeper", [False, True])
+def test_an_output_where_no_file_can_be_created_is_refused_in_one_sentence(tmp_path, kind, check, deeper):
+    # root passes permission bits, so the directory's mode said nothing: `--report /proc/x/r.json` was taken, and
+    # refused only once the work was done (a load test run, a model version registered)
+    with unwritable_place(kind, tmp_path) as place:
+        path = place.under("a", "out") if deeper else place.directory / "out"
+        with pytest.raises(VcpilotError) as caught:
+            check(path, "--out")
+        assert str(caught.value) == (
+            f"--out {path} cannot be written: no file can be created in {place.directory} ({place.strerror}); "
+            "give a path in a writable directory"
+        )
+
+
+@pytest.mark.parametrize("check", [check_output, check_output_dir])
+def test_the_writable_check_leaves_nothing_behind_and_makes_no_directory(tmp_path, check):
+    (tmp_path / "kept").write_text("old")
+    before = (tmp_path / "kept").stat()
+    check(tmp_path / "new" / "deeper" / "out", "--out")  # made later, by the command: probed where it would be
+    check(tmp_path / "kept" if check is check_output else tmp_path, "--out")  # an output already there: not touched
+    assert [p.name for p in tmp_path.iterdir()] == ["kept"]
+    assert (tmp_path / "kept").read_text() == "old" and (tmp_path / "kept").stat().st_mtime_ns == before.st_mtime_ns
+
+
+def test_the_checks_that_came_before_keep_their_sentences(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(VcpilotError, match=r"^--report .* is a directory; give the path of a file to write$"):
+        check_output(tmp_path, "--report")
+    with pytest.raises(VcpilotError, match=r"^--out .*/file is a file; give the path of a directory to write into$"):
+        check_output_dir(tmp_path / "file", "--out")
+    with pytest.raises(VcpilotError, match=r"is under .*/file, a file; give a path under a directory$"):
+        check_output(tmp_path / "file" / "r.json", "--report")

@@ -280,4 +280,8 @@ def test_the_step_names_its_report_option_and_an_unwritable_output_is_named_as_g
         f"error: --report {log} is one of the logs being read: writing there would replace it; give another --report",
     )
     parse = CliRunner().invoke(app, ["parse", str(log), "--out", "/proc/x.csv"])
-    assert (parse.exit_code, parse.output.strip()) == (1, "error: cannot write /proc/x.csv: No such file or directory")
+    assert (parse.exit_code, parse.output.strip()) == (  # refused up front now, before a line is parsed
+        1,
+        "error: --out /proc/x.csv cannot be written: no file can be created in /proc (No such file or directory); "
+        "give a path in a writable directory",
+    )
