@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from components.entry import JsonOption, new_app
-from components.errors import EXIT_FAILED
+from components.errors import EXIT_FAILED, InputError
 
 if TYPE_CHECKING:
     from components.loadtest.session import Outcome
@@ -151,6 +151,8 @@ def step_command(
     check_output(report, "--report")
     if records is not None:
         check_output(records, "--records")
+        if records.resolve() == report.resolve():  # the records would replace the report as they were written
+            raise InputError(f"--records {records} is the --report file too; give each its own path")
     refuse_overwriting(
         [(dataset, "the data set")] if dataset is not None else [],
         [(report, "--report"), (records or default_records(report), "--records")],

@@ -167,6 +167,9 @@ TRACE_SHAPES = [
     "\t/app/main.go:12 +0x1d",
     "[signal SIGSEGV: segmentation violation]",
     "INFO:     127.0.0.1 - GET /health 200",
+    "fail: Microsoft.AspNetCore.Server.Kestrel[13]",  # .NET's console event: its message indented below
+    "      Connection id 0HMV: An unhandled exception was thrown by the application.",
+    "      System.InvalidOperationException: boom",
     "  indented config line",
     "",
     "   ",

@@ -146,6 +146,18 @@ def test_the_pipelines_load_test_client_refuses_to_write_its_records_over_its_da
     assert _files(work) == before
 
 
+def test_the_pipelines_load_test_client_refuses_one_path_for_its_report_and_its_records(work: Path) -> None:
+    # The records were written over the report the step had just written (neither existed before, so no input).
+    args = ["--port", "9", "--report", str(work / "out/r.json"), "--records", str(work / "out/../out/r.json")]
+    before = _files(work)
+    result = CliRunner().invoke(step_app, [*args, "--wait-s", "0.1"])
+    assert (result.exit_code, result.stderr.strip()) == (
+        1,
+        f"error: --records {work / 'out/../out/r.json'} is the --report file too; give each its own path",
+    )
+    assert _files(work) == before
+
+
 def test_an_output_beside_the_inputs_or_not_there_yet_is_no_problem(work: Path) -> None:
     inputs = [(work / "model", "the model"), (work / "data/eval.jsonl", "the evaluation set")]
     assert overwrite_problem(inputs, [(work / "report.json", "--report")]) is None  # not there yet
