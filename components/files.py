@@ -18,7 +18,6 @@ import json
 import os
 import stat
 import sys
-import tempfile
 import time
 import zlib
 from collections.abc import Iterable
@@ -234,6 +233,8 @@ def _check_creatable(path: str | Path, what: str, directory: Path | None) -> Non
     """
     if directory is None:
         return
+    import tempfile  # here: most commands that import this module write no file (their start-up, benchmarks/cli.py)
+
     try:
         fd, probe = tempfile.mkstemp(prefix=".vcpilot-write-check-", dir=directory)
     except OSError as err:
