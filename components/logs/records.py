@@ -31,10 +31,13 @@ Feedback = Literal["positive", "negative", "none"]
 # Serilog's compact JSON writes `@m` (its rendered message) and `@mt` (its template); structlog's JSONRenderer writes
 # `event`, tried last, as other logs name a kind of event so.
 # journald's `journalctl -o json` (MESSAGE, PRIORITY, __REALTIME_TIMESTAMP in µs) and GELF (short_message) too.
-_MESSAGE_KEYS = ("message", "msg", "log", "@m", "@mt", "event", "MESSAGE", "short_message")
-_LEVEL_KEYS = ("level", "severity", "levelname", "log.level", "@l", "PRIORITY")  # `log.level`: Elastic's ECS
+# OpenTelemetry's log record: `body` (a string, or `{"stringValue": …}` in OTLP JSON), `severityText`, `severityNumber`.
+_MESSAGE_KEYS = ("message", "msg", "log", "@m", "@mt", "event", "MESSAGE", "short_message", "body")
+_LEVEL_KEYS = ("level", "severity", "levelname", "log.level", "@l", "PRIORITY", "severityText", "severity_text")
+_OTEL_SEVERITY_KEYS = ("severityNumber", "severity_number")  # 1-4 TRACE, 5-8 DEBUG, … 17-20 ERROR, 21-24 FATAL
+_OTEL_LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
 _MONGODB_SEVERITY = re.compile(r"[FEWI]|D[1-5]?")  # MongoDB's `"s"`: one letter, debug with its verbosity
-TIME_KEYS = ("timestamp", "time", "ts", "@timestamp", "@t", "__REALTIME_TIMESTAMP")
+TIME_KEYS = ("timestamp", "time", "ts", "@timestamp", "@t", "__REALTIME_TIMESTAMP", "timeUnixNano", "time_unix_nano")
 """The fields of a JSON line that say when it was written, the first present wins."""
 LATENCY_KEYS = ("latency_ms", "duration_ms", "elapsed_ms", "response_time_ms")
 """The fields of a JSON line that say how long its request took, in milliseconds."""
@@ -163,8 +166,8 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
             malformed.add("invalid_record", line.where, f"{field}: {said}")
             return None
     message = next((data[key] for key in _MESSAGE_KEYS if isinstance(data.get(key), str)), None)
-    if message is None:  # Rust's tracing-subscriber (TGI, vector) nests it: `"fields": {"message": …}`
-        message = _nested(data, "fields", "message")
+    if message is None:  # Rust's tracing-subscriber (TGI, vector) nests it: `"fields": {"message": …}`; OTLP JSON too
+        message = _nested(data, "fields", "message") or _nested(data, "body", "stringValue")
     if message is None:
         message = _fields_text(data)
     if not message:
@@ -175,6 +178,9 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
         level = _level_name(ecs)
     if level is None and isinstance(data.get("s"), str) and _MONGODB_SEVERITY.fullmatch(data["s"]):
         level = LETTER_LEVELS[data["s"][0]]
+    if level is None and (number := next((data[k] for k in _OTEL_SEVERITY_KEYS if k in data), None)) is not None:
+        if isinstance(number, int) and not isinstance(number, bool) and 1 <= number <= 24:
+            level = _OTEL_LEVELS[(number - 1) // 4]
     if any(_server_error(data.get(key)) for key in _STATUS_KEYS):
         level = "ERROR"  # an access log's 5xx (nginx's, Envoy's JSON): the server failed the request, at any level
     stamp = next((data[key] for key in TIME_KEYS if isinstance(data.get(key), str | int | float)), None)
@@ -225,7 +231,7 @@ def _nested(data: dict[str, Any], outer: str, inner: str) -> str | None:
 
 _FIELDS_READ = 32
 _BARE = re.compile(r'[^\s"=]+')  # a value written as it is; one with a space, a quote or `=` in it is quoted
-_KEYS_NOT_READ = frozenset((*TIME_KEYS, *LATENCY_KEYS, *_SCALED_LATENCY_KEYS, *_LEVEL_KEYS))
+_KEYS_NOT_READ = frozenset((*TIME_KEYS, *LATENCY_KEYS, *_SCALED_LATENCY_KEYS, *_LEVEL_KEYS, *_OTEL_SEVERITY_KEYS))
 
 
 def _fields_text(data: dict[str, Any]) -> str:

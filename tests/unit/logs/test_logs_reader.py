@@ -366,3 +366,23 @@ def test_a_latency_in_seconds_or_nanoseconds_is_read_in_milliseconds(tmp_path: P
     entries, malformed = _entries(path)
     assert [entry.latency_ms for entry in entries] == [250.0, 1500.0, 1.5, 7, 2.5]
     assert malformed.examples["invalid_record"] == [f"{path}:6: latency_s: 'soon' is not a number"]
+
+
+def test_opentelemetry_log_records_are_read_with_their_severity_and_time(tmp_path: Path) -> None:
+    # OTel's `body`, `severityText` / `severityNumber` and `timeUnixNano`: each line was read as its fields
+    # (`body="db down" severityText=ERROR …`), with no level and no time.
+    path = tmp_path / "otel.jsonl"
+    path.write_text(
+        '{"timeUnixNano": "1764756000123000000", "severityText": "ERROR", "body": "db down"}\n'
+        '{"time_unix_nano": 1764756001000000000, "severityNumber": 9, "body": {"stringValue": "served"}}\n'
+        '{"severityNumber": 21, "body": "out of memory"}\n'
+        '{"severityNumber": 99, "body": "no such severity"}\n'
+    )
+    entries, malformed = _entries(path)
+    assert malformed.total == 0
+    assert entries == [
+        LogEvent("db down", "ERROR", "1764756000123000000"),
+        LogEvent("served", "INFO", 1764756001000000000),
+        LogEvent("out of memory", "FATAL"),
+        LogEvent("no such severity", None),
+    ]
