@@ -100,7 +100,7 @@ class _Target:
 def _entry_time(reader: TimeReader, line: SourceLine, entry: Entry) -> float | None:
     if entry.timestamp is not None:
         return reader.value(entry.timestamp)
-    return None if isinstance(entry, RequestRecord) or line.text.lstrip().startswith("{") else reader.line(line.text)
+    return None if line.text.lstrip().startswith("{") else reader.line(line.text)  # a wrapped JSON line: its prefix
 
 
 def _mine_windows(

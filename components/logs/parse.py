@@ -186,8 +186,10 @@ def _mined(line: SourceLine, malformed: Malformed, tokenizer: LineTokenizer) -> 
     if line.problem is not None:
         return None
     if not line.text.lstrip().startswith("{"):
-        return tokenizer.tokens(line.text)  # the fast path: a plain log line, its level is not needed here
-    entry = classify(line, malformed)
+        mined = tokenizer.tokens(line.text)  # the fast path: a plain log line, its level is not needed here
+        if not mined[0].lstrip().startswith("{"):
+            return mined
+    entry = classify(line, malformed)  # a JSON line, or one a container runtime wrapped (`records.classify`)
     if entry is None:
         return None
     text = entry.prompt if isinstance(entry, RequestRecord) else entry.message

@@ -153,6 +153,24 @@ def _from_json(line: SourceLine, malformed: Malformed) -> Entry | None:
     if not isinstance(data, dict):
         malformed.add("invalid_record", line.where, "a JSON line must be an object")
         return None
+    return _from_object(data, line, malformed)
+
+
+def _wrapped_object(message: str) -> dict[str, Any] | None:
+    """The JSON object a text line's message is, after a container runtime's prefix; None when it is not one.
+
+    CRI's `2026-…Z stdout F ` (a node's /var/log/containers), `kubectl logs --timestamps`; `{braces} in a message`
+    stay text.
+    """
+    try:
+        data = json.loads(message)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _from_object(data: dict[str, Any], line: SourceLine, malformed: Malformed) -> Entry | None:
+    """The entry a JSON object holds: a request (`prompt`, or a chat's `messages`) or a log event."""
     if "prompt" in data or _is_chat(data.get("messages")):
         try:
             return RequestRecord.model_validate(_request(data))
@@ -309,7 +327,10 @@ def classify(line: SourceLine, malformed: Malformed) -> Entry | None:
     if stripped[0] == "{":
         return _from_json(line, malformed)
     header, message = split_header(text)
-    return LogEvent(message.strip(), level_of(header, message))
+    body = message.strip()
+    if header and body[:1] == "{" and (data := _wrapped_object(body)) is not None:
+        return _from_object(data, line, malformed)  # a JSON line, as a container runtime wrote it to the node
+    return LogEvent(body, level_of(header, message))
 
 
 def _folded(entry: Entry, exception: str | None, told: str | None, traced: bool) -> Entry:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 from components.logs.__main__ import main
 from components.logs.cli import app
 from components.logs.detect import PREVIOUS_WINDOW, detect
+from components.logs.interval import parse_window
 from components.logs.parse import parse_files
 from pipelines.rules import DetectReport
 
@@ -285,3 +287,19 @@ def test_the_step_names_its_report_option_and_an_unwritable_output_is_named_as_g
         "error: --out /proc/x.csv cannot be written: no file can be created in /proc (No such file or directory); "
         "give a path in a writable directory",
     )
+
+
+def test_wrapped_json_lines_are_timed_by_their_prefix_and_mined_as_parse_mines_them(tmp_path: Path) -> None:
+    # A request record inside a CRI line has no time of its own: the runtime's prefix dates it for the windows.
+    lines = [
+        f'2026-12-03T10:{i // 60:02d}:{i % 60:02d}.000000000Z stdout F {{"prompt":"order {i}","feedback":"negative"}}'
+        for i in range(40)
+    ]
+    log = tmp_path / "web.log"
+    log.write_text("\n".join(lines) + "\n")
+    window = parse_window("2026-12-03T10:00/2026-12-03T10:00:30", datetime(2026, 12, 4, tzinfo=UTC))
+    report = detect([log], tmp_path / "out" / "report.json", current_window=window)
+    assert (report.current.requests, report.current.negative_feedback, report.current.untimed_lines) == (30, 30, 0)
+    parse_files([log], tmp_path / "parsed.csv")
+    with (tmp_path / "parsed.csv").open(newline="") as handle:
+        assert {row["EventTemplate"] for row in csv.DictReader(handle)} == {"order <*>"}

@@ -386,3 +386,25 @@ def test_opentelemetry_log_records_are_read_with_their_severity_and_time(tmp_pat
         LogEvent("out of memory", "FATAL"),
         LogEvent("no such severity", None),
     ]
+
+
+def test_json_lines_a_container_runtime_wrapped_are_read_as_json(tmp_path: Path) -> None:
+    # A node's /var/log/containers (CRI) and `kubectl logs --timestamps` put a time before each JSON line the app
+    # wrote: the JSON was a message of its own (no level, no request, no latency), its errors and feedback unseen.
+    path = tmp_path / "app_default_web-1.log"
+    path.write_text(
+        '2026-12-03T10:00:00.123456789Z stderr F {"level":"error","msg":"db down"}\n'
+        '2026-12-03T10:00:01.123456789Z stdout F {"level":"info","msg":"served","latency_ms":12}\n'
+        '2026-12-03T10:00:02.123456789Z stdout F {"prompt":"hi","completion":"x","feedback":"negative"}\n'
+        '2026-12-03T10:00:03.123456789Z {"level":"warn","msg":"slow"}\n'  # kubectl logs --timestamps
+        "2026-12-03T10:00:04.123456789Z stdout F {braces} are a message here\n"
+    )
+    entries, malformed = _entries(path)
+    assert malformed.total == 0
+    assert entries == [
+        LogEvent("db down", "ERROR"),
+        LogEvent("served", "INFO", None, 12),
+        RequestRecord(prompt="hi", completion="x", feedback="negative"),
+        LogEvent("slow", "WARN"),
+        LogEvent("{braces} are a message here", None),
+    ]
