@@ -105,6 +105,18 @@ def test_a_date_written_in_words_inside_a_message_is_one_variable() -> None:
     assert message_tokens("since Jul 10 03:55:15 up") == ["since", "<*>", "up"]
 
 
+def test_a_byte_count_restated_in_bigger_units_is_left_out() -> None:
+    # Proxifier adds `(2.77 KB)` only above 1 KB, dd always: kept, a small and a big transfer were two templates
+    # (Proxifier's close lines were ten, by which of its two counts passed 1 KB).
+    small = message_tokens("close, 0 bytes sent, 512 bytes received, lifetime 00:01")
+    big = message_tokens("close, 2838 bytes (2.77 KB) sent, 4194304 bytes (4.00 MB) received, lifetime 00:01")
+    assert small == big == ["close,", "<*>", "bytes", "sent,", "<*>", "bytes", "received,", "lifetime", "<*>"]
+    assert message_tokens("1048576 bytes (1.0 MB, 1.0 MiB) copied") == ["<*>", "bytes", "copied"]
+    # Only a count's restatement: brackets of other words, or after no count, stay.
+    assert message_tokens("stored 5 blocks (estimated size 5.2 KB)")[3:] == ["(estimated", "size", "<*>", "KB)"]
+    assert message_tokens("cache (2 KB) full") == ["cache", "<*>", "KB)", "full"]
+
+
 def test_a_token_holding_a_variable_becomes_one_wildcard_and_lists_collapse() -> None:
     assert message_tokens("ask 10.0.0.1:50010 to delete blk_1 blk_-2 blk_3") == ["ask", "<*>", "to", "delete", "<*>"]
     assert message_tokens("ask 10.0.0.1:50010 to delete blk_4") == ["ask", "<*>", "to", "delete", "<*>"]
@@ -159,6 +171,11 @@ def _uncached(line: str, max_tokens: int = 100) -> tuple[str, list[str], list[st
         # A literal `<*>` word could equal the next word's masked form for one line of a shape and not for another.
         ["a <*>y1 2026-11-29T02:00:01y1 b", "a <*>y7 2026-11-29T02:00:01y3 b"],
         ["12 Ünïcödé ٣٤ 56 /a1/b2", "78 Ünïcödé ٣٤ 90 /a3/b4"],  # Arabic-Indic digits are not ASCII ones
+        # A count's restatement is dropped by its digits' shape alone.
+        [
+            "[10.30 16:49:07] a.exe - h:5070 close, 1300 bytes (1.3 KB) sent",
+            "[10.30 16:49:08] a.exe - h:5070 close, 9 bytes sent",
+        ],
         # Every word holds a variable, one keeps a digit as well: matched by what stays of the words.
         ["2026-11-29 10:00:01 INFO x: ssh2=5,port=22 id=7", "2026-11-29 10:00:01 INFO x: ssh5=5,port=22 id=8"],
         ["2026-11-29 10:00:01 INFO x: idx:3,v2=4", "2026-11-29 10:00:01 INFO x: idx:9,v7=1"],
