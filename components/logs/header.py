@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ERROR_LEVELS", "LETTER_LEVELS", "SYSLOG_LEVELS", "level_of", "split_header"]
+__all__ = ["DOTNET_LEVELS", "ERROR_LEVELS", "LETTER_LEVELS", "SYSLOG_LEVELS", "level_of", "split_header"]
 
 _UPPER_LEVELS = "TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|SEVERE|FATAL|CRITICAL|CRIT|ALERT|EMERG|PANIC"
 _LEVELS = _UPPER_LEVELS + "|" + _UPPER_LEVELS.lower()
@@ -154,9 +154,9 @@ _SERVER_ERROR = re.compile(
     r'HTTP/[\d.]+"\s+(?:status:\s*)?5\d\d(?![\w.])|(?<![\w.])(?:status|status_code)="?5\d\d(?![\w.])'
     r"|(?<!\S)-?\d+/-?\d+/-?\d+/-?\d+/\+?\d+\s+5\d\d(?!\S)"  # HAProxy: its timers Tq/Tw/Tc/Tr/Tt, then the status
 )
-# Microsoft.Extensions.Logging's console (.NET): `fail: Category[EventId]`; its `info:` and `warn:` are levels already.
-_DOTNET_LEVEL = re.compile(r"(trce|dbug|fail|crit): ")
-_DOTNET_LEVELS = {"trce": "TRACE", "dbug": "DEBUG", "fail": "ERROR", "crit": "CRITICAL"}
+DOTNET_LEVELS = {"trce": "TRACE", "dbug": "DEBUG", "info": "INFO", "warn": "WARN", "fail": "ERROR", "crit": "CRITICAL"}
+"""Microsoft.Extensions.Logging's console (.NET) writes its level as one of these words: `fail: Category[EventId]`."""
+_DOTNET_LEVEL = re.compile(f"({'|'.join(DOTNET_LEVELS)}): ")
 _PRIORITY = re.compile(r"\s*<(\d{1,3})>")  # a syslog line's `<PRI>`: facility × 8 + severity
 
 _STAMPED, _FIELDED, _OTHER = 0, 1, 2
@@ -391,7 +391,7 @@ def level_of(header: str, message: str) -> str | None:
         if level is not None:
             return level
     if dotnet := _DOTNET_LEVEL.match(message):
-        return _DOTNET_LEVELS[dotnet.group(1)]
+        return DOTNET_LEVELS[dotnet.group(1)]
     if not header and (found := _BARE_LEVEL.match(message.lstrip())):
         return found.group(1).upper()
     for text in (header, message):

@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from components.logs.header import ERROR_LEVELS
+from components.logs.header import DOTNET_LEVELS, ERROR_LEVELS
 from components.logs.reader import SourceLine
 
 __all__ = [
@@ -98,7 +98,7 @@ _PYTHON_EXCEPTION = re.compile(r"(?:[A-Za-z_]\w*\.)*(?P<name>[A-Z]\w*)(?::(?:[ \
 _BARE_EXCEPTION = re.compile(r"(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:Exception|Error|Throwable)(?::[ \t].*)?\Z")
 
 # .NET's Microsoft.Extensions.Logging console: `fail: Category[EventId]`, a time before it where one is configured.
-_DOTNET_HEAD = re.compile(r"(?:\S.*[ \t])?(?:trce|dbug|info|warn|fail|crit): \S+\[\d+\][ \t]*\Z")
+_DOTNET_HEAD = re.compile(rf"(?:\S.*[ \t])?(?:{'|'.join(DOTNET_LEVELS)}): \S+\[\d+\][ \t]*\Z")
 
 _NONE, _PYTHON, _PYTHON_ENDED, _GO, _DOTNET = 0, 1, 2, 3, 4  # what the lines before say the next may be
 _INDENT = frozenset(" \t")

@@ -237,6 +237,9 @@ def test_a_twelve_hour_clocks_half_is_header(line: str, message: str) -> None:
         # .NET's console logger writes `fail:` and `crit:` where others write ERROR and CRITICAL.
         ("fail: Microsoft.AspNetCore.Server.Kestrel[13]", "ERROR"),
         ("2026-12-03 10:00:00 crit: Microsoft.Hosting.Lifetime[6]", "CRITICAL"),
+        # Its `warn:` and `info:` after a time (`TimestampFormat` set) were no level.
+        ("2026-12-03 10:00:00.123 warn: Microsoft.AspNetCore.Mvc[1]", "WARN"),
+        ("10:00:00 info: Microsoft.Hosting.Lifetime[14]", "INFO"),
         ("fail to see why: a plain message", None),
     ],
 )
