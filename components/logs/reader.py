@@ -70,6 +70,9 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[
 # Every credential `redact_text` masks holds one of these words (lower-cased) and, around it, `_SECRET_SHAPE`: most
 # lines are let through on a few substring tests (`redact_text` itself costs twice what mining a line does).
 _SECRET_WORDS = ("pass", "secret", "token", "key", "bearer", "basic", "://", "sk-", "xox", "akia", "eyj", "gh")
+# A line a container runtime split (CRI, a node's /var/log/containers: kubelet cuts a line at 16 KiB): its time and
+# stream, `P`, then a part of the line; the parts that follow on the same stream end with an `F` line.
+_CRI_PART = re.compile(r"(?P<head>\d{4}-\d{2}-\d{2}T\S+ (?P<stream>stdout|stderr) )(?P<tag>[PF]) ", re.ASCII)
 _SECRET_SHAPE = re.compile(
     r"""(?:pass(?:word|wd)?|secret|token|key)["']?\s*[=:]|(?:bearer|basic)\s|://\S*@|sk-|gh[pousr]_|xox|akia|eyj"""
 )
@@ -253,6 +256,7 @@ def _open(path: Path) -> TextIO:
 def _lines_of(path: Path, malformed: Malformed, max_line_chars: int) -> Iterator[SourceLine]:
     name = str(path)
     number = 0
+    splits: dict[str, _Split] = {}  # by stream: a line the container runtime split, its parts so far
     with _open(path) as handle:
         while text := handle.readline(max_line_chars):
             number += 1
@@ -278,7 +282,57 @@ def _lines_of(path: Path, malformed: Malformed, max_line_chars: int) -> Iterator
                     malformed.add("invalid_utf8", f"{name}:{number}", f"byte {where} is not UTF-8")
                     yield SourceLine(name, number, "", "invalid_utf8")
                 continue
+            if (splits or " P " in text[20:48]) and (cri := _CRI_PART.match(text)):
+                if (whole := _join_part(splits, cri, text, number, max_line_chars)) is not None:
+                    yield _split_line(name, whole, malformed)
+                continue
             yield SourceLine(name, number, clean_text(text))
+        for split in splits.values():  # a split line the file ends in (rotated mid-line): what there is of it
+            yield _split_line(name, split, malformed)
+
+
+def _split_line(name: str, split: _Split, malformed: Malformed) -> SourceLine:
+    if split.text:
+        return SourceLine(name, split.number, clean_text(split.text))
+    malformed.add("too_long", f"{name}:{split.number}", f"{split.size:,} characters, split by the container runtime")
+    return SourceLine(name, split.number, "", "too_long")
+
+
+@dataclass(slots=True)
+class _Split:
+    """A line the container runtime split (CRI), while its parts come in: `text` is empty once it is too long."""
+
+    number: int  # its first part's
+    head: str  # its first part's time and stream, then `F `: the whole line reads as one written at once
+    parts: list[str]
+    size: int = 0
+
+    def add(self, part: str, max_chars: int) -> None:
+        """Keep `part` while the line stays shorter than `max_chars`; past that, keep nothing (never a huge line)."""
+        self.size += len(part)
+        if self.size + len(self.head) < max_chars:
+            self.parts.append(part)
+        else:
+            self.parts.clear()
+
+    @property
+    def text(self) -> str:
+        return self.head + "".join(self.parts) if self.parts or not self.size else ""
+
+
+def _join_part(splits: dict[str, _Split], cri: re.Match[str], text: str, number: int, max_chars: int) -> _Split | None:
+    """Take in a CRI line's part: the whole line when this part ends one (an `F` after `P`s), else None.
+
+    A `F` line with no parts before it is a whole line of its own.
+    """
+    stream = cri.group("stream")
+    split = splits.get(stream)
+    if split is None:
+        if cri.group("tag") == "F":
+            return _Split(number, "", [text])
+        split = splits[stream] = _Split(number, cri.group("head") + "F ", [])
+    split.add(text[cri.end() :], max_chars)
+    return splits.pop(stream) if cri.group("tag") == "F" else None
 
 
 def _bytes(text: str) -> int:

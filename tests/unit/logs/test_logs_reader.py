@@ -408,3 +408,44 @@ def test_json_lines_a_container_runtime_wrapped_are_read_as_json(tmp_path: Path)
         LogEvent("slow", "WARN"),
         LogEvent("{braces} are a message here", None),
     ]
+
+
+def test_a_line_the_container_runtime_split_is_read_whole(tmp_path: Path) -> None:
+    # kubelet cuts a line at 16 KiB into `P` parts and an `F` one (a node's /var/log/containers): a long chat
+    # request's parts were lines of their own — the record lost, its halves two odd events.
+    record = {"messages": [{"role": "user", "content": "q" * 40}], "response": "a", "feedback": "negative"}
+    text = json.dumps(record)
+    pieces = [text[:30], text[30:60], text[60:]]
+    path = tmp_path / "web_default_model-1.log"
+    path.write_text(
+        f"2026-12-03T10:00:00.1Z stdout P {pieces[0]}\n"
+        '2026-12-03T10:00:00.2Z stderr F {"level":"error","msg":"between the parts"}\n'  # another stream goes on
+        f"2026-12-03T10:00:00.3Z stdout P {pieces[1]}\n"
+        f"2026-12-03T10:00:00.4Z stdout F {pieces[2]}\n"
+        "2026-12-03T10:00:01.0Z stdout P password=hunt\n"  # a credential split across parts is masked
+        "2026-12-03T10:00:01.1Z stdout F er2-hunter3 and the rest\n"
+        "2026-12-03T10:00:02.0Z stderr P the file ends before this line does\n"
+    )
+    lines = list(read_lines([path], Malformed()))
+    assert [(line.number, line.text) for line in lines] == [
+        (2, '2026-12-03T10:00:00.2Z stderr F {"level":"error","msg":"between the parts"}'),
+        (1, f"2026-12-03T10:00:00.1Z stdout F {text}"),
+        (5, "2026-12-03T10:00:01.0Z stdout F password=*** and the rest"),
+        (7, "2026-12-03T10:00:02.0Z stderr F the file ends before this line does"),
+    ]
+    entries, malformed = _entries(path)
+    assert malformed.total == 0
+    assert isinstance(entries[1], RequestRecord) and entries[1].feedback == "negative"
+
+
+def test_a_split_line_too_long_to_mine_is_counted_without_holding_its_parts(tmp_path: Path) -> None:
+    path = tmp_path / "long.log"
+    parts = "".join(f"2026-12-03T10:00:00.{n}Z stdout P {'y' * 40}\n" for n in range(1, 9))
+    path.write_text(parts + "2026-12-03T10:00:01Z stdout F end\n2026-12-03T10:00:02Z stdout F next line\n")
+    malformed = Malformed()
+    lines = list(read_lines([path], malformed, max_line_bytes=128))
+    assert [(line.number, line.text, line.problem) for line in lines] == [
+        (1, "", "too_long"),
+        (10, "2026-12-03T10:00:02Z stdout F next line", None),
+    ]
+    assert malformed.examples["too_long"] == [f"{path}:1: 323 characters, split by the container runtime"]
