@@ -51,6 +51,7 @@ __all__ = [
     "Role",
     "fold",
     "joined_message",
+    "runtime_body",
     "traced_level",
 ]
 
@@ -85,6 +86,11 @@ _ALWAYS = re.compile(
     r"|[ \t]+panic: "  # Go's panic inside a panic
     r"|\[signal [A-Z]+: "  # Go: what signal a panic came from
 )
+# What a container runtime puts before each line a program wrote: CRI's `2026-…Z stderr F ` (a node's
+# /var/log/containers), `kubectl logs --timestamps`' time. A trace's lines each carry it.
+_RUNTIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}) (?:(?:stdout|stderr) [PF] )?", re.ASCII
+)
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):[ \t]*\Z")
 _GOROUTINE = re.compile(r"goroutine \d+ \[[^\]]*\]:[ \t]*\Z")
 _GO_FRAME = re.compile(r"\S+\(.*\)[ \t]*\Z|created by \S|\.\.\.additional frames elided\.\.\.")
@@ -117,6 +123,13 @@ def joined_message(message: str, exception: str | None, told: str | None = None)
     """
     parts = (part.strip() for part in (exception, told, message) if part)
     return f" {SEPARATOR} ".join(part for part in parts if part)
+
+
+def runtime_body(text: str) -> str:
+    """`text` without the time (and stream) a container runtime put before it, what the program itself wrote."""
+    if text[10:11] == "T" and (prefix := _RUNTIME.match(text)):
+        return text[prefix.end() :]
+    return text
 
 
 def traced_level(level: str | None) -> str:
@@ -167,8 +180,8 @@ class _Shapes:
         elif first in ("T", "g", "C", "S", "["):
             if _TRACEBACK.match(text):
                 role, self.mode = MORE, _PYTHON
-            elif _GOROUTINE.match(text):
-                role, self.mode = MORE, _GO
+            elif _GOROUTINE.match(text) and following is not None and _GO_FRAME.match(following):
+                role, self.mode = MORE, _GO  # a goroutine's header, its first frame under it
             elif _ALWAYS.match(text):
                 role = MORE
         elif first == "." and _ALWAYS.match(text):
@@ -207,12 +220,13 @@ def fold(lines: Iterable[SourceLine]) -> Iterator[tuple[SourceLine, Role]]:
 
     iterator = iter(lines)
     following = next(iterator, None)
+    after = runtime_body(following.text) if following is not None else ""  # the shapes are the program's lines'
     while following is not None:
-        line, following = following, next(iterator, None)
+        line, text, following = following, after, next(iterator, None)
+        after = runtime_body(following.text) if following is not None else ""
         if line.source != source:
             yield from end_event()
             source = line.source
-        text = line.text
         if line.problem is None and (not text or text.isspace()):
             blanks.append(line)
             if len(blanks) > MAX_BLANKS:  # a long blank run ends any event
@@ -221,16 +235,11 @@ def fold(lines: Iterable[SourceLine]) -> Iterator[tuple[SourceLine, Role]]:
         if line.problem is not None:
             role: Role = ALONE
             shapes.reset()
-        elif (
-            shapes.mode == _NONE
-            and text[:1] not in _OPENINGS
-            and (following is None or following.text[:1] not in _INDENT)
-        ):
+        elif shapes.mode == _NONE and text[:1] not in _OPENINGS and after[:1] not in _INDENT:
             role = ALONE  # the common case, settled without the rules
             shapes.open = True
         else:
-            after = following.text if following is not None and following.source == line.source else None
-            role = shapes.role(text, after)
+            role = shapes.role(text, after if following is not None and following.source == line.source else None)
             shapes.open = True
         if role == ALONE:
             if held is not None:

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from components.files import make_dirs, remove_made_dirs
 from components.logs.masking import MASK, LineTokenizer, shown_tokens, template_pattern
-from components.logs.multiline import BLANK, CONTINUING, EXCEPTION, HEAD, TEXT, fold, joined_message
+from components.logs.multiline import BLANK, CONTINUING, EXCEPTION, HEAD, TEXT, fold, joined_message, runtime_body
 from components.logs.reader import (
     MAX_LINE_BYTES,
     LogSourceError,
@@ -103,9 +103,9 @@ def parse_files(
                     continue
                 if role in CONTINUING:
                     if role == EXCEPTION:
-                        exception = line.text
+                        exception = runtime_body(line.text)
                     elif role == TEXT and told is None:
-                        told = line.text
+                        told = runtime_body(line.text)
                     write(f"{_CONTINUED}\t{source}\t{line.text}\n")
                     continue
                 if in_event:  # the event before ends here

@@ -20,7 +20,17 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from components.errors import InputError
 from components.logs.header import LETTER_LEVELS, SYSLOG_LEVELS
 from components.logs.masking import ERROR_LEVELS, level_of, split_header
-from components.logs.multiline import BLANK, EXCEPTION, HEAD, MORE, TEXT, fold, joined_message, traced_level
+from components.logs.multiline import (
+    BLANK,
+    EXCEPTION,
+    HEAD,
+    MORE,
+    TEXT,
+    fold,
+    joined_message,
+    runtime_body,
+    traced_level,
+)
 from components.logs.reader import MAX_LINE_BYTES, Malformed, SourceLine, clean_text, read_lines
 from components.redact import MASK as SECRET_MASK
 from components.redact import secret_name
@@ -360,10 +370,10 @@ def read_entries(
         if role == MORE or role == EXCEPTION:
             traced = True
             if role == EXCEPTION:
-                exception = line.text
+                exception = runtime_body(line.text)
             continue
         if role == TEXT:
-            told = line.text if told is None else told
+            told = runtime_body(line.text) if told is None else told
             continue
         if role == BLANK:
             continue

@@ -130,6 +130,33 @@ def test_a_trace_is_one_event_in_parse_and_in_detect_alike(tmp_path: Path, fmt: 
     ]
 
 
+@pytest.mark.parametrize("runtime", ["{time} stderr F ", "{time} "])  # a node's CRI file, kubectl logs --timestamps
+@pytest.mark.parametrize(("fmt", "trace"), [("Python", "python"), ("logback", "java"), ("Go-log", "go")])
+def test_a_trace_whose_every_line_a_container_runtime_timed_is_one_event(
+    tmp_path: Path, runtime: str, fmt: str, trace: str
+) -> None:
+    # Read from a node or with `--timestamps`, each line of a trace carries the runtime's time: every frame was an
+    # event of its own (`File "…"` a template), the exception never named, the error counted once per line.
+    lines, events = _with_traces(fmt, 100, seed=5, trace=trace)
+    timed = [runtime.format(time=f"2026-12-05T08:49:{n // 10:02d}.{n:09d}Z") + line for n, line in enumerate(lines)]
+    rows = _parse(tmp_path, timed)
+    plain_rows = _parse(tmp_path, lines, "plain")
+    assert [row["EventId"] == rows[0]["EventId"] for row in rows] == [
+        row["EventId"] == plain_rows[0]["EventId"] for row in plain_rows
+    ]  # the same lines go together as without the runtime's time
+    entries = list(read_entries([tmp_path / "app.log"], Malformed()))
+    assert len(entries) == events
+    named = [entry.message for _, entry in entries if " | " in getattr(entry, "message", "")]
+    if trace != "go":  # a panic is an event of its own, no line logged it
+        assert named and all(message.split(":")[0] in _EXCEPTIONS[trace] for message in named)
+    assert not any(row["EventTemplate"].startswith(("<*> stderr F", "File", "at ")) for row in rows)
+
+
+def test_a_goroutine_header_without_a_frame_under_it_is_an_event_of_its_own(tmp_path: Path) -> None:
+    lines = ["2026-12-05 08:49:42 INFO app: ready", "goroutine 12 [running]:", "2026-12-05 08:49:43 INFO app: ready"]
+    assert [role for _, role in fold(SourceLine("a", n, line) for n, line in enumerate(lines))] == [ALONE] * 3
+
+
 def test_a_python_traceback_names_its_exception_and_counts_as_an_error(tmp_path: Path) -> None:
     lines = [
         "2026-12-05 08:49:42,001 WARNING app.worker: retrying job 7",
