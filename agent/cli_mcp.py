@@ -91,6 +91,13 @@ def mcp_command(
     token = load_token(token_file) if transport == Transport.HTTP else ""  # before anything is opened
     if checkpoints_root is not None and checkpoints_root.exists() and not checkpoints_root.is_dir():
         raise InputError(f"--checkpoints-root {checkpoints_root} is a file; give the directory checkpoints are under")
+    root = checkpoints_root or Path(os.environ.get("VCPILOT_HOME") or ".vcpilot") / "workspace"
+    try:
+        root = root.resolve()
+    except (OSError, RuntimeError) as err:  # a symlink loop: RuntimeError before Python 3.13, OSError after
+        raise InputError(
+            f"--checkpoints-root {root} cannot be a directory ({err}); give the directory checkpoints are under"
+        ) from None
     if transport == Transport.HTTP:  # a taken port or a foreign address: one sentence, not uvicorn's log
         check_port_free(host, port)
     rules = Guardrails.from_file(guardrails) if guardrails else Guardrails()
@@ -98,8 +105,7 @@ def mcp_command(
         rules = rules.model_copy(update={"read_only": True})
     cluster = connect(kubeconfig or None, context)
     _sdk_logs_to_stderr(token)  # before build_server, whose SDK would otherwise log tracebacks through rich
-    root = checkpoints_root or Path(os.environ.get("VCPILOT_HOME") or ".vcpilot") / "workspace"
-    server = build_server(ToolContext(cluster=cluster, guardrails=rules, checkpoints_root=root.resolve()))
+    server = build_server(ToolContext(cluster=cluster, guardrails=rules, checkpoints_root=root))
     where = _describe(cluster)
     mode = "read-only" if rules.read_only else "read-write"
     _audit_to_stderr(AUDIT, token)

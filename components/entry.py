@@ -460,9 +460,13 @@ SENTENCE_MAX = 1200
 
 
 def _fail(sentence: str, code: int, as_json: bool) -> int:
+    from components.untrusted import printable  # imported here: its patterns are compiled as it loads
+
     sentence = redact_text(sentence)  # an error may quote a URL or a header: never their credentials
-    # one line, whatever it quotes: a name typed with a newline in it (`$'x\ny'`) shows as `x\ny`
+    # one line, whatever it quotes: a name typed with a newline in it (`$'x\ny'`) shows as `x\ny`, and any other
+    # control character (an escape sequence, a vertical tab, U+2028) as its escape, never acted on by the terminal
     sentence = sentence.replace("\r", "\\r").replace("\n", "\\n")
+    sentence = printable(sentence, limit=len(sentence))
     if len(sentence) > SENTENCE_MAX:  # a value of 5,000 digits quoted whole: its start, and its end (what to do)
         sentence = f"{sentence[: SENTENCE_MAX * 2 // 3]} [...] {sentence[-SENTENCE_MAX // 3 :]}"
     if as_json:

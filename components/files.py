@@ -75,8 +75,10 @@ def _read_bytes(path: str | Path, what: str, max_bytes: int | None, stdin: bool)
     named = source_name(path, stdin)
     label = _label(named, what)
     try:
-        with contextlib.nullcontext(sys.stdin.buffer) if named != path else Path(path).open("rb") as file:
-            data = file.read() if max_bytes is None else file.read(max_bytes + 1)
+        if named != path:
+            data = sys.stdin.buffer.read() if max_bytes is None else sys.stdin.buffer.read(max_bytes + 1)
+        else:
+            data = _read_file(path, max_bytes, label)
     except IsADirectoryError:
         raise InputError(f"{label} is a directory; give a file") from None
     except OSError as err:
@@ -85,9 +87,32 @@ def _read_bytes(path: str | Path, what: str, max_bytes: int | None, stdin: bool)
     return data
 
 
+def _read_file(path: str | Path, max_bytes: int | None, label: str) -> bytes:
+    """The bytes of the file at `path`; a named pipe that no program writes to is refused, not waited on forever.
+
+    A pipe whose writer is there (`<(cat job.yaml)`, a `mkfifo` whose writer started first) is read as written.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a pipe's plain open waits for a writer
+    first = b""
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            with contextlib.suppress(BlockingIOError):  # its writer is there and has written nothing yet
+                first = os.read(fd, 1)
+                if not first:
+                    raise InputError(
+                        f"{label} is a named pipe that no program writes to; give a file, or start its writer first"
+                    )
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as file:
+        return first + (file.read() if max_bytes is None else file.read(max_bytes + 1 - len(first)))
+
+
 def _check_size(data: bytes, max_bytes: int | None, what: str, label: str) -> None:
     if max_bytes is not None and len(data) > max_bytes:
-        most = "any manifest" if max_bytes == MANIFEST_MAX_BYTES else f"a {what} vcpilot reads"
+        most = "any manifest" if max_bytes == MANIFEST_MAX_BYTES else "vcpilot reads in one file"
         raise InputError(f"{label} holds more than {max_bytes // 2**20} MiB, more than {most}; give the right file")
 
 
@@ -221,6 +246,11 @@ def _directory_or_parent(path: str | Path, option: str) -> Path | None:
     target = Path(path)
     if target.exists() and not target.is_dir():
         raise InputError(f"{option} {path} is a file; give the path of a directory to write into")
+    if target.is_symlink() and not target.exists():  # no directory can be made there: mkdir says "File exists"
+        raise InputError(
+            f"{option} {path} is a symbolic link to nothing (a loop, or a missing target); "
+            "give the path of a directory to write into"
+        )
     return target if target.is_dir() else _existing_parent(path, option)
 
 
@@ -319,6 +349,11 @@ def state_home() -> Path:
 def _existing_parent(path: str | Path, what: str) -> Path | None:
     """The nearest parent of `path` that exists; InputError when it is a file: nothing can be created under it."""
     for parent in Path(path).parents:
+        if parent.is_symlink() and not parent.exists():  # nothing can be made under it: "Too many levels of links"
+            raise InputError(
+                f"{_label(path, what)} is under {parent}, a symbolic link to nothing (a loop, or a missing target); "
+                "give a path under a directory"
+            )
         if parent.exists():
             if not parent.is_dir():
                 raise InputError(f"{_label(path, what)} is under {parent}, a file; give a path under a directory")

@@ -40,6 +40,13 @@ def check_http_url(url: str) -> SplitResult:
     # looked up in DNS, and 'http://a%20b' an internal error in MLflow's client.
     if not re.fullmatch(r"[\w.-]+|[\w.]*:[\w.:]*(%[\w.-]+)?", parts.hostname):
         raise ValueError(f"{url!r} has a host, {parts.hostname!r}, that is not a host name or an IP address")
+    if ":" not in parts.hostname:
+        try:  # what the resolver asks of a name: labels of 1 to 63 characters (else an internal error, deep in it)
+            parts.hostname.encode("idna")
+        except UnicodeError:
+            raise ValueError(
+                f"{url!r} has a host, {parts.hostname!r}, with a label that is empty or longer than 63 characters"
+            ) from None
     try:
         port = parts.port  # urlsplit checks the port only when asked: deep in a client, an internal error
     except ValueError:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -19,6 +18,7 @@ from jsonschema.validators import validator_for
 
 from components import kubeyaml
 from components.files import MANIFEST_MAX_BYTES, read_text
+from components.untrusted import loads_json
 from pipelines.lint_rules import KINDS, controller_findings
 
 __all__ = ["SCHEMA_ENV", "Problem", "find_schema", "lint_document", "lint_files", "load_schema"]
@@ -61,7 +61,7 @@ def load_schema(path: Path, what: str = "schema") -> dict[str, Any]:
     Read as every file we parse is (`components.files.read_text`, at most MANIFEST_MAX_BYTES): a file that cannot
     be read is an InputError naming `what` and the file; one that is not the schema a ValueError.
     """
-    schema = json.loads(read_text(path, what, max_bytes=MANIFEST_MAX_BYTES))
+    schema = loads_json(read_text(path, what, max_bytes=MANIFEST_MAX_BYTES))  # nested too deeply: a ValueError
     if not isinstance(schema, dict) or not isinstance(schema.get("definitions"), dict):
         raise ValueError("it has no 'definitions'")
     return schema

@@ -7,7 +7,6 @@ the evaluator's verdict.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +19,7 @@ from components.evaluate.model import CausalLM, ModelDirError
 from components.evaluate.scoring import Example, LanguageModel, Scores, read_eval_set, score
 from components.release.registry import CHAMPION, connect, download, find_alias
 from components.tracking.adapter import resolve_uri
+from components.untrusted import loads_json
 
 __all__ = ["METRIC", "EvaluationReport", "ModelLoader", "champion_scores", "evaluate", "read_slo_outcome"]
 
@@ -123,10 +123,10 @@ def read_slo_outcome(path: str | Path, *, slo_ttft_ms: float | None, slo_tpot_ms
         raise InputError("a load-test report needs both --slo-ttft-ms and --slo-tpot-ms to be judged")
     file = Path(path)
     if not file.is_file():
-        raise InputError(f"the load-test report {file} does not exist")
+        raise InputError(f"the load-test report {file} {'is not a file' if file.exists() else 'does not exist'}")
     try:
-        data = json.loads(file.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = loads_json(file.read_text())
+    except ValueError:  # not UTF-8, not JSON, or nested too deeply to read
         raise InputError(f"the load-test report {file} is not JSON") from None
     if not isinstance(data, dict):
         raise InputError(f"the load-test report {file} is not a JSON object")

@@ -9,7 +9,6 @@ description, the failed checks first: "Not promoted: p95 TTFT 900 ms > SLO 500 m
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from components.errors import InputError
 from components.tracking.adapter import TAG_LIMIT
+from components.untrusted import loads_json
 
 __all__ = [
     "Bars",
@@ -91,8 +91,8 @@ def _report(path: Path, what: str) -> dict[str, Any]:
         missing = "is not a file" if path.exists() else "does not exist"
         raise InputError(f"the {what} report {path} {missing}; pass the file the {what} step wrote")
     try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = loads_json(path.read_text())
+    except ValueError:  # not UTF-8, not JSON, or nested too deeply to read
         raise InputError(f"the {what} report {path} is not JSON; pass the file the {what} step wrote") from None
     if not isinstance(data, dict):
         raise InputError(f"the {what} report {path} is not a JSON object; pass the file the {what} step wrote")

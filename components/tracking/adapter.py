@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -149,7 +150,36 @@ def check_tracking_uri(uri: str, what: str = "the MLflow tracking URI") -> str:
             check_http_url(uri)
         except ValueError as err:
             raise InputError(f"{what} {err}") from None
+    if scheme.startswith("sqlite") and uri.partition(":///")[2]:
+        _check_sqlite_store(Path(uri.partition(":///")[2].partition("?")[0]), uri, what)
     return uri
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+
+
+def _check_sqlite_store(store: Path, uri: str, what: str) -> None:
+    """InputError when `store` cannot be an SQLite database: MLflow retries such a store for minutes, in paragraphs.
+
+    A store that does not exist yet is fine (the registry makes it), and so is an empty file.
+    """
+    fix = "give sqlite:///PATH/mlflow.db, a database file or a path where one can be made"
+    try:
+        mode = store.stat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as err:  # a symlink loop, a file where a directory goes
+        raise InputError(f"{what} {uri!r} names {store}, which cannot be read ({err.strerror}); {fix}") from None
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise InputError(f"{what} {uri!r} names {store}, which is {kind}; {fix}")
+    try:
+        with store.open("rb") as file:
+            head = file.read(len(_SQLITE_HEADER))
+    except OSError:
+        return  # MLflow says why it cannot open it
+    if head and head != _SQLITE_HEADER:
+        raise InputError(f"{what} {uri!r} names {store}, which is not an SQLite database; {fix}")
 
 
 def configured_uri(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:

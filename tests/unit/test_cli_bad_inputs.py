@@ -4,6 +4,7 @@ Each case was once taken, or refused only after a model loaded or a server was a
 """
 
 import json
+import os
 import socket
 from pathlib import Path
 
@@ -149,6 +150,10 @@ def test_run_refuses_a_path_this_machine_lacks_before_the_first_champion(home, p
         (["release", "show", "--registered-model", "m", "--tracking-uri", "http://a b"], "has a host, 'a b'"),
         # an internal error in MLflow's client: "URL can't contain control characters"
         (["release", "show", "--registered-model", "m", "--tracking-uri", "http://a%20b"], "has a host, 'a%20b'"),
+        # internal errors in the resolver: "UnicodeError: encoding with 'idna' codec failed (label too long)"
+        (["loadtest", "--url", "http://a..b:1", "--concurrency", "1"], "host, 'a..b', with a label that is empty"),
+        (["submit", "--server", f"http://{'a' * 64}"], "with a label that is empty or longer than 63 characters"),
+        (["doctor", "--kubeconfig", "/nonexistent", "--argo-server", f"{'a' * 64}:1"], "longer than 63 characters"),
     ],
 )
 def test_a_url_whose_host_is_no_host_name_is_refused_before_it_is_looked_up(home, args, says):
@@ -254,3 +259,49 @@ def _placed(arg: str, given: dict[str, str]) -> str:
     """`arg` with its leading placeholder (`DATA/a.log`) replaced by the test's path."""
     head, _, rest = arg.partition("/")
     return given[head] + (f"/{rest}" if rest else "") if head in given else arg
+
+
+@pytest.mark.parametrize(
+    ("option", "says"),
+    [
+        (["release", "register", "--evaluation"], "the evaluate report {} is not JSON"),
+        (["release", "register", "--loadtest"], "the loadtest report {} is not JSON"),
+        (["evaluate", "--slo-ttft-ms", "1", "--slo-tpot-ms", "1", "--loadtest-report"], "load-test report {} is not"),
+        (["lint", "WF", "--schema"], "--schema {} is not Argo's JSON schema (JSON nested too deeply to be read)"),
+    ],
+)
+def test_a_report_or_schema_nested_too_deeply_is_not_json(home, tmp_path, option, says):
+    # each was an internal error: "RecursionError: maximum recursion depth exceeded while decoding a JSON array"
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (tmp_path / "eval.jsonl").write_text('{"prompt": "a", "completion": "b"}\n')
+    (tmp_path / "wf.yaml").write_text(Path("../shared/argo-examples/arguments-parameters.yaml").read_text())
+    given = {
+        "release": ["--model", str(model), "--registered-model", "m", "--tracking-uri", f"sqlite:///{home}/m.db"],
+        "evaluate": ["--model", str(model), "--eval-set", str(tmp_path / "eval.jsonl")],
+        "lint": [],
+    }[option[0]]
+    args = [str(tmp_path / "wf.yaml") if arg == "WF" else arg for arg in option]
+    refused([*args[:-1], *given, args[-1], str(deep)], says.format(deep))
+    assert not home.exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "says"), [("dir", "a directory"), ("fifo", "not a regular file"), ("text", "not an SQL")]
+)
+@pytest.mark.parametrize("command", [["release", "show"], ["release", "rollback"]])
+def test_a_sqlite_store_that_is_no_database_file_is_refused_before_mlflow(home, tmp_path, command, kind, says):
+    # MLflow retried a directory or a pipe for minutes, printing a paragraph of warnings each time; a text file was
+    # "connecting to MLflow failed" with exit 3, as if a later try could work
+    store = tmp_path / "store"
+    if kind == "dir":
+        store.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(store)
+    else:
+        store.write_text("nodes: []\n")
+    uri = f"sqlite:///{store}"
+    refused([*command, "--registered-model", "m", "--tracking-uri", uri], f"names {store}, which is {says}")

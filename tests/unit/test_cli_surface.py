@@ -161,6 +161,15 @@ def test_an_error_quoting_a_line_break_stays_one_line(run):
     assert json.loads(done.stdout)["error"] == one_line_error(done, EXIT_INPUT, "default/x\\r\\ny")
 
 
+def test_an_error_quoting_control_characters_shows_their_escapes(run):
+    # `vcpilot cluster get $'a\e[31mb\vc'` wrote the escape sequence and the vertical tab to the terminal as they
+    # were: the rest of the line turned red, and the sentence went on on the next line
+    done = run("cluster", "get", "a\x1b[31mb\x0bc\u2028d\x07", "--json")
+    sentence = one_line_error(done, EXIT_INPUT, "default/a\\x1b[31mb\\x0bc\\u2028d\\x07 does not exist")
+    assert json.loads(done.stdout)["error"] == sentence
+    assert not any(ord(c) < 0x20 or c == "\x7f" for c in done.stderr.strip())
+
+
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
@@ -317,6 +326,15 @@ def test_mcp_refuses_a_checkpoints_root_that_is_a_file(run, tmp_path, monkeypatc
     (tmp_path / "f").write_text("x")
     monkeypatch.chdir(tmp_path)
     one_line_error(run("mcp", "--checkpoints-root", "f"), EXIT_INPUT, "--checkpoints-root f is a file")
+    assert not (tmp_path / "home").exists()
+
+
+def test_mcp_refuses_a_checkpoints_root_that_is_a_symlink_loop(run, tmp_path):
+    # it was an internal error: "RuntimeError: Symlink loop from …"
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    done = run("mcp", "--checkpoints-root", str(tmp_path / "a"))
+    one_line_error(done, EXIT_INPUT, f"--checkpoints-root {tmp_path / 'a'} cannot be a directory (")
     assert not (tmp_path / "home").exists()
 
 

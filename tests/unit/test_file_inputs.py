@@ -5,6 +5,8 @@ The readers all go through `components.files`; this pins the class, reader by re
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +26,7 @@ from components.files import (
     load_document,
     load_documents,
     lock_within,
+    read_dataset,
     read_text,
     write_bytes,
 )
@@ -64,6 +67,32 @@ def test_a_file_that_is_not_utf8_is_one_sentence_naming_it(tmp_path: Path, reade
         read(path)
     sentence = str(caught.value)
     assert str(path) in sentence and "is not UTF-8 text" in sentence and "\n" not in sentence
+
+
+@pytest.mark.parametrize("reader", [name for name in READERS if name not in ("step report", "finetune data")])
+def test_a_named_pipe_nothing_writes_to_is_refused_not_waited_on(tmp_path: Path, reader: str) -> None:
+    # `vcpilot cluster submit PIPE`, `cluster reset --config PIPE`, `evaluate --eval-set PIPE`… waited forever
+    read, place = READERS[reader]
+    path = place(tmp_path)
+    os.mkfifo(path)
+    with pytest.raises(VcpilotError) as caught:
+        read(path)
+    assert f"{path} is a named pipe that no program writes to; give a file" in str(caught.value)
+
+
+def test_a_named_pipe_whose_writer_is_there_is_read_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    os.mkfifo(path)
+    writer = os.open(path, os.O_RDWR)  # a writer present, nothing written yet: the read waits for the text
+    threading.Timer(0.2, lambda: (os.write(writer, b"kind: Job\n"), os.close(writer))).start()
+    assert read_text(path, "manifest") == "kind: Job\n"
+
+
+def test_a_data_set_past_its_limit_says_so_in_words(monkeypatch) -> None:
+    # "holds more than 256 MiB, more than a the evaluation set vcpilot reads"
+    monkeypatch.setattr("components.files.DATASET_MAX_BYTES", 2**20)
+    with pytest.raises(VcpilotError, match=r"^the evaluation set /dev/zero holds more than 1 MiB, more than vcpilot"):
+        read_dataset("/dev/zero", "the evaluation set")
 
 
 @pytest.mark.parametrize(
@@ -186,3 +215,22 @@ def test_the_checks_that_came_before_keep_their_sentences(tmp_path):
         check_output_dir(tmp_path / "file", "--out")
     with pytest.raises(VcpilotError, match=r"is under .*/file, a file; give a path under a directory$"):
         check_output(tmp_path / "file" / "r.json", "--report")
+
+
+@pytest.mark.parametrize("link", ["loop", "dangling"])
+def test_an_output_at_or_under_a_link_to_nothing_is_refused_naming_its_option(tmp_path, link):
+    # `compile --out LOOP`, `finetune --out LOOP` checked nothing and ended in "error: LOOP: File exists";
+    # `compile --out LOOP/sub` in "error: LOOP/sub: Too many levels of symbolic links", naming no option
+    if link == "loop":
+        (tmp_path / "b").symlink_to(tmp_path / "link")
+        (tmp_path / "link").symlink_to(tmp_path / "b")
+    else:
+        (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    place = tmp_path / "link"
+    with pytest.raises(VcpilotError, match=r"^--out .*/link is a symbolic link to nothing \(a loop, or a missing"):
+        check_output_dir(place, "--out")
+    with pytest.raises(VcpilotError, match=r"^--out .*/link/sub is under .*/link, a symbolic link to nothing"):
+        check_output_dir(place / "sub", "--out")
+    with pytest.raises(VcpilotError, match=r"^--report .*/link/r.json is under .*/link, a symbolic link to nothing"):
+        check_output(place / "r.json", "--report")
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["b", "link"] if link == "loop" else ["link"])
