@@ -160,6 +160,11 @@ def expand_sources(sources: Iterable[Path | str]) -> list[Path]:
             )
         elif path.exists():
             files.append(path)
+        elif path.is_symlink():  # a loop, or a link whose target is gone: "does not exist" would send one looking
+            raise LogSourceError(
+                f"the log source {source} is a symbolic link to nothing (a loop, or a missing target): give a file, "
+                "a directory or a glob"
+            )
         elif glob.has_magic(str(source)):
             matches = _glob(str(source))
             if not matches:

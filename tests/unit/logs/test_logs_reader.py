@@ -99,6 +99,14 @@ def test_a_truncated_gzip_keeps_what_it_held_and_is_counted(tmp_path: Path) -> N
     assert malformed.counts == {"truncated_gzip": 1, "unreadable_file": 1}
 
 
+def test_a_link_to_nothing_is_named_as_such(tmp_path: Path) -> None:
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "gone").symlink_to(tmp_path / "rotated-away.log")
+    for link in ("loop", "gone"):
+        with pytest.raises(LogSourceError, match=r"is a symbolic link to nothing \(a loop, or a missing target\)"):
+            expand_sources([tmp_path / link])
+
+
 def test_a_missing_source_is_one_sentence(tmp_path: Path) -> None:
     with pytest.raises(
         LogSourceError, match=r"^the log source .*nope does not exist: give a file, a directory or a glob$"
