@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from jsonschema.exceptions import ValidationError
+from jsonschema.exceptions import UnknownType, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
+from referencing.exceptions import Unresolvable
 
 from components import kubeyaml
 from components.files import MANIFEST_MAX_BYTES, read_text
@@ -64,6 +65,9 @@ def load_schema(path: Path, what: str = "schema") -> dict[str, Any]:
     schema = loads_json(read_text(path, what, max_bytes=MANIFEST_MAX_BYTES))  # nested too deeply: a ValueError
     if not isinstance(schema, dict) or not isinstance(schema.get("definitions"), dict):
         raise ValueError("it has no 'definitions'")
+    for name, definition in schema["definitions"].items():
+        if not isinstance(definition, dict):
+            raise ValueError(f"its definition {name!r} is not an object")
     return schema
 
 
@@ -102,7 +106,19 @@ def lint_document(doc: Any, *, schema: dict[str, Any] | None, file: str = "") ->
     found: list[tuple[str, str]] = []
     validator = _validator(schema, kind) if schema is not None else None
     if validator is not None and schema is not None:
-        found += [(_path(error.absolute_path), _schema_message(error)) for error in validator.iter_errors(doc)]
+        try:
+            found += [(_path(error.absolute_path), _schema_message(error)) for error in validator.iter_errors(doc)]
+        # The schema itself is broken where this document leads it: a type or a `$ref` it does not define, or a
+        # sub-schema neither an object nor a boolean (jsonschema then fails on it as on a bug of its own).
+        except (UnknownType, Unresolvable, AttributeError, TypeError) as error:
+            reason = f"{type(error).__name__.strip('_')}: {str(error).splitlines()[0]}"
+            return [
+                Problem(
+                    file,
+                    "",
+                    f"Argo's JSON schema cannot check it ({reason}); point {SCHEMA_ENV} at Argo v4.1.2's schema.json",
+                )
+            ]
         root = schema["definitions"][f"io.argoproj.workflow.v1alpha1.{kind}"]
         found += _unknown_fields(doc, root, schema["definitions"], "")
     found += controller_findings(doc, schema_checked=validator is not None)
@@ -224,8 +240,10 @@ def _unknown_fields(
     value: Any, node: dict[str, Any], definitions: dict[str, Any], path: str
 ) -> Iterator[tuple[str, str]]:
     """Keys the schema does not declare: strict decoding rejects them, the schema lets them through."""
-    while "$ref" in node:
+    while isinstance(node, dict) and "$ref" in node:
         node = definitions.get(str(node["$ref"]).rsplit("/", 1)[-1], {})
+    if not isinstance(node, dict):  # a broken schema: nothing declared there
+        return
     if isinstance(value, dict) and isinstance(node.get("properties"), dict):
         properties = node["properties"]
         for key, item in value.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -736,8 +737,13 @@ def test_parameter_values_may_be_numbers_as_argo_reads_them(tmp_path: Path, sche
         # it was read whole with open(): /dev/zero or a log by mistake filled the memory
         (b" " * (MANIFEST_MAX_BYTES + 1), "error: --schema {schema} holds more than 16 MiB, more than any manifest"),
         (b'{"definitions": "caf\xe9"}', "error: --schema {schema} is not UTF-8 text (byte 0xe9 at offset 20)"),
+        (
+            b'{"definitions": {"io.argoproj.workflow.v1alpha1.Workflow": 5}}',
+            "error: --schema {schema} is not Argo's JSON schema (its definition "
+            "'io.argoproj.workflow.v1alpha1.Workflow' is not an object)",
+        ),
     ],
-    ids=["empty", "not-json", "no-definitions", "missing", "too-big", "not-utf8"],
+    ids=["empty", "not-json", "no-definitions", "missing", "too-big", "not-utf8", "definition-not-an-object"],
 )
 def test_a_schema_that_cannot_be_read_is_one_sentence_naming_schema(tmp_path, content, says):
     # it was reported as one more problem against each file linted
@@ -753,6 +759,24 @@ def test_a_schema_that_cannot_be_read_is_one_sentence_naming_schema(tmp_path, co
     done = CliRunner().invoke(app, ["lint", "--schema", str(schema), str(workflow)])
     assert done.exit_code == 1 and done.stdout == ""
     assert done.stderr.startswith(says.format(schema=schema)) and done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("definition", "says"),
+    [
+        ({"type": "bogus"}, "UnknownType"),  # an internal error before
+        ({"properties": {"spec": {"$ref": "#/definitions/nowhere"}}}, "PointerToNowhere"),
+        ({"properties": {"spec": 5}}, "AttributeError"),  # a sub-schema that is no schema
+    ],
+)
+def test_a_schema_broken_where_a_document_leads_it_is_a_problem_not_an_internal_error(
+    tmp_path: Path, definition: dict[str, Any], says: str
+) -> None:
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"definitions": {"io.argoproj.workflow.v1alpha1.Workflow": definition}}))
+    problems = lint(tmp_path, workflow(ECHO), schema_path=schema)
+    broken = [p for p in problems if "Argo's JSON schema cannot check it" in p.message]
+    assert len(broken) == 1 and says in broken[0].message and SCHEMA_ENV in broken[0].message
 
 
 # --- what the local runner refuses at load is a lint problem too (one rule: pipelines.local.workflow.check_timing) --
