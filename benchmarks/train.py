@@ -3,10 +3,11 @@
 "Ours" is `components.finetune.train.train` on one rank: it draws each global batch from the data order, pads
 it, normalises the loss by the batch's completion tokens, clips gradients, steps the schedule, and records
 metrics every step (checkpoints only at the end, outside the timed steps). Beside the step times it times our
-`Checkpointer` saving and loading the run's final checkpoint (weights, AdamW state, RNG): the bytes per second the
-agent benchmark scales to its model size (docs/agent-benchmark.md). "Bare" is the loop anyone would write:
-one fixed batch, `model(..., labels=...)`, backward, AdamW step. Every example has the same length, so both
-loops compute on tensors of the same shape. Rounds alternate between the two to spread the noise of a shared
+`Checkpointer` saving and loading the run's final checkpoint (weights, AdamW state, RNG), and the snapshot — the
+copy of that state to host memory, all a periodic checkpoint stops training for (checkpoint_writer.py): the bytes
+per second the agent benchmark scales to its model size (docs/agent-benchmark.md). "Bare" is the loop anyone
+would write: one fixed batch, `model(..., labels=...)`, backward, AdamW step. Every example has the same length, so
+both loops compute on tensors of the same shape. Rounds alternate between the two to spread the noise of a shared
 machine evenly; the figure is the ratio of median step times (goal: at most 1.1). Prints one JSON document.
 
     python benchmarks/train.py [--steps 30] [--rounds 5] [--batch 16] [--threads 1]
@@ -25,7 +26,8 @@ import torch
 from goals import figure
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from components.finetune.checkpoint import Checkpointer
+from components.finetune.checkpoint import Checkpointer, TrainingState
+from components.finetune.checkpoint_writer import snapshot
 from components.finetune.config import TrainConfig
 from components.finetune.data import collate, tokenize
 from components.finetune.distributed import Distributed
@@ -85,26 +87,68 @@ def our_loop(model_dir: Path, data: Path, work: Path, batch: int, steps: int) ->
 
 
 def time_checkpoint(checkpoints: Path, copies: Path, repeats: int = 3) -> dict[str, float]:
-    """Seconds our Checkpointer takes to load and to save the run's newest checkpoint, best of `repeats`."""
+    """Seconds our Checkpointer takes to load, snapshot and save the run's newest checkpoint, best of `repeats`."""
     source = Checkpointer(checkpoints)
     latest = source.latest()
     assert latest is not None, "the timed run writes a final checkpoint"
     size = sum(f.stat().st_size for f in latest.iterdir())
-    loads, saves = [], []
+    loads, snapshots, saves = [], [], []
     for i in range(repeats):
         started = time.perf_counter()
         metadata, state = source.load(latest)
         loads.append(time.perf_counter() - started)
         started = time.perf_counter()
+        snapshot(state)
+        snapshots.append(time.perf_counter() - started)
+        started = time.perf_counter()
         Checkpointer(copies / str(i), keep=1).save(metadata, state)
         saves.append(time.perf_counter() - started)
-    save_s, load_s = min(saves), min(loads)
+    save_s, load_s, snapshot_s = min(saves), min(loads), min(snapshots)
     return {
         "bytes": size,
         "save_s": round(save_s, 4),
         "load_s": round(load_s, 4),
+        "snapshot_s": round(snapshot_s, 4),
         "save_mb_per_s": round(size / save_s / 1e6, 1),
         "load_mb_per_s": round(size / load_s / 1e6, 1),
+        "snapshot_mb_per_s": round(size / snapshot_s / 1e6, 1),
+    }
+
+
+# One decoder layer of a 7 B model (Llama 2's: hidden 4096, MLP 11008): the tensor sizes the agent benchmark scales the
+# snapshot to. Per byte a snapshot of such tensors is slower than of the `small` model's (fresh memory is paged in
+# as it is copied; the small tensors' stay in cache), so the stall is scaled from these.
+LAYER_7B = {"q": (4096, 4096), "k": (4096, 4096), "v": (4096, 4096), "o": (4096, 4096), "gate": (11008, 4096)}
+LAYER_7B |= {"up": (11008, 4096), "down": (4096, 11008), "norm_1": (4096,), "norm_2": (4096,)}
+
+
+def time_snapshot_7b_layer(repeats: int = 3) -> dict[str, float]:
+    """Seconds our snapshot takes for a 7 B decoder layer's fp32 weights and AdamW state (2.4 GB), best of `repeats`.
+
+    Into the buffers of the snapshot before, as from a run's second checkpoint on (`kept`); the first one's too.
+    """
+    model = {name: torch.randn(shape) for name, shape in LAYER_7B.items()}
+    moments = {
+        i: {"step": torch.tensor(1.0), "exp_avg": torch.randn(t.shape), "exp_avg_sq": torch.rand(t.shape)}
+        for i, t in enumerate(model.values())
+    }
+    state = TrainingState(model, {"state": moments, "param_groups": []}, {}, {})
+    size = 3 * sum(t.numel() * t.element_size() for t in model.values())
+    kept: dict = {}
+    started = time.perf_counter()
+    snapshot(state, kept)
+    first_s = time.perf_counter() - started
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        snapshot(state, kept)
+        times.append(time.perf_counter() - started)
+    return {
+        "bytes": size,
+        "first_s": round(first_s, 3),
+        "snapshot_s": round(min(times), 3),
+        "first_mb_per_s": round(size / first_s / 1e6, 1),
+        "snapshot_mb_per_s": round(size / min(times) / 1e6, 1),
     }
 
 
@@ -162,6 +206,7 @@ def main() -> None:
     hf_logging.disable_progress_bar()
     with tempfile.TemporaryDirectory(prefix="vcpilot-bench-train-") as tmp:
         results = [bench_size(name, Path(tmp), args) for name in args.sizes]
+    layer = time_snapshot_7b_layer()
     print(
         json.dumps(
             {
@@ -169,6 +214,7 @@ def main() -> None:
                 "goal": "ratio_median <= 1.1",
                 "threads": args.threads,
                 "results": results,
+                "snapshot_7b_layer": layer,
                 "figures": [
                     figure(
                         f"train: step time, {r['model']['size']} model",

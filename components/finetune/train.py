@@ -4,8 +4,9 @@ Each step takes the next global batch from the data stream, runs this rank's mic
 all-reduced only on the last one), and normalises the loss by the completion tokens of the *whole* global batch,
 which every rank can count from the data alone. So the update is the same whatever the world size and the
 accumulation, up to the order of float additions. Rank 0 alone writes checkpoints, metrics and the final model.
-Told to stop (SIGTERM on any rank, stop_signal.py), every rank stops at the same step boundary, that step's
-checkpoint is written, and `train` raises `Stopped`.
+Periodic checkpoints stop training only while the state is copied to host memory; a thread writes the copy
+(checkpoint_writer.py). Told to stop (SIGTERM on any rank, stop_signal.py), every rank stops at the same step
+boundary, that step's checkpoint is written, and `train` raises `Stopped`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from components.finetune.checkpoint import (
     capture_rng,
     restore_rng,
 )
+from components.finetune.checkpoint_writer import CheckpointWriter
 from components.finetune.config import BatchShape, TrainConfig, resolve_batch
 from components.finetune.data import (
     IGNORE,
@@ -112,6 +114,7 @@ def _train(config: TrainConfig, dist: Distributed, env: Mapping[str, str], stop:
     optimizer = build_optimizer(model, config)
     scheduler = build_scheduler(optimizer, config)
     checkpointer = Checkpointer(config.checkpoint_dir, config.keep)
+    writer = CheckpointWriter(checkpointer)
     dist.join()
 
     # Resume: rank 0 picks the checkpoint and tells the others, so that all ranks start from the same one.
@@ -128,8 +131,12 @@ def _train(config: TrainConfig, dist: Distributed, env: Mapping[str, str], stop:
         restore_rng(state.rng)
         step, position, loss = metadata.step, DataPosition(metadata.epoch, metadata.offset), metadata.loss
 
-    def save(step: int, position: DataPosition, loss: float, reason: CheckpointReason) -> None:
-        """Rank 0 writes `step-N/`, with the data position to continue from."""
+    def save(step: int, position: DataPosition, loss: float, reason: CheckpointReason) -> float | None:
+        """Rank 0 checkpoints `step-N/`, with the data position to continue from, from a snapshot in the background.
+
+        The stop signal's is written before it returns. Waits for the write in flight first, and returns its
+        seconds (None when there was none).
+        """
         metadata = CheckpointMetadata(
             step=step,
             epoch=position.epoch,
@@ -143,27 +150,33 @@ def _train(config: TrainConfig, dist: Distributed, env: Mapping[str, str], stop:
             reason=reason,
         )
         state = TrainingState(trainable_state(model), optimizer.state_dict(), scheduler.state_dict(), capture_rng())
-        checkpointer.save(metadata, state)
+        return writer.save(metadata, state, background=reason != "stop-signal")
 
     ddp = dist.wrap(model)
     sink = open_sink(env, dist.is_main)
     sink.log_params({**config.model_dump(mode="json"), **shape.model_dump(), "resumed_from": resumed_from})
     metrics_log = _open_metrics(config.out) if dist.is_main else None
     first_step, step_times, tokens_seen, succeeded = step, [], 0, False
-    checkpointed = step  # the newest step a checkpoint holds (every rank knows it: saves happen at fixed steps)
+    # The newest step a checkpoint holds, or will once its write in flight is done (every rank knows it: saves
+    # happen at fixed steps).
+    checkpointed = step
     # Rank 0's steps on stderr: a bar on a terminal, a line every `log_every` steps in a pod's log or a pipe.
     progress = Progress(sys.stderr, mode=None if dist.is_main else "off")
     bar = contextlib.ExitStack()
     advance = bar.enter_context(progress.steps("step", config.max_steps))
     try:
         # No step ending for stall_timeout_s: this rank is hung and exits EXIT_STALLED (watchdog.py).
-        with Watchdog(config.stall_timeout_s, lambda: f"rank {dist.rank} after step {step}") as watchdog:
+        # The write in flight ends within the watchdog's watch: a write that hangs is a hang too.
+        with Watchdog(config.stall_timeout_s, lambda: f"rank {dist.rank} after step {step}") as watchdog, writer:
             while step < config.max_steps:
                 # Told to stop (SIGTERM on any rank)? Then every rank stops here, at the same step: this step's
-                # checkpoint is written (unless one holds it already) and no rank leaves before it is whole.
+                # checkpoint is written (unless one holds it already) and no rank leaves before it is whole — nor
+                # before the write in flight is.
                 if dist.any_rank(stop.received):
-                    if step > checkpointed and dist.is_main:
-                        save(step, position, loss, "stop-signal")
+                    if dist.is_main:
+                        writer.wait()
+                        if step > checkpointed:
+                            save(step, position, loss, "stop-signal")
                     dist.barrier()
                     raise Stopped(step)
 
@@ -184,13 +197,19 @@ def _train(config: TrainConfig, dist: Distributed, env: Mapping[str, str], stop:
                 lr = float(scheduler.get_last_lr()[0])
                 record = {"loss": loss, "lr": lr, "tokens_per_s": tokens / elapsed, "step_time_s": elapsed}
 
-                # Checkpoint every K steps and at the end (rank 0), its write timed: the agent's checkpoint
-                # interval weighs it (agent.policy_rules.checkpoint_interval_s).
+                # Checkpoint every K steps and at the end (rank 0). Timed: the seconds training stood still for
+                # it (the wait for the previous write, the snapshot), and the seconds the previous background
+                # write took, now that it is done — the last checkpoint's own, which is waited for: the run must
+                # not end before it is whole. The agent's checkpoint interval weighs both (docs/agent.md).
                 if step % config.checkpoint_every == 0 or step == config.max_steps:
                     if dist.is_main:
                         began = time.perf_counter()
-                        save(step, position, loss, "final" if step == config.max_steps else "periodic")
+                        written_s = save(step, position, loss, "final" if step == config.max_steps else "periodic")
                         record["checkpoint_save_s"] = time.perf_counter() - began
+                        if step == config.max_steps:
+                            written_s = writer.wait()
+                        if written_s is not None:
+                            record["checkpoint_write_s"] = written_s
                     checkpointed = step
                 _report(step, config, record, sink, metrics_log, dist, advance, every_step=progress.mode == "live")
                 watchdog.progressed()
