@@ -115,7 +115,8 @@ class Throughput(_Frozen):
     samples_per_s: float = Field(gt=0)
     gpus: int = Field(gt=0)
     source: Literal["mlflow", "prior"] = "prior"
-    checkpoint_save_s: float = Field(default=0.0, ge=0)  # how long rank 0 took to write a checkpoint; 0: unknown
+    checkpoint_save_s: float = Field(default=0.0, ge=0)  # how long a checkpoint stopped training; 0: unknown
+    checkpoint_write_s: float = Field(default=0.0, ge=0)  # how long its write went on beside training; 0: none
 
 
 class AttemptRecord(_Frozen):

@@ -160,7 +160,8 @@ def measured_throughput(tracking_uri: str, experiment: str, workflow: str) -> Th
 
     `components.finetune` logs each optimizer step's `step_time_s` and the params `global_batch` and
     `world_size` (GPUs) to a child run of the workflow's parent run: samples/s = global batch ÷ median step time,
-    the first step (warm-up) left out; and each checkpoint's `checkpoint_save_s` (their median; 0 when none).
+    the first step (warm-up) left out; and the medians of each checkpoint's `checkpoint_save_s` (how long it stopped
+    training) and `checkpoint_write_s` (how long its write went on beside training; 0 when none was logged).
     """
     if not tracking_uri or not workflow:
         return None
@@ -169,6 +170,11 @@ def measured_throughput(tracking_uri: str, experiment: str, workflow: str) -> Th
             return _read_throughput(tracking_uri, experiment, workflow)
     except TrackingUnavailable:  # MLflow down: the prior stands in, nothing fails
         return None
+
+
+def _median(mlflow: Any, run_id: str, metric: str) -> float:
+    values = [m.value for m in mlflow.get_metric_history(run_id, metric)]
+    return statistics.median(values) if values else 0.0
 
 
 def _read_throughput(tracking_uri: str, experiment: str, workflow: str) -> Throughput | None:
@@ -195,9 +201,14 @@ def _read_throughput(tracking_uri: str, experiment: str, workflow: str) -> Throu
         median = statistics.median(steady)
         if median > 0:
             samples = int(params["global_batch"]) / median
-            saves = [m.value for m in mlflow.get_metric_history(run.info.run_id, "checkpoint_save_s")]
-            save_s = statistics.median(saves) if saves else 0.0
+            save_s, write_s = (
+                _median(mlflow, run.info.run_id, name) for name in ("checkpoint_save_s", "checkpoint_write_s")
+            )
             return Throughput(
-                samples_per_s=samples, gpus=int(params["world_size"]), source="mlflow", checkpoint_save_s=save_s
+                samples_per_s=samples,
+                gpus=int(params["world_size"]),
+                source="mlflow",
+                checkpoint_save_s=save_s,
+                checkpoint_write_s=write_s,
             )
     return None

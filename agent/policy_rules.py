@@ -94,6 +94,11 @@ class RulesConfig(BaseModel):
     # terminationGracePeriodSeconds of the training pods (the job builder's default): a checkpoint that fits in it
     # is written on SIGTERM, so a preempted or reclaimed run loses nothing the interval has to bound.
     sigterm_grace_s: float = Field(default=300.0, ge=0)
+    # The share of training time checkpoint stalls may take so that a fault loses less (`checkpoint_every`): Young's
+    # interval, which weighs time lost to faults and to stalls alike, is shortened to stall ÷ this share where
+    # that is shorter; 0 keeps Young's. 3%: of 0, 2, 3 and 4%, the one that met the most goals of the agent
+    # benchmark on its Sep/Oct 2017 tuning windows, then the shortest time to finish (docs/agent-benchmark.md).
+    checkpoint_stall_share: float = Field(default=0.03, ge=0, le=1)
     # Shortest run first: a gang in the run's own queue, when the run names no priority class, gets the cluster's
     # run band for its estimated training (`agent.run_bands`; nothing changes on a cluster without them).
     shortest_run_first: bool = True
@@ -232,18 +237,25 @@ class RulePolicy:
     def checkpoint_every(self, observation: Observation, gpus: int) -> int:
         """Steps between checkpoints at `gpus` GPUs (0: the run's own checkpoint-every); see docs/agent.md.
 
-        Young's interval for the gang's fault rate and the measured save time (`checkpoint_interval_s`), at most
-        the run's length. 0 when no save was measured, or when a save would not fit in the SIGTERM grace period:
-        then a reclaim or preemption loses what the last periodic checkpoint does not hold, which the interval
-        does not weigh. The gang's faults are those of the nodes it may span (one a pod at most): `node_mtbf_s` ÷
-        that many.
+        Young's interval for the gang's fault rate and the measured stall (`checkpoint_interval_s`), or shorter:
+        as often as `checkpoint_stall_share` of the training time allows (a trainer that stops only to copy the
+        state to host memory checkpoints every few minutes for a 3% stall, and a fault then loses minutes, not
+        hours); never shorter than a write (one at a time), at most the run's length. 0 when no save was measured,
+        or when a checkpoint on SIGTERM (the write in flight, then a copy and its write) would not fit in the grace
+        period: then a reclaim or preemption loses what the last periodic checkpoint does not hold, which the
+        interval does not weigh. The gang's faults are those of the nodes it may span (one a pod at most):
+        `node_mtbf_s` ÷ that many.
         """
         request, measured = observation.request, observation.throughput
         save_s = measured.checkpoint_save_s if measured else 0.0
-        if save_s <= 0 or save_s > self.config.sigterm_grace_s:
+        write_s = measured.checkpoint_write_s if measured else 0.0
+        if save_s <= 0 or save_s + 2 * write_s > self.config.sigterm_grace_s:
             return 0
         nodes = max(1, min(gpus // request.gpus_per_pod, len(usable_nodes(observation.nodes, request.avoid_nodes))))
         interval_s = checkpoint_interval_s(save_s, self.config.node_mtbf_s / nodes)
+        if share := self.config.checkpoint_stall_share:  # as often as the stalls' share allows, if more often
+            interval_s = min(interval_s, save_s / share)
+        interval_s = max(interval_s, write_s)  # one write at a time
         # One step's time, not what is left ÷ the steps left: a run whose checkpoint already holds every step
         # (it failed after its final save) has nothing left, and a step too fast to time checkpoints at the end.
         step_s = request.global_batch / self._samples_per_s(observation, gpus)

@@ -47,6 +47,11 @@ DEPLOY_CLASSES = Path(__file__).resolve().parents[1] / "deploy/volcano/priorityc
 # our Checkpointer saved the `small` model's 50.7 MB checkpoint (4.2 M parameters) in 52 ms and loaded it in 58 ms.
 CHECKPOINT_BYTES_PER_PARAM, WEIGHT_BYTES_PER_PARAM = 12, 4
 SAVE_BYTES_PER_S, LOAD_BYTES_PER_S = 971e6, 878e6
+# The trainer's snapshot of that state to host memory, all a periodic checkpoint stops training for (the write goes
+# on beside it), into the buffers of the snapshot before: `snapshot_7b_layer` of the same command, a 7 B decoder
+# layer's fp32 weights and AdamW state (2.4 GB), 7,017 and 6,983 MB/s (2026-12-07, idle); per byte the `small`
+# model's smaller tensors copy slower (4.6-5.2 GB/s), their fixed costs a larger part.
+SNAPSHOT_BYTES_PER_S = 7.0e9
 POD_START_S = 60.0  # scheduling to first step, before any loading: pod start, image cached, NCCL init
 MODEL_PARAMS = 7e9  # what the benchmark's requests fine-tune: a 7 B model, fully (not LoRA)
 BORROWER_PRIORITY = -1  # a run in the fallback queue has a lower PriorityClass than the queue owner's jobs
@@ -56,7 +61,8 @@ BORROWER_PRIORITY = -1  # a run in the fallback queue has a lower PriorityClass 
 class Costs:
     """What checkpoints and restarts cost, in seconds of the whole gang's time (`Costs.for_model` derives them)."""
 
-    save_s: float = 0.0  # training stops while rank 0 writes a checkpoint
+    save_s: float = 0.0  # training stops while rank 0 copies the state to host memory (a synchronous trainer: writes)
+    write_s: float = 0.0  # then rank 0 writes that copy beside training: the checkpoint is complete this much later
     resume_s: float = 0.0  # an attempt from a checkpoint: pod start, base model and checkpoint loaded
     scratch_s: float = 0.0  # an attempt from step 0: pod start and base model loaded
     grace_s: float = 300.0  # terminationGracePeriodSeconds (the job builder's default): time to save on SIGTERM
@@ -66,13 +72,25 @@ class Costs:
         """The costs for a full fine-tune of `params` parameters, scaled from our trainer's measured checkpoint.
 
         A checkpoint holds 12 bytes a parameter (fp32 weights and AdamW's two moments, as our Checkpointer writes
-        them); a fresh attempt loads the fp32 base weights (4 bytes a parameter); both at the measured speeds.
+        them); training stops while they are copied to host memory and the write goes on beside it; a fresh
+        attempt loads the fp32 base weights (4 bytes a parameter); all at the measured speeds.
         """
         return cls(
-            save_s=CHECKPOINT_BYTES_PER_PARAM * params / SAVE_BYTES_PER_S,
+            save_s=CHECKPOINT_BYTES_PER_PARAM * params / SNAPSHOT_BYTES_PER_S,
+            write_s=CHECKPOINT_BYTES_PER_PARAM * params / SAVE_BYTES_PER_S,
             resume_s=POD_START_S + CHECKPOINT_BYTES_PER_PARAM * params / LOAD_BYTES_PER_S,
             scratch_s=POD_START_S + WEIGHT_BYTES_PER_PARAM * params / LOAD_BYTES_PER_S,
         )
+
+    def stall_s(self, every_s: float) -> float:
+        """Seconds training stops for each checkpoint taken every `every_s` seconds of training: the copy, and the
+        wait for the write before it where that write outlasts the interval (one write at a time)."""
+        return self.save_s + max(0.0, self.write_s - every_s)
+
+    @property
+    def sigterm_s(self) -> float:
+        """The longest a checkpoint on SIGTERM takes: the write in flight, then the copy and its write, waited for."""
+        return self.save_s + 2 * self.write_s
 
 
 def samples_per_s(per_gpu: float, gpus: int, efficiency: float) -> float:
@@ -165,18 +183,23 @@ class Training:
         """Seconds from the first step to the last on `gpus` GPUs, the checkpoint writes on the way included."""
         train_s = (self.request.max_steps - self.steps_done) / self.steps_per_s(gpus)
         saves = math.floor(train_s / self.every_s) if self.checkpoints else 0
-        return train_s + saves * self.costs.save_s
+        return train_s + saves * self.costs.stall_s(self.every_s)
 
     def progress_s(self, elapsed: float) -> tuple[float, float, float]:
-        """Of a run `elapsed` seconds old: seconds trained, seconds trained that a checkpoint holds, and when
-        (seconds into the run) that checkpoint was complete."""
-        every, save = self.every_s, self.costs.save_s
+        """Of a run `elapsed` seconds old: seconds trained, seconds trained that a complete checkpoint holds, and
+        when (seconds into the run) the copy it was written from was taken: GPU time after that is lost.
+
+        A checkpoint is complete once its write, `Costs.write_s` after the copy, is; a run that dies during a
+        write falls back to the one before."""
+        every = self.every_s
+        cycle = every + self.costs.stall_s(every)
         training = max(0.0, elapsed - self._startup)
         if not self.checkpoints:
             return training, 0.0, 0.0
-        saved = math.floor(training / (every + save))
-        trained = saved * every + min(training - saved * (every + save), every)
-        return trained, saved * every, (self._startup + saved * (every + save)) if saved else 0.0
+        copied = math.floor(training / cycle)
+        trained = copied * every + min(training - copied * cycle, every)
+        complete = max(0, math.floor((training - self.costs.write_s) / cycle))
+        return trained, complete * every, (self._startup + complete * cycle) if complete else 0.0
 
     def _completed(self, job: SimJob, run: int) -> None:
         if job.run != run or job.phase != "Running":
@@ -207,8 +230,9 @@ class Training:
         elapsed = self.sim.now - job.started_s
         trained, kept, kept_at = self.progress_s(elapsed)
         self.out.reclaims += 1
-        if self.sigterm_checkpoint and self.checkpoints and self.costs.save_s <= self.costs.grace_s:
-            self._account(job, elapsed + self.costs.save_s, elapsed + self.costs.save_s)
+        if self.sigterm_checkpoint and self.checkpoints and self.costs.sigterm_s <= self.costs.grace_s:
+            saved = elapsed + self.costs.save_s + self.costs.write_s
+            self._account(job, saved, saved)
             kept = trained
         else:
             self._account(job, elapsed, kept_at)
@@ -404,8 +428,14 @@ class Rules(Training):
             speed, at = self.steps_per_s(gpus) * req.global_batch, gpus
         else:  # the last run of this model, at the full size
             speed, at = samples_per_s(req.measured_samples_per_s, req.gpus, self.efficiency), req.gpus
-        # MLflow also has the trainer's checkpoint writes (`checkpoint_save_s`), of this model on this storage.
-        throughput = Throughput(samples_per_s=speed, gpus=at, source="mlflow", checkpoint_save_s=self.costs.save_s)
+        # MLflow also has the trainer's checkpoint stalls and writes, of this model on this storage.
+        throughput = Throughput(
+            samples_per_s=speed,
+            gpus=at,
+            source="mlflow",
+            checkpoint_save_s=self.costs.save_s,
+            checkpoint_write_s=self.costs.write_s,
+        )
         step = self.checkpoint_step if job else self.steps_done
         checkpoint = CheckpointInfo(path=f"/workspace/{req.name}/checkpoints/step-{step}", step=step) if step else None
         info = _failed_job(job, node) if job else None

@@ -196,7 +196,8 @@ class Replay:
         train_s = request.max_steps * request.global_batch / speed
         every_s = every_steps * request.global_batch / speed or request.checkpoint_every_s
         saves = int(train_s // every_s) if checkpoints else 0
-        self.submit(name, queue, gpus, 1, self.costs.scratch_s + train_s + saves * self.costs.save_s, priority_class)
+        stalls = saves * self.costs.stall_s(every_s)
+        self.submit(name, queue, gpus, 1, self.costs.scratch_s + train_s + stalls, priority_class)
         self.running[name] = (request.name, gpus, -1.0)
 
     def observe(self, request: Request) -> Any:
@@ -215,7 +216,11 @@ class Replay:
             namespace=self.namespace,
         )
         throughput = Throughput(
-            samples_per_s=speed, gpus=request.gpus, source="mlflow", checkpoint_save_s=self.costs.save_s
+            samples_per_s=speed,
+            gpus=request.gpus,
+            source="mlflow",
+            checkpoint_save_s=self.costs.save_s,
+            checkpoint_write_s=self.costs.write_s,
         )
         return observe_module.observe(self.cluster, plan_request, throughput=throughput)
 

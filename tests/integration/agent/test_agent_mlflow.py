@@ -106,7 +106,7 @@ def test_measured_throughput_reads_what_finetune_logs(
     tracking: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The contract with components.finetune: its MLflow sink's params and step times give samples per second,
-    its checkpoint writes the save time (the median)."""
+    its checkpoints the stall and the write beside training (the medians)."""
     from components.finetune.tracking import open_sink
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking)  # as in a training pod
@@ -115,11 +115,13 @@ def test_measured_throughput_reads_what_finetune_logs(
     sink.log_params({"global_batch": 32, "world_size": 4, "micro_batch": 4, "grad_accum": 2})
     for step, seconds in enumerate([9.0, 2.0, 2.0, 2.0], start=1):  # the first step warms up and is left out
         sink.log_metrics(step, {"step_time_s": seconds, "loss": 1.0})
-        if step % 2 == 0:  # a checkpoint every 2 steps, as the trainer logs its write
-            sink.log_metrics(step, {"checkpoint_save_s": 1.5 * step})
+        if step % 2 == 0:  # a checkpoint every 2 steps, as the trainer logs its stall and its write
+            sink.log_metrics(step, {"checkpoint_save_s": 1.5 * step, "checkpoint_write_s": 10.0 * step})
     sink.finish(succeeded=False)
     measured = measured_throughput(tracking, "llm-autopilot", "wf-speed")
-    assert measured == Throughput(samples_per_s=16.0, gpus=4, source="mlflow", checkpoint_save_s=4.5)
+    assert measured == Throughput(
+        samples_per_s=16.0, gpus=4, source="mlflow", checkpoint_save_s=4.5, checkpoint_write_s=30.0
+    )
     assert measured_throughput(tracking, "llm-autopilot", "another-run") is None
 
 

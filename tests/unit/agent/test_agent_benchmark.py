@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:  # benchmarks/ is not an installed package; `make bench` runs it from the checkout
     sys.path.insert(0, str(ROOT))
 
-from agent.policy_rules import checkpoint_interval_s  # noqa: E402
+from agent.policy_rules import RulesConfig, checkpoint_interval_s  # noqa: E402
 from benchmarks.agent_philly import (  # noqa: E402
     REST,
     PhillyJob,
@@ -139,9 +139,12 @@ def test_node_faults_come_at_llama_3s_rate() -> None:
 
 def test_checkpoint_costs_scale_with_the_model() -> None:
     small, big = Costs.for_model(1e9), Costs.for_model(7e9)
-    assert big.save_s == pytest.approx(7 * small.save_s)
+    assert big.save_s == pytest.approx(7 * small.save_s) and big.write_s == pytest.approx(7 * small.write_s)
+    assert big.save_s < big.write_s / 5  # training stops for the copy to host memory, not for the write
     assert big.resume_s > big.scratch_s > 60  # a resume loads 3× the bytes of the base weights
-    assert big.save_s < big.grace_s  # a 7 B checkpoint fits the grace period: SIGTERM checkpoints work
+    assert big.sigterm_s < big.grace_s  # a 7 B checkpoint fits the grace period: SIGTERM checkpoints work
+    # One write at a time: an interval shorter than the write waits for it.
+    assert big.stall_s(600.0) == big.save_s and big.stall_s(30.0) == pytest.approx(big.save_s + big.write_s - 30)
 
 
 # -- reclaim -----------------------------------------------------------------------------------------------------
@@ -293,9 +296,14 @@ def test_a_node_fault_costs_a_restart_everything_and_the_checkpointers_one_inter
         used = sum(o.gpu_s_used for o in found)
         assert used >= lost[name] + sum(o.gpu_s_overhead for o in found) - 1e-6, name
         if name in ("volcano_ckpt", "elastic", "rules"):  # at most one interval and a save per failure, per GPU
-            # The request's 10 min; the rules' own (Young's, for a gang on one node at the most, or the whole run).
-            every = min(checkpoint_interval_s(costs.save_s, NODE_MTBF_S), 5000 * 64 / (10 * 8 * 0.9**3))
-            per_failure = 8 * ((every if name == "rules" else 600.0) + costs.save_s + costs.resume_s)
+            # The request's 10 min; the rules' own (Young's for a gang on one node at the most, or as often as the
+            # stalls' 2% allows, one write at a time; at most the whole run). A fault during a write loses the
+            # interval before it too.
+            young = checkpoint_interval_s(costs.save_s, NODE_MTBF_S)
+            share = RulesConfig().checkpoint_stall_share
+            every = min(max(costs.write_s, min(young, costs.save_s / share)), 5000 * 64 / (10 * 8 * 0.9**3))
+            interval = every if name == "rules" else 600.0
+            per_failure = 8 * (interval + costs.save_s + costs.write_s + costs.resume_s)
             assert lost[name] <= sum(o.failures for o in found) * per_failure, name
     assert lost["volcano_ckpt"] < lost["wait_full"]
 

@@ -73,7 +73,7 @@ def assert_sound(observation: Observation, stage: Stage) -> None:
 def test_a_failure_after_the_last_step_checkpointed_is_diagnosed() -> None:
     # The run wrote its final checkpoint (step 200 of 200), then failed, with a save time measured: nothing is
     # left to train, so the interval is the whole run, not a division by the zero seconds left.
-    measured = Throughput(samples_per_s=16.0, gpus=4, source="mlflow", checkpoint_save_s=2.0)
+    measured = Throughput(samples_per_s=16.0, gpus=4, source="mlflow", checkpoint_save_s=10.0)
     done = CheckpointInfo(path="/ws/ckpt/step-200", step=200)
     for step in (200, 250):  # at the end, and "from the future" (a longer run's checkpoint)
         obs = Observation(

@@ -146,15 +146,38 @@ def test_the_checkpoint_interval_is_youngs_for_the_gangs_nodes_and_the_measured_
     # A node fails every hour; the gang of 8 one-GPU pods spans at most the 2 nodes: a fault every 30 min. A save
     # takes 2 s: sqrt(2 × 2 × 1800) = 84.9 s, at 8 GPUs' 1.11 s a step (28.8 samples/s, batch 32) 77 steps.
     measured = Throughput(samples_per_s=16.0, gpus=4, source="mlflow", checkpoint_save_s=2.0)
-    policy = RulePolicy(CONFIG.model_copy(update={"node_mtbf_s": 3600.0}))
+    young = CONFIG.model_copy(update={"checkpoint_stall_share": 0.0})  # Young's alone
+    policy = RulePolicy(young.model_copy(update={"node_mtbf_s": 3600.0}))
     action = policy.plan(observation(queue=queue(), nodes=nodes(0, 0), throughput=measured))
     assert isinstance(action, Proceed) and action.gpus == 8
     assert checkpoint_interval_s(2.0, 1800.0) == pytest.approx(84.85, abs=0.01)
     assert action.checkpoint_every == 77
-    # At Llama 3's rate the interval (1.9 h for this gang) is longer than the whole run (222 s): the final save.
+    # At Llama 3's rate Young's interval (1.9 h for this gang) is longer than the whole run (222 s): the final save.
     assert checkpoint_interval_s(2.0, LLAMA3_NODE_MTBF_S / 2) == pytest.approx(1.88 * 3600, rel=0.01)
+    alone = RulePolicy(young).plan(observation(queue=queue(), nodes=nodes(0, 0), throughput=measured))
+    assert isinstance(alone, Proceed) and alone.checkpoint_every == 200
+    # By default a 2 s stall may come every 66.7 s, the 3% the stalls may take (`checkpoint_stall_share`): 60 steps.
     default = POLICY.plan(observation(queue=queue(), nodes=nodes(0, 0), throughput=measured))
-    assert isinstance(default, Proceed) and default.checkpoint_every == 200
+    assert isinstance(default, Proceed) and default.checkpoint_every == 60
+
+
+def test_an_asynchronous_checkpoint_is_taken_as_often_as_its_stall_allows_one_write_at_a_time() -> None:
+    # The trainer stops 2 s to copy the state and writes it beside training for 30 s: a checkpoint every 66.7 s
+    # (3% of the time stalled) at 1.11 s a step, 60 steps; a write of 125 s makes it one every 125 s (113 steps).
+    policy = RulePolicy(CONFIG)
+    for write_s, steps in ((30.0, 60), (125.0, 113)):
+        measured = Throughput(
+            samples_per_s=16.0, gpus=4, source="mlflow", checkpoint_save_s=2.0, checkpoint_write_s=write_s
+        )
+        action = policy.plan(observation(queue=queue(), nodes=nodes(0, 0), throughput=measured))
+        assert isinstance(action, Proceed) and action.checkpoint_every == steps
+    # A checkpoint on SIGTERM waits for the write in flight, then copies and writes: over the grace period
+    # (2 + 2 × 150 > 300 s) the run's own interval stands, as for a slow synchronous save.
+    slow = Throughput(samples_per_s=16.0, gpus=4, source="mlflow", checkpoint_save_s=2.0, checkpoint_write_s=150.0)
+    action = RulePolicy(CONFIG.model_copy(update={"sigterm_grace_s": 300.0})).plan(
+        observation(queue=queue(), nodes=nodes(0, 0), throughput=slow)
+    )
+    assert isinstance(action, Proceed) and action.checkpoint_every == 0
 
 
 @pytest.mark.parametrize("save_s", [0.0, 301.0])
