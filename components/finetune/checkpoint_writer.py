@@ -115,7 +115,7 @@ class CheckpointWriter:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         # Training ended with an error of its own: let the write in flight finish, and report that error, not the
-        # write's. Otherwise nothing is in flight: the last checkpoint of a run is written in the foreground.
+        # write's. Otherwise nothing is in flight: the last checkpoint of a run was waited for where it was taken.
         if kind is None:
             self.wait()
         elif self._thread is not None:

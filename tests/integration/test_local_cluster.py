@@ -274,7 +274,10 @@ def test_pods_ending_together_are_seen_to_by_one_hook_and_none_is_missed(cluster
             break
         time.sleep(0.1)
     assert phases.count("Succeeded") == 40, phases
-    assert not (cluster.home / "reconcile.pending").exists(), "the last mark was seen to"
+    # A hook may leave its mark after a reconcile already saw its pod end: the mark may be there a moment after
+    # the 40th phase, but it is seen to without anyone reading the cluster (a CI run of 2026-12-07 caught the moment).
+    mark = cluster.home / "reconcile.pending"
+    wait_until(lambda: not mark.exists(), timeout=30)
 
 
 def test_a_hook_that_finds_the_reconcile_lock_held_leaves_its_mark_to_the_holder(cluster, make_job, tmp_path):
