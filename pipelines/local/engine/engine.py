@@ -196,7 +196,7 @@ class Engine:
 
     def _expire(self) -> None:
         self.cancel.set()
-        self.table.kill_all(DEADLINE_MESSAGE)
+        self.table.expire(DEADLINE_MESSAGE)  # a step that starts in this moment too
 
     def _failures(self) -> str:
         # `{{workflow.failures}}` as Argo sets it: the failed nodes' JSON (fields in its struct's order, `null` for

@@ -121,15 +121,24 @@ class ProcessTable:
     _entries: dict[int, _Running] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _shut: str | None = None
+    _expired: str | None = None
 
     def add(self, proc: subprocess.Popen[bytes], exempt: bool) -> _Running:
-        """Track a started process; `exempt` processes (exit handlers) survive `kill_all`, none survives `shut`."""
+        """Track a started process; `exempt` processes (exit handlers) survive `expire`, none survives `shut`."""
         entry = _Running(proc, exempt)
         with self._lock:
             self._entries[proc.pid] = entry
-            if self._shut is not None:  # started in the moment the run was stopped: it must not outlive it
-                entry.kill(self._shut)
+            # Started in the moment the run was stopped, or its deadline passed: it must not outlive either.
+            reason = self._shut if self._shut is not None else None if exempt else self._expired
+            if reason is not None:
+                entry.kill(reason)
         return entry
+
+    def expire(self, reason: str) -> None:
+        """Kill every process but the exit handlers', and any such process that is added from now on."""
+        with self._lock:
+            self._expired = reason
+        self.kill_all(reason)
 
     def shut(self, reason: str) -> None:
         """Kill every process, and any that is added from now on."""

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from pipelines.local.engine.executors import DEADLINE_MESSAGE, ProcessTable
 
 pytestmark = pytest.mark.integration
 
@@ -71,6 +75,21 @@ def test_workflow_deadline_stops_running_steps(run) -> None:
     ran = run(workflow([sh("main", "sleep 30")], activeDeadlineSeconds=1))
     assert time.monotonic() - start < 10
     assert ran.phase == "Failed" and ran.message("") == "Step exceeded its deadline"
+
+
+def test_a_step_that_starts_as_the_workflow_deadline_passes_is_killed_too() -> None:
+    # On a loaded machine the deadline's kill came before `sleep 30` was tracked, which then ran its 30 s (CI,
+    # 2026-12-07): a process added after the deadline is killed as it is added; an exit handler's is not.
+    table = ProcessTable()
+    table.expire(DEADLINE_MESSAGE)
+    step, handler = (subprocess.Popen(["sleep", "30"], start_new_session=True) for _ in range(2))
+    try:
+        assert table.add(step, exempt=False).reason == DEADLINE_MESSAGE
+        assert step.wait(timeout=10) == -signal.SIGKILL
+        assert table.add(handler, exempt=True).reason is None and handler.poll() is None
+    finally:
+        handler.kill()
+        handler.wait()
 
 
 def test_template_deadline_kills_the_pod(run) -> None:
