@@ -38,7 +38,9 @@ class Candidate(_Frozen):
     gpus: int = Field(gt=0)
     queue: str
     grad_accum: int = Field(gt=0)
-    wait_s: float = Field(ge=0)  # expected wait before the gang is admitted (0 with feasible=False: never)
+    # Expected wait before the gang is admitted; 0 with feasible=False: never (a candidate the rules rule out for
+    # another reason, `note` says which, keeps its estimate).
+    wait_s: float = Field(ge=0)
     run_s: float = Field(ge=0)  # expected training time at this size
     feasible: bool = True
     note: str = ""

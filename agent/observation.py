@@ -62,6 +62,8 @@ class PlanRequest(_Frozen):
     max_attempts: int = Field(default=3, ge=1)
     avoid_nodes: list[str] = Field(default_factory=list)
     resume_checkpoint: str = ""
+    # Gangs of this run deleted at their start deadline before they started (`RulesConfig.start_deadline_s`).
+    replans: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _consistent(self) -> PlanRequest:

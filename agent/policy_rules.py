@@ -96,9 +96,9 @@ class RulesConfig(BaseModel):
     sigterm_grace_s: float = Field(default=300.0, ge=0)
     # The share of training time checkpoint stalls may take so that a fault loses less (`checkpoint_every`): Young's
     # interval, which weighs time lost to faults and to stalls alike, is shortened to stall ÷ this share where
-    # that is shorter; 0 keeps Young's. 3%: of 0, 2, 3 and 4%, the one that met the most goals of the agent
-    # benchmark on its Sep/Oct 2017 tuning windows, then the shortest time to finish (docs/agent-benchmark.md).
-    checkpoint_stall_share: float = Field(default=0.03, ge=0, le=1)
+    # that is shorter; 0 keeps Young's. 2%: of 0, 2, 3 and 4%, one of those that met the most goals of the agent
+    # benchmark on its Sep/Oct 2017 tuning windows, and of them the shortest time to finish (docs/agent-benchmark.md).
+    checkpoint_stall_share: float = Field(default=0.02, ge=0, le=1)
     # Shortest run first: a gang in the run's own queue, when the run names no priority class, gets the cluster's
     # run band for its estimated training (`agent.run_bands`; nothing changes on a cluster without them).
     shortest_run_first: bool = True
@@ -123,6 +123,27 @@ def checkpoint_interval_s(save_s: float, mtbf_s: float) -> float:
     Young 1974; Daly 2006 refines it by a few percent for short MTBFs.
     """
     return math.sqrt(2 * save_s * mtbf_s)
+
+
+def _borrow_now_only(candidates: list[Candidate], request: PlanRequest) -> list[Candidate]:
+    """After a re-plan, a queue other than the run's own only where the gang starts now.
+
+    A re-plan means a gang of this run did not start by its deadline, in a queue the plan expected it to start in
+    soon: a borrowed one, unless `start_deadline_fallback_only` is off. A borrower waits behind every job of the
+    queue's owner, those still to come included, so the estimate that sent it there proved wrong and a second wait
+    there may have no end (on the Sep/Oct 2017 windows of docs/agent-benchmark.md, runs waited there until the
+    horizon). The run's own queue, where a gang keeps its place in line, stays; so do the others where nothing of
+    the own queue can ever run.
+    """
+    if not any(c.feasible and c.queue == request.queue for c in candidates):
+        return candidates
+    why = "a gang of this run already missed its start deadline: borrowing only where it starts now"
+    return [
+        c.model_copy(update={"feasible": False, "note": f"{c.note}; {why}"})
+        if c.feasible and c.queue != request.queue and c.wait_s > 0
+        else c
+        for c in candidates
+    ]
 
 
 def allowed_sizes(request: PlanRequest) -> list[int]:
@@ -216,11 +237,12 @@ class RulePolicy:
         """Every allowed size in the target queue, then in the fallback queue, with its estimated finish."""
         request = observation.request
         pool = Pool.of(observation.nodes, request)
-        return [
+        candidates = [
             self._estimate(observation, n, room, pool)
             for room in queue_rooms(observation)
             for n in allowed_sizes(request)
         ]
+        return _borrow_now_only(candidates, request) if request.replans else candidates
 
     def run_s(self, observation: Observation, gpus: int) -> float:
         """Seconds to train what is left (from the latest checkpoint) on `gpus` GPUs."""
@@ -239,7 +261,7 @@ class RulePolicy:
 
         Young's interval for the gang's fault rate and the measured stall (`checkpoint_interval_s`), or shorter:
         as often as `checkpoint_stall_share` of the training time allows (a trainer that stops only to copy the
-        state to host memory checkpoints every few minutes for a 3% stall, and a fault then loses minutes, not
+        state to host memory checkpoints every few minutes for a 2% stall, and a fault then loses minutes, not
         hours); never shorter than a write (one at a time), at most the run's length. 0 when no save was measured,
         or when a checkpoint on SIGTERM (the write in flight, then a copy and its write) would not fit in the grace
         period: then a reclaim or preemption loses what the last periodic checkpoint does not hold, which the

@@ -185,12 +185,12 @@ class Training:
         saves = math.floor(train_s / self.every_s) if self.checkpoints else 0
         return train_s + saves * self.costs.stall_s(self.every_s)
 
-    def progress_s(self, elapsed: float) -> tuple[float, float, float]:
+    def progress_s(self, elapsed: float, *, write_finished: bool = False) -> tuple[float, float, float]:
         """Of a run `elapsed` seconds old: seconds trained, seconds trained that a complete checkpoint holds, and
         when (seconds into the run) the copy it was written from was taken: GPU time after that is lost.
 
         A checkpoint is complete once its write, `Costs.write_s` after the copy, is; a run that dies during a
-        write falls back to the one before."""
+        write falls back to the one before, unless `write_finished`: the writer outlived the run's end."""
         every = self.every_s
         cycle = every + self.costs.stall_s(every)
         training = max(0.0, elapsed - self._startup)
@@ -198,7 +198,7 @@ class Training:
             return training, 0.0, 0.0
         copied = math.floor(training / cycle)
         trained = copied * every + min(training - copied * cycle, every)
-        complete = max(0, math.floor((training - self.costs.write_s) / cycle))
+        complete = copied if write_finished else max(0, math.floor((training - self.costs.write_s) / cycle))
         return trained, complete * every, (self._startup + complete * cycle) if complete else 0.0
 
     def _completed(self, job: SimJob, run: int) -> None:
@@ -219,7 +219,11 @@ class Training:
 
     def _lost(self, job: SimJob, node: str) -> None:
         elapsed = self.sim.now - job.started_s
-        _, kept, kept_at = self.progress_s(elapsed)
+        # Rank 0 (pod 0) writes the checkpoints. Where its node lives, the write in flight is finished before its
+        # process ends: the trainer waits for it when the dead peer fails a collective, and the job's kill gives it
+        # the grace period (tests/integration/finetune/test_finetune_recovery.py). Where it died, so did the copy.
+        finished = node != job.nodes[0] and self.costs.write_s <= self.costs.grace_s
+        _, kept, kept_at = self.progress_s(elapsed, write_finished=finished)
         self.out.failures += 1
         self._account(job, elapsed, kept_at)
         self.checkpoint_step = self.steps_done + int(kept * self.steps_per_s(job.gpus))
@@ -422,6 +426,7 @@ class Rules(Training):
             max_attempts=MAX_ATTEMPTS + self.replans,
             avoid_nodes=self.avoid,
             resume_checkpoint=self.resume,
+            replans=self.replans,
         )
         if self.out.shapes:  # MLflow has this run's own measurement at the size it last ran
             gpus = self.out.shapes[-1][0]

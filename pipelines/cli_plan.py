@@ -191,7 +191,8 @@ def _candidates(candidates: list[Candidate]) -> str:
         return "(no candidates weighed)"
     rows = [("gpus", "queue", "accum", "wait", "train", "finish", "note")]
     for c in candidates:
-        timing = (f"{c.wait_s:.0f}s", f"{c.run_s:.0f}s", f"{c.finish_s:.0f}s") if c.feasible else ("-", "-", "never")
+        estimated = c.feasible or c.wait_s > 0  # a candidate ruled out, not impossible, keeps its estimate
+        timing = (f"{c.wait_s:.0f}s", f"{c.run_s:.0f}s", f"{c.finish_s:.0f}s") if estimated else ("-", "-", "never")
         rows.append((str(c.gpus), c.queue, str(c.grad_accum), *timing, c.note))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join(

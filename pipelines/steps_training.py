@@ -90,6 +90,7 @@ class TrainingRunInput(JobStepInput):
             max_attempts=self.max_recovery_attempts + self.replans,
             avoid_nodes=self.avoid_nodes,
             resume_checkpoint=self.resume_checkpoint,
+            replans=self.replans,
         )
 
     @property

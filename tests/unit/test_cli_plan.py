@@ -210,3 +210,19 @@ def test_on_a_cluster_with_run_bands_the_vcjob_takes_the_band_its_training_fits_
     assert longer["spec"]["priorityClassName"] == "vcpilot-run-2h"  # ~69 min
     named = ["--gpus", "8", "--global-batch", "16", "--micro-batch", "2", "--priority-class", "high"]
     assert cli_manifest(named)["spec"]["priorityClassName"] == "high"
+
+
+def test_the_candidates_table_says_never_only_for_a_size_that_can_never_run() -> None:
+    from agent.actions import Candidate
+    from pipelines.cli_plan import _candidates
+
+    table = _candidates(
+        [
+            Candidate(gpus=8, queue="gpu-a", grad_accum=1, wait_s=3600, run_s=1100, note="waits ~60 min"),
+            Candidate(gpus=8, queue="spare", grad_accum=1, wait_s=780, run_s=1100, feasible=False, note="ruled out"),
+            Candidate(gpus=16, queue="spare", grad_accum=1, wait_s=0, run_s=600, feasible=False, note="too big"),
+        ]
+    ).splitlines()
+    assert table[1].split()[3:6] == ["3600s", "1100s", "4700s"]
+    assert table[2].split()[3:] == ["780s", "1100s", "1880s", "ruled", "out"], "a ruled-out size keeps its estimate"
+    assert table[3].split()[3:] == ["-", "-", "never", "too", "big"]

@@ -107,6 +107,9 @@ def test_a_gang_still_pending_at_its_deadline_is_deleted_and_planned_again(tmp_p
     replanned = read_decision(workspace / "runs" / "wf" / "decisions" / "plan-2.json")
     assert replanned.action.rationale.startswith("pending 0.0 min in queue spare, re-planned; waited 0 s")
     assert replanned.observation.request.max_attempts == 3 + 1
+    # The policy knows a gang of this run missed its deadline; it borrows spare again only because gpu-a (2 GPUs)
+    # can never hold the 4 the run needs (test_policy_rules: otherwise only where the gang starts now).
+    assert replanned.observation.request.replans == 1 and again.queue == "spare"
     # Bounded: after max_replans (1) the attempt has no deadline and start-deadline does not watch it.
     assert RulesConfig().max_replans == 1 and again.start_deadline_s == 0
     assert watch(again.job_name, again.start_deadline_s).outcome == "unwatched"

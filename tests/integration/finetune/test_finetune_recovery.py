@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 
 import pytest
 
+from components.finetune.checkpoint import Checkpointer
 from components.finetune.errors import EXIT_STOPPED
 
 pytestmark = pytest.mark.integration
@@ -97,6 +99,60 @@ def test_a_rank_killed_mid_training_resumes_with_exactly_the_same_final_loss(two
     assert summary["steps"] == STEPS and summary["steps_run"] == STEPS - resumed_step
     assert summary["final_loss"] == two_ranks.summary()["final_loss"], "exactly, not approximately"
     assert losses(resumed) == losses(two_ranks)[resumed_step:]
+
+
+# Rank 0's background write of step 4 waits for a file the test makes: it is in flight as long as the test wants.
+_HOLD_STEP_4 = """
+import os, time
+from pathlib import Path
+import components.finetune.checkpoint as checkpoint
+real, gate = checkpoint._save, Path(os.environ["VCPILOT_TEST_RELEASE"])
+def held(value, path):
+    deadline = time.monotonic() + 120
+    while path.parent.name.startswith(".tmp-step-4-") and not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    real(value, path)
+checkpoint._save = held
+"""
+
+
+def test_a_write_in_flight_when_a_peer_dies_is_finished_before_rank_0_ends(two_ranks, launch, dataset, tmp_path):
+    """A node fault kills rank 1 while rank 0 writes step 4 beside training: rank 0 fails, but only once that
+    write is whole, so the run resumes from step 4, not from the checkpoint before (the agent benchmark's
+    `Training._lost` counts on it where rank 0's node lives)."""
+    hook, release, checkpoints = tmp_path / "hook", tmp_path / "release", tmp_path / "checkpoints"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_HOLD_STEP_4)
+    path = os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH", "")]))
+    run = launch(
+        2,
+        dataset,
+        tmp_path / "out",
+        checkpoints,
+        *SHAPE,
+        VCPILOT_STEP_DELAY="0.4",
+        PYTHONPATH=path,
+        VCPILOT_TEST_RELEASE=str(release),
+    )
+    deadline = time.monotonic() + 180
+    while not (list(checkpoints.glob(".tmp-step-4-*")) and len(run.metrics()) >= EVERY + 1):
+        assert time.monotonic() < deadline, "step 4's write never started while training went on"
+        assert all(p.poll() is None for p in run.procs), run.stderr()
+        time.sleep(0.05)
+    run.procs[1].send_signal(signal.SIGKILL)
+    assert run.procs[1].wait(timeout=30) == -signal.SIGKILL
+    time.sleep(2)  # rank 0's next collective fails on the dead peer; its write is still held
+    assert run.procs[0].poll() is None, "rank 0 waits for the write in flight"
+    assert not (checkpoints / "step-4").exists()
+    release.touch()
+    assert run.procs[0].wait(timeout=120) != 0, "the surviving rank fails instead of hanging"
+    assert Checkpointer(checkpoints).latest() == checkpoints / "step-4"
+    assert not list(checkpoints.glob(".tmp-*")), "the write ended whole, renamed into place"
+
+    resumed = launch(2, dataset, tmp_path / "resumed", checkpoints, *SHAPE, "--resume", "auto")
+    assert resumed.wait() == [0, 0], resumed.stderr()
+    assert resumed.summary()["resumed_from"] == str(checkpoints / "step-4")
+    assert resumed.summary()["final_loss"] == two_ranks.summary()["final_loss"], "exactly, not approximately"
 
 
 # ---- told to stop: SIGTERM, as the kubelet sends it to a pod that is preempted, evicted or deleted ----------

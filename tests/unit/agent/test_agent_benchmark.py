@@ -28,7 +28,7 @@ from benchmarks.agent_philly import (  # noqa: E402
     window,
 )
 from benchmarks.agent_sim import SimJob, Simulation  # noqa: E402
-from benchmarks.agent_strategies import Costs  # noqa: E402
+from benchmarks.agent_strategies import Costs, VolcanoCheckpoint  # noqa: E402
 from benchmarks.agent_trace import (  # noqa: E402
     DAY,
     FALLBACK_QUEUE,
@@ -306,6 +306,28 @@ def test_a_node_fault_costs_a_restart_everything_and_the_checkpointers_one_inter
             per_failure = 8 * (interval + costs.save_s + costs.write_s + costs.resume_s)
             assert lost[name] <= sum(o.failures for o in found) * per_failure, name
     assert lost["volcano_ckpt"] < lost["wait_full"]
+
+
+def test_a_fault_during_a_write_falls_back_a_checkpoint_only_where_rank_0s_node_died() -> None:
+    # A gang of 2 one-GPU pods, rank 0 on node-00, checkpointing every 600 s: a node dies 30 s into the write of
+    # its first checkpoint. Rank 0 holds the copy and writes it, so where its node lived the write ends whole
+    # (the trainer waits for it; tests/integration/finetune/test_finetune_recovery.py) and the run keeps those
+    # 600 s and loses the 30 s since; where it died the copy died too, and the whole run is lost.
+    costs = Costs.for_model(7e9)
+    lost = {}
+    for dead in ("node-00", "node-01"):
+        sim = Simulation(("node-00", "node-01"), 8, (QueueState(TARGET_QUEUE, weight=1),), start_s=0.0)
+        run = VolcanoCheckpoint(sim, request("ft-000", 0.0, gpus=2), 0.9, costs)
+        run._startup = costs.scratch_s
+        job = SimJob("default/ft-000-1", TARGET_QUEUE, pods=2, gpus_per_pod=1, nodes=("node-00", "node-01"))
+        sim.now = costs.scratch_s + 600.0 + costs.stall_s(600.0) + 30.0
+        run._lost(job, dead)
+        lost[dead] = run.out.gpu_s_lost
+        assert run.out.failures == 1 and run.checkpoint_step == (
+            0 if dead == "node-00" else int(600 * run.steps_per_s(2))
+        )
+    assert lost["node-00"] == pytest.approx(2 * sim.now)
+    assert lost["node-01"] == pytest.approx(2 * 30.0)  # the 30 s trained since the copy
 
 
 def test_the_rules_keep_the_global_batch_and_elastic_does_not(bench: ModuleType) -> None:

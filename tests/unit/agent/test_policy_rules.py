@@ -95,6 +95,30 @@ def test_a_full_queue_moves_to_the_fallback_queue_at_full_size() -> None:
     assert {c.queue for c in action.candidates} == {"gpu-a", "spare"}
 
 
+def test_after_a_replan_a_borrowed_queue_is_taken_only_where_the_gang_starts_there_now() -> None:
+    # gpu-a is full with 8 GPUs pending ahead (~60 min); spare has 2 free GPUs and frees 8 in ~13 min.
+    full = queue(capability={GPU: 8}, allocated={GPU: 8}, running=1, running_gpus=8, pending=1, pending_gpus=8)
+
+    def plan(replans: int, *allocated: int, own: QueueSnapshot = full) -> Proceed | Downscale:
+        wanted = request(fallback_queue="spare", gpus_min=8, replans=replans)
+        obs = observation(request=wanted, queue=own, fallback_queue=queue("spare"), nodes=nodes(*allocated, gpus=8))
+        action = POLICY.plan(obs, may_wait=False)
+        assert isinstance(action, Proceed | Downscale)
+        return action
+
+    first = plan(0, 8, 6)
+    assert first.queue == "spare" and "in queue spare after ~13 min waiting" in first.rationale
+    # The gang sent there missed its start deadline: the re-plan keeps the run in its own queue, where it waits.
+    again = plan(1, 8, 6)
+    assert again.queue == "gpu-a" and "after ~60 min waiting" in again.rationale
+    ruled_out = next(c for c in again.candidates if c.queue == "spare")
+    assert not ruled_out.feasible and ruled_out.wait_s > 0
+    assert ruled_out.note.endswith("missed its start deadline: borrowing only where it starts now")
+    # Where the gang starts in spare now, the re-plan borrows; where the own queue can never hold it, it waits there.
+    assert plan(1, 8, 0).queue == "spare"
+    assert plan(1, 8, 6, own=queue(capability={GPU: 4})).queue == "spare"
+
+
 def test_nothing_free_now_is_a_wait_with_a_reason_and_a_recheck_then_the_best_when_waiting_is_over() -> None:
     busy = observation(queue=queue(), nodes=nodes(4, 4))
     action = POLICY.plan(busy)
@@ -156,16 +180,16 @@ def test_the_checkpoint_interval_is_youngs_for_the_gangs_nodes_and_the_measured_
     assert checkpoint_interval_s(2.0, LLAMA3_NODE_MTBF_S / 2) == pytest.approx(1.88 * 3600, rel=0.01)
     alone = RulePolicy(young).plan(observation(queue=queue(), nodes=nodes(0, 0), throughput=measured))
     assert isinstance(alone, Proceed) and alone.checkpoint_every == 200
-    # By default a 2 s stall may come every 66.7 s, the 3% the stalls may take (`checkpoint_stall_share`): 60 steps.
+    # By default a 2 s stall may come every 100 s, the 2% the stalls may take (`checkpoint_stall_share`): 90 steps.
     default = POLICY.plan(observation(queue=queue(), nodes=nodes(0, 0), throughput=measured))
-    assert isinstance(default, Proceed) and default.checkpoint_every == 60
+    assert isinstance(default, Proceed) and default.checkpoint_every == 90
 
 
 def test_an_asynchronous_checkpoint_is_taken_as_often_as_its_stall_allows_one_write_at_a_time() -> None:
-    # The trainer stops 2 s to copy the state and writes it beside training for 30 s: a checkpoint every 66.7 s
-    # (3% of the time stalled) at 1.11 s a step, 60 steps; a write of 125 s makes it one every 125 s (113 steps).
+    # The trainer stops 2 s to copy the state and writes it beside training for 30 s: a checkpoint every 100 s
+    # (2% of the time stalled) at 1.11 s a step, 90 steps; a write of 125 s makes it one every 125 s (113 steps).
     policy = RulePolicy(CONFIG)
-    for write_s, steps in ((30.0, 60), (125.0, 113)):
+    for write_s, steps in ((30.0, 90), (125.0, 113)):
         measured = Throughput(
             samples_per_s=16.0, gpus=4, source="mlflow", checkpoint_save_s=2.0, checkpoint_write_s=write_s
         )
