@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from components.errors import InputError
+from components.files import open_binary
 from components.redact import MASK
 
 __all__ = ["CALLER_KEY", "TOKEN_ENV", "Gate", "RateLimit", "TokenMask", "load_token", "token_identity"]
@@ -37,7 +38,7 @@ def load_token(token_file: Path | None, environ: Mapping[str, str] | None = None
     """The bearer token from `token_file`, else from VCPILOT_MCP_TOKEN; an InputError when there is none."""
     if token_file is not None:
         try:
-            with token_file.open("rb") as handle:  # at most a little more than any token: /dev/zero never ends
+            with open_binary(token_file) as handle:  # at most a little more than any token: /dev/zero never ends
                 data = handle.read(_MAX_TOKEN_FILE_BYTES + 1)
         except OSError as err:
             raise InputError(f"the token file {token_file} cannot be read: {err.strerror}") from None

@@ -41,6 +41,8 @@ __all__ = [
     "load_documents",
     "lock_within",
     "make_dirs",
+    "NoWriter",
+    "open_binary",
     "overwrite_problem",
     "read_dataset",
     "read_text",
@@ -88,26 +90,66 @@ def _read_bytes(path: str | Path, what: str, max_bytes: int | None, stdin: bool)
 
 
 def _read_file(path: str | Path, max_bytes: int | None, label: str) -> bytes:
-    """The bytes of the file at `path`; a named pipe that no program writes to is refused, not waited on forever.
+    """The bytes of the file at `path`; a named pipe that no program writes to is refused, not waited on forever."""
+    try:
+        with open_binary(path) as file:
+            return file.read() if max_bytes is None else file.read(max_bytes + 1)
+    except NoWriter:
+        raise InputError(
+            f"{label} is a named pipe that no program writes to; give a file, or start its writer first"
+        ) from None
 
-    A pipe whose writer is there (`<(cat job.yaml)`, a `mkfifo` whose writer started first) is read as written.
+
+class NoWriter(OSError):
+    """A named pipe that no program writes to: a plain open of it waits for a writer for ever."""
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(errno.ENXIO, "a named pipe that no program writes to; start its writer first, or give a file")
+        self.filename = str(path)
+
+
+def open_binary(path: str | Path, buffering: int = io.DEFAULT_BUFFER_SIZE) -> io.BufferedReader:
+    """`path` opened to read bytes, as `open(path, "rb")`, but a named pipe without a writer raises NoWriter.
+
+    A pipe whose writer is there (`<(cat job.yaml)`, a `mkfifo` whose writer started first) is read as written: the
+    byte read to see that a writer is there comes first.
     """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a pipe's plain open waits for a writer
-    first = b""
     try:
+        first = b""
         if stat.S_ISFIFO(os.fstat(fd).st_mode):
             with contextlib.suppress(BlockingIOError):  # its writer is there and has written nothing yet
                 first = os.read(fd, 1)
                 if not first:
-                    raise InputError(
-                        f"{label} is a named pipe that no program writes to; give a file, or start its writer first"
-                    )
+                    raise NoWriter(path)
         os.set_blocking(fd, True)
+        raw = os.fdopen(fd, "rb", buffering=0)  # a directory raises here, and leaves `fd` to us
     except BaseException:
         os.close(fd)
         raise
-    with os.fdopen(fd, "rb") as file:
-        return first + (file.read() if max_bytes is None else file.read(max_bytes + 1 - len(first)))
+    return io.BufferedReader(_Prefixed(first, raw) if first else raw, buffering)
+
+
+class _Prefixed(io.RawIOBase):
+    """A pipe's first byte, read to see that its writer is there, then the rest of the pipe."""
+
+    def __init__(self, first: bytes, rest: io.RawIOBase) -> None:
+        super().__init__()
+        self._first, self._rest = first, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        if self._first:
+            size = min(len(buffer), len(self._first))
+            buffer[:size], self._first = self._first[:size], self._first[size:]
+            return size
+        return self._rest.readinto(buffer)
+
+    def close(self) -> None:
+        self._rest.close()
+        super().close()
 
 
 def _check_size(data: bytes, max_bytes: int | None, what: str, label: str) -> None:

@@ -18,7 +18,7 @@ from jsonschema.validators import validator_for
 from referencing.exceptions import Unresolvable
 
 from components import kubeyaml
-from components.files import MANIFEST_MAX_BYTES, read_text
+from components.files import MANIFEST_MAX_BYTES, open_binary, read_text
 from components.untrusted import loads_json
 from pipelines.lint_rules import KINDS, controller_findings
 
@@ -154,7 +154,7 @@ def _foreign(doc: Any) -> bool:
 def _read_documents(path: Path) -> list[Any] | Problem:
     """The YAML documents of the file at `path`, or the one problem that keeps them from being read."""
     try:
-        with path.open("rb") as file:  # at most MANIFEST_MAX_BYTES, as every file we parse: /dev/zero ends here
+        with open_binary(path) as file:  # at most MANIFEST_MAX_BYTES, as every file we parse: /dev/zero ends here
             data = file.read(MANIFEST_MAX_BYTES + 1)
         if len(data) > MANIFEST_MAX_BYTES:
             return Problem(str(path), "", f"holds more than {MANIFEST_MAX_BYTES // 2**20} MiB, more than any manifest")

@@ -102,8 +102,11 @@ def finetune_command(
     check_output_dir(checkpoint_dir, "--checkpoint-dir")
     # A model directory as the base: writing the fine-tuned model there would replace it (its weights, its config).
     # 'tiny' is built in memory, never read from a directory of that name.
-    if base_model != TINY:
-        refuse_overwriting([(base_model, "the base model")], [(out, "--out")])
+    read = [(data, "the dataset")] + ([(base_model, "the base model")] if base_model != TINY else [])
+    refuse_overwriting(read, [(out, "--out"), (checkpoint_dir, "--checkpoint-dir")])
+    resume = os.environ.get("VCPILOT_RESUME") or resume  # the pipeline's say wins
+    if not resume:  # '' would read the working directory as a checkpoint
+        raise FinetuneError("--resume is empty; give none, auto or the path of a step-N checkpoint")
     try:
         config = TrainConfig(
             base_model=base_model,
@@ -113,7 +116,7 @@ def finetune_command(
             max_steps=max_steps,
             checkpoint_every=checkpoint_every,
             keep=keep,
-            resume=os.environ.get("VCPILOT_RESUME") or resume,
+            resume=resume,
             micro_batch=micro_batch,
             grad_accum=grad_accum,
             global_batch=global_batch,

@@ -33,7 +33,7 @@ class TrainConfig(BaseModel):
     max_steps: Annotated[int, Field(gt=0)]
     checkpoint_every: Annotated[int, Field(gt=0)]
     keep: Annotated[int, Field(ge=1)] = 3
-    resume: str = "none"
+    resume: Annotated[str, Field(min_length=1)] = "none"  # '' would be the working directory as a checkpoint
     micro_batch: Annotated[int, Field(gt=0)] = 4
     grad_accum: Annotated[int | None, Field(gt=0)] = None
     global_batch: Annotated[int | None, Field(gt=0)] = None

@@ -27,7 +27,7 @@ from typing import BinaryIO, Literal, TextIO, cast
 from pydantic import BaseModel, Field
 
 from components.errors import InputError, VcpilotError
-from components.files import overwrite_problem
+from components.files import open_binary, overwrite_problem
 from components.redact import redact_text
 
 __all__ = [
@@ -99,9 +99,15 @@ class Malformed(BaseModel):
         return ", ".join(f"{count} {kind}" for kind, count in sorted(self.counts.items()))
 
     def remedy(self, otherwise: str) -> str:
-        """What to do when nothing was readable: convert text that is not UTF-8 (not binary), else `otherwise`."""
+        """What to do when nothing was readable: convert text that is not UTF-8 (not binary), else say why.
+
+        Why no file could be read where none could (a named pipe no program writes to, a permission), else
+        `otherwise`.
+        """
         if self.counts.get("invalid_utf8") and not self.counts.get("binary"):
             return "convert the logs to UTF-8 (e.g. `iconv -f LATIN1 -t UTF-8`), or give other logs"
+        if set(self.counts) == {"unreadable_file"}:
+            return f"cannot read {self.examples['unreadable_file'][0]}"
         return otherwise
 
     def add(self, kind: MalformedKind, where: str, detail: str = "") -> None:
@@ -237,13 +243,28 @@ def _bomless(opening: bytes) -> str | None:
     return None if any(unit == bytes(width) for unit in units) else name.replace("_", "-")
 
 
+class _Gzip(gzip.GzipFile):
+    """A gzip stream over a file this module opened: closing one closes both."""
+
+    def __init__(self, binary: BinaryIO) -> None:
+        super().__init__(fileobj=binary, mode="rb")
+        self._binary = binary
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._binary.close()
+
+
 def _open(path: Path) -> TextIO:
     """The file as text, line ends read universally; UTF-8 unless a byte-order mark says UTF-16 or UTF-32.
 
     Without a byte-order mark, UTF-16 and UTF-32 are told by their NUL bytes (`_bomless`). A byte that is not UTF-8
     becomes a lone surrogate (`surrogateescape`), for `_lines_of` to count its line.
     """
-    raw = cast(BinaryIO, gzip.open(path, "rb")) if path.suffix == ".gz" else open(path, "rb", buffering=1 << 20)
+    binary = open_binary(path, buffering=1 << 20)  # a named pipe no program writes to: NoWriter, not a hang
+    raw = cast(BinaryIO, _Gzip(binary)) if path.suffix == ".gz" else binary
     try:
         opening = raw.peek(_WIDE_SAMPLE)[:_WIDE_SAMPLE]  # type: ignore[attr-defined]  # buffered files and gzip peek
     except BaseException:  # not gzip after all, or cut short: counted by `read_lines`

@@ -5,6 +5,8 @@ The readers all go through `components.files`; this pins the class, reader by re
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import os
 import threading
 import time
@@ -234,3 +236,76 @@ def test_an_output_at_or_under_a_link_to_nothing_is_refused_naming_its_option(tm
     with pytest.raises(VcpilotError, match=r"^--report .*/link/r.json is under .*/link, a symbolic link to nothing"):
         check_output(place / "r.json", "--report")
     assert sorted(p.name for p in tmp_path.iterdir()) == (["b", "link"] if link == "loop" else ["link"])
+
+
+def _unhung(path: Path) -> threading.Timer:
+    """A writer that comes after 10 s, so that a reader that waits on the pipe regressed to a failure, not a hang."""
+
+    def rescue() -> None:
+        with contextlib.suppress(OSError):  # nobody was waiting: nothing to rescue
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+
+    timer = threading.Timer(10.0, rescue)
+    timer.start()
+    return timer
+
+
+def _lint_problem(path: Path) -> str:
+    from pipelines.lint import lint_files
+
+    (problem,) = lint_files([path])
+    return problem.message
+
+
+def _token_problem(path: Path) -> str:
+    from agent.mcp_http import load_token
+
+    with pytest.raises(VcpilotError) as caught:
+        load_token(path)
+    return str(caught.value)
+
+
+def _log_problem(path: Path) -> str:
+    from components.logs.reader import Malformed, read_lines
+
+    malformed = Malformed()
+    assert list(read_lines([path], malformed)) == []
+    assert malformed.counts == {"unreadable_file": 1}
+    return malformed.remedy("point it at the service's logs")
+
+
+@pytest.mark.parametrize("problem", [_lint_problem, _token_problem, _log_problem], ids=["lint", "token", "logs"])
+def test_the_readers_outside_components_files_refuse_a_named_pipe_nothing_writes_to(
+    tmp_path: Path, problem: Callable[[Path], str]
+) -> None:
+    # `vcpilot logs detect --current PIPE`, `lint PIPE` and `mcp --token-file PIPE` waited forever
+    path = tmp_path / "pipe"
+    os.mkfifo(path)
+    rescue = _unhung(path)
+    try:
+        said = problem(path)
+    finally:
+        rescue.cancel()
+    assert "a named pipe that no program writes to; start its writer first, or give a file" in said
+
+
+def test_a_gzip_log_through_a_named_pipe_whose_writer_is_there_is_read(tmp_path: Path) -> None:
+    from components.logs.reader import Malformed, read_lines
+
+    path = tmp_path / "app.log.gz"
+    os.mkfifo(path)
+    writer = os.open(path, os.O_RDWR)
+    threading.Timer(0.2, lambda: (os.write(writer, gzip.compress(b"one\ntwo\n")), os.close(writer))).start()
+    assert [line.text for line in read_lines([path], Malformed())] == ["one", "two"]
+
+
+def test_open_binary_leaves_no_descriptor_open_when_it_refuses(tmp_path: Path) -> None:
+    from components.files import NoWriter, open_binary
+
+    os.mkfifo(tmp_path / "pipe")
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(IsADirectoryError):
+        open_binary(tmp_path)
+    with pytest.raises(NoWriter):
+        open_binary(tmp_path / "pipe")
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -75,6 +75,21 @@ def test_a_learning_rate_or_decay_that_is_no_finite_number(base_args, option, va
     refused(invoke([*base_args, option, value]), says)
 
 
+def test_an_empty_resume_is_refused_not_read_as_the_working_directory(base_args, tmp_path):
+    # `--resume ''` said "checkpoint . is incomplete or missing": the working directory, read as a checkpoint
+    refused(invoke([*base_args, "--resume", ""]), "--resume is empty; give none, auto or the path of a step-N")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("option", ["--out", "--checkpoint-dir"])
+def test_an_output_that_is_the_dataset_is_refused_and_the_dataset_left_as_it_was(base_args, dataset, option):
+    # `--out DATA` wrote the model, metrics.jsonl and summary.json among the training data
+    before = sorted(p.name for p in dataset.iterdir())
+    line = refused(invoke([*base_args, option, str(dataset)]), f"{option} {dataset} is the dataset being read")
+    assert line.endswith(f"give another {option}")
+    assert sorted(p.name for p in dataset.iterdir()) == before
+
+
 def test_a_missing_base_model_directory(base_args, tmp_path):
     refused(invoke([*base_args, "--base-model", str(tmp_path / "no-model")]), "does not exist")
 
