@@ -16,6 +16,7 @@ import gzip
 import io
 import json
 import os
+import re
 import stat
 import sys
 import time
@@ -44,6 +45,7 @@ __all__ = [
     "NoWriter",
     "open_binary",
     "overwrite_problem",
+    "put_output",
     "read_dataset",
     "read_text",
     "refuse_overwriting",
@@ -271,6 +273,15 @@ def check_output(path: str | Path, what: str = "file") -> None:
     """
     if Path(path).is_dir():
         raise InputError(f"{_label(path, what)} is a directory; give the path of a file to write")
+    if _written_through(Path(path)):  # nothing is made beside it: it must take the bytes itself
+        info = _stat(path)
+        if info is not None and stat.S_ISFIFO(info.st_mode):
+            return  # opened and closed to see, a pipe would end its reader's stream: its write says
+        try:
+            os.close(_open_output(Path(path), empty=False))
+        except OSError as err:
+            raise InputError(f"{_label(path, what)} cannot be written: {err.strerror or err}") from None
+        return
     _check_creatable(path, what, _existing_parent(path, what))
 
 
@@ -431,9 +442,15 @@ def remove_made_dirs(made: list[Path]) -> None:
 def write_bytes(path: str | Path, data: bytes) -> Path:
     """Write `data` at `path` through a temporary file beside it and `os.replace`: the old file or the new one.
 
-    An OSError names `path` (not the temporary file), and no temporary file is left behind.
+    An OSError names `path` (not the temporary file), and no temporary file is left behind. A symbolic link or a
+    stream at `path` (`/dev/stdout`, a pipe) is written into instead (`put_output`).
     """
     target = Path(path)
+    if _written_through(target):
+        fd = _open_output(target)
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
     try:
@@ -446,6 +463,75 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
             tmp.unlink(missing_ok=True)
         raise type(err)(err.errno, err.strerror, str(target)) from None
     return target
+
+
+def put_output(tmp: Path, target: str | Path) -> None:
+    """Put the finished temporary file `tmp` at `target` by `os.replace`, unless `target` is not a plain file.
+
+    A symbolic link (it keeps pointing where it did) and anything that is not a regular file (a terminal,
+    `/dev/null`, `/dev/stdout`, a pipe a program reads) are written into, and `tmp` removed: renamed over,
+    `/dev/stdout` would become a regular file for every process of the machine. A named pipe that no program reads
+    is an OSError (ENXIO), not a wait for ever.
+    """
+    target = Path(target)
+    if not _written_through(target):
+        os.replace(tmp, target)
+        return
+    import shutil
+
+    try:
+        with os.fdopen(_open_output(target), "wb") as stream, tmp.open("rb") as data:
+            shutil.copyfileobj(data, stream)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _written_through(target: Path) -> bool:
+    """Whether an output at `target` is written into rather than replaced: a link, or not a regular file."""
+    info = _stat(target)
+    if info is None or stat.S_ISDIR(info.st_mode):
+        return False
+    return target.is_symlink() or not stat.S_ISREG(info.st_mode)
+
+
+def _open_output(target: Path, *, empty: bool = True) -> int:
+    """A descriptor writing into `target`, emptied first where it is a file; ENXIO for a pipe no program reads.
+
+    `/dev/stdout`, `/dev/fd/N` and `/proc/self/fd/N` are this process's own descriptor N, duplicated: opened anew,
+    a file the shell redirected to would be written from its start again, over what the process printed.
+    """
+    if (own := _own_descriptor(target)) is not None:
+        return os.dup(own)
+    info = _stat(target)
+    truncate = os.O_TRUNC if empty and info is not None and stat.S_ISREG(info.st_mode) else 0
+    try:
+        # Not blocking: the open of a pipe with no reader would wait for one.
+        fd = os.open(target, os.O_WRONLY | truncate | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        if err.errno == errno.ENXIO:
+            raise OSError(
+                errno.ENXIO, "a named pipe that no program reads; start its reader first, or give a file", str(target)
+            ) from None
+        raise
+    os.set_blocking(fd, True)
+    return fd
+
+
+_OWN_DESCRIPTOR = re.compile(r"/(?:proc/self|dev)/fd/(\d+)")
+
+
+def _own_descriptor(target: Path) -> int | None:
+    """N where `target` is, or links through, `/dev/fd/N` or `/proc/self/fd/N` (`/dev/stdout` is a link to one)."""
+    path = str(target)
+    for _ in range(8):  # a chain of links; a loop ends here
+        if found := _OWN_DESCRIPTOR.fullmatch(path):
+            return int(found.group(1))
+        try:
+            link = os.readlink(path)
+        except OSError:  # not a link
+            return None
+        path = os.path.normpath(os.path.join(os.path.dirname(path), link))
+    return None
 
 
 def write_text(path: str | Path, text: str) -> Path:

@@ -9,14 +9,13 @@ as lines stream in; a second streaming pass writes each row with its template's 
 from __future__ import annotations
 
 import csv
-import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from components.files import make_dirs, remove_made_dirs
+from components.files import make_dirs, put_output, remove_made_dirs
 from components.logs.masking import MASK, LineTokenizer, shown_tokens, template_pattern
 from components.logs.multiline import BLANK, CONTINUING, EXCEPTION, HEAD, TEXT, fold, joined_message, runtime_body
 from components.logs.reader import (
@@ -238,5 +237,5 @@ def _write_rows(ids: Path, folded: Path, out: Path, events: dict[int, tuple[int,
             found = event[2].match(text) if event[2] is not None and not continued else None
             parameters = str(list(found.groups())) if found is not None else "[]"
             writerow((number, sources[int(source)], text, event[0], event[1], parameters))
-    os.replace(temporary, out)
+    put_output(temporary, out)  # `/dev/stdout` and a link are written into, not replaced
     return len({event[0] for cluster, event in rendered.items() if cluster not in (_MALFORMED, _BLANK)})
