@@ -16,7 +16,10 @@ The shapes are strict, and none is that of a line with a time or a header of its
 - a bare exception line (`java.lang.IllegalStateException: boom`, `Error: boom`), only when an `at` frame follows it
   on the next line;
 - .NET's console logger: after its `fail: Category[EventId]` line (`info:`, `warn:` …) every indented line — the
-  message, then the exception and its frames, the first unindented `System.…Exception: …` line naming it.
+  message, then the exception and its frames, the first unindented `System.…Exception: …` line naming it;
+- java.util.logging's SimpleFormatter (Tomcat's `catalina.out`): after its `Dec 7, 2026 1:24:05 PM Class method`
+  line, the `SEVERE: message` line under it, which names the event's level (`told_message`); a Throwable's trace
+  after that as any other.
 
 A continuation line needs an event before it in its file (the first line of a file, or the line after a malformed
 one or after more than `MAX_BLANKS` blank lines, begins an event of its own whatever its shape). Blank lines inside a
@@ -52,6 +55,7 @@ __all__ = [
     "fold",
     "joined_message",
     "runtime_body",
+    "told_message",
     "traced_level",
 ]
 
@@ -106,7 +110,13 @@ _BARE_EXCEPTION = re.compile(r"(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:Excepti
 # .NET's Microsoft.Extensions.Logging console: `fail: Category[EventId]`, a time before it where one is configured.
 _DOTNET_HEAD = re.compile(rf"(?:\S.*[ \t])?(?:{'|'.join(DOTNET_LEVELS)}): \S+\[\d+\][ \t]*\Z")
 
-_NONE, _PYTHON, _PYTHON_ENDED, _GO, _DOTNET = 0, 1, 2, 3, 4  # what the lines before say the next may be
+# java.util.logging's SimpleFormatter: the time and the caller (`Dec 7, 2026 1:24:05 PM com.shop.Orders place`),
+# then its level and message on the next line.
+_JUL_HEAD = re.compile(r"[A-Z][a-z]{2} \d{1,2}, \d{4} \d{1,2}:\d{2}:\d{2} [AP]M [\w$.<>-]+(?: [\w$<>-]+)?[ \t]*\Z")
+_JUL_LEVEL = re.compile(r"(SEVERE|WARNING|INFO|CONFIG|FINE|FINER|FINEST): ")
+_JUL_OPENINGS = frozenset("SWICF")
+
+_NONE, _PYTHON, _PYTHON_ENDED, _GO, _DOTNET, _JUL = 0, 1, 2, 3, 4, 5  # what the lines before say the next may be
 _INDENT = frozenset(" \t")
 # How a line of a continuation shape may open: any other line, after a line that set no mode, begins an event unless
 # the next line is an `at` frame (its bare exception line). Most lines are settled by these two set lookups.
@@ -130,6 +140,17 @@ def runtime_body(text: str) -> str:
     if text[10:11] == "T" and (prefix := _RUNTIME.match(text)):
         return text[prefix.end() :]
     return text
+
+
+def told_message(text: str) -> tuple[str, str | None]:
+    """What a `TEXT` line tells: its message, and the level it names (java.util.logging's `SEVERE: …`).
+
+    .NET's indented message names none.
+    """
+    body = runtime_body(text)
+    if found := _JUL_LEVEL.match(body):
+        return body[found.end() :], found.group(1)
+    return body, None
 
 
 def traced_level(level: str | None) -> str:
@@ -168,6 +189,9 @@ class _Shapes:
             if _AT_FRAME.match(text):
                 return MORE
             return EXCEPTION if _BARE_EXCEPTION.match(text.lstrip()) else TEXT
+        elif mode == _JUL and _JUL_LEVEL.match(text):
+            self.mode = _NONE
+            return TEXT
         self.mode = _NONE
         role = ALONE
         if first in (" ", "\t"):
@@ -191,9 +215,15 @@ class _Shapes:
                 role = EXCEPTION
         if role == ALONE and following is not None and following[:1] in _INDENT and _DOTNET_HEAD.match(text):
             self.mode = _DOTNET  # the indented lines after it are its message and its exception
+        elif role == ALONE and _jul_level_follows(following) and _JUL_HEAD.match(text):
+            self.mode = _JUL  # the next line is its level and message
         if not self.open:
             return ALONE  # nothing to continue: the line begins an event (its shape still sets the mode)
         return role
+
+
+def _jul_level_follows(following: str | None) -> bool:
+    return following is not None and following[:1] in _JUL_OPENINGS and _JUL_LEVEL.match(following) is not None
 
 
 def fold(lines: Iterable[SourceLine]) -> Iterator[tuple[SourceLine, Role]]:
@@ -235,7 +265,12 @@ def fold(lines: Iterable[SourceLine]) -> Iterator[tuple[SourceLine, Role]]:
         if line.problem is not None:
             role: Role = ALONE
             shapes.reset()
-        elif shapes.mode == _NONE and text[:1] not in _OPENINGS and after[:1] not in _INDENT:
+        elif (
+            shapes.mode == _NONE
+            and text[:1] not in _OPENINGS
+            and after[:1] not in _INDENT
+            and not (after[:1] in _JUL_OPENINGS and _JUL_LEVEL.match(after))  # inline: the hot loop
+        ):
             role = ALONE  # the common case, settled without the rules
             shapes.open = True
         else:

@@ -17,7 +17,17 @@ from pydantic import BaseModel
 
 from components.files import make_dirs, put_output, remove_made_dirs
 from components.logs.masking import MASK, LineTokenizer, shown_tokens, template_pattern
-from components.logs.multiline import BLANK, CONTINUING, EXCEPTION, HEAD, TEXT, fold, joined_message, runtime_body
+from components.logs.multiline import (
+    BLANK,
+    CONTINUING,
+    EXCEPTION,
+    HEAD,
+    TEXT,
+    fold,
+    joined_message,
+    runtime_body,
+    told_message,
+)
 from components.logs.reader import (
     MAX_LINE_BYTES,
     LogSourceError,
@@ -104,7 +114,7 @@ def parse_files(
                     if role == EXCEPTION:
                         exception = runtime_body(line.text)
                     elif role == TEXT and told is None:
-                        told = runtime_body(line.text)
+                        told = told_message(line.text)[0]
                     write(f"{_CONTINUED}\t{source}\t{line.text}\n")
                     continue
                 if in_event:  # the event before ends here

@@ -29,6 +29,7 @@ from components.logs.multiline import (
     fold,
     joined_message,
     runtime_body,
+    told_message,
     traced_level,
 )
 from components.logs.reader import MAX_LINE_BYTES, Malformed, SourceLine, clean_text, read_lines
@@ -343,15 +344,18 @@ def classify(line: SourceLine, malformed: Malformed) -> Entry | None:
     return LogEvent(body, level_of(header, message))
 
 
-def _folded(entry: Entry, exception: str | None, told: str | None, traced: bool) -> Entry:
+def _folded(entry: Entry, exception: str | None, told: tuple[str, str | None] | None, traced: bool) -> Entry:
     """The entry of an event over several lines (`multiline`), its message joined with what it `told` below.
 
-    One that carries a stack trace (`traced`) is an error, its message naming the exception.
+    The level its first line names, else the one the line below names (java.util.logging's); one that carries a
+    stack trace (`traced`) is an error, its message naming the exception.
     """
     if isinstance(entry, RequestRecord) or not (traced or told):
         return entry
-    level = traced_level(entry.level) if traced else entry.level
-    return LogEvent(joined_message(entry.message, exception, told), level, entry.timestamp, entry.latency_ms)
+    message, level = told if told is not None else (None, None)
+    level = entry.level or level
+    level = traced_level(level) if traced else level
+    return LogEvent(joined_message(entry.message, exception, message), level, entry.timestamp, entry.latency_ms)
 
 
 def read_entries(
@@ -364,7 +368,7 @@ def read_entries(
     """
     head: tuple[SourceLine, Entry] | None = None  # an event whose continuation lines are still being read
     exception: str | None = None
-    told: str | None = None  # the first line of its message under its first line (.NET's)
+    told: tuple[str, str | None] | None = None  # the first line of its message under its first line, its level
     traced = False  # whether they hold a stack trace (not only more of the message)
     for line, role in fold(read_lines(files, malformed, max_line_bytes=max_line_bytes)):
         if role == MORE or role == EXCEPTION:
@@ -373,7 +377,7 @@ def read_entries(
                 exception = runtime_body(line.text)
             continue
         if role == TEXT:
-            told = runtime_body(line.text) if told is None else told
+            told = told_message(line.text) if told is None else told
             continue
         if role == BLANK:
             continue

@@ -206,6 +206,48 @@ def test_a_dotnet_console_event_is_one_event_named_by_its_message(tmp_path: Path
     ] * 2 + [rows[8]["EventId"]] * 2
 
 
+def test_a_java_util_logging_record_is_one_event_with_the_level_and_message_of_its_second_line(tmp_path: Path) -> None:
+    # SimpleFormatter (Tomcat's catalina.out) writes the time and the caller, then `LEVEL: message` under it: each
+    # line was an event, the caller lines a template of their own and the level lines untimed, so a SEVERE record
+    # was half an error of the window's lines.
+    lines = [
+        "Dec 07, 2026 1:23:45 PM org.apache.catalina.startup.Catalina start",
+        "INFO: Server startup in 1234 ms",
+        "Dec 07, 2026 1:24:01 PM com.shop.api.OrderService place",
+        "WARNING: order 8812 took 2301 ms",
+        "Dec 07, 2026 1:24:02 PM com.shop.api.OrderService place",
+        "WARNING: order 8813 took 2511 ms",
+        "Dec 7, 2026 12:24:05 AM com.shop.api.OrderService place",
+        "SEVERE: order 8814 failed",
+        "java.lang.IllegalStateException: stock missing",
+        "\tat com.shop.api.OrderService.place(OrderService.java:88)",
+        "\tat com.shop.api.OrderController.post(OrderController.java:41)",
+        "Dec 07, 2026 1:24:06 PM com.shop.api.OrderService place",
+        "SEVERE: order 8815 failed",
+        "INFO: a line of its own (no record's first line above it)",
+    ]
+    source = tmp_path / "catalina.out"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    entries = [entry for _, entry in read_entries([source], Malformed())]
+    assert [(entry.message, entry.level) for entry in entries] == [  # type: ignore[union-attr]
+        ("Server startup in 1234 ms | org.apache.catalina.startup.Catalina start", "INFO"),
+        ("order 8812 took 2301 ms | com.shop.api.OrderService place", "WARNING"),
+        ("order 8813 took 2511 ms | com.shop.api.OrderService place", "WARNING"),
+        (
+            "java.lang.IllegalStateException: stock missing | order 8814 failed | com.shop.api.OrderService place",
+            "SEVERE",
+        ),
+        ("order 8815 failed | com.shop.api.OrderService place", "SEVERE"),
+        ("a line of its own (no record's first line above it)", "INFO"),
+    ]
+    rows = _parse(tmp_path, lines)
+    assert len(rows) == len(lines)
+    events = [row["EventId"] for row in rows]
+    assert events[2:6] == [events[2]] * 4, "two records of one template"
+    assert events[6:11] == [events[6]] * 5 and len(set(events)) == 5
+    assert rows[2]["EventTemplate"] == "order <*> took <*> ms | com.shop.api.OrderService place"
+
+
 def test_a_chained_python_traceback_is_one_event_named_by_its_last_exception(tmp_path: Path) -> None:
     rng = random.Random(2)
     lines = [
