@@ -68,13 +68,13 @@ def test_a_named_pipe_is_written_into_while_a_program_reads_it_and_refused_when_
     reader = threading.Thread(target=lambda: got.append(pipe.read_bytes()))
     reader.start()
     tmp = tmp_path / "tmp"
-    tmp.write_bytes(b"rows\n")
-    for _ in range(100):  # the reader's open waits for a writer: put_output is that writer
+    for _ in range(200):  # the reader's open waits for a writer: put_output is that writer
+        tmp.write_bytes(b"rows\n")  # a failed put removes it too
         try:
             put_output(tmp, pipe)
             break
         except OSError as err:  # the reader thread has not opened it yet
-            assert err.errno == errno.ENXIO
+            assert err.errno == errno.ENXIO and not tmp.exists()
             threading.Event().wait(0.05)
     reader.join(10)
     assert got == [b"rows\n"] and pipe.exists() and not tmp.exists()
