@@ -275,7 +275,13 @@ def check_output(path: str | Path, what: str = "file") -> None:
         raise InputError(f"{_label(path, what)} is a directory; give the path of a file to write")
     if _written_through(Path(path)):  # nothing is made beside it: it must take the bytes itself
         info = _stat(path)
-        if info is not None and stat.S_ISFIFO(info.st_mode):
+        if info is None:  # a link to a file not there yet: the write creates that file, so it must be creatable
+            made = Path(os.path.realpath(path))
+            if not made.parent.is_dir():
+                raise InputError(f"{_label(path, what)} links to {made}, whose directory does not exist; make it first")
+            _check_creatable(made, what, made.parent)
+            return
+        if stat.S_ISFIFO(info.st_mode):
             return  # opened and closed to see, a pipe would end its reader's stream: its write says
         try:
             os.close(_open_output(Path(path), empty=False))
@@ -487,11 +493,14 @@ def put_output(tmp: Path, target: str | Path) -> None:
 
 
 def _written_through(target: Path) -> bool:
-    """Whether an output at `target` is written into rather than replaced: a link, or not a regular file."""
+    """Whether an output at `target` is written into rather than replaced: a link, or not a regular file.
+
+    A link to a file not there yet is written through too: the write creates that file, as a shell's `>` does.
+    """
     info = _stat(target)
-    if info is None or stat.S_ISDIR(info.st_mode):
+    if info is not None and stat.S_ISDIR(info.st_mode):
         return False
-    return target.is_symlink() or not stat.S_ISREG(info.st_mode)
+    return target.is_symlink() or (info is not None and not stat.S_ISREG(info.st_mode))
 
 
 def _open_output(target: Path, *, empty: bool = True) -> int:
@@ -504,9 +513,10 @@ def _open_output(target: Path, *, empty: bool = True) -> int:
         return os.dup(own)
     info = _stat(target)
     truncate = os.O_TRUNC if empty and info is not None and stat.S_ISREG(info.st_mode) else 0
+    create = os.O_CREAT if info is None else 0  # a link to a file not there yet
     try:
         # Not blocking: the open of a pipe with no reader would wait for one.
-        fd = os.open(target, os.O_WRONLY | truncate | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(target, os.O_WRONLY | truncate | create | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
     except OSError as err:
         if err.errno == errno.ENXIO:
             raise OSError(

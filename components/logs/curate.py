@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from components.files import make_dirs, remove_made_dirs
+from components.files import make_dirs, put_output, remove_made_dirs
 from components.logs.records import RequestRecord
 from components.redact import redact_text
 from components.untrusted import clean, instruction_in
@@ -111,8 +111,8 @@ class Curator:
         summary = self.summary
         if summary.eval_fraction > 0 and summary.eval_examples == 0 and summary.train_examples >= 2:
             self._move_one_to_eval()
-        os.replace(self._paths["train"], summary.train)
-        os.replace(self._paths["eval"], summary.eval)
+        put_output(self._paths["train"], summary.train)  # a link in the directory keeps pointing where it did
+        put_output(self._paths["eval"], summary.eval)
         return summary
 
     def _move_one_to_eval(self) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
 import zlib
 from itertools import compress, repeat
 from operator import eq, ne
@@ -27,6 +26,7 @@ from drain3.file_persistence import FilePersistence
 from drain3.template_miner_config import TemplateMinerConfig
 from pydantic import BaseModel, ConfigDict, Field
 
+from components.files import put_output
 from components.logs.masking import MASK
 from components.logs.merging import merge_templates
 from components.logs.reader import LogSourceError
@@ -89,7 +89,7 @@ class _AtomicFilePersistence(FilePersistence):  # type: ignore[misc]
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.tmp")
         temporary.write_bytes(state)
-        os.replace(temporary, path)
+        put_output(temporary, path)  # a link keeps pointing where it did
 
     def load_state(self) -> bytes | None:
         # Checked here, on the very bytes Drain3 then decodes: a file swapped after a check would be loaded unchecked.

@@ -110,3 +110,15 @@ def test_logs_parse_into_a_link_to_stdout_prints_the_rows_and_keeps_the_link(tmp
     assert rows[0] == "LineId,Source,Content,EventId,EventTemplate,ParameterList"
     assert rows[1].startswith("1,") and rows[3] == f"2 lines, 2 templates → {stdout}"
     assert stdout.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == ["app.log", "stdout"]
+
+
+def test_a_link_to_a_file_not_there_yet_is_checked_without_creating_it_then_written_through(tmp_path: Path) -> None:
+    link, target = tmp_path / "report.json", tmp_path / "volume" / "report.json"
+    link.symlink_to(target)
+    with pytest.raises(VcpilotError, match="links to .*volume/report.json, whose directory does not exist"):
+        check_output(link, "--out")
+    target.parent.mkdir()
+    check_output(link, "--out")
+    assert not target.exists(), "a check creates nothing"
+    write_text(link, "{}\n")
+    assert link.is_symlink() and target.read_text() == "{}\n"

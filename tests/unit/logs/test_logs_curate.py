@@ -61,6 +61,20 @@ def test_a_small_set_still_gets_an_eval_example(tmp_path: Path) -> None:
     assert summary.train_examples == 1 and summary.eval_examples == 1  # type: ignore[attr-defined]
 
 
+def test_a_split_file_that_is_a_link_is_written_where_it_points(tmp_path: Path) -> None:
+    # The training set linked to where the trainer reads it: renamed over, the link became a plain file and the
+    # trainer kept reading the old set.
+    target = tmp_path / "volume" / "train.jsonl"
+    target.parent.mkdir()
+    target.write_text("stale\n")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "train.jsonl").symlink_to(target)
+    train, evaluation, summary = curate(tmp_path / "out", [record(f"Reverse w{i}", f"{i}w") for i in range(50)])
+    assert (tmp_path / "out" / "train.jsonl").is_symlink()
+    assert rows(str(target)) == train and len(train) + len(evaluation) == 50
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["eval.jsonl", "train.jsonl"], "no temporary left"
+
+
 def test_a_bad_fraction_is_refused() -> None:
     with pytest.raises(ValueError, match="eval fraction"):
         Curator(Path("."), 1.5)

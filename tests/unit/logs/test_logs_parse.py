@@ -122,6 +122,22 @@ def test_the_template_state_carries_ids_across_runs(tmp_path: Path) -> None:
     assert events(tmp_path / "day2.csv") == ["E2", "E1", "E3"]
 
 
+def test_a_state_file_that_is_a_link_is_saved_where_it_points_and_stays_a_link(tmp_path: Path) -> None:
+    # A state kept on a shared volume and linked into place: renamed over, the link became a plain file, and the
+    # next run on another machine resumed from the stale state the link still pointed at.
+    shared = tmp_path / "shared" / "drain3.bin"
+    shared.parent.mkdir()
+    link = tmp_path / "drain3.bin"
+    link.symlink_to(shared)
+    (tmp_path / "day1.log").write_text("INFO user 1 logged in\nINFO disk 90% full\n")
+    (tmp_path / "day2.log").write_text("INFO disk 95% full\nINFO cache cleared\n")
+    parse_files([tmp_path / "day1.log"], tmp_path / "day1.csv", state_file=link)
+    assert link.is_symlink() and shared.stat().st_size > 0
+    parse_files([tmp_path / "day2.log"], tmp_path / "day2.csv", state_file=shared)
+    assert events(tmp_path / "day2.csv") == ["E2", "E3"], "the state the link saved is the one the next run resumes"
+    assert not list(tmp_path.glob(".*.tmp")), "no temporary file is left beside the link"
+
+
 @pytest.mark.parametrize(
     "content",
     [
