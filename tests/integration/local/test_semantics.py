@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scan_kit import files_holding
 
 from pipelines.local.engine.executors import DEADLINE_MESSAGE, ProcessTable
 
@@ -372,8 +373,8 @@ def test_a_secret_a_step_prints_is_stored_masked(run, home: Path, monkeypatch: p
     log = next(home.rglob("main.log")).read_text()
     # Two pipes, pumped by two threads: stderr's line may land before or after stdout's, even beside its last.
     assert all(masked in log for masked in ("calling with *** now\n", "password=***\n", "last ***")), log
-    stored = [p for p in home.rglob("*") if p.is_file()]
-    assert not [p for p in stored if key.encode() in p.read_bytes() or token.encode() in p.read_bytes()]
+    stored, holding = files_holding(home, key, token)
+    assert stored and not holding, holding
     assert ran.out("") == "calling with *** now\nlast ***"
 
 
