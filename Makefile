@@ -37,13 +37,15 @@ lint: venv
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# --max-worker-restart=0: a worker that crashes (a signal, not a failed assert) fails the run at once, naming its
+# test; pytest-xdist 3.8 with --dist loadfile replaced it and then waited for ever for the tests it had held.
 test: lint
-	$(BIN)/pytest -q -n 2 --dist loadfile --durations=25
+	$(BIN)/pytest -q -n 2 --dist loadfile --max-worker-restart=0 --durations=25
 
 # The fuzz tests with many more examples than `make test` gives them (tests/conftest.py, profile `fuzz`); a failure
 # prints the smallest input that shows it, to pin with `@example` once fixed. FUZZ_EXAMPLES=N overrides the count.
 fuzz: venv
-	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -n 2 --dist loadfile tests/fuzz
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -n 2 --dist loadfile --max-worker-restart=0 tests/fuzz
 
 # Every benchmark, one after another, into benchmarks/results/latest.json and latest.md (benchmarks/report.py): each
 # figure with its goal, its baseline and whether it is met. BENCH_ARGS=--quick for a smoke run of a few minutes;
