@@ -335,12 +335,20 @@ _EXPECTED = {
 
 
 def _format_loc(loc: tuple[Any, ...]) -> str:
+    """A field's place, `spec.tasks[0].name`, as an error sentence names it.
+
+    A key that is empty or holds a space or a control character is quoted, as Python writes it, so that the
+    sentence stays one line and the key can be found.
+    """
     text = ""
     for part in loc:
         if isinstance(part, int):
             text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
+            continue
+        name = str(part)
+        if not name or not name.isprintable() or any(c.isspace() for c in name):
+            name = repr(name)
+        text += f".{name}" if text else name
     return text
 
 

@@ -87,6 +87,8 @@ def _submit_checks(doc: Any) -> None:
         },
     }
 )
+# A key holding a newline was named raw: "unknown field spec.\n0", two lines (make fuzz, 2026-12-07).
+@example({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "x"}, "spec": {"\n0": None}})
 def test_vcjob(doc: Any) -> None:
     try:
         _submit_checks(doc)
@@ -105,6 +107,7 @@ def test_vcjob_text(data: bytes) -> None:
 @given(st.one_of(mutated_tree(CONFIGS, steps=4), mutated_bytes([yaml_bytes(c) for c in CONFIGS])))
 @example({"nodes": []})
 @example(b"\xff\xfe")
+@example({"\n": None})  # named raw, the sentence was two lines (make fuzz, 2026-12-07)
 def test_cluster_config(doc: Any) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cluster.yaml"

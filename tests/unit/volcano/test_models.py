@@ -328,6 +328,9 @@ def test_typo_in_spec_is_rejected_with_a_suggestion() -> None:
         (lambda d: d["spec"]["tasks"][1].update(replica=2), "unknown field spec.tasks[1].replica"),
         (lambda d: d["spec"]["policies"][0].update(evnt="PodFailed"), "unknown field spec.policies[0].evnt"),
         (lambda d: d.update(specs={}), "unknown field specs"),
+        # a key with a newline or a space is quoted: the sentence stays one line and names the key findably
+        (lambda d: d["spec"].update({"\n0": None}), "unknown field spec.'\\n0'"),
+        (lambda d: d["spec"].update({"min Available": 1}), "unknown field spec.'min Available'"),
         (
             lambda d: d["spec"]["tasks"][0].update(replicas=-1),
             "spec.tasks[0].replicas: value must be at least 0",
