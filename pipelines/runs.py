@@ -48,6 +48,7 @@ __all__ = [
 # A run's name is checked by the runner's one rule (a workflow name; it keeps `..` and `/` out of paths).
 check_name = check_run_name
 _LEAVES = ("Pod", "Suspend", "Skipped")
+DAMAGED = "Damaged"  # the phase `runs list` gives a run whose record cannot be read
 
 
 class StepView(BaseModel):
@@ -122,16 +123,24 @@ def load_run(home: Path, name: str) -> dict[str, Any]:
 
 
 def list_runs(home: Path, limit: int | None = None) -> list[RunSummary]:
-    """The runs under `home`, newest first; a run whose status.json is unreadable is left out."""
+    """The runs under `home`, newest first.
+
+    A run whose status.json is unreadable is listed as `Damaged`, with the sentence that says why and the way out,
+    where it last wrote: a listing that left it out would hide it.
+    """
     found: list[tuple[tuple[str, float], RunSummary]] = []
     for name in _names(home):
+        written = (home / "runs" / name / "status.json").stat().st_mtime
         try:
             document = load_run(home, name)
-        except InputError:
+        except InputError as err:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(written))
+            message = f"{str(err).rstrip('.')}; `vcpilot runs delete {name} --yes` removes it"
+            found.append(((stamp, written), RunSummary(name=name, phase=DAMAGED, message=message)))
             continue
         summary = RunSummary.model_validate(_detail(home, name, document).model_dump(include=_SUMMARY_FIELDS))
         # Argo's times are to the second; among runs started in one second, the one that wrote last is newer.
-        found.append(((_started(document), (home / "runs" / name / "status.json").stat().st_mtime), summary))
+        found.append(((_started(document), written), summary))
     found.sort(key=lambda pair: pair[0], reverse=True)
     return [summary for _, summary in found[:limit]]
 

@@ -58,7 +58,7 @@ def test_resume_of_a_finished_run_returns_it(cli: CliRunner, shared_dir: Path) -
 
 @pytest.mark.parametrize("record", ["[]", "null", '{"status": "x"}', '{"phase": 5}', '{"metadata": {}, "spec": {}, '
                                     '"status": {"nodes": [1]}}', "{not json"])  # fmt: skip
-def test_a_damaged_run_record_is_one_sentence_and_the_other_runs_still_list(
+def test_a_damaged_run_record_is_one_sentence_listed_as_damaged_beside_the_other_runs(
     cli: CliRunner, shared_dir: Path, home: Path, record: str
 ) -> None:
     from pipelines.cli import app as vcpilot
@@ -69,7 +69,12 @@ def test_a_damaged_run_record_is_one_sentence_and_the_other_runs_still_list(
     (home / "runs" / "bad" / "status.json").write_text(record)
     listed = cli.invoke(vcpilot, ["runs", "list", "--json"])
     assert listed.exit_code == 0, listed.output
-    assert [run["name"] for run in json.loads(listed.stdout)] == ["good"]  # a damaged record is left out
+    runs = {run["name"]: run for run in json.loads(listed.stdout)}
+    assert runs.keys() == {"good", "bad"} and runs["good"]["phase"] == "Succeeded"
+    assert runs["bad"]["phase"] == "Damaged" and "runs/bad/status.json is not" in runs["bad"]["message"]
+    assert runs["bad"]["message"].endswith("`vcpilot runs delete bad --yes` removes it")
+    text = cli.invoke(vcpilot, ["runs", "list"])  # listed where a person looks, not hidden
+    assert text.exit_code == 0 and any(line.startswith("bad  Damaged: ") for line in text.stdout.splitlines())
     for argv in (["runs", "show", "bad"], ["runs", "logs", "bad"], ["resume", "bad"]):
         out = cli.invoke(vcpilot, argv)
         assert out.exit_code == 1 and out.stderr.strip().count("\n") == 0, (argv, out.stderr)
