@@ -15,7 +15,10 @@ __all__ = ["doctor_command"]
 def doctor_command(
     kubeconfig: Annotated[
         Path | None,
-        typer.Option(help="Kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster)."),
+        typer.Option(
+            envvar="VCPILOT_KUBECONFIG",
+            help="Kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
+        ),
     ] = None,
     namespace: Annotated[
         str | None, typer.Option(help="Namespace deploy/ was installed in (default: deploy/kustomization.yaml's).")
@@ -31,7 +34,7 @@ def doctor_command(
     from components.names import check_namespace
     from components.ports import check_http_url
     from pipelines import deployment, doctor
-    from pipelines.doctor_http import argo_server_url
+    from pipelines.argo_address import argo_server_url
     from pipelines.doctor_report import exit_code, render_json, render_text
 
     try:

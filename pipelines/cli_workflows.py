@@ -38,7 +38,14 @@ def compile_command(
 
 def submit_command(
     param: ParamOption = None,
-    server: Annotated[str | None, typer.Option(help="Argo Server URL (env ARGO_SERVER).")] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--argo-server",
+            "--server",
+            help="Argo Server host:port or URL (env ARGO_SERVER; ARGO_SECURE, ARGO_INSECURE_SKIP_VERIFY apply).",
+        ),
+    ] = None,
     namespace: Annotated[str | None, typer.Option(help="Namespace (env ARGO_NAMESPACE, default argo).")] = None,
     token: Annotated[str | None, typer.Option(help="Bearer token (env ARGO_TOKEN).", show_default=False)] = None,
     as_json: JsonOption = False,
@@ -51,14 +58,14 @@ def submit_command(
 
     url = server or os.environ.get("ARGO_SERVER")
     if not url:
-        raise SubmitError("no Argo Server: pass --server or set ARGO_SERVER.")
+        raise SubmitError("no Argo Server: pass --argo-server host:port or set ARGO_SERVER.")
     ns = check_namespace(namespace or os.environ.get("ARGO_NAMESPACE") or "argo", "--namespace (or ARGO_NAMESPACE)")
     params = parse_params(param)
     try:  # the values as the template's rules check them, before the server is asked (as `vcpilot run` does)
         check_parameters(params)
     except ValueError as err:
         raise InputError(str(err)) from None
-    name, link = submit(url, ns, token or os.environ.get("ARGO_TOKEN"), params)  # SubmitError: reported
+    name, link = submit(url, ns, token or os.environ.get("ARGO_TOKEN"), params, os.environ)  # SubmitError: reported
     if as_json:
         print_json({"name": name, "namespace": ns, "url": link})
         return

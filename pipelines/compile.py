@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import difflib
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import requests
+import urllib3
 from hera.exceptions import Forbidden, HeraException, Unauthorized
 from hera.workflows import Workflow, WorkflowsService
 from hera.workflows.models import Workflow as ModelWorkflow
@@ -17,6 +19,7 @@ from pydantic import PydanticDeprecatedSince20
 from components import kubeyaml
 from components.errors import Unavailable, VcpilotError
 from components.ports import check_http_url
+from pipelines.argo_address import argo_server_url, verify_tls
 from pipelines.autopilot import (
     CRON_NAME,
     PARAMETERS,
@@ -65,17 +68,23 @@ def compile_all(out_dir: Path) -> list[Path]:
     return written
 
 
-def submit(server: str, namespace: str, token: str | None, parameters: dict[str, str]) -> tuple[str, str]:
+def submit(
+    server: str, namespace: str, token: str | None, parameters: dict[str, str], environ: Mapping[str, str]
+) -> tuple[str, str]:
     """Start a run of the `llm-autopilot` WorkflowTemplate on an Argo Server; returns (workflow name, UI link).
 
-    `parameters` override the template's defaults by name. Raises SubmitError (one sentence) for an unknown
-    parameter or value, an unreachable server, a refused token, or a server that lacks the template.
+    `server` is a URL, or `host:port` as the argo CLI's ARGO_SERVER, its scheme and certificate check from
+    `environ`'s ARGO_SECURE and ARGO_INSECURE_SKIP_VERIFY (`pipelines.argo_address`). `parameters` override the
+    template's defaults by name. Raises SubmitError (one sentence) for an unknown parameter or value, a bad
+    address, an unreachable server or one whose certificate is not trusted, a refused token, or a server that
+    lacks the template.
     """
-    server = server.strip().rstrip("/")
     try:
+        server = argo_server_url(server, environ)
+        verify = verify_tls(environ)
         check_http_url(server)
     except ValueError as err:
-        raise SubmitError(f"the Argo Server address (--server, ARGO_SERVER): {err}") from None
+        raise SubmitError(f"the Argo Server address (--argo-server, ARGO_SERVER): {err}") from None
     arguments = _arguments(parameters)
     workflow = Workflow(
         generate_name=f"{TEMPLATE_NAME}-",
@@ -86,12 +95,18 @@ def submit(server: str, namespace: str, token: str | None, parameters: dict[str,
     )
     model = workflow.build()
     assert isinstance(model, ModelWorkflow)
-    service = WorkflowsService(host=server, token=token or None, namespace=namespace, session=_Session())
+    service = WorkflowsService(
+        host=server, token=token or None, namespace=namespace, verify_ssl=verify, session=_Session()
+    )
     try:
         with service, warnings.catch_warnings():
             # Hera 7.1 serializes the request with pydantic's deprecated `.json()`; the warning is not the user's.
             warnings.simplefilter("ignore", PydanticDeprecatedSince20)
+            # ARGO_INSECURE_SKIP_VERIFY=true was asked for: urllib3's warning of each request says it again.
+            warnings.simplefilter("ignore", urllib3.exceptions.InsecureRequestWarning)
             created = service.create_workflow(WorkflowCreateRequest(workflow=model), namespace=namespace)
+    except requests.exceptions.SSLError as err:
+        raise SubmitError(_tls_refusal(server, str(err))) from None
     except requests.Timeout:
         raise ArgoUnreachable(f"the Argo Server at {server} did not answer within {_TIMEOUT_S:g} seconds") from None
     except requests.RequestException as err:
@@ -134,6 +149,19 @@ def _refusal(message: str, namespace: str) -> str:
             f"`kubectl apply -n {namespace} -f {DEFAULT_OUT_DIR / (TEMPLATE_NAME + '.yaml')}`"
         )
     return f"the Argo Server refused the workflow: {message}"
+
+
+def _tls_refusal(server: str, error: str) -> str:
+    """One sentence for an https request that failed in TLS: a certificate not trusted, or a server without TLS."""
+    if "CERTIFICATE_VERIFY_FAILED" in error:
+        return (
+            f"the Argo Server at {server} has a certificate this machine does not trust; give it one a trusted "
+            "authority signed, or set ARGO_INSECURE_SKIP_VERIFY=true for the self-signed one it makes by default"
+        )
+    return (
+        f"the Argo Server at {server} did not answer in TLS; if it serves plain http (argo server --secure=false), "
+        "set ARGO_SECURE=false or give an http:// address"
+    )
 
 
 def _one_line(text: str) -> str:

@@ -32,7 +32,10 @@ ARGO_CRDS = tuple(f"{p}.{ARGO[0]}" for p in ("workflows", "workflowtemplates", "
 TIMEOUT = (3.0, 5.0)  # connect, read (seconds) of every call to the API server
 APPLY = "kubectl apply -k deploy/"
 _DOCS = "docs/deploy.md, Prerequisites"
-_KUBECONFIG_FIX = "pass --kubeconfig PATH (or set KUBECONFIG) to a kubeconfig of the cluster, and check it is up"
+_KUBECONFIG_FIX = (
+    "pass --kubeconfig PATH (or set VCPILOT_KUBECONFIG or KUBECONFIG) to a kubeconfig of the cluster, and check it "
+    "is up"
+)
 _RETRY = "try again; if it persists, report it with this line"
 
 

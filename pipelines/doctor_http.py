@@ -18,14 +18,14 @@ from pydantic import BaseModel, ConfigDict
 
 from components.volcano.cluster import ClusterError
 from components.volcano.k8s_api import Api
+from pipelines.argo_address import argo_server_url, verify_tls
 from pipelines.doctor_report import Check
 
-__all__ = ["TIMEOUT_S", "ServiceRef", "argo_server_url", "check_argo_server", "check_mlflow", "service_ref"]
+__all__ = ["TIMEOUT_S", "ServiceRef", "check_argo_server", "check_mlflow", "service_ref"]
 
 TIMEOUT_S = 5.0
 _LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")  # a Service name (DNS-1035 label)
 _NS = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # a namespace (DNS-1123 label)
-_TRUE, _FALSE = {"1", "t", "true", "yes", "y", "on"}, {"0", "f", "false", "no", "n", "off"}
 ARGO_SERVER_FIX = (
     "pass --argo-server host:port or set ARGO_SERVER (e.g. localhost:2746 with "
     "`kubectl -n argo port-forward svc/argo-server 2746`)"
@@ -145,14 +145,6 @@ def _direct(uri: str, transport: httpx.BaseTransport | None, timeout_s: float, a
     return Check(check="mlflow", ok=True, detail=f"MLflow at {uri} answers /health (fetched from this machine)")
 
 
-def argo_server_url(server: str, environ: Mapping[str, str]) -> str:
-    """The Argo Server's base URL: `server` as given when it has a scheme, else https (http when ARGO_SECURE=false)."""
-    server = server.strip().rstrip("/")
-    if "://" in server:
-        return server
-    return f"{'https' if _flag(environ, 'ARGO_SECURE', True) else 'http'}://{server}"
-
-
 def check_argo_server(
     server: str | None,
     environ: Mapping[str, str],
@@ -168,7 +160,7 @@ def check_argo_server(
         )
     try:
         base = argo_server_url(server, environ)
-        verify = not _flag(environ, "ARGO_INSECURE_SKIP_VERIFY", False)
+        verify = verify_tls(environ)
     except ValueError as err:
         return _fail(str(err), "set it to true or false", "argo-server")
     token = environ.get("ARGO_TOKEN", "").strip()
@@ -199,15 +191,6 @@ def check_argo_server(
     except (ValueError, AttributeError):
         return _fail(f"{url} did not answer as an Argo Server does (no JSON)", ARGO_SERVER_FIX, "argo-server")
     return Check(check="argo-server", ok=True, detail=f"Argo Workflows {version} at {base}")
-
-
-def _flag(environ: Mapping[str, str], name: str, default: bool) -> bool:
-    value = environ.get(name, "").strip().lower()
-    if not value:
-        return default
-    if value in _TRUE | _FALSE:
-        return value in _TRUE
-    raise ValueError(f"{name}={environ[name]} is neither true nor false")
 
 
 def _is_loopback(host: str) -> bool:

@@ -1,11 +1,15 @@
 """The llm-autopilot WorkflowTemplate on the real Argo Workflows v4.1.2 controller, with its steps as real pods.
 
-Submitted the ways people submit it — the UI's REST calls, `argo submit`, a CronWorkflow — into vcpilot installed
-as `kubectl apply -k deploy/` installs it (deploy/e2e/install.py, the `deployment` fixture).
+Submitted the ways people submit it — the UI's REST calls, `argo submit`, `vcpilot submit`, a CronWorkflow — into
+vcpilot installed as `kubectl apply -k deploy/` installs it (deploy/e2e/install.py, the `deployment` fixture).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -194,6 +198,25 @@ def test_the_nightly_cron_workflow_submitted_by_hand_runs_once(deployment: Deplo
     wf = deployment.wait(name, timeout=300)
     assert wf["status"]["phase"] == "Succeeded", dump(wf)
     assert set(leaf_nodes(wf)) == {"check-parameters", "detect-logs.plan", "detect-logs.run", "gate"}
+    assert outputs(leaf_nodes(wf)["gate"])["trigger"] == "false"
+
+
+def test_vcpilot_submit_reads_the_argo_clis_environment_and_the_run_succeeds(deployment: Deployment) -> None:
+    # The argo CLI's own variables, as `up.sh --print-env` exports them: ARGO_SERVER is host:port, ARGO_SECURE and
+    # ARGO_INSECURE_SKIP_VERIFY say https with the server's self-signed certificate, an empty ARGO_TOKEN no token.
+    # `vcpilot submit` took only a URL, and refused the ARGO_SERVER every argo user has set.
+    assert "://" not in deployment.argo_env["ARGO_SERVER"]
+    env = {**os.environ, **deployment.argo_env, "ARGO_NAMESPACE": deployment.namespace}
+    done = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "submit", "-p", "mode=dry-run", "--json"],
+        cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["url"] == f"https://{deployment.argo_server}/workflows/{deployment.namespace}/{answer['name']}"
+    wf = deployment.wait(answer["name"], timeout=300)
+    assert wf["status"]["phase"] == "Succeeded", dump(wf)
+    assert wf["metadata"]["labels"]["vcpilot.io/trigger"] == "cli"
     assert outputs(leaf_nodes(wf)["gate"])["trigger"] == "false"
 
 

@@ -24,10 +24,11 @@ import yaml
 from typer.testing import CliRunner
 
 from pipelines import deployment
+from pipelines.argo_address import argo_server_url
 from pipelines.cli import app
 from pipelines.deployment import DEPLOY, Grant
 from pipelines.doctor import CHECKS, VOLCANO_CRDS, run_checks
-from pipelines.doctor_http import ServiceRef, argo_server_url, check_argo_server, check_mlflow, service_ref
+from pipelines.doctor_http import ServiceRef, check_argo_server, check_mlflow, service_ref
 from pipelines.doctor_report import Check, exit_code, render_json, render_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -424,6 +425,9 @@ def test_the_cli_exits_0_when_all_pass_and_1_with_the_failure_in_its_json(fake):
     runner = CliRunner()
     args = ["doctor", "--kubeconfig", str(kubeconfig), "--argo-server", cluster.address]
     assert runner.invoke(app, args, env={"ARGO_SECURE": "false"}).exit_code == 0
+    # The cluster `vcpilot plan` and `vcpilot mcp` are pointed at (VCPILOT_KUBECONFIG) is the one checked.
+    env = {"ARGO_SECURE": "false", "VCPILOT_KUBECONFIG": str(kubeconfig), "KUBECONFIG": str(kubeconfig) + ".none"}
+    assert runner.invoke(app, ["doctor", "--argo-server", cluster.address], env=env).exit_code == 0
     cluster.take("Queue", "fallback")
     result = runner.invoke(app, [*args, "--json"], env={"ARGO_SECURE": "false"})
     assert result.exit_code == 1

@@ -8,7 +8,9 @@ import inspect
 import json
 import re
 import socket
+import ssl
 import threading
+import warnings
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -456,7 +458,7 @@ def argo() -> Iterator[ArgoServer]:
 
 
 def test_submit_creates_a_run_of_the_template_and_returns_its_link(argo: ArgoServer) -> None:
-    name, link = submit(argo.url + "/", "argo", "s3cret", {"mode": "force", "gpus-wanted": "8"})
+    name, link = submit(argo.url + "/", "argo", "s3cret", {"mode": "force", "gpus-wanted": "8"}, {})
     assert (name, link) == ("llm-autopilot-abcde", f"{argo.url}/workflows/argo/llm-autopilot-abcde")
     ((path, headers, body),) = argo.requests
     assert path == "/api/v1/workflows/argo"
@@ -474,13 +476,80 @@ def test_submit_creates_a_run_of_the_template_and_returns_its_link(argo: ArgoSer
     ]
 
 
+def test_submit_reads_argo_server_as_the_argo_cli_does_host_port_with_argo_secure(argo: ArgoServer) -> None:
+    address = f"127.0.0.1:{argo.server_port}"  # ARGO_SERVER as every argo user sets it: no scheme
+    name, link = submit(address, "argo", "", {}, {"ARGO_SECURE": "false"})
+    assert link == f"http://{address}/workflows/argo/{name}" and len(argo.requests) == 1
+    with pytest.raises(SubmitError) as caught:  # https by default, as the argo CLI: this server has no TLS
+        submit(address, "argo", "", {}, {})
+    assert str(caught.value) == (
+        f"the Argo Server at https://{address} did not answer in TLS; if it serves plain http (argo server "
+        "--secure=false), set ARGO_SECURE=false or give an http:// address"
+    )
+    assert len(argo.requests) == 1
+
+
+def test_submit_to_a_self_signed_argo_server_needs_argo_insecure_skip_verify(tmp_path: Path) -> None:
+    # The Argo Server's default: https with a certificate it made itself.
+    server = ArgoServer()
+    server.socket = _self_signed(tmp_path).wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = f"127.0.0.1:{server.server_port}"
+    try:
+        with pytest.raises(SubmitError) as caught:
+            submit(address, "argo", "", {}, {})
+        assert str(caught.value).startswith(f"the Argo Server at https://{address} has a certificate this machine does")
+        assert str(caught.value).endswith(
+            "set ARGO_INSECURE_SKIP_VERIFY=true for the self-signed one it makes by default"
+        )
+        assert server.requests == []
+        with warnings.catch_warnings(record=True) as seen:  # asked for: no warning of each request on stderr
+            warnings.simplefilter("always")
+            name, link = submit(address, "argo", "", {}, {"ARGO_INSECURE_SKIP_VERIFY": "true"})
+        assert [str(w.message) for w in seen] == []
+        assert link == f"https://{address}/workflows/argo/{name}" and len(server.requests) == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _self_signed(tmp_path: Path) -> ssl.SSLContext:
+    """A server TLS context with a certificate for 127.0.0.1 that no authority signed."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "argo-server")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    pem = tmp_path / "server.pem"
+    pem.write_bytes(
+        cert.public_bytes(serialization.Encoding.PEM)
+        + key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pem)
+    return context
+
+
 def test_submit_explains_a_refused_token_and_a_missing_template(argo: ArgoServer) -> None:
     argo.status, argo.answer = 401, {"code": 16, "message": "token not valid"}
     with pytest.raises(SubmitError, match="refused the token for namespace argo"):
-        submit(argo.url, "argo", "bad", {})
+        submit(argo.url, "argo", "bad", {}, {})
     argo.status, argo.answer = 404, {"code": 5, "message": 'workflowtemplates "llm-autopilot" not found'}
     with pytest.raises(SubmitError, match=r"has no WorkflowTemplate llm-autopilot in namespace argo; install it"):
-        submit(argo.url, "argo", "", {})
+        submit(argo.url, "argo", "", {}, {})
 
 
 def test_submit_to_an_unreachable_server_is_one_sentence() -> None:
@@ -488,7 +557,7 @@ def test_submit_to_an_unreachable_server_is_one_sentence() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with pytest.raises(SubmitError) as caught:
-        submit(f"http://127.0.0.1:{port}", "argo", "t", {})
+        submit(f"http://127.0.0.1:{port}", "argo", "t", {}, {})
     message = str(caught.value)
     assert message.startswith(f"cannot reach the Argo Server at http://127.0.0.1:{port}") and "\n" not in message
     assert caught.value.exit_code == EXIT_UNAVAILABLE  # 3, as every service a command cannot reach (was 1)
@@ -496,13 +565,15 @@ def test_submit_to_an_unreachable_server_is_one_sentence() -> None:
 
 def test_submit_checks_parameters_before_sending(argo: ArgoServer) -> None:
     with pytest.raises(SubmitError, match="'mdoe' is not a parameter of llm-autopilot; did you mean mode?"):
-        submit(argo.url, "argo", "t", {"mdoe": "force"})
+        submit(argo.url, "argo", "t", {"mdoe": "force"}, {})
     with pytest.raises(SubmitError, match="parameter mode is 'often' but must be one of auto, force, dry-run"):
-        submit(argo.url, "argo", "t", {"mode": "often"})
-    with pytest.raises(SubmitError, match=r"not an http\(s\) URL"):
-        submit("argo.example.com", "argo", "t", {})
+        submit(argo.url, "argo", "t", {"mode": "often"}, {})
+    with pytest.raises(SubmitError, match="'https://argo example' has a host, 'argo example', that is not a host name"):
+        submit("argo example", "argo", "t", {}, {})
+    with pytest.raises(SubmitError, match="ARGO_SECURE=maybe is neither true nor false"):
+        submit("argo:2746", "argo", "t", {}, {"ARGO_SECURE": "maybe"})
     with pytest.raises(SubmitError, match="has a port that is not a number from 1 to 65535"):
-        submit("http://127.0.0.1:99999", "argo", "t", {})  # was "cannot reach … (InvalidURL)", exit 3
+        submit("http://127.0.0.1:99999", "argo", "t", {}, {})  # was "cannot reach … (InvalidURL)", exit 3
     assert argo.requests == []
     assert {p.name for p in PARAMETERS} >= {"mode"}
 
