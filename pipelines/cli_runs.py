@@ -137,7 +137,9 @@ def replay_command(
 
 @app.command("delete")
 def delete_command(
-    name: NameArgument, yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask first.")] = False
+    name: NameArgument,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask first.")] = False,
+    json_output: JsonOption = False,
 ) -> None:
     """Remove a run's local state (runner directory, its VCJobs, its workspace directory) and its MLflow run."""
     from pipelines.local.workflow import WorkflowError
@@ -158,13 +160,16 @@ def delete_command(
             f"run {name} left as it was",
         )
     removed = remove_run(home, name)
+    if detail is None:
+        mlflow = "its MLflow run, if any, is left as it is: the damaged record does not say where it is"
+    else:
+        mlflow = runs_mlflow.mark_deleted(runs_mlflow.target(home, detail.tracking_uri, detail.experiment), name)
+    if json_output:
+        print_json({"name": name, "removed": removed.removed, "mlflow": mlflow})
+        return
     for line in removed.removed:
         typer.echo(f"removed {line}")
-    if detail is None:
-        typer.echo("its MLflow run, if any, is left as it is: the damaged record does not say where it is")
-        return
-    where = runs_mlflow.target(home, detail.tracking_uri, detail.experiment)
-    typer.echo(runs_mlflow.mark_deleted(where, name))
+    typer.echo(mlflow)
 
 
 def ui_command(

@@ -108,10 +108,9 @@ class RunDetail(RunSummary):
 
 
 class Removed(BaseModel):
-    """What `remove_run` removed, one line each, and what it left."""
+    """What `remove_run` removed, one line each."""
 
     removed: list[str]
-    left: list[str] = []
 
 
 def load_run(home: Path, name: str) -> dict[str, Any]:

@@ -85,6 +85,9 @@ def test_a_damaged_run_record_is_one_sentence_listed_as_damaged_beside_the_other
         "confirm at."
     )
     assert (home / "runs" / "bad" / "status.json").exists()
-    deleted = cli.invoke(vcpilot, ["runs", "delete", "bad", "--yes"])  # the way out
+    deleted = cli.invoke(vcpilot, ["runs", "delete", "bad", "--yes", "--json"])  # the way out
     assert deleted.exit_code == 0, deleted.output
+    answer = json.loads(deleted.stdout)
+    assert answer["name"] == "bad" and answer["removed"][0].startswith(str(home / "runs" / "bad"))
+    assert answer["mlflow"].endswith("the damaged record does not say where it is")
     assert not (home / "runs" / "bad").exists() and (home / "runs" / "good" / "status.json").exists()
