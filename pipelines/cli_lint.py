@@ -14,14 +14,20 @@ __all__ = ["lint"]
 
 
 def lint(
-    files: Annotated[list[Path], typer.Argument(help="Workflow, WorkflowTemplate or CronWorkflow YAML files.")],
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Workflow, WorkflowTemplate or CronWorkflow files (.yaml, .yml, .json), directories of them "
+            "(walked), or - for standard input, as argo lint reads them."
+        ),
+    ],
     schema: Annotated[
         Path | None, typer.Option(help="Argo's JSON schema (default: ../shared/schemas/argo-v4.1.2/schema.json).")
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Validate Argo workflow files; exit 1 when any problem is found."""
-    from pipelines.lint import find_schema, lint_files, load_schema
+    from pipelines.lint import find_schema, lint_files, load_schema, manifest_files
 
     if schema is not None:  # given on purpose: refused whole, not reported as one more problem of each file
         try:
@@ -35,12 +41,14 @@ def lint(
                 f"--schema {schema} is not Argo's JSON schema ({reason}); give Argo v4.1.2's schema.json"
             ) from None
     schema_path = schema or find_schema()
-    problems = lint_files(files, schema_path=schema_path)
+    linted, passed = manifest_files(files)
+    # As argo lint: what it does not read is passed over, and a run that found nothing to lint fails for it.
+    problems = lint_files(linted, schema_path=schema_path) if linted else passed
     if as_json:  # {files, schema, problems: [{file, path, message}]}; exit 1 when there are problems, as without
         print_json(
             {
                 "ok": not problems,
-                "files": [str(f) for f in files],
+                "files": [str(f) for f in linted],
                 "schema": str(schema_path) if schema_path else None,
                 "problems": [{"file": p.file, "path": p.path, "message": p.message} for p in problems],
             }
@@ -52,4 +60,4 @@ def lint(
         typer.echo("note: Argo's JSON schema was not found; only the controller's rules were checked.", err=True)
     if problems:
         raise typer.Exit(1)
-    typer.echo(f"{len(files)} file(s) OK", err=True)
+    typer.echo(f"{len(linted)} file(s) OK", err=True)

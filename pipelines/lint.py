@@ -6,6 +6,7 @@ import difflib
 import functools
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,11 +19,11 @@ from jsonschema.validators import validator_for
 from referencing.exceptions import Unresolvable
 
 from components import kubeyaml
-from components.files import MANIFEST_MAX_BYTES, open_binary, read_text
+from components.files import MANIFEST_MAX_BYTES, open_binary, read_text, source_name
 from components.untrusted import loads_json
 from pipelines.lint_rules import KINDS, controller_findings
 
-__all__ = ["SCHEMA_ENV", "Problem", "find_schema", "lint_document", "lint_files", "load_schema"]
+__all__ = ["SCHEMA_ENV", "Problem", "find_schema", "lint_document", "lint_files", "load_schema", "manifest_files"]
 
 SCHEMA_ENV = "VCPILOT_ARGO_SCHEMA"
 """Environment variable naming Argo's schema.json when it is not in `../shared` next to the checkout."""
@@ -33,6 +34,7 @@ _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _PARAMETER = "io.argoproj.workflow.v1alpha1.Parameter"
 _IMAGED = ("io.k8s.api.core.v1.Container", "io.argoproj.workflow.v1alpha1.ScriptTemplate")  # the schema requires image
 _VALIDATORS: dict[tuple[int, str], tuple[dict[str, Any], Validator]] = {}
+_MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")  # what `argo lint` reads of a directory, or of a path it is given
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,43 @@ def lint_files(paths: Sequence[str | Path], *, schema_path: Path | None = None) 
     return problems + (foreign if not linted else [])
 
 
+def manifest_files(arguments: Sequence[str | Path]) -> tuple[list[Path], list[Problem]]:
+    """The files `argo lint` reads for its arguments, and why an argument gave none.
+
+    As Argo's `WalkManifests`: `-` is standard input; a directory gives every `.yaml`, `.yml` and `.json` file
+    under it, in name order, not following linked directories; a path under `/dev/` is read whatever its name (a
+    shell's `<(…)`); any other file only when its name ends so. A path that does not exist is kept, for the
+    reading to say so.
+    """
+    files: list[Path] = []
+    passed: list[Problem] = []
+    for argument in arguments:
+        path = Path(argument)
+        if str(argument) != "-" and path.is_dir():
+            found = sorted(_walk(path))
+            files.extend(found)
+            if not found:
+                passed.append(Problem(str(path), "", "holds no .yaml, .yml or .json file, so nothing was linted"))
+        elif str(argument) == "-" or str(path).startswith("/dev/") or path.suffix in _MANIFEST_SUFFIXES:
+            files.append(path)
+        elif path.exists():
+            passed.append(
+                Problem(str(path), "", "was not linted: as argo lint, only .yaml, .yml and .json files are read")
+            )
+        else:
+            files.append(path)
+    return files, passed
+
+
+def _walk(directory: Path) -> Iterator[Path]:
+    for entry in os.scandir(directory):
+        path = Path(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            yield from _walk(path)
+        elif path.suffix in _MANIFEST_SUFFIXES:
+            yield path
+
+
 def lint_document(doc: Any, *, schema: dict[str, Any] | None, file: str = "") -> list[Problem]:
     """Every problem in one parsed document: schema errors, unknown fields, then Argo's controller rules."""
     if not isinstance(doc, dict):
@@ -134,7 +173,8 @@ def _lint_file(path: Path, schema: dict[str, Any] | None) -> tuple[list[Problem]
     found = _read_documents(path)
     if isinstance(found, Problem):
         return [found], None
-    labels = [str(path)] if len(found) == 1 else [f"{path} (document {n})" for n in range(1, len(found) + 1)]
+    named = source_name(path)
+    labels = [str(named)] if len(found) == 1 else [f"{named} (document {n})" for n in range(1, len(found) + 1)]
     pairs = list(zip(labels, found, strict=True))
     ours = [(label, doc) for label, doc in pairs if not _foreign(doc)]
     problems = [problem for label, doc in ours or pairs for problem in lint_document(doc, schema=schema, file=label)]
@@ -152,27 +192,31 @@ def _foreign(doc: Any) -> bool:
 
 
 def _read_documents(path: Path) -> list[Any] | Problem:
-    """The YAML documents of the file at `path`, or the one problem that keeps them from being read."""
+    """The YAML documents at `path` (`-`: standard input), or the one problem that keeps them from being read."""
+    named = str(source_name(path))
     try:
-        with open_binary(path) as file:  # at most MANIFEST_MAX_BYTES, as every file we parse: /dev/zero ends here
-            data = file.read(MANIFEST_MAX_BYTES + 1)
+        if str(path) == "-":
+            data = sys.stdin.buffer.read(MANIFEST_MAX_BYTES + 1)
+        else:
+            with open_binary(path) as file:  # at most MANIFEST_MAX_BYTES, as every file we parse: /dev/zero ends here
+                data = file.read(MANIFEST_MAX_BYTES + 1)
         if len(data) > MANIFEST_MAX_BYTES:
-            return Problem(str(path), "", f"holds more than {MANIFEST_MAX_BYTES // 2**20} MiB, more than any manifest")
+            return Problem(named, "", f"holds more than {MANIFEST_MAX_BYTES // 2**20} MiB, more than any manifest")
         docs = kubeyaml.load_all(data.decode("utf-8"))
     except OSError as error:
-        return Problem(str(path), "", f"cannot read the file: {error.strerror or error}")
+        return Problem(named, "", f"cannot read the file: {error.strerror or error}")
     except UnicodeDecodeError:
-        return Problem(str(path), "", "cannot read the file: it is not UTF-8 text")
+        return Problem(named, "", "cannot read the file: it is not UTF-8 text")
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         reason = getattr(error, "problem", None) or " ".join(str(error).split())  # a NUL's ReaderError: 2 lines
-        return Problem(str(path), "", f"is not valid YAML: {reason}{where}")
+        return Problem(named, "", f"is not valid YAML: {reason}{where}")
     except RecursionError:
-        return Problem(str(path), "", "is not valid YAML: it nests its values too deeply to be read")
+        return Problem(named, "", "is not valid YAML: it nests its values too deeply to be read")
     except (ValueError, TypeError) as error:  # a constructor's refusal: an int past Python's 4,300 digits, `!!binary`
-        return Problem(str(path), "", f"is not valid YAML: {' '.join(str(error).split())}")
-    return docs if docs else Problem(str(path), "", "holds no YAML document")
+        return Problem(named, "", f"is not valid YAML: {' '.join(str(error).split())}")
+    return docs if docs else Problem(named, "", "holds no YAML document")
 
 
 def _validator(schema: dict[str, Any], kind: str) -> Validator | None:

@@ -9,8 +9,10 @@ it was fixed there and the case stays here, unless it is one `vcpilot lint` refu
 from __future__ import annotations
 
 import copy
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -222,11 +224,12 @@ def argo() -> Path:
     return argo_binary()
 
 
-def argo_lint(argo: Path, *files: Path) -> subprocess.CompletedProcess[str]:
+def argo_lint(argo: Path, *files: Path | str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ARGO_", "KUBECONFIG"))}
     return subprocess.run(
-        [str(argo), "lint", "--offline", *map(str, files)], capture_output=True, text=True, env=env, timeout=120
-    )
+        [str(argo), "lint", "--offline", *map(str, files)],
+        input=stdin, capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
 
 
 def test_the_shipped_templates_pass_the_real_argo_lint(argo):
@@ -260,3 +263,46 @@ def test_both_refuse(argo, case, tmp_path):
 def test_only_vcpilot_lint_refuses_what_argo_checks_at_run_time(argo, case, tmp_path):
     real, ours, said = verdicts(argo, STRICTER[case], tmp_path)
     assert (real, ours) == (True, False), said
+
+
+def test_both_read_directories_standard_input_and_other_files_alike(argo, tmp_path):
+    # Argo's WalkManifests: a directory's .yaml, .yml and .json files, nested too; `-` is standard input; a file
+    # of another name is passed over, and a run that lints nothing fails ("found nothing to lint").
+    good = yaml.safe_dump(workflow([dag(task("a"))]))
+    bad = yaml.safe_dump(workflow([dag(task("a"))], entrypoint="nope"))
+    tree = tmp_path / "flows"
+    files = {"a.yml": bad, "b.yaml": good, "notes.txt": bad, "deeper/c.json": json.dumps(yaml.safe_load(good)),
+             "deeper/d.yaml": bad}  # fmt: skip
+    for name, text in files.items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(text)
+    (tmp_path / "empty").mkdir()
+    cases = {
+        "a directory": [tree],
+        "a .txt file alone": [tree / "notes.txt"],
+        "a .txt file beside a good one": [tree / "notes.txt", tree / "b.yaml"],
+        "an empty directory": [tmp_path / "empty"],
+    }
+    for case, arguments in cases.items():
+        real, ours = argo_lint(argo, "--output", "simple", *arguments), vcpilot_lint(*arguments)
+        said = f"{case}:\n{real.stdout}{real.stderr}-- vcpilot lint --\n{ours.stdout}{ours.stderr}"
+        assert (real.returncode == 0, ours.returncode == 0) in {(True, True), (False, False)}, said
+        if case == "a directory":  # the same files refused: Argo's lines read `FILE: in "NAME" (KIND): ERROR`
+            refused = {line.split(": in ")[0] for line in real.stdout.splitlines() if ": in " in line}
+            assert refused == {str(tree / "a.yml"), str(tree / "deeper" / "d.yaml")}, said
+            assert {p["file"] for p in json.loads(ours.stdout)["problems"]} == refused, said
+    # `argo lint --offline -` finds nothing to lint, whatever standard input holds: its offline client walks the
+    # arguments first, to resolve templateRefs, and reads standard input to its end, so the lint's own walk reads
+    # nothing (Argo v4.1.2, pkg/apiclient/offline-client.go). A bug of Argo's offline mode, not followed:
+    # `vcpilot lint -` lints what it reads.
+    for stdin, accepted in ((good, True), (bad, False)):
+        real, ours = argo_lint(argo, "--output", "simple", "-", stdin=stdin), vcpilot_lint("-", stdin=stdin)
+        assert real.returncode == 1 and "found nothing to lint" in real.stdout + real.stderr, real
+        assert (ours.returncode == 0) is accepted, ours
+
+
+def vcpilot_lint(*arguments: Path | str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "lint", *map(str, arguments), "--json"],
+        input=stdin, capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip

@@ -11,7 +11,7 @@ import yaml
 
 from components import kubeyaml
 from components.files import MANIFEST_MAX_BYTES
-from pipelines.lint import SCHEMA_ENV, Problem, find_schema, lint_document, lint_files
+from pipelines.lint import SCHEMA_ENV, Problem, find_schema, lint_document, lint_files, manifest_files
 
 ECHO = {"name": "echo", "container": {"image": "alpine", "command": ["echo", "hi"]}}
 SAY = {
@@ -115,6 +115,68 @@ def test_missing_and_empty_files_are_one_problem_each(tmp_path: Path) -> None:
         "cannot read the file: No such file or directory",
         "holds no YAML document",
     ]
+
+
+def test_arguments_are_read_as_argo_lint_walks_them(tmp_path: Path) -> None:
+    # Argo's WalkManifests: a directory gives its .yaml, .yml and .json files, nested ones too, in name order, and
+    # not those of a linked directory; any other file is passed over; `-` is standard input.
+    good, bad = yaml.safe_dump(workflow(ECHO)), yaml.safe_dump(workflow(ECHO, entrypoint="nope"))
+    tree = tmp_path / "flows"
+    for name, text in {
+        "b.yaml": good,
+        "a.yml": bad,
+        "notes.txt": bad,
+        "deeper/c.json": good,
+        "deeper/d.yaml": bad,
+    }.items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(text)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "e.yaml").write_text(bad)
+    (tree / "linked").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    loose = tmp_path / "wf.txt"
+    loose.write_text(bad)
+    files, passed = manifest_files([tree, "-", loose, tmp_path / "missing.yaml", "/dev/fd/0"])
+    assert files == [
+        tree / "a.yml", tree / "b.yaml", tree / "deeper" / "c.json", tree / "deeper" / "d.yaml",
+        Path("-"), tmp_path / "missing.yaml", Path("/dev/fd/0"),
+    ]  # fmt: skip
+    assert [str(p) for p in passed] == [
+        f"{loose}: was not linted: as argo lint, only .yaml, .yml and .json files are read"
+    ]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert manifest_files([empty]) == (
+        [],
+        [Problem(str(empty), "", "holds no .yaml, .yml or .json file, so nothing was linted")],
+    )
+
+
+def test_the_cli_lints_a_directory_and_standard_input_and_fails_when_nothing_was_linted(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    (tmp_path / "ok.yaml").write_text(yaml.safe_dump(workflow(ECHO)))
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(workflow(ECHO, entrypoint="nope")))
+    (tmp_path / "readme.md").write_text("not a workflow")
+    runner = CliRunner()
+    done = runner.invoke(app, ["lint", str(tmp_path), "--json"])
+    assert done.exit_code == 1
+    report = json.loads(done.stdout)
+    assert report["files"] == [str(tmp_path / "bad.yaml"), str(tmp_path / "ok.yaml")]
+    assert {p["file"] for p in report["problems"]} == {str(tmp_path / "bad.yaml")}
+    piped = runner.invoke(app, ["lint", "-"], input=(tmp_path / "bad.yaml").read_text())
+    assert piped.exit_code == 1 and piped.stdout.startswith("standard input: spec.entrypoint: ")
+    assert runner.invoke(app, ["lint", "-"], input=(tmp_path / "ok.yaml").read_text()).exit_code == 0
+    alone = runner.invoke(app, ["lint", str(tmp_path / "readme.md")])  # argo lint: "found nothing to lint"
+    assert (
+        alone.exit_code == 1
+        and alone.stdout
+        == f"{tmp_path / 'readme.md'}: was not linted: as argo lint, only .yaml, .yml and .json files are read\n"
+    )
+    beside = runner.invoke(app, ["lint", str(tmp_path / "readme.md"), str(tmp_path / "ok.yaml")])
+    assert beside.exit_code == 0 and beside.stderr == "1 file(s) OK\n"
 
 
 def test_a_file_larger_than_any_manifest_is_one_problem_and_not_read_whole(tmp_path: Path) -> None:
