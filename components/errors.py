@@ -36,6 +36,11 @@ class VcpilotError(Exception):
 
     exit_code = EXIT_INPUT
 
+    def __str__(self) -> str:
+        # One line whatever the sentence quotes: a kind, a name or a value read from a file with a newline in it
+        # reads `\n`, in a command's error, a step's termination message and an MCP tool's refusal alike.
+        return super().__str__().replace("\r", "\\r").replace("\n", "\\n")
+
 
 class Unavailable(VcpilotError):
     """A service this needs (the cluster's API, the tracking server, a model server) could not be reached."""

@@ -127,6 +127,8 @@ def test_cluster_config(doc: Any) -> None:
 @example(b"kind: Workflow\nspec:\n  entrypoint: main\n  templates:\n  -")  # a template that is null
 @example({"kind": "Workflow", "spec": {"entrypoint": "m", "arguments": ["x"], "templates": [{"name": "m"}]}})
 @example({"kind": "Workflow", "spec": {"entrypoint": "m", "templates": [{"name": "m", "dag": {"tasks": [[]]}}]}})
+@example({"apiVersion": "argoproj.io/v1alpha1", "kind": "\n", "spec": {}})  # quoted raw: two lines (make fuzz)
+@example({"kind": "Workflow", "spec": {"entrypoint": "a\nb", "templates": [{"name": "a\nb", "container": {}}]}})
 def test_workflow(doc: Any) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "workflow.yaml"
