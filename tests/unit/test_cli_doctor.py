@@ -24,7 +24,7 @@ import yaml
 from typer.testing import CliRunner
 
 from pipelines import deployment
-from pipelines.argo_address import argo_server_url
+from pipelines.argo_address import argo_server_url, verify_tls
 from pipelines.cli import app
 from pipelines.deployment import DEPLOY, Grant
 from pipelines.doctor import CHECKS, VOLCANO_CRDS, run_checks
@@ -150,6 +150,23 @@ def test_the_argo_server_address_follows_the_argo_clis_variables():
     assert argo_server_url("http://argo:2746/", {"ARGO_SECURE": "true"}) == "http://argo:2746"
     with pytest.raises(ValueError, match="ARGO_SECURE=maybe is neither true nor false"):
         argo_server_url("argo:2746", {"ARGO_SECURE": "maybe"})
+    # A server behind a path: the argo CLI appends ARGO_BASE_HREF to host:port.
+    assert argo_server_url("argo.example.com", {"ARGO_BASE_HREF": "/argo/"}) == "https://argo.example.com/argo"
+    # The argo CLI turns TLS off only for the word `false`, and skips the certificate check only for `true`
+    # (conn.go: `!= "false"`, `== "true"`): a spelling it reads otherwise than it means is refused, either way.
+    assert argo_server_url("argo:2746", {"ARGO_SECURE": "True"}) == "https://argo:2746"  # both read true
+    for name, value, meant, argo in (("ARGO_SECURE", "0", "false", "true"), ("ARGO_SECURE", "off", "false", "true")):
+        with pytest.raises(ValueError) as caught:
+            argo_server_url("argo:2746", {name: value})
+        assert (
+            str(caught.value) == f"{name}={value} reads as {meant}, but the argo CLI reads it as {argo}; write {meant}"
+        )
+    assert verify_tls({"ARGO_INSECURE_SKIP_VERIFY": "true"}) is False and verify_tls({}) is True
+    assert verify_tls({"ARGO_INSECURE_SKIP_VERIFY": "no"}) is True  # both read false
+    with pytest.raises(
+        ValueError, match="ARGO_INSECURE_SKIP_VERIFY=1 reads as true, but the argo CLI reads it as false"
+    ):
+        verify_tls({"ARGO_INSECURE_SKIP_VERIFY": "1"})
 
 
 # ---- the report -----------------------------------------------------------------------------------------------
