@@ -6,6 +6,7 @@ unit tests check (and of Argo's own examples) must get a value or that error, ne
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fuzz_kit import JSON, ROOT, mutated_text, mutated_tree, one_line, string_cases
@@ -248,6 +249,7 @@ def test_depends(expression: str) -> None:
 
 
 @given(mutated_text(CONDITION_SEEDS, CONDITION_TOKENS), mutated_tree([VCJOB]))
+@example("status.state.phase== Completed", {"status": {"state": {"phase": [math.inf]}}})  # a raw ValueError (make fuzz)
 def test_success_and_failure_conditions(condition: str, obj: Any) -> None:
     if not isinstance(obj, dict):
         obj = {"status": obj}

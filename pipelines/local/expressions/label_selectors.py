@@ -208,7 +208,10 @@ def _matches(requirement: _Requirement, obj: Any) -> bool:
         return found is _MISSING
     if found is _MISSING:
         return operator in ("!=", "notin")
-    text = _gjson_string(found)
+    try:
+        text = _gjson_string(found)
+    except ValueError as error:  # a value JSON cannot hold (NaN, an infinity) inside a list or a map
+        raise ExpressionError(f"{requirement.key} of the object cannot be read as JSON: {error}") from None
     if operator in ("==", "in"):
         return text in requirement.values
     if operator in ("!=", "notin"):
