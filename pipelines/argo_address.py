@@ -16,7 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["argo_server_url", "flag", "verify_tls"]
+__all__ = ["SERVER_HELP", "argo_server_url", "verify_tls"]
+
+# The help of every option that names the Argo Server (`submit`, `doctor`).
+SERVER_HELP = (
+    "Argo Server host:port or URL (env ARGO_SERVER; ARGO_SECURE, ARGO_INSECURE_SKIP_VERIFY, ARGO_BASE_HREF and "
+    "ARGO_TOKEN apply, as for the argo CLI)."
+)
 
 
 def argo_server_url(server: str, environ: Mapping[str, str]) -> str:
@@ -24,17 +30,17 @@ def argo_server_url(server: str, environ: Mapping[str, str]) -> str:
     server = server.strip().rstrip("/")
     if "://" in server:
         return server
-    scheme = "https" if flag(environ, "ARGO_SECURE", True) else "http"
+    scheme = "https" if _flag(environ, "ARGO_SECURE", True) else "http"
     path = environ.get("ARGO_BASE_HREF", "").strip().strip("/")
     return f"{scheme}://{server}" + (f"/{path}" if path else "")
 
 
 def verify_tls(environ: Mapping[str, str]) -> bool:
     """Whether the server's certificate must be signed by a trusted authority (not ARGO_INSECURE_SKIP_VERIFY)."""
-    return not flag(environ, "ARGO_INSECURE_SKIP_VERIFY", False)
+    return not _flag(environ, "ARGO_INSECURE_SKIP_VERIFY", False)
 
 
-def flag(environ: Mapping[str, str], name: str, default: bool) -> bool:
+def _flag(environ: Mapping[str, str], name: str, default: bool) -> bool:
     """One of the argo CLI's switches, unset (`default`) or as its writer and the argo CLI both read it.
 
     ValueError for a value that is no boolean, or one the argo CLI reads otherwise than it is spelt.

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from components.errors import explain
+from pipelines.argo_address import SERVER_HELP
 
 __all__ = ["doctor_command"]
 
@@ -23,9 +24,7 @@ def doctor_command(
     namespace: Annotated[
         str | None, typer.Option(help="Namespace deploy/ was installed in (default: deploy/kustomization.yaml's).")
     ] = None,
-    argo_server: Annotated[
-        str | None, typer.Option(help="Argo Server host:port (env ARGO_SERVER; ARGO_SECURE, ARGO_TOKEN apply).")
-    ] = None,
+    argo_server: Annotated[str | None, typer.Option(help=SERVER_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of {check, ok, detail, fix}.")] = False,
 ) -> None:
     """Check the cluster, Volcano, RBAC, Argo, MLflow and the step image; exit 1 when anything needs fixing."""

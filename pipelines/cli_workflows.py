@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from components.entry import JsonOption, print_json
+from pipelines.argo_address import SERVER_HELP
 from pipelines.local.cli import ParamOption, parse_params
 
 __all__ = ["compile_command", "submit_command"]
@@ -43,7 +44,7 @@ def submit_command(
         typer.Option(
             "--argo-server",
             "--server",
-            help="Argo Server host:port or URL (env ARGO_SERVER; ARGO_SECURE, ARGO_INSECURE_SKIP_VERIFY apply).",
+            help=SERVER_HELP,
         ),
     ] = None,
     namespace: Annotated[str | None, typer.Option(help="Namespace (env ARGO_NAMESPACE, default argo).")] = None,
