@@ -59,12 +59,17 @@ __all__ = [
 
 
 def _label(path: str | Path, what: str) -> str:
+    if what and path == STANDARD_INPUT:
+        return f"the {what} on {path}"
     return f"{what} {path}" if what else str(path)
+
+
+STANDARD_INPUT = "standard input"
 
 
 def source_name(path: str | Path, stdin: bool = True) -> str | Path:
     """How a sentence names what `path` reads: `standard input` for `-` where that means stdin, else the path."""
-    return "standard input" if stdin and str(path) == "-" else path
+    return STANDARD_INPUT if stdin and str(path) == "-" else path
 
 
 # The most a manifest, config or workflow file may hold: five times what a Kubernetes API server takes in one
@@ -75,14 +80,41 @@ MANIFEST_MAX_BYTES = 16 * 1024 * 1024
 DATASET_MAX_BYTES = 256 * 1024 * 1024
 
 
+# What each stream (standard input, a pipe, `<(…)`, a socket) gave this process: it can be read only once, and a
+# command that reads its input twice (the local runner lints a workflow, then loads it) must get the same bytes
+# both times, as from a file. Keyed by standard input's reader (a test's runner gives each command its own) or by
+# the stream's device and inode.
+_STREAMS: dict[object, bytes] = {}
+
+
+def read_source(path: str | Path, max_bytes: int | None, *, stdin: bool = False) -> bytes:
+    """The bytes at `path` (with `stdin`, `-` is standard input), at most `max_bytes + 1` of them; OSError as `open`.
+
+    A stream is read once per process (`_STREAMS`): reading it again gives what the first read got. A named pipe
+    that no program writes to raises NoWriter instead of waiting for one.
+    """
+    if stdin and str(path) == "-":
+        reader = sys.stdin.buffer
+        if reader not in _STREAMS:
+            _STREAMS[reader] = reader.read() if max_bytes is None else reader.read(max_bytes + 1)
+        return _STREAMS[reader]
+    mode = os.stat(path)
+    if not (stat.S_ISFIFO(mode.st_mode) or stat.S_ISSOCK(mode.st_mode)):  # a file or device is there to read again
+        return _read_file(path, max_bytes)
+    key = (mode.st_dev, mode.st_ino)
+    if key not in _STREAMS:
+        _STREAMS[key] = _read_file(path, max_bytes)
+    return _STREAMS[key]
+
+
 def _read_bytes(path: str | Path, what: str, max_bytes: int | None, stdin: bool) -> bytes:
-    named = source_name(path, stdin)
-    label = _label(named, what)
+    label = _label(source_name(path, stdin), what)
     try:
-        if named != path:
-            data = sys.stdin.buffer.read() if max_bytes is None else sys.stdin.buffer.read(max_bytes + 1)
-        else:
-            data = _read_file(path, max_bytes, label)
+        data = read_source(path, max_bytes, stdin=stdin)
+    except NoWriter:
+        raise InputError(
+            f"{label} is a named pipe that no program writes to; give a file, or start its writer first"
+        ) from None
     except IsADirectoryError:
         raise InputError(f"{label} is a directory; give a file") from None
     except OSError as err:
@@ -91,15 +123,9 @@ def _read_bytes(path: str | Path, what: str, max_bytes: int | None, stdin: bool)
     return data
 
 
-def _read_file(path: str | Path, max_bytes: int | None, label: str) -> bytes:
-    """The bytes of the file at `path`; a named pipe that no program writes to is refused, not waited on forever."""
-    try:
-        with open_binary(path) as file:
-            return file.read() if max_bytes is None else file.read(max_bytes + 1)
-    except NoWriter:
-        raise InputError(
-            f"{label} is a named pipe that no program writes to; give a file, or start its writer first"
-        ) from None
+def _read_file(path: str | Path, max_bytes: int | None) -> bytes:
+    with open_binary(path) as file:
+        return file.read() if max_bytes is None else file.read(max_bytes + 1)
 
 
 class NoWriter(OSError):

@@ -6,7 +6,6 @@ import difflib
 import functools
 import os
 import re
-import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from jsonschema.validators import validator_for
 from referencing.exceptions import Unresolvable
 
 from components import kubeyaml
-from components.files import MANIFEST_MAX_BYTES, open_binary, read_text, source_name
+from components.files import MANIFEST_MAX_BYTES, read_source, read_text, source_name
 from components.untrusted import loads_json
 from pipelines.lint_rules import KINDS, controller_findings
 
@@ -195,11 +194,7 @@ def _read_documents(path: Path) -> list[Any] | Problem:
     """The YAML documents at `path` (`-`: standard input), or the one problem that keeps them from being read."""
     named = str(source_name(path))
     try:
-        if str(path) == "-":
-            data = sys.stdin.buffer.read(MANIFEST_MAX_BYTES + 1)
-        else:
-            with open_binary(path) as file:  # at most MANIFEST_MAX_BYTES, as every file we parse: /dev/zero ends here
-                data = file.read(MANIFEST_MAX_BYTES + 1)
+        data = read_source(path, MANIFEST_MAX_BYTES, stdin=True)  # at most that, as every file we parse: /dev/zero ends
         if len(data) > MANIFEST_MAX_BYTES:
             return Problem(named, "", f"holds more than {MANIFEST_MAX_BYTES // 2**20} MiB, more than any manifest")
         docs = kubeyaml.load_all(data.decode("utf-8"))

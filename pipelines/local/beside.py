@@ -25,6 +25,17 @@ __all__ = ["config_map_values", "holders", "import_template_refs", "join_templat
 _CONFIG_MAP_LABEL = "workflows.argoproj.io/configmap-type"
 
 
+def directory_of(source: str | Path | Mapping[str, Any]) -> Path | None:
+    """Where the files beside a workflow's are: its file's directory, the current one for a stream (`-`, `<(…)`).
+
+    None for YAML text or a dict, which have no file.
+    """
+    if isinstance(source, Mapping) or (isinstance(source, str) and "\n" in source):
+        return None
+    path = Path(source)
+    return path.parent if path.is_file() else Path(".")
+
+
 def join_template(spec: Mapping[str, Any], source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     """Argo's JoinWorkflowSpec: the WorkflowTemplate `spec.workflowTemplateRef` names, the workflow's spec over it.
 
@@ -35,12 +46,12 @@ def join_template(spec: Mapping[str, Any], source: str | Path | Mapping[str, Any
     if not isinstance(name, str) or not name:
         raise WorkflowError("spec.workflowTemplateRef needs a name: the WorkflowTemplate to run.")
     kind = "ClusterWorkflowTemplate" if ref.get("clusterScope") is True else "WorkflowTemplate"
-    if isinstance(source, Mapping) or (isinstance(source, str) and "\n" in source):
+    here = directory_of(source)
+    if here is None:
         raise WorkflowError(
             f"spec.workflowTemplateRef names {kind} {name!r}; the local runner looks for it in the YAML files beside "
             "the workflow's file, and this workflow has no file: run the WorkflowTemplate's own file."
         )
-    here = Path(source).parent
     found = _template_beside(here, kind, name)
     if found is None:
         raise WorkflowError(
@@ -68,10 +79,7 @@ def import_template_refs(spec: dict[str, Any], source: str | Path | Mapping[str,
     The template it reaches is copied in as `<workflowtemplate>.<template>` (Argo's template names hold no '.', so
     no template of the file has that name), its own references resolved in its scope.
     """
-    if isinstance(source, Mapping) or (isinstance(source, str) and "\n" in source):
-        directory = None
-    else:
-        directory = Path(source).parent
+    directory = directory_of(source)
     templates: list[dict[str, Any]] = spec["templates"]
     libraries: dict[tuple[str, str], dict[str, Any] | None] = {}
     pending: list[tuple[dict[str, Any], tuple[str, str] | None]] = [(t, None) for t in templates]
@@ -157,7 +165,7 @@ def config_map_values(spec: dict[str, Any], source: str | Path | Mapping[str, An
     places = [spec.get("arguments") or {}]
     for template in spec.get("templates") or []:
         places += [template.get("inputs") or {}, *((h.get("arguments") or {}) for h in holders(template))]
-    directory = None if isinstance(source, Mapping) or "\n" in str(source) else Path(source).parent
+    directory = directory_of(source)
     for place in places:
         for param in place.get("parameters") or [] if isinstance(place, Mapping) else []:
             ref = (param.get("valueFrom") or {}).get("configMapKeyRef") if isinstance(param, dict) else None

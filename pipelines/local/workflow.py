@@ -27,7 +27,7 @@ import yaml
 from components import kubeyaml
 from components.durations import DurationError, DurationTooLong, parse_go_duration
 from components.errors import InputError
-from components.files import MANIFEST_MAX_BYTES, describe_yaml_error, kind_of, read_text
+from components.files import MANIFEST_MAX_BYTES, describe_yaml_error, kind_of, read_text, source_name
 from components.names import MAX_RUN_NAME, is_dns1123_label, is_dns1123_subdomain, run_name_problem
 from pipelines.local import CRON_LABEL, volumes
 from pipelines.local.govalues import go_json
@@ -315,9 +315,9 @@ def _suffix() -> str:
 
 
 def label_of(source: str | Path | Mapping[str, Any]) -> str:
-    """How a message names the workflow `source`: its path, or "the workflow" for YAML text or a dict."""
+    """How a message names the workflow `source`: its path (`-`: standard input), or "the workflow" for YAML text."""
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and len(source) < 300):
-        return str(source)
+        return str(source_name(source))
     return "the workflow"
 
 
@@ -327,10 +327,10 @@ def _read(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     text = str(source)
     if isinstance(source, Path) or "\n" not in text:
         path = Path(text)
-        if not path.is_file():
-            raise WorkflowError(f"{path} does not exist or is not a file.")
-        try:
-            text = read_text(path, "workflow", max_bytes=MANIFEST_MAX_BYTES)
+        if text != "-" and not path.exists():
+            raise WorkflowError(f"{path} does not exist.")
+        try:  # `-` is standard input, as for argo submit; a pipe (`<(envsubst < wf.yaml)`) is read as a file is
+            text = read_text(path, "workflow", max_bytes=MANIFEST_MAX_BYTES, stdin=True)
         except InputError as err:
             raise WorkflowError(str(err)) from None
     try:

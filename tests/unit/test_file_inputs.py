@@ -90,6 +90,22 @@ def test_a_named_pipe_whose_writer_is_there_is_read_as_written(tmp_path: Path) -
     assert read_text(path, "manifest") == "kind: Job\n"
 
 
+def test_a_stream_is_read_once_and_read_again_gives_the_same_bytes_while_a_file_is_read_anew(tmp_path: Path) -> None:
+    # A command may read its input twice (run-workflow lints it, then loads it): a pipe gives its bytes once.
+    read, write = os.pipe()
+    os.write(write, b"kind: Job\n")
+    os.close(write)
+    try:
+        assert read_text(f"/dev/fd/{read}", "manifest") == read_text(f"/dev/fd/{read}", "manifest") == "kind: Job\n"
+    finally:
+        os.close(read)
+    path = tmp_path / "job.yaml"
+    path.write_text("kind: Job\n")
+    assert read_text(path) == "kind: Job\n"
+    path.write_text("kind: Pod\n")
+    assert read_text(path) == "kind: Pod\n"
+
+
 def test_a_data_set_past_its_limit_says_so_in_words(monkeypatch) -> None:
     # "holds more than 256 MiB, more than a the evaluation set vcpilot reads"
     monkeypatch.setattr("components.files.DATASET_MAX_BYTES", 2**20)

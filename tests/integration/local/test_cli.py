@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,48 @@ def test_a_damaged_run_record_is_one_sentence_listed_as_damaged_beside_the_other
     assert answer["name"] == "bad" and answer["removed"][0].startswith(str(home / "runs" / "bad"))
     assert answer["mlflow"].endswith("the damaged record does not say where it is")
     assert not (home / "runs" / "bad").exists() and (home / "runs" / "good" / "status.json").exists()
+
+
+def test_standard_input_and_a_pipe_are_read_once_linted_and_run_as_argo_submit_reads_them(
+    cli: CliRunner, shared_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `argo submit -` reads standard input, and `<(envsubst < wf.yaml)` is a pipe. Each can be read once, and
+    # run-workflow reads its file twice (the lint rule, then the loader): both must get the same bytes.
+    from pipelines.cli import app as vcpilot  # with the lint rule, which pipelines.cli adds
+
+    text = (shared_dir / "argo-examples" / "arguments-parameters.yaml").read_text()
+    out = cli.invoke(vcpilot, ["run-workflow", "-", "-p", "message=piped", "--json"], input=text)
+    assert out.exit_code == 0, out.output
+    assert [n["outputs"]["result"] for n in json.loads(out.stdout)["nodes"].values()] == ["piped"]
+
+    read, write = os.pipe()
+    os.write(write, text.encode())
+    os.close(write)
+    try:
+        out = cli.invoke(vcpilot, ["run-workflow", f"/dev/fd/{read}", "--json"])
+    finally:
+        os.close(read)
+    assert out.exit_code == 0, out.output
+    assert [n["outputs"]["result"] for n in json.loads(out.stdout)["nodes"].values()] == ["hello world"]
+
+    # What Argo refuses is refused from standard input too, named so: the lint rule read what the loader read.
+    bad = text.replace("  entrypoint:", "  bogusField: 1\n  entrypoint:")
+    out = cli.invoke(vcpilot, ["run-workflow", "-"], input=bad)
+    assert out.exit_code == 1
+    assert out.stderr.strip() == "error: Argo would refuse standard input: spec.bogusField: unknown field 'bogusField'."
+    out = cli.invoke(vcpilot, ["run-workflow", "-"], input=b"\xff\xfe")
+    assert out.stderr.strip() == (
+        "error: the workflow on standard input is not UTF-8 text (byte 0xff at offset 0); save it as UTF-8"
+    )
+
+    # The files beside a workflow on standard input are those of the current directory.
+    (tmp_path / "library.yaml").write_text(
+        text.replace("kind: Workflow", "kind: WorkflowTemplate").replace(
+            "generateName: arguments-parameters-", "name: lib"
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    ref = "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {generateName: ref-}\nspec:\n"
+    out = cli.invoke(vcpilot, ["run-workflow", "-", "--json"], input=ref + "  workflowTemplateRef: {name: lib}\n")
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["phase"] == "Succeeded"
