@@ -35,7 +35,7 @@ from agent.prompts import ALLOWED_KINDS, SYSTEM_PROMPT, render_observation, rend
 from agent.tools import TOOLS, ToolContext, call_tool, openai_tools
 from components.llm import LLMEndpoint, header_key
 from components.redact import MASK, redact_text
-from components.untrusted import loads_json, printable
+from components.untrusted import loads_json, printable, unique_keys
 
 __all__ = ["LLMPolicy", "check_answer"]
 
@@ -503,8 +503,8 @@ def _arguments(call: dict[str, Any]) -> dict[str, Any]:
     if isinstance(raw, str):
         try:
             raw = _strict_json(raw or "{}")
-        except ValueError:
-            raise ValueError("not valid JSON") from None
+        except ValueError as err:
+            raise ValueError(f"not valid JSON: {printable(str(err), 100)}") from None
     if not isinstance(raw, dict):
         raise ValueError("not a JSON object")
     return raw
@@ -525,9 +525,11 @@ def _strict_json(text: str | bytes) -> Any:
     """JSON as RFC 8259 has it: Python's `NaN` and `Infinity` extensions are refused, and so is `1e999` (inf).
 
     Whatever is read from the model may be sent back to it in the next request, whose encoder refuses them: a
-    tool call's arguments sent as an object with `1e999` in them stopped the decision with a ValueError.
+    tool call's arguments sent as an object with `1e999` in them stopped the decision with a ValueError. A key
+    given twice (`{"action": "wait", "action": "abort"}`: which one the model meant, RFC 8259 leaves open) is
+    refused too, not read as its last.
     """
-    return loads_json(text, parse_constant=_refuse_constant, parse_float=_finite)
+    return loads_json(text, parse_constant=_refuse_constant, parse_float=_finite, object_pairs_hook=unique_keys)
 
 
 def _error_detail(response: httpx.Response) -> str:

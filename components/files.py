@@ -231,13 +231,13 @@ def describe_yaml_error(err: yaml.YAMLError) -> str:
 
 
 def _parse_all(text: str, label: str) -> list[Any]:
-    from components.untrusted import loads_json  # imported here: its patterns are compiled as it loads
+    from components.untrusted import loads_json, unique_keys  # imported here: its patterns are compiled as it loads
 
     if text.lstrip().startswith(("{", "[")):
         try:
-            return [loads_json(text)]
+            return [loads_json(text, object_pairs_hook=unique_keys)]
         except ValueError:
-            pass  # flow-style YAML starts the same way: let the YAML parser have it, and say what it says
+            pass  # flow-style YAML starts the same way (and a key twice): the YAML parser says what and where
     import yaml  # imported here: a command that reads no YAML starts without it
 
     from components import kubeyaml

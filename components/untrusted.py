@@ -81,6 +81,20 @@ def instruction_in(text: str) -> str | None:
     return found.group() if found else None
 
 
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's members as a dict, or ValueError for a key given twice (`object_pairs_hook` of `loads_json`).
+
+    Python keeps the last, as Go's encoding/json does (Argo's step outputs are read so); a Kubernetes API server
+    with strict field validation (kubectl's default) refuses the object, and so does go-yaml in its strict mode.
+    """
+    members: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in members:
+            raise ValueError(f"key {key!r} is given twice")
+        members[key] = value
+    return members
+
+
 def loads_json(text: str | bytes, **options: Any) -> Any:
     """`json.loads` for text from outside (a file, a server, a model, a step's output): one exception for bad JSON.
 

@@ -155,6 +155,20 @@ def test_a_manifest_is_read_at_most_to_its_limit(tmp_path: Path) -> None:
     assert read_text(big, "dataset").startswith("a: 1")  # only manifests are bounded
 
 
+@pytest.mark.parametrize(
+    "content", ['{"kind": "Job", "spec": {"queue": "a", "queue": "b"}}', "kind: Job\nspec:\n  queue: a\n  queue: b\n"]
+)
+def test_a_key_given_twice_is_refused_in_json_as_in_yaml(tmp_path: Path, content: str) -> None:
+    # An API server with strict field validation (kubectl's default) refuses it; Python's json kept the last.
+    path = tmp_path / "job.json"
+    path.write_text(content)
+    with pytest.raises(
+        VcpilotError,
+        match=r"manifest .*job.json is not valid YAML or JSON at line \d+, column \d+: key 'queue' is given twice",
+    ):
+        load_documents(path, "manifest")
+
+
 def test_json_and_yaml_both_read(tmp_path: Path) -> None:
     (tmp_path / "a.json").write_text('{"a": [1, 2]}')
     (tmp_path / "b.yaml").write_text("{a: [1, 2]}\n")  # flow YAML that is not JSON

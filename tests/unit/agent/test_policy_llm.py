@@ -290,6 +290,12 @@ def test_replies_that_are_not_a_decision_fall_back_with_the_reason():
         # a number past a double's range reads as inf, which the next request (the tool's answer) could not send
         (lambda r: httpx.Response(200, text=_OVERFLOWING), "reply is not JSON"),
         (lambda r: httpx.Response(200, json=decide_reply('{"kind": "abort", "rationale": 1e999}')), "not valid JSON"),
+        # which of two the model meant, RFC 8259 leaves open: refused, not read as the last (Python's json would)
+        (
+            lambda r: httpx.Response(200, json=decide_reply('{"kind": "wait", "kind": "abort", "reason": "x"}')),
+            "arguments are not valid JSON: key 'kind' is given twice",
+        ),
+        (lambda r: httpx.Response(200, text='{"choices": [], "choices": []}'), "reply is not JSON"),
     ]
     for handler, fragment in cases:
         assert fragment in fallback_of(handler).fallback
