@@ -30,7 +30,7 @@ from components.errors import InputError
 from components.files import MANIFEST_MAX_BYTES, describe_yaml_error, kind_of, read_text, source_name
 from components.names import MAX_RUN_NAME, is_dns1123_label, is_dns1123_subdomain, run_name_problem
 from pipelines.local import CRON_LABEL, volumes
-from pipelines.local.govalues import go_json
+from pipelines.local.govalues import format_float_f
 
 __all__ = [
     "API_VERSION",
@@ -96,15 +96,21 @@ def check_run_name(name: str) -> str:
 
 
 def stringify(value: Any) -> str:
-    """A parameter value as Argo prints it: strings as they are, everything else as compact JSON.
+    """A parameter value as Argo's AnyString reads it: strings as they are, everything else as compact JSON.
 
-    A number reads as Go's JSON writes the float64 it became (`1000` for `1e3`, `0.00005` for `5e-5`), as Argo's
-    AnyString reads it.
+    A number is the float64 it became, written by `strconv.FormatFloat(v, 'f', -1, 64)`, never with an exponent:
+    `1000` for `1e3`, `0.00005` for `5e-5`, `0.0000001` for `1e-7`, `12345678901234568` for 12345678901234567
+    (Go's JSON would write `1e-7`; an item of `withItems` is written so, by `go_json`).
     """
     if isinstance(value, str):
         return value
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return go_json(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:  # an int past a float64: not one YAML gives (go-yaml reads it as a string)
+            number = math.inf
+        if math.isfinite(number):
+            return format_float_f(number)
     return json.dumps(value, separators=(",", ":"))
 
 

@@ -56,16 +56,34 @@ def test_parameters_apply_and_respect_enum() -> None:
 
 def test_parameter_values_read_as_argo_reads_the_yaml(tmp_path: Path) -> None:
     # go-yaml v2 resolves the scalars, sigs.k8s.io/yaml writes JSON, AnyString.UnmarshalJSON reads the float64:
-    # `y` is true, `5e-5` and `0.00005` are 0.00005, `1e6` is 1000000, `12:30` no base-60 number (PyYAML: 750)
+    # `y` is true, `5e-5` and `0.00005` are 0.00005, `1e6` is 1000000, `12:30` no base-60 number (PyYAML: 750);
+    # the float64 is written without an exponent ('f'), where Go's JSON has one: 1e-7, 1e21, and an int past 2^53
+    # loses its last digits (tests/e2e/workflows/parameter-number-values.yaml compares it with the real controller)
+    spelt = [
+        "y",
+        "5e-5",
+        "0.00005",
+        "1e6",
+        "12:30",
+        "0x1F",
+        "2.50",
+        "1.0",
+        "'1.0'",
+        "1e-7",
+        "-1e21",
+        "12345678901234567",
+    ]
     text = yaml.safe_dump(wf())
     text += "  arguments:\n    parameters:\n" + "".join(
-        f"    - {{name: p{n}, value: {value}}}\n"
-        for n, value in enumerate(["y", "5e-5", "0.00005", "1e6", "12:30", "0x1F", "2.50", "1.0", "'1.0'"])
+        f"    - {{name: p{n}, value: {value}}}\n" for n, value in enumerate(spelt)
     )
     path = tmp_path / "wf.yaml"
     path.write_text(text)
     values = list(load_workflow(path).parameters.values())
-    assert values == ["true", "0.00005", "0.00005", "1000000", "12:30", "31", "2.5", "1", "1.0"]
+    assert values == [
+        *("true", "0.00005", "0.00005", "1000000", "12:30", "31", "2.5", "1", "1.0"),
+        *("0.0000001", "-1000000000000000000000", "12345678901234568"),
+    ]
 
 
 def test_unresolvable_templates_are_refused() -> None:
