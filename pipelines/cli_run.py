@@ -11,7 +11,7 @@ import typer
 from components.demo import cli as demo_cli
 from components.errors import VcpilotError, explain
 from pipelines.cli_cluster import fail
-from pipelines.local.cli import JsonStatus, ParamOption, parse_params, report_run
+from pipelines.local.cli import JsonStatus, ParamFileOption, ParamOption, report_run, workflow_params
 from pipelines.scenarios import SCENARIOS
 
 __all__ = ["ScenarioName", "demo_app", "run_command", "seed_command"]
@@ -28,13 +28,14 @@ def run_command(
         ),
     ] = "drift",
     param: ParamOption = None,
+    parameter_file: ParamFileOption = None,
     json_output: JsonStatus = False,
     name: Annotated[str | None, typer.Option(help="Run name (default: llm-autopilot-<timestamp>).")] = None,
 ) -> None:
     """Run the llm-autopilot WorkflowTemplate through the local runner on LocalCluster; exit 0 when it Succeeded."""
     from pipelines.autopilot_run import run_autopilot
 
-    params = parse_params(param)
+    params = workflow_params(param, parameter_file)
     report_run(
         lambda on_update, stop, progress: run_autopilot(
             scenario, params, name=name, on_update=on_update, stop=stop, progress=progress

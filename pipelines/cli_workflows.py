@@ -10,7 +10,7 @@ import typer
 
 from components.entry import JsonOption, print_json
 from pipelines.argo_address import SERVER_HELP
-from pipelines.local.cli import ParamOption, parse_params
+from pipelines.local.cli import ParamFileOption, ParamOption, workflow_params
 
 __all__ = ["compile_command", "submit_command"]
 
@@ -39,6 +39,7 @@ def compile_command(
 
 def submit_command(
     param: ParamOption = None,
+    parameter_file: ParamFileOption = None,
     server: Annotated[
         str | None,
         typer.Option(
@@ -61,7 +62,7 @@ def submit_command(
     if not url:
         raise SubmitError("no Argo Server: pass --argo-server host:port or set ARGO_SERVER.")
     ns = check_namespace(namespace or os.environ.get("ARGO_NAMESPACE") or "argo", "--namespace (or ARGO_NAMESPACE)")
-    params = parse_params(param)
+    params = workflow_params(param, parameter_file)
     try:  # the values as the template's rules check them, before the server is asked (as `vcpilot run` does)
         check_parameters(params)
     except ValueError as err:

@@ -32,10 +32,12 @@ if TYPE_CHECKING:  # rich, the progress display and the runner are imported wher
 __all__ = [
     "PARAMETER_CHECKS",
     "JsonStatus",
+    "ParamFileOption",
     "ParamOption",
     "app",
     "check_template_parameters",
     "parse_params",
+    "workflow_params",
     "render_status",
     "report_run",
     "resume_command",
@@ -46,6 +48,17 @@ __all__ = [
 ParamOption = Annotated[
     list[str] | None,
     typer.Option("--param", "-p", metavar="NAME=VALUE", help="A workflow parameter; repeatable."),
+]
+# `-f FILE` beside it, as `argo submit --parameter-file`: a YAML or JSON mapping of parameter names to values.
+ParamFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--parameter-file",
+        "-f",
+        metavar="FILE",
+        help="A YAML or JSON file of workflow parameters, NAME: VALUE each, as for argo submit -f.",
+        show_default=False,
+    ),
 ]
 JsonStatus = Annotated[bool, typer.Option("--json", help="Print only the final workflow status, as one JSON document.")]
 
@@ -69,6 +82,7 @@ def run_workflow_command(
         ),
     ],
     param: ParamOption = None,
+    parameter_file: ParamFileOption = None,
     json_output: JsonStatus = False,
     name: Annotated[
         str | None, typer.Option(help="Run name (default: metadata.name or generateName + suffix).")
@@ -78,7 +92,7 @@ def run_workflow_command(
     """Run an Argo workflow on this machine, as Argo's controller would; exit 0 only when it Succeeded."""
     from pipelines.local.runner import run_workflow
 
-    params = parse_params([*(param or []), *(parameter or [])])
+    params = workflow_params([*(param or []), *(parameter or [])], parameter_file)
 
     def check(workflow: Workflow) -> None:
         check_file(file)
@@ -166,6 +180,34 @@ def parse_params(values: list[str] | None, option: str = "--param") -> dict[str,
         if name in params:
             raise InputError(f"{option} {name!r} is given twice ({params[name]!r} and {value!r}); give it once")
         params[name] = value
+    return params
+
+
+def workflow_params(values: list[str] | None, parameter_file: Path | None) -> dict[str, str]:
+    """The parameters of `-p NAME=VALUE` and of `-f FILE`; InputError, one sentence, for a bad one.
+
+    As `argo submit --parameter-file` reads the file (workflow/util.ReadParametersFile): a mapping whose string
+    values are taken as they are and any other value as Go's JSON of it (`1e3` is 1000, `{a: 1}` is `{"a":1}`),
+    added after the `-p` ones. A name given by both would be in the workflow's arguments twice, which Argo
+    refuses; so it is here, before anything runs.
+    """
+    from components.files import load_document
+    from pipelines.local.govalues import go_json
+
+    params = parse_params(values)
+    if parameter_file is None:
+        return params
+    label = f"--parameter-file {parameter_file}"
+    for key, value in load_document(parameter_file, "parameter file").items():
+        name = str(key)
+        if not name or "=" in name:  # argo splits `NAME=VALUE` at the first '=': the name would lose its tail
+            raise InputError(f"{label} names a parameter {name!r}; a parameter's name is not empty and has no '='")
+        if name in params:
+            raise InputError(f"{label} gives {name!r}, which --param gives too; give it once")
+        try:
+            params[name] = value if isinstance(value, str) else go_json(value)
+        except ValueError:  # .nan, .inf: json.Marshal refuses them, and so argo submit
+            raise InputError(f"{label} gives {name!r} a value JSON cannot hold ({value!r}); quote it") from None
     return params
 
 

@@ -301,3 +301,32 @@ def test_a_node_dying_mid_training_is_recovered_through_diagnose_and_recurse(
     retried = outputs(nodes["finetune.recurse.plan"])
     assert retried["gpus"] == "2" and retried["grad-accum"] == "2", "downscaled onto the live node, batch kept"
     assert nodes["finetune.recurse.train"]["phase"] == "Succeeded"
+
+
+def test_a_parameter_file_reads_as_argo_submit_reads_it(deployment: Deployment, tmp_path: Path) -> None:
+    # `argo submit -f FILE` (workflow/util.ReadParametersFile): a string as it is, any other value Go's JSON of it.
+    # The server's dry run answers with the arguments it would run; `vcpilot run-workflow -f` must read the same.
+    from pipelines.local.cli import workflow_params
+
+    names = ["text", "small", "spelt", "flag", "object", "nothing", "long"]
+    workflow = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"generateName": "parameter-file-"},
+        "spec": {
+            "entrypoint": "main",
+            "arguments": {"parameters": [{"name": name, "value": "unset"} for name in names]},
+            "templates": [{"name": "main", "container": {"image": "busybox", "command": ["true"]}}],
+        },
+    }
+    (tmp_path / "wf.yaml").write_text(json.dumps(workflow))
+    (tmp_path / "params.yaml").write_text(
+        "text: 'say \"hi\" <&>'\nsmall: 1e-7\nspelt: 2.50\nflag: y\nobject: {b: 1, a: [x, 0.5]}\nnothing: null\n"
+        "long: 12345678901234567\n"
+    )
+    done = deployment.argo(
+        "submit", str(tmp_path / "wf.yaml"), "-f", str(tmp_path / "params.yaml"), "--dry-run", "-o", "json"
+    )
+    served = {p["name"]: p["value"] for p in json.loads(done.stdout)["spec"]["arguments"]["parameters"]}
+    assert served == workflow_params(None, tmp_path / "params.yaml")
+    assert served["small"] == "1e-7" and served["object"] == '{"a":["x",0.5],"b":1}'

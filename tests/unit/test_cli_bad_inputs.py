@@ -128,6 +128,30 @@ def test_a_parameter_given_twice_is_refused_before_anything_starts(home, tmp_pat
 
 
 @pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("message: x\n", "--parameter-file PF gives 'message', which --param gives too; give it once"),
+        ("- message\n", "parameter file PF must hold a mapping of fields, not a list"),
+        ("message: .nan\n", "gives 'message' a value JSON cannot hold (nan); quote it"),
+        ("a=b: c\n", "names a parameter 'a=b'; a parameter's name is not empty and has no '='"),
+        ("message: x\nmessage: y\n", "key 'message' is given twice"),
+        (b"message: caf\xe9\n", "parameter file PF is not UTF-8 text"),
+    ],
+)
+@pytest.mark.parametrize("command", [["run-workflow", "WF"], ["run"], ["submit", "--server", "http://127.0.0.1:9"]])
+def test_a_parameter_file_argo_submit_would_misread_is_refused_before_anything_starts(
+    home, tmp_path, command, content, says
+):
+    wf, params = tmp_path / "wf.yaml", tmp_path / "params.yaml"
+    wf.write_text(Path("../shared/argo-examples/arguments-parameters.yaml").read_text())
+    params.write_bytes(content if isinstance(content, bytes) else content.encode())
+    args = [str(wf) if part == "WF" else part for part in command]
+    extra = ["-p", "message=a"] if "--param gives" in says else []
+    refused([*args, *extra, "-f", str(params)], says.replace("PF", str(params)))
+    assert not (home / "runs").exists()
+
+
+@pytest.mark.parametrize(
     ("param", "says"),
     [
         ("log-source=/nonexistent/x.log", "the log source /nonexistent/x.log does not exist"),

@@ -137,3 +137,29 @@ def test_standard_input_and_a_pipe_are_read_once_linted_and_run_as_argo_submit_r
     out = cli.invoke(vcpilot, ["run-workflow", "-", "--json"], input=ref + "  workflowTemplateRef: {name: lib}\n")
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["phase"] == "Succeeded"
+
+
+def test_a_parameter_file_gives_values_as_argo_submit_f_reads_them(
+    cli: CliRunner, shared_dir: Path, tmp_path: Path
+) -> None:
+    # A string as it is, anything else Go's JSON of it (tests/e2e/test_argo_pipeline.py compares with argo submit).
+    params = tmp_path / "params.yaml"
+    for spelt, printed in [
+        ("'2.50'", "2.50"),
+        ("2.50", "2.5"),
+        ("1e-7", "1e-7"),
+        ("{b: 1, a: [x]}", '{"a":["x"],"b":1}'),
+    ]:
+        params.write_text(f"message: {spelt}\n")
+        out = cli.invoke(
+            app,
+            [
+                "run-workflow",
+                str(shared_dir / "argo-examples" / "arguments-parameters.yaml"),
+                "-f",
+                str(params),
+                "--json",
+            ],
+        )
+        assert out.exit_code == 0, out.output
+        assert [n["outputs"]["result"] for n in json.loads(out.stdout)["nodes"].values()] == [printed]
