@@ -87,12 +87,18 @@ def run_workflow_command(
     name: Annotated[
         str | None, typer.Option(help="Run name (default: metadata.name or generateName + suffix).")
     ] = None,
+    entrypoint: Annotated[
+        str | None,
+        typer.Option(help="The template to start with instead of spec.entrypoint, as for argo submit --entrypoint."),
+    ] = None,
     parameter: Annotated[list[str] | None, typer.Option("--parameter", hidden=True)] = None,  # its old spelling
 ) -> None:
     """Run an Argo workflow on this machine, as Argo's controller would; exit 0 only when it Succeeded."""
     from pipelines.local.runner import run_workflow
 
     params = workflow_params([*(param or []), *(parameter or [])], parameter_file)
+    if entrypoint == "":
+        raise InputError("--entrypoint is empty; name the template to start with, or leave it out")
 
     def check(workflow: Workflow) -> None:
         check_file(file)
@@ -100,7 +106,7 @@ def run_workflow_command(
 
     report_run(
         lambda on_update, stop, _progress: run_workflow(
-            file, params, name=name, on_update=on_update, stop=stop, check=check
+            file, params, name=name, on_update=on_update, stop=stop, check=check, entrypoint=entrypoint
         ),
         json_output,
     )

@@ -162,14 +162,16 @@ def run_workflow(
     on_update: OnUpdate | None = None,
     stop: StopRequest | None = None,
     check: Callable[[Workflow], None] | None = None,
+    entrypoint: str | None = None,
 ) -> RunResult:
     """Run a Workflow/WorkflowTemplate (file, YAML text or dict) to its end or its stop; WorkflowError on bad input.
 
     `check` refuses (WorkflowError) a workflow before anything of the run exists: the parameter rules a
-    template's declarations cannot say (types, sizes), known to whoever starts it.
+    template's declarations cannot say (types, sizes), known to whoever starts it. `entrypoint` replaces the
+    workflow's (`argo submit --entrypoint`).
     """
     home_path = _home(home)
-    workflow = load_workflow(path_or_dict, params or {}, name=name)
+    workflow = load_workflow(path_or_dict, params or {}, name=name, entrypoint=entrypoint)
     if check is not None:
         check(workflow)
     workflow.labels.setdefault(TRIGGER_LABEL, "local")  # Argo's controller labels its workflows too

@@ -235,8 +235,12 @@ def load_workflow(
     params: Mapping[str, str] | None = None,
     *,
     name: str | None = None,
+    entrypoint: str | None = None,
 ) -> Workflow:
-    """Read a workflow file's document (path, YAML text or dict), apply `-p` values and check it can run."""
+    """Read a workflow file's document (path, YAML text or dict), apply `-p` values and check it can run.
+
+    `entrypoint` replaces `spec.entrypoint`, as `argo submit --entrypoint` does: the run starts with that template.
+    """
     from pipelines.local.beside import config_map_values, holders, import_template_refs, join_template
 
     document = _read(source)
@@ -268,7 +272,9 @@ def load_workflow(
     for key in ("labels", "annotations"):
         optional_field(meta, key, Mapping, "metadata")
     config_map_values(spec, source)
-    spec["arguments"] = _apply_params(spec.get("arguments") or {}, params or {})
+    if entrypoint is not None:
+        spec["entrypoint"] = entrypoint
+    spec["arguments"] = _apply_params(spec.get("arguments") or {}, params or {}, _entry_inputs(spec))
     _check_templates(spec)
     _check_variables(meta, spec)
     if name is None:
@@ -362,12 +368,28 @@ def _read(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
-def _apply_params(arguments: Mapping[str, Any], params: Mapping[str, str]) -> dict[str, Any]:
+def _entry_inputs(spec: Mapping[str, Any]) -> list[str]:
+    """The input parameters of the entrypoint's template, which the workflow's arguments supply by name."""
+    entry = next((t for t in spec.get("templates") or [] if t.get("name") == spec.get("entrypoint")), None)
+    inputs = entry.get("inputs") if entry is not None else None
+    found = inputs.get("parameters") if isinstance(inputs, Mapping) else None
+    return [p["name"] for p in found or [] if isinstance(p, Mapping) and isinstance(p.get("name"), str)]
+
+
+def _apply_params(arguments: Mapping[str, Any], params: Mapping[str, str], entry: list[str]) -> dict[str, Any]:
+    """The workflow's arguments with `-p` values applied, as Argo's overrideParameters applies them.
+
+    A name the arguments do not declare is refused, unless the entrypoint's template takes it as an input: Argo
+    adds it to the arguments, which supply the entrypoint (`argo submit --entrypoint print -p message=hi`).
+    """
     declared = [dict(p) for p in arguments.get("parameters") or []]
     names = [p.get("name") for p in declared]
     for key in params:
+        if key in entry and key not in names:
+            declared.append({"name": key})
+            names.append(key)
         if key not in names:
-            known = ", ".join(str(n) for n in names) or "none"
+            known = ", ".join(dict.fromkeys([*map(str, names), *entry])) or "none"
             raise WorkflowError(f"unknown parameter {key!r}: this workflow's parameters are {known}.")
     for p in declared:
         if p["name"] in params:

@@ -330,3 +330,26 @@ def test_a_parameter_file_reads_as_argo_submit_reads_it(deployment: Deployment, 
     served = {p["name"]: p["value"] for p in json.loads(done.stdout)["spec"]["arguments"]["parameters"]}
     assert served == workflow_params(None, tmp_path / "params.yaml")
     assert served["small"] == "1e-7" and served["object"] == '{"a":["x",0.5],"b":1}'
+
+
+def test_an_entrypoint_given_at_submit_takes_its_inputs_from_p_as_on_argo(
+    deployment: Deployment, shared_dir: Path
+) -> None:
+    # `argo submit --entrypoint T -p NAME=VALUE`: a name the arguments lack is added to them (overrideParameters),
+    # and they supply T's inputs. The server validates a dry run as a submission; without the value it refuses.
+    from pipelines.local.workflow import WorkflowError, load_workflow
+
+    steps = shared_dir / "argo-examples" / "steps.yaml"
+    done = deployment.argo(
+        "submit", str(steps), "--entrypoint", "print-message", "-p", "message=hi", "--dry-run", "-o", "json"
+    )
+    served = json.loads(done.stdout)["spec"]
+    ours = load_workflow(steps, {"message": "hi"}, entrypoint="print-message").spec
+    assert served["entrypoint"] == ours["entrypoint"] == "print-message"
+    assert served["arguments"]["parameters"] == ours["arguments"]["parameters"] == [{"name": "message", "value": "hi"}]
+    refused = deployment.argo(
+        "submit", str(steps), "--entrypoint", "print-message", "--dry-run", "-o", "json", check=False
+    )
+    assert refused.returncode != 0 and "message" in refused.stderr, refused.stderr
+    with pytest.raises(WorkflowError, match="no value for input parameter 'message'"):
+        load_workflow(steps, {}, entrypoint="print-message")

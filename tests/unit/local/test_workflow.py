@@ -47,6 +47,23 @@ def test_unknown_and_missing_parameters() -> None:
     assert refused(wf(arguments=args)) == "parameter 'needed' has no value: pass -p needed=VALUE."
 
 
+def test_an_entrypoint_given_replaces_the_files_and_p_supplies_its_inputs_as_argo_adds_them() -> None:
+    # `argo submit --entrypoint print -p message=hi` (tests/e2e/test_argo_pipeline.py asks the real server)
+    printer = {
+        "name": "print",
+        "inputs": {"parameters": [{"name": "message"}]},
+        "container": {"image": "x", "command": ["echo"]},
+    }
+    spec = wf(templates=[*wf()["spec"]["templates"], printer])
+    loaded = load_workflow(spec, {"message": "hi"}, entrypoint="print")
+    assert loaded.spec["entrypoint"] == "print" and loaded.parameters == {"message": "hi"}
+    assert refused(spec, {"message": "hi"}) == "unknown parameter 'message': this workflow's parameters are none."
+    with pytest.raises(WorkflowError, match="unknown parameter 'mess': this workflow's parameters are message"):
+        load_workflow(spec, {"mess": "hi"}, entrypoint="print")
+    with pytest.raises(WorkflowError, match="spec.entrypoint refers to template 'nope', which is not defined"):
+        load_workflow(spec, {}, entrypoint="nope")
+
+
 def test_parameters_apply_and_respect_enum() -> None:
     args = {"parameters": [{"name": "size", "value": "s", "enum": ["s", "m"]}]}
     loaded = load_workflow(wf(arguments=args), {"size": "m"})
