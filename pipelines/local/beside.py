@@ -8,7 +8,8 @@ the workflow file's directory, and joins them into the workflow's spec as Argo d
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -223,3 +224,28 @@ def _strategic_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[s
         else:
             out[key] = copy.deepcopy(value)
     return out
+
+
+def semaphore_limits(directory: Path | None) -> Callable[[str, str], int]:
+    """A semaphore's size, as Argo's controller reads it: `data[key]` of the ConfigMap beside the workflow's file.
+
+    Read each time a lock is asked for, so a size changed while a run waits takes effect, as on Argo. A missing
+    ConfigMap or key, or a size that is not an integer, is a WorkflowError (Argo errs the node).
+    """
+
+    def limit(name: str, key: str) -> int:
+        found = _beside(directory, "v1", "ConfigMap", name) if directory is not None else None
+        if found is None:
+            raise WorkflowError(
+                f"a semaphore's ConfigMap {name!r} is in no YAML file beside the workflow's: put it there, where the "
+                "local runner keeps what the cluster holds."
+            )
+        data = found.get("data")
+        if not isinstance(data, Mapping) or key not in data:
+            raise WorkflowError(f"Sync configuration key {key!r} not found in ConfigMap {name!r}.")
+        text = str(data[key])
+        if not re.fullmatch(r"[+-]?[0-9]{1,18}", text):  # Go's strconv.Atoi
+            raise WorkflowError(f"ConfigMap {name!r} key {key!r} is {text!r}, not a whole number: a semaphore's size.")
+        return int(text)
+
+    return limit

@@ -29,6 +29,7 @@ from components.files import lock_within
 from components.volcano.cluster import ClusterError
 from components.volcano.cluster_local import LocalCluster, default_home
 from pipelines.local import TRIGGER_LABEL
+from pipelines.local.beside import directory_of, semaphore_limits
 from pipelines.local.engine.engine import Engine
 from pipelines.local.engine.executors import SHUTDOWN_MESSAGE, STDERR_TAIL, STOPPED_MESSAGE, kill_stale
 from pipelines.local.engine.resources import ObjectCluster, OwnedObject, job_finished
@@ -178,7 +179,9 @@ def run_workflow(
     run_dir = home_path / "runs" / workflow.name
     if (run_dir / "status.json").exists():
         raise WorkflowError(f"a run named {workflow.name!r} already exists in {run_dir.parent}; resume or delete it.")
-    document = {**workflow.document(), "local": {"cwd": os.getcwd(), "owned": []}}
+    beside = directory_of(path_or_dict)  # where a semaphore's ConfigMap is read, at each try for the lock
+    local = {"cwd": os.getcwd(), "owned": [], **({"beside": str(beside.resolve())} if beside is not None else {})}
+    document = {**workflow.document(), "local": local}
     with _exclusive(run_dir, workflow.name):
         if stop is not None:
             stop.run_name, stop.run_dir = workflow.name, run_dir
@@ -385,6 +388,7 @@ def _drive(workflow: Workflow, state: RunState, home: Path, cluster: Any, stop: 
         env={"VCPILOT_HOME": str(home)},
         cluster=_session(home, cluster),
         own=own,
+        semaphore_limit=semaphore_limits(Path(local["beside"]) if isinstance(local.get("beside"), str) else None),
     )
     ended = threading.Event()
     if stop is not None:

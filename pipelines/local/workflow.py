@@ -445,11 +445,6 @@ def _check_templates(spec: Mapping[str, Any]) -> None:
     if duplicated:
         raise WorkflowError(f"template names must be unique; {', '.join(map(str, duplicated))} appear more than once.")
     known = set(names)
-    if spec.get("synchronization"):
-        raise WorkflowError(
-            f"spec has synchronization ({_NOT_RUN['synchronization']}), which the local runner cannot run: "
-            "remove it to run here."
-        )
     # Argo's controller honours both from the start: a suspended workflow waits for `argo resume` before anything
     # runs, a shut-down one stops at once.
     for key, what in (("suspend", "it waits for argo resume before anything runs"), ("shutdown", "it stops at once")):
@@ -683,12 +678,11 @@ def check_output_sources(template: Mapping[str, Any], where: str) -> None:
 
 
 # What Argo runs beside or around a step and the runner has no means for; ignoring it would change what the step
-# sees (a sidecar's server, an init container's files) or when it runs (a daemon, a lock another workflow holds).
+# sees (a sidecar's server, an init container's files) or when it runs (a daemon).
 _NOT_RUN = {
     "daemon": "a pod that serves until its steps or DAG ends",
     "sidecars": "containers that run beside main",
     "initContainers": "containers that run before main",
-    "synchronization": "a mutex or semaphore that Argo's controller holds",
 }
 
 

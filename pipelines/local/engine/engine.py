@@ -43,6 +43,7 @@ from pipelines.local.engine.executors import (
     run_suspend,
 )
 from pipelines.local.engine.http_template import run_http
+from pipelines.local.engine.locks import Lock, holding, locks_of
 from pipelines.local.engine.resources import ObjectCluster, OwnedObject, run_resource
 from pipelines.local.engine.resume_marker import read_request
 from pipelines.local.engine.retry import run_retries
@@ -86,6 +87,12 @@ MAX_DEPTH_MESSAGE = (
 _STRFTIME_CHARS = "BbmAadHIMSYypZzL"
 WORKFLOW_PHASE = {"Succeeded": "Succeeded", "Skipped": "Succeeded", "Omitted": "Succeeded", "Failed": "Failed"}
 ClusterSession = Callable[[], contextlib.AbstractContextManager[ObjectCluster]]
+# Argo's GetNodeType for the templates that make no Pod node (a template with a retryStrategy makes a Retry node).
+_NODE_TYPES = {"dag": "DAG", "steps": "Steps", "suspend": "Suspend", "http": "HTTP"}
+
+
+def _no_semaphores(name: str, key: str) -> int:
+    raise WorkflowError(f"a semaphore's ConfigMap {name!r} cannot be read: this run has no files beside it.")
 
 
 class Engine:
@@ -101,8 +108,11 @@ class Engine:
         env: Mapping[str, str],
         cluster: ClusterSession,
         own: Callable[[OwnedObject], None],
+        semaphore_limit: Callable[[str, str], int] | None = None,
     ) -> None:
         self.wf = workflow
+        self.locks_dir = run_dir.parent.parent / "locks"  # VCPILOT_HOME/locks: shared by the machine's runs
+        self.semaphore_limit = semaphore_limit or _no_semaphores
         self.state = state
         self.run_dir = run_dir
         self.cwd = cwd
@@ -126,31 +136,55 @@ class Engine:
         status = self.state.status
         if not status.started_at:
             self.state.set_workflow(started_at=now_rfc3339())
-        self.state.set_workflow(phase="Running", finished_at=None, message=None)
         timer = self._deadline_timer()
         try:
-            root = self.execute(
-                Call(name=self.wf.name, ref={"template": self.wf.spec["entrypoint"]}, arguments=self.wf.arguments)
-            )
-            phase = WORKFLOW_PHASE.get(root.phase, "Error")
-            message = root.message
-            if self.state.overflowed:  # as Argo errs a workflow its status cannot hold any more
-                phase, message = "Error", f"{TOO_MANY_NODES}."
-            self.runtime["workflow.status"] = phase
-            self.runtime["workflow.failures"] = self._failures()
-            hook = None if self.stopped.is_set() else self._workflow_exit_hook()
-            if hook is not None:
-                call = Call(name=f"{self.wf.name}.onExit", ref=hook, on_exit=True, hooked=True)
-                try:
-                    args = substitute_tree(hook.get("arguments") or {}, self.globals())
-                    exit_node = self.execute(replace(call, arguments=args))
-                except ExpressionError as err:
-                    exit_node = self.error_node(call, hook.get("template"), str(err))
-                if phase == "Succeeded" and exit_node.failed_or_error:
-                    phase, message = exit_node.phase, exit_node.message
+            self._run_locked()
         finally:
             if timer is not None:
                 timer.cancel()
+
+    def _run_locked(self) -> None:
+        """Run under the workflow's own locks (`spec.synchronization`), Pending with Argo's message until held."""
+        try:
+            locks = self._locks(self.wf.spec.get("synchronization"), "spec.synchronization", self.globals())
+        except (WorkflowError, ExpressionError) as err:  # Argo's markWorkflowFailed
+            message = f"Failed to acquire the synchronization lock. {err}"
+            self.state.set_workflow(phase="Failed", message=message, finished_at=now_rfc3339())
+            return
+        wait = holding(
+            self.locks_dir,
+            locks,
+            lambda message: self.state.set_workflow(phase="Pending", message=message),
+            lambda: self.stopped.is_set() or self.cancel.is_set(),
+        )
+        with wait as held:
+            if not held:  # a stop has recorded the workflow already
+                if not self.stopped.is_set():
+                    self.state.set_workflow(phase="Failed", message=DEADLINE_MESSAGE, finished_at=now_rfc3339())
+                return
+            self._run()
+
+    def _run(self) -> None:
+        self.state.set_workflow(phase="Running", finished_at=None, message=None)
+        root = self.execute(
+            Call(name=self.wf.name, ref={"template": self.wf.spec["entrypoint"]}, arguments=self.wf.arguments)
+        )
+        phase = WORKFLOW_PHASE.get(root.phase, "Error")
+        message = root.message
+        if self.state.overflowed:  # as Argo errs a workflow its status cannot hold any more
+            phase, message = "Error", f"{TOO_MANY_NODES}."
+        self.runtime["workflow.status"] = phase
+        self.runtime["workflow.failures"] = self._failures()
+        hook = None if self.stopped.is_set() else self._workflow_exit_hook()
+        if hook is not None:
+            call = Call(name=f"{self.wf.name}.onExit", ref=hook, on_exit=True, hooked=True)
+            try:
+                args = substitute_tree(hook.get("arguments") or {}, self.globals())
+                exit_node = self.execute(replace(call, arguments=args))
+            except ExpressionError as err:
+                exit_node = self.error_node(call, hook.get("template"), str(err))
+            if phase == "Succeeded" and exit_node.failed_or_error:
+                phase, message = exit_node.phase, exit_node.message
         self.state.set_workflow(phase=phase, message=message, finished_at=now_rfc3339())
 
     def _workflow_exit_hook(self) -> Mapping[str, Any] | None:
@@ -288,16 +322,75 @@ class Engine:
         try:
             template = self.wf.template(call.ref)
             prepared = self.prepare(template, call)
+            # Held by the node a template's call makes: a retry's attempts run under their Retry node's locks.
+            sync = None if call.retried else prepared.template.get("synchronization")
+            locks = self._locks(sync, f"template {prepared.name!r} synchronization")
         except (WorkflowError, ExpressionError) as err:
             return self.error_node(call, template_name, str(err))
-        try:
-            if prepared.template.get("retryStrategy") is not None and not call.retried:
-                return run_retries(self, call, prepared)
-            return self.run_template(call, prepared)
-        except (WorkflowError, ExpressionError) as err:
-            return self.error_node(call, template_name, str(err))
-        except Exception as err:  # a bug must end the node, not hang the workflow
-            return self.error_node(call, template_name, f"internal error: {type(err).__name__}: {err}")
+        with self._locked(call, prepared, locks) as ended:
+            if ended is not None:
+                return ended
+            try:
+                if prepared.template.get("retryStrategy") is not None and not call.retried:
+                    return run_retries(self, call, prepared)
+                return self.run_template(call, prepared)
+            except (WorkflowError, ExpressionError) as err:
+                return self.error_node(call, template_name, str(err))
+            except Exception as err:  # a bug must end the node, not hang the workflow
+                return self.error_node(call, template_name, f"internal error: {type(err).__name__}: {err}")
+
+    def _locks(self, sync: Any, where: str, scope: Mapping[str, Any] | None = None) -> list[Lock]:
+        """The locks a `synchronization` asks for, its `{{...}}` substituted where `scope` is given."""
+        if not sync:
+            return []
+        if scope is not None:
+            sync = substitute_tree(sync, scope, strict=True)
+        return locks_of(sync, self.wf.namespace, where, self.semaphore_limit)
+
+    @contextlib.contextmanager
+    def _locked(self, call: Call, prepared: Prepared, locks: list[Lock]) -> Iterator[NodeStatus | None]:
+        """Hold a template's locks while its node runs: None once held, or the node when the wait ended first.
+
+        While a lock is not free the node waits Pending with Argo's message (made now if it was not there yet).
+        """
+        waiting: list[NodeStatus] = []
+
+        def wait(message: str) -> None:
+            node = self.state.by_name(call.name)
+            if node is None:
+                kind = (
+                    "Retry"
+                    if prepared.template.get("retryStrategy") is not None
+                    else _NODE_TYPES.get(str(template_type(prepared.template)), "Pod")
+                )
+                node = self.state.init_node(
+                    call.name,
+                    kind,
+                    template_name=prepared.name,
+                    boundary_id=call.boundary_id,
+                    phase="Pending",
+                    parents=call.parents,
+                    message=message,
+                    inputs=prepared.inputs,
+                    flag=call.flag,
+                )
+            else:
+                self.state.update(node, message=message)
+            waiting[:] = [node]
+
+        def give_up() -> bool:
+            return self.stopped.is_set() or (self.cancel.is_set() and not call.on_exit)
+
+        with holding(self.locks_dir, locks, wait, give_up) as held:
+            if not held:
+                node = waiting[0]
+                if not self.stopped.is_set():  # a stop has marked it already
+                    self.state.mark(node, "Failed", DEADLINE_MESSAGE)
+                yield node
+                return
+            if waiting:
+                self.state.update(waiting[0], message=None)
+            yield None
 
     def error_node(self, call: Call, template_name: str | None, message: str) -> NodeStatus:
         """Argo's initializeNodeOrMarkError: an existing node becomes Error, else a Skipped-type Error node."""

@@ -818,7 +818,6 @@ def test_a_step_argument_in_its_enum_loads() -> None:
         ("daemon", True),
         ("sidecars", [{"name": "db", "image": "x", "command": ["serve"]}]),
         ("initContainers", [{"name": "fetch", "image": "x", "command": ["true"]}]),
-        ("synchronization", {"mutexes": [{"name": "m"}]}),
     ],
 )
 def test_what_argo_runs_around_a_step_is_refused_before_anything_runs(field: str, value: object) -> None:
@@ -827,11 +826,6 @@ def test_what_argo_runs_around_a_step_is_refused_before_anything_runs(field: str
     says = refused(wf(templates=[dag({"name": "a", "template": "b"}), step]))
     assert says.startswith(f"template 'b' has {field} (") and "which the local runner cannot run" in says
     assert load_workflow(wf(templates=[dag({"name": "a", "template": "b"}), {**step, field: type(value)()}]))
-
-
-def test_a_workflow_wide_lock_is_refused_before_anything_runs() -> None:
-    semaphore = {"semaphores": [{"configMapKeyRef": {"name": "c", "key": "k"}}]}
-    assert refused(wf(synchronization=semaphore)).startswith("spec has synchronization (")
 
 
 def test_a_lifecycle_hook_other_than_exit_is_refused_before_anything_runs() -> None:
