@@ -107,9 +107,19 @@ def test_every_upstream_example_is_compared_or_excluded() -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster_runs(admin: Any, real_nodes: list[Any], step_image: str) -> Iterator[ClusterRuns]:
-    """Every compared example created on the real controller up front, several at a time (ClusterRuns)."""
-    runs = ClusterRuns(admin, COMPARED)
+def cluster_runs(
+    request: pytest.FixtureRequest, admin: Any, real_nodes: list[Any], step_image: str
+) -> Iterator[ClusterRuns]:
+    """Every compared example this session runs, created on the real controller up front, several at a time.
+
+    Only those selected (`-k`, a test id): a run of one example does not wait for the others.
+    """
+    selected = {
+        item.callspec.params["example"].name
+        for item in request.session.items
+        if "example" in getattr(getattr(item, "callspec", None), "params", {})
+    }
+    runs = ClusterRuns(admin, [example for example in COMPARED if example.name in selected])
     yield runs
     runs.close()
 
