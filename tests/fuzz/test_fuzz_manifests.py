@@ -20,6 +20,7 @@ from components.volcano.builder import TrainingRequest, build_training_job
 from components.volcano.localconfig import LocalClusterConfig, load_config
 from components.volcano.models import apply_volcano_defaults, parse_job, validate_job
 from pipelines.cluster_sample import sample_job
+from pipelines.local.engine.locks import holding, locks_of
 from pipelines.local.workflow import load_workflow
 
 JOBS: list[dict[str, Any]] = [
@@ -137,3 +138,25 @@ def test_workflow(doc: Any) -> None:
             load_workflow(path, {"message": "hi"})
         except ValueError as err:  # WorkflowError
             one_line(str(err))
+
+
+SYNCHRONIZATIONS: list[Any] = [
+    {"mutexes": [{"name": "welcome"}, {"name": "other", "namespace": "team"}]},
+    {"semaphores": [{"configMapKeyRef": {"name": "limits", "key": "gpu"}, "namespace": "team"}]},
+    {"mutexes": [{"name": "m", "database": True}], "semaphores": [{"database": {"key": "k"}}]},
+]
+
+
+@given(mutated_tree(SYNCHRONIZATIONS, steps=4))
+@example({"mutexes": [{"name": "a/../../b\x00"}]})  # the lock's file name: quoted, never a path
+def test_synchronization(sync: Any) -> None:
+    # A template's or workflow's `synchronization` as the runner reads it at run time: its locks, or one sentence.
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            found = locks_of(sync, "default", "spec.synchronization", lambda name, key: 2)
+        except ValueError as err:  # WorkflowError
+            one_line(str(err))
+            return
+        with holding(Path(tmp) / "locks", found, lambda message: None, lambda: True) as held:
+            assert held  # nothing else holds them
+        assert all(path.parent == Path(tmp) / "locks" for path in (Path(tmp) / "locks").rglob("*"))
