@@ -78,7 +78,8 @@ def run_workflow_command(
     file: Annotated[
         Path,
         typer.Argument(
-            help="A Workflow, WorkflowTemplate, ClusterWorkflowTemplate or CronWorkflow (run once) YAML file."
+            help="A Workflow, WorkflowTemplate, ClusterWorkflowTemplate or CronWorkflow (run once) YAML file; "
+            "`-` for standard input."
         ),
     ],
     param: ParamOption = None,
