@@ -430,13 +430,15 @@ class ClusterRuns:
 
     def _loop(self) -> None:
         running: dict[str, tuple[Example, str, PodLogs, float]] = {}
+        starting: list[Example] = []
         try:
             while (self.waiting or running) and not self._stop.is_set():
                 while self.waiting and len(running) < self.at_once:
-                    example = self.waiting.pop(0)
-                    namespace = self._prepare(example)
-                    name, logs = create_on_cluster(self.admin, namespace, example)
-                    running[example.name] = (example, name, logs, time.monotonic() + 2 * example.timeout_s)
+                    starting = [self.waiting.pop(0)]
+                    namespace = self._prepare(starting[0])
+                    name, logs = create_on_cluster(self.admin, namespace, starting[0])
+                    running[starting[0].name] = (starting[0], name, logs, time.monotonic() + 2 * starting[0].timeout_s)
+                    starting = []
                 for key, (example, name, logs, deadline) in list(running.items()):
                     logs.collect()
                     namespace = self.namespaces[key]
@@ -450,7 +452,7 @@ class ClusterRuns:
                     del running[key]
                 time.sleep(0.5)
         except Exception as err:  # every test still waiting gets the reason
-            for example in [*self.waiting, *(e for e, *_ in running.values())]:
+            for example in [*starting, *self.waiting, *(e for e, *_ in running.values())]:  # none waits forever
                 self._record(example.name, f"the examples' runner failed: {err!r}")
             raise
 

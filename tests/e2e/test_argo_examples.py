@@ -72,13 +72,11 @@ COMPARED = [
 ]
 # Workflows of ours (tests/e2e/workflows/) for what no upstream example here covers and the local runner does:
 # containerSet pods, {{steps.X.exitCode}}, `retryStrategy: {}`, a retry expression, a timed suspend, loop items
-# as their JSON text (numbers as spelt, map values' escapes kept), parameters' numbers as Argo's AnyString has them,
-# mutexes of a workflow and of its templates.
+# as their JSON text (numbers as spelt, map values' escapes kept), mutexes of a workflow and of its templates.
 COMPARED += [
     Example("container-set", directory=OURS),
     Example("exit-codes-and-retries", directory=OURS),
     Example("loop-item-values", directory=OURS),
-    Example("parameter-number-values", directory=OURS),
     Example("suspend-for-a-while", directory=OURS),
     Example("synchronization", directory=OURS),
 ]

@@ -353,3 +353,42 @@ def test_an_entrypoint_given_at_submit_takes_its_inputs_from_p_as_on_argo(
     assert refused.returncode != 0 and "message" in refused.stderr, refused.stderr
     with pytest.raises(WorkflowError, match="no value for input parameter 'message'"):
         load_workflow(steps, {}, entrypoint="print-message")
+
+
+def test_a_parameters_number_reads_as_argos_anystring_writes_it(deployment: Deployment, tmp_path: Path) -> None:
+    # A value, default or enum item written as a number: `argo submit` reads the file into Argo's types, whose
+    # AnyString writes the float64 without an exponent (1e-7 is 0.0000001). The API server's own CRD schema takes
+    # only strings there (`kubectl create` of the same file is refused, 422), so this goes through the argo CLI.
+    from pipelines.local.workflow import load_workflow, stringify
+
+    text = """\
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {generateName: anystring-}
+spec:
+  entrypoint: main
+  arguments:
+    parameters:
+    - {name: small, value: 1e-7}
+    - {name: large, value: 1e21}
+    - {name: long, value: 12345678901234567}
+    - {name: plain, value: 5e-5, enum: [5e-5, 1, 2.50]}
+  templates:
+  - name: main
+    inputs:
+      parameters:
+      - {name: small, default: -2.5e-8}
+    container: {image: busybox, command: ["true"]}
+"""
+    (tmp_path / "wf.yaml").write_text(text)
+    done = deployment.argo("submit", str(tmp_path / "wf.yaml"), "--dry-run", "-o", "json")
+    served = json.loads(done.stdout)["spec"]
+    ours = load_workflow(tmp_path / "wf.yaml").spec
+    values = [p["value"] for p in served["arguments"]["parameters"]]
+    assert values == [p["value"] for p in ours["arguments"]["parameters"]]
+    assert values == ["0.0000001", "1000000000000000000000", "12345678901234568", "0.00005"]
+    assert served["arguments"]["parameters"][3]["enum"] == [
+        stringify(item) for item in ours["arguments"]["parameters"][3]["enum"]
+    ]  # what the runner holds a value to
+    (default,) = served["templates"][0]["inputs"]["parameters"]
+    assert default["default"] == stringify(ours["templates"][0]["inputs"]["parameters"][0]["default"])

@@ -75,7 +75,7 @@ def test_parameter_values_read_as_argo_reads_the_yaml(tmp_path: Path) -> None:
     # go-yaml v2 resolves the scalars, sigs.k8s.io/yaml writes JSON, AnyString.UnmarshalJSON reads the float64:
     # `y` is true, `5e-5` and `0.00005` are 0.00005, `1e6` is 1000000, `12:30` no base-60 number (PyYAML: 750);
     # the float64 is written without an exponent ('f'), where Go's JSON has one: 1e-7, 1e21, and an int past 2^53
-    # loses its last digits (tests/e2e/workflows/parameter-number-values.yaml compares it with the real controller)
+    # loses its last digits (tests/e2e/test_argo_pipeline.py compares it with what the real argo submit sends)
     spelt = [
         "y",
         "5e-5",
